@@ -1,0 +1,8 @@
+//! circulant: round-optimal collective communication over libfabric.
+//!
+//! Layers, from the pure core outwards (see `docs/architecture.md`):
+//! `schedule` (circulant broadcast schedules), `plan` (every collective as a per-rank program),
+//! `sim` (runs plans of p virtual ranks and prices them), `fabric` (safe libfabric wrapper),
+//! `transport`, `bootstrap`, `comm`, `launch`.
+
+#![forbid(unsafe_code)]

@@ -1,0 +1,1 @@
+//! Raw bindings to the system's libfabric.
