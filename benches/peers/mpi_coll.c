@@ -1,0 +1,362 @@
+/*
+ * Peer benchmark: the MPI library's own collectives, measured with the method of
+ * `circulant bench` so that both produce comparable CSV rows.
+ *
+ * Method (seed 000 §3, seed 001 §3): per size one warm-up call, then REPS repetitions, each
+ * between barriers and timed as the slowest rank's time (a MAX allreduce of the local times);
+ * the minimum and the median over the repetitions are reported. The received data are checked
+ * once per size.
+ *
+ * Build with either MPI (both come from Debian and coexist):
+ *   mpicc.mpich   -O2 -o target/mpi_coll_mpich   benches/peers/mpi_coll.c
+ *   mpicc.openmpi -O2 -o target/mpi_coll_openmpi benches/peers/mpi_coll.c
+ * Run:
+ *   mpiexec.mpich -n 4 target/mpi_coll_mpich --op bcast --max-bytes 1048576
+ *   mpi_coll --print-counts --dist spike -p 5 --bytes 1000     (no MPI job needed)
+ *
+ * Sizes go from --min-bytes to --max-bytes multiplying alternately by 2 and 5 (1, 2, 10, 20,
+ * 100, ...). For bcast the size is the message; for allgather it is each rank's contribution;
+ * for allgatherv it is the base count c of the distribution (the total follows from it, see
+ * distribution_counts); for allreduce it is the vector of int32 elements (size/4 of them).
+ *
+ * CSV columns (header printed once by rank 0):
+ *   library,op,algorithm,distribution,p,bytes,total_bytes,reps,min_s,median_s
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum op { OP_BCAST, OP_ALLGATHER, OP_ALLGATHERV, OP_ALLREDUCE };
+
+static const char *op_names[] = {"bcast", "allgather", "allgatherv", "allreduce"};
+
+static const char *dist_names[] = {"regular", "broadcast", "spike", "half-full",
+                                   "decreasing", "geometric", "mod3"};
+enum { N_DISTS = sizeof dist_names / sizeof dist_names[0] };
+
+struct options {
+    enum op op;
+    int dist;
+    int root;
+    int reps;
+    uint64_t min_bytes;
+    uint64_t max_bytes;
+    int header;
+    int print_counts;
+    int counts_p;
+    uint64_t counts_bytes;
+};
+
+static void usage_exit(const char *msg) {
+    fprintf(stderr,
+            "mpi_coll: %s\n"
+            "usage: mpi_coll --op bcast|allgather|allgatherv|allreduce [--dist NAME] [--root R]\n"
+            "                [--reps N] [--min-bytes B] [--max-bytes B] [--no-header]\n"
+            "       mpi_coll --print-counts --dist NAME -p P --bytes C\n"
+            "distributions: regular broadcast spike half-full decreasing geometric mod3\n",
+            msg);
+    exit(2);
+}
+
+static uint64_t parse_u64(const char *s, const char *what) {
+    char *end = NULL;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (s[0] == '\0' || s[0] == '-' || *end != '\0') {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s must be a non-negative integer, got '%s'", what, s);
+        usage_exit(msg);
+    }
+    return (uint64_t)v;
+}
+
+static void parse_args(int argc, char **argv, struct options *o) {
+    memset(o, 0, sizeof *o);
+    o->op = OP_BCAST;
+    o->reps = 10;
+    o->min_bytes = 1;
+    o->max_bytes = 256u << 20;
+    o->header = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--no-header")) { o->header = 0; continue; }
+        if (!strcmp(a, "--print-counts")) { o->print_counts = 1; continue; }
+        if (!v) usage_exit("missing value after an option");
+        i++;
+        if (!strcmp(a, "--op")) {
+            int found = 0;
+            for (int k = 0; k < 4; k++)
+                if (!strcmp(v, op_names[k])) { o->op = (enum op)k; found = 1; }
+            if (!found) usage_exit("unknown --op");
+        } else if (!strcmp(a, "--dist")) {
+            o->dist = -1;
+            for (int k = 0; k < N_DISTS; k++)
+                if (!strcmp(v, dist_names[k])) o->dist = k;
+            if (o->dist < 0) usage_exit("unknown --dist");
+        } else if (!strcmp(a, "--root")) {
+            o->root = (int)parse_u64(v, "--root");
+        } else if (!strcmp(a, "--reps")) {
+            o->reps = (int)parse_u64(v, "--reps");
+            if (o->reps < 1) usage_exit("--reps must be at least 1");
+        } else if (!strcmp(a, "--min-bytes")) {
+            o->min_bytes = parse_u64(v, "--min-bytes");
+        } else if (!strcmp(a, "--max-bytes")) {
+            o->max_bytes = parse_u64(v, "--max-bytes");
+        } else if (!strcmp(a, "-p")) {
+            o->counts_p = (int)parse_u64(v, "-p");
+        } else if (!strcmp(a, "--bytes")) {
+            o->counts_bytes = parse_u64(v, "--bytes");
+        } else {
+            usage_exit("unknown option");
+        }
+    }
+}
+
+/* ⌈log2 p⌉, with log of 1 taken as 1 so that the geometric distribution stays defined. */
+static uint64_t ceil_log2_at_least_1(int p) {
+    uint64_t q = 0;
+    while ((1ull << q) < (uint64_t)p) q++;
+    return q ? q : 1;
+}
+
+/*
+ * Per-rank byte counts of the seed-001 distributions with base count c, plus seed 000's
+ * (r mod 3)·c. Integer division rounds down; what a formula leaves over is not redistributed.
+ *   regular     m_i = c
+ *   broadcast   m_0 = c, m_i = 0
+ *   spike       m_0 = c/2, m_i = c / (2(p-1))                     (p = 1: m_0 = c)
+ *   half-full   m_i = 2c for even i, 0 for odd i
+ *   decreasing  m_i = 2c(p-1-i) / (p-1)                            (p = 1: m_0 = c)
+ *   geometric   m_{i-1+j} = c·p / (i·⌈log2 p⌉) for i = 1, 2, 4, ... and j < i
+ *   mod3        m_i = (i mod 3)·c
+ */
+static void distribution_counts(int dist, int p, uint64_t c, uint64_t *counts) {
+    for (int i = 0; i < p; i++) {
+        uint64_t m = 0;
+        switch (dist) {
+        case 0: m = c; break;
+        case 1: m = i == 0 ? c : 0; break;
+        case 2: m = p == 1 ? c : (i == 0 ? c / 2 : c / (2 * (uint64_t)(p - 1))); break;
+        case 3: m = i % 2 == 0 ? 2 * c : 0; break;
+        case 4: m = p == 1 ? c : 2 * c * (uint64_t)(p - 1 - i) / (uint64_t)(p - 1); break;
+        case 5: {
+            uint64_t group = 1;
+            while (2 * group - 1 <= (uint64_t)i) group *= 2; /* i lies in [group-1, 2group-1) */
+            m = c * (uint64_t)p / (group * ceil_log2_at_least_1(p));
+            break;
+        }
+        case 6: m = (uint64_t)(i % 3) * c; break;
+        }
+        counts[i] = m;
+    }
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The byte every rank writes at position k of its contribution: checkable at any receiver. */
+static unsigned char pattern(int rank, uint64_t k) {
+    return (unsigned char)(rank * 131 + k * 7 + 1);
+}
+
+struct buffers {
+    unsigned char *send;
+    unsigned char *recv;
+    int *counts;
+    int *displs;
+    uint64_t total;
+};
+
+static int fits_int(uint64_t v) { return v <= (uint64_t)INT32_MAX; }
+
+/* One call of the operation under test. */
+static void run_op(const struct options *o, struct buffers *b, uint64_t bytes, int p) {
+    switch (o->op) {
+    case OP_BCAST:
+        MPI_Bcast(b->recv, (int)bytes, MPI_BYTE, o->root, MPI_COMM_WORLD);
+        break;
+    case OP_ALLGATHER:
+        MPI_Allgather(b->send, (int)bytes, MPI_BYTE, b->recv, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+        break;
+    case OP_ALLGATHERV: {
+        int rank;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Allgatherv(b->send, b->counts[rank], MPI_BYTE, b->recv, b->counts, b->displs, MPI_BYTE,
+                       MPI_COMM_WORLD);
+        break;
+    }
+    case OP_ALLREDUCE:
+        MPI_Allreduce(b->send, b->recv, (int)(bytes / 4), MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);
+        break;
+    }
+    (void)p;
+}
+
+/* Fills the inputs for one size; returns 0, or -1 when the size does not fit MPI's int counts. */
+static int prepare(const struct options *o, struct buffers *b, uint64_t bytes, int p, int rank) {
+    uint64_t send_len = 0, recv_len = 0;
+    switch (o->op) {
+    case OP_BCAST: recv_len = bytes; b->total = bytes; break;
+    case OP_ALLGATHER: send_len = bytes; recv_len = bytes * (uint64_t)p; b->total = recv_len; break;
+    case OP_ALLGATHERV: {
+        uint64_t *c = malloc(sizeof *c * (size_t)p);
+        if (!c) return -1;
+        distribution_counts(o->dist, p, bytes, c);
+        uint64_t off = 0;
+        for (int i = 0; i < p; i++) {
+            if (!fits_int(c[i]) || !fits_int(off)) { free(c); return -1; }
+            b->counts[i] = (int)c[i];
+            b->displs[i] = (int)off;
+            off += c[i];
+        }
+        send_len = c[rank];
+        recv_len = off;
+        b->total = off;
+        free(c);
+        break;
+    }
+    case OP_ALLREDUCE: send_len = recv_len = bytes / 4 * 4; b->total = recv_len; break;
+    }
+    if (!fits_int(send_len) || !fits_int(recv_len)) return -1;
+    free(b->send);
+    free(b->recv);
+    b->send = malloc(send_len ? send_len : 1);
+    b->recv = malloc(recv_len ? recv_len : 1);
+    if (!b->send || !b->recv) {
+        fprintf(stderr, "mpi_coll: out of memory for %llu bytes\n", (unsigned long long)recv_len);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (o->op == OP_ALLREDUCE) {
+        for (uint64_t k = 0; k < send_len / 4; k++) ((int32_t *)b->send)[k] = (int32_t)(rank + k % 17);
+    } else {
+        for (uint64_t k = 0; k < send_len; k++) b->send[k] = pattern(rank, k);
+    }
+    memset(b->recv, 0, recv_len);
+    if (o->op == OP_BCAST && rank == o->root)
+        for (uint64_t k = 0; k < bytes; k++) b->recv[k] = pattern(o->root, k);
+    return 0;
+}
+
+/* Returns the number of wrong bytes (or elements) this rank received. */
+static uint64_t check(const struct options *o, const struct buffers *b, uint64_t bytes, int p) {
+    uint64_t bad = 0;
+    switch (o->op) {
+    case OP_BCAST:
+        for (uint64_t k = 0; k < bytes; k++) bad += b->recv[k] != pattern(o->root, k);
+        break;
+    case OP_ALLGATHER:
+        for (int r = 0; r < p; r++)
+            for (uint64_t k = 0; k < bytes; k++) bad += b->recv[(uint64_t)r * bytes + k] != pattern(r, k);
+        break;
+    case OP_ALLGATHERV:
+        for (int r = 0; r < p; r++)
+            for (uint64_t k = 0; k < (uint64_t)b->counts[r]; k++)
+                bad += b->recv[(uint64_t)b->displs[r] + k] != pattern(r, k);
+        break;
+    case OP_ALLREDUCE:
+        for (uint64_t k = 0; k < bytes / 4; k++) {
+            int64_t want = 0;
+            for (int r = 0; r < p; r++) want += r + (int64_t)(k % 17);
+            bad += ((const int32_t *)b->recv)[k] != (int32_t)want;
+        }
+        break;
+    }
+    return bad;
+}
+
+static const char *library_name(void) {
+    static char name[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(name, &len);
+    if (strstr(name, "Open MPI")) return "openmpi";
+    if (strstr(name, "MPICH")) return "mpich";
+    return "mpi";
+}
+
+int main(int argc, char **argv) {
+    struct options o;
+    parse_args(argc, argv, &o);
+
+    if (o.print_counts) {
+        if (o.counts_p < 1) usage_exit("--print-counts needs -p P with P >= 1");
+        uint64_t *c = malloc(sizeof *c * (size_t)o.counts_p);
+        if (!c) return 1;
+        distribution_counts(o.dist, o.counts_p, o.counts_bytes, c);
+        for (int i = 0; i < o.counts_p; i++) printf("%s%llu", i ? " " : "", (unsigned long long)c[i]);
+        printf("\n");
+        free(c);
+        return 0;
+    }
+
+    MPI_Init(&argc, &argv);
+    int rank, p;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &p);
+    if (o.root >= p) {
+        if (rank == 0) fprintf(stderr, "mpi_coll: --root %d is not below p = %d\n", o.root, p);
+        MPI_Finalize();
+        return 2;
+    }
+
+    struct buffers b = {0};
+    b.counts = calloc((size_t)p, sizeof *b.counts);
+    b.displs = calloc((size_t)p, sizeof *b.displs);
+    double *times = calloc((size_t)o.reps, sizeof *times);
+    if (!b.counts || !b.displs || !times) MPI_Abort(MPI_COMM_WORLD, 1);
+
+    const char *lib = library_name();
+    const char *dist = o.op == OP_ALLGATHERV ? dist_names[o.dist] : "-";
+    if (rank == 0 && o.header)
+        printf("library,op,algorithm,distribution,p,bytes,total_bytes,reps,min_s,median_s\n");
+
+    int failed = 0;
+    for (uint64_t bytes = o.min_bytes, step = 0; bytes <= o.max_bytes;
+         bytes *= (step++ % 2 == 0) ? 2 : 5) {
+        if (o.op == OP_ALLREDUCE && bytes < 4) {
+            if (bytes == 0) break;
+            continue;
+        }
+        if (prepare(&o, &b, bytes, p, rank) != 0) {
+            if (rank == 0) fprintf(stderr, "mpi_coll: %llu bytes exceed MPI int counts; stopping\n",
+                                   (unsigned long long)bytes);
+            break;
+        }
+        run_op(&o, &b, bytes, p); /* warm-up, also the checked call */
+        uint64_t bad = check(&o, &b, bytes, p), all_bad = 0;
+        MPI_Allreduce(&bad, &all_bad, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+        if (all_bad) {
+            if (rank == 0) fprintf(stderr, "mpi_coll: %s of %llu bytes: %llu wrong bytes\n",
+                                   op_names[o.op], (unsigned long long)bytes,
+                                   (unsigned long long)all_bad);
+            failed = 1;
+        }
+        for (int r = 0; r < o.reps; r++) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime();
+            run_op(&o, &b, bytes, p);
+            double local = MPI_Wtime() - t0, slowest = 0;
+            MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            times[r] = slowest;
+        }
+        if (rank == 0) {
+            qsort(times, (size_t)o.reps, sizeof *times, cmp_double);
+            double median = o.reps % 2 ? times[o.reps / 2]
+                                       : (times[o.reps / 2 - 1] + times[o.reps / 2]) / 2;
+            printf("%s,%s,native,%s,%d,%llu,%llu,%d,%.9f,%.9f\n", lib, op_names[o.op], dist, p,
+                   (unsigned long long)bytes, (unsigned long long)b.total, o.reps, times[0], median);
+            fflush(stdout);
+        }
+        if (bytes == 0) break;
+    }
+    free(b.send);
+    free(b.recv);
+    free(b.counts);
+    free(b.displs);
+    free(times);
+    MPI_Finalize();
+    return failed;
+}
