@@ -1,6 +1,8 @@
 //! `circulant info`: the libfabric version and the providers usable for one-sided collectives.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use serde::Serialize;
@@ -114,44 +116,55 @@ fn report() -> Result<Report, fabric::FabricError> {
     })
 }
 
-fn print_table(report: &Report) {
-    println!(
+fn table(report: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
         "libfabric {} (headers {})",
         report.libfabric.library, report.libfabric.headers
     );
     if report.providers.is_empty() {
-        println!("no provider offers FI_EP_RDM with FI_RMA and remote CQ data");
+        let _ = writeln!(
+            out,
+            "no provider offers FI_EP_RDM with FI_RMA and remote CQ data"
+        );
     } else {
-        println!("providers with FI_EP_RDM, FI_RMA and remote CQ data (>= {MIN_CQ_DATA} bytes):");
+        let _ = writeln!(
+            out,
+            "providers with FI_EP_RDM, FI_RMA and remote CQ data (>= {MIN_CQ_DATA} bytes):"
+        );
     }
     for p in &report.providers {
-        println!();
-        println!("{}", p.name);
+        out.push('\n');
+        let _ = writeln!(out, "{}", p.name);
         let domains: Vec<String> = p
             .domains
             .iter()
             .map(|d| format!("{}/{}", d.fabric, d.domain))
             .collect();
-        println!("  fabric/domain   {}", domains.join(", "));
-        println!("  iov_limit       {}", p.iov_limit);
-        println!("  rma_iov_limit   {}", p.rma_iov_limit);
-        println!("  cq_data_size    {}", p.cq_data_size);
-        println!("  inject_size     {}", p.inject_size);
-        println!("  max_msg_size    {}", p.max_msg_size);
-        println!("  mr_mode         {}", join_or_zero(&p.mr_mode));
-        println!("  mode            {}", join_or_zero(&p.mode));
-        println!(
+        let _ = writeln!(out, "  fabric/domain   {}", domains.join(", "));
+        let _ = writeln!(out, "  iov_limit       {}", p.iov_limit);
+        let _ = writeln!(out, "  rma_iov_limit   {}", p.rma_iov_limit);
+        let _ = writeln!(out, "  cq_data_size    {}", p.cq_data_size);
+        let _ = writeln!(out, "  inject_size     {}", p.inject_size);
+        let _ = writeln!(out, "  max_msg_size    {}", p.max_msg_size);
+        let _ = writeln!(out, "  mr_mode         {}", join_or_zero(&p.mr_mode));
+        let _ = writeln!(out, "  mode            {}", join_or_zero(&p.mode));
+        let _ = writeln!(
+            out,
             "  progress        data {}, control {}",
             p.data_progress, p.control_progress
         );
     }
     if !report.without_cq_data.is_empty() {
-        println!();
-        println!(
+        out.push('\n');
+        let _ = writeln!(
+            out,
             "without remote CQ data (not usable): {}",
             report.without_cq_data.join(", ")
         );
     }
+    out
 }
 
 fn join_or_zero(names: &[String]) -> String {
@@ -164,10 +177,15 @@ fn join_or_zero(names: &[String]) -> String {
 
 pub fn run(args: Args) -> CliResult {
     let report = report()?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+    let text = if args.json {
+        serde_json::to_string_pretty(&report)? + "\n"
     } else {
-        print_table(&report);
+        table(&report)
+    };
+    // A closed pipe (`circulant info | head`) is not an error of ours.
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => return Err(err.into()),
+        _ => {}
     }
     Ok(if report.providers.is_empty() {
         ExitCode::FAILURE
