@@ -126,7 +126,7 @@ const BATCH: usize = 32;
 
 impl CompletionQueue {
     /// Opens a CQ of `size` entries (0: provider default) with format `FI_CQ_FORMAT_DATA`, with a
-    /// wait object where the provider has one (for [`Self::wait`]).
+    /// file-descriptor wait object where the provider has one (for [`Self::wait`]).
     pub fn open(domain: &Domain, size: usize) -> Result<CompletionQueue> {
         let open = |wait_obj| {
             let mut attr = sys::fi_cq_attr {
@@ -142,9 +142,11 @@ impl CompletionQueue {
             };
             check("fi_cq_open", ret as isize).map(|_| fid)
         };
-        let (fid, has_wait) = match open(sys::FI_WAIT_UNSPEC) {
+        // A file descriptor is a wait the kernel does. FI_WAIT_UNSPEC is not asked for: shm in
+        // libfabric 1.17 then picks a sched_yield loop that spins a core and ignores the
+        // timeout of fi_cq_sread. Without an fd, `wait` polls with a growing sleep.
+        let (fid, has_wait) = match open(sys::FI_WAIT_FD) {
             Ok(fid) => (fid, true),
-            // No wait object on this provider: poll with backoff instead.
             Err(_) => (open(sys::FI_WAIT_NONE)?, false),
         };
         Ok(CompletionQueue {

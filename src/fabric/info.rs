@@ -268,6 +268,19 @@ impl Info {
         }
     }
 
+    /// A copy asking the provider to operate with `mr_mode` (e.g. the verbs-like set on a
+    /// provider that would require fewer bits). `Domain::open` fails if the provider cannot.
+    pub fn with_mr_mode(&self, mr_mode: MrMode) -> Info {
+        let copy = self.clone();
+        // SAFETY: copy is exclusively owned; domain_attr is null or valid for its life.
+        if let Some(attr) = unsafe { copy.ptr.as_ptr().as_mut() }
+            .and_then(|info| unsafe { info.domain_attr.as_mut() })
+        {
+            attr.mr_mode = mr_mode.0 as i32;
+        }
+        copy
+    }
+
     pub(crate) fn as_ptr(&self) -> *mut sys::fi_info {
         self.ptr.as_ptr()
     }

@@ -113,7 +113,10 @@ impl RegisteredMemory {
         unsafe { ptr::write_bytes(ptr.as_ptr(), 0, len) };
 
         let prov_key = mr_mode.contains(MrMode::PROV_KEY);
-        let requested_key = if prov_key { 0 } else { domain.next_key() };
+        // A key unique in the domain is requested even under FI_MR_PROV_KEY, where it is
+        // ignored: a layered provider whose core does not assign keys then still gets distinct
+        // ones (tcp;ofi_rxm with a forced FI_MR_PROV_KEY rejects a second key 0).
+        let requested_key = domain.next_key();
         let mut mr = ptr::null_mut();
         // SAFETY: domain is open; the buffer is valid for len bytes and stays allocated until
         // after the MR is closed (RegionInner::drop).
@@ -160,7 +163,14 @@ impl RegisteredMemory {
         inner.desc = unsafe { sys::circ_fi_mr_desc(mr) };
         if prov_key {
             // SAFETY: as above.
-            inner.key = unsafe { sys::circ_fi_mr_key(mr) };
+            let key = unsafe { sys::circ_fi_mr_key(mr) };
+            if key == sys::FI_KEY_NOTAVAIL {
+                return Err(FabricError::invalid(format!(
+                    "{} gave no key for a registration (FI_MR_RAW keys are not supported)",
+                    domain.info.provider()
+                )));
+            }
+            inner.key = key;
         }
         Ok(RegisteredMemory {
             inner: Arc::new(inner),
