@@ -45,9 +45,10 @@ fn main() {
     {
         Ok(lib) => lib,
         Err(err) => fail(&format!(
-            "libfabric >= {MIN_LIBFABRIC} with its headers was not found by pkg-config ({err}).\n\
+            "libfabric >= {MIN_LIBFABRIC} with its headers was not found by pkg-config.\n\
              Install it: `apt-get install libfabric-dev pkg-config` (Debian/Ubuntu), \
-             or set PKG_CONFIG_PATH to the directory holding libfabric.pc."
+             or set PKG_CONFIG_PATH to the directory holding libfabric.pc.\n\
+             pkg-config said: {err}"
         )),
     };
 
@@ -60,9 +61,9 @@ fn main() {
 
     if let Err(err) = clang_sys::load() {
         fail(&format!(
-            "libclang, needed by bindgen to read the libfabric headers, could not be loaded \
-             ({err}).\nInstall it: `apt-get install libclang-dev` (Debian/Ubuntu), or set \
-             LIBCLANG_PATH to the directory holding libclang.so."
+            "libclang, needed by bindgen to read the libfabric headers, could not be loaded.\n\
+             Install it: `apt-get install libclang-dev` (Debian/Ubuntu), or set LIBCLANG_PATH \
+             to the directory holding libclang.so.\nclang-sys said: {err}"
         ));
     }
 

@@ -97,14 +97,18 @@ pub enum Progress {
 }
 
 impl Progress {
-    fn from_raw(raw: sys::fi_progress) -> Self {
-        match raw {
-            sys::FI_PROGRESS_AUTO => Progress::Auto,
-            sys::FI_PROGRESS_MANUAL => Progress::Manual,
-            sys::FI_PROGRESS_UNSPEC => Progress::Unspecified,
-            // The enum's C type is compiler-chosen; the cast is a no-op where it is u32.
-            #[allow(clippy::unnecessary_cast)]
-            other => Progress::Other(other as u32),
+    fn from_raw(raw: i32) -> Self {
+        // The enum's C type is compiler-chosen (u32 or i32): compare as i64.
+        #[allow(clippy::unnecessary_cast)]
+        let is = |value: sys::fi_progress| raw as i64 == value as i64;
+        if is(sys::FI_PROGRESS_AUTO) {
+            Progress::Auto
+        } else if is(sys::FI_PROGRESS_MANUAL) {
+            Progress::Manual
+        } else if is(sys::FI_PROGRESS_UNSPEC) {
+            Progress::Unspecified
+        } else {
+            Progress::Other(raw as u32)
         }
     }
 }
@@ -396,17 +400,14 @@ impl Info {
     }
 
     pub fn data_progress(&self) -> Progress {
-        Progress::from_raw(
-            self.domain_attr()
-                .map_or(sys::FI_PROGRESS_UNSPEC, |a| a.data_progress),
-        )
+        // SAFETY: the shim only reads the owned fi_info (null-checked).
+        Progress::from_raw(unsafe { sys::circ_fi_info_data_progress(self.as_ptr()) })
     }
 
+    /// Control progress model (with 2.x headers, where only one model remains: the data one).
     pub fn control_progress(&self) -> Progress {
-        Progress::from_raw(
-            self.domain_attr()
-                .map_or(sys::FI_PROGRESS_UNSPEC, |a| a.control_progress),
-        )
+        // SAFETY: as in data_progress.
+        Progress::from_raw(unsafe { sys::circ_fi_info_control_progress(self.as_ptr()) })
     }
 
     /// Address vector type the domain prefers (`FI_AV_UNSPEC` if none).

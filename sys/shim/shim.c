@@ -7,6 +7,23 @@
 
 uint32_t circ_fi_header_version(void) { return FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION); }
 
+int circ_fi_info_data_progress(const struct fi_info *info)
+{
+	return info && info->domain_attr ? (int)info->domain_attr->data_progress
+					 : (int)FI_PROGRESS_UNSPEC;
+}
+
+int circ_fi_info_control_progress(const struct fi_info *info)
+{
+#if FI_MAJOR_VERSION < 2
+	return info && info->domain_attr ? (int)info->domain_attr->control_progress
+					 : (int)FI_PROGRESS_UNSPEC;
+#else
+	/* 2.x selects progress by the data progress model alone. */
+	return circ_fi_info_data_progress(info);
+#endif
+}
+
 struct fi_info *circ_fi_allocinfo(void) { return fi_allocinfo(); }
 int circ_fi_close(struct fid *fid) { return fi_close(fid); }
 

@@ -16,6 +16,12 @@
 /* The API version of the headers compiled against: FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION). */
 uint32_t circ_fi_header_version(void);
 
+/* Progress models of an fi_info's domain (FI_PROGRESS_UNSPEC without one). Read in C because
+ * the 2.x headers may alias data_progress through an anonymous union and retire
+ * control_progress, which a bindgen field access would not survive. */
+int circ_fi_info_data_progress(const struct fi_info *info);
+int circ_fi_info_control_progress(const struct fi_info *info);
+
 struct fi_info *circ_fi_allocinfo(void);
 int circ_fi_close(struct fid *fid);
 
