@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use circulant::fabric::{
     Address, AddressVector, Completion, CompletionQueue, Domain, Endpoint, FabricError, Hints,
-    Info, MrMode, Post, RegisteredMemory, RemoteRange, WriteFlags,
+    Info, MrMode, Post, RegisteredMemory, RemoteRange, RemoteRegion, WriteFlags,
 };
 
 /// Longest any single test may take before the watchdog fails it.
@@ -726,4 +726,285 @@ provider_tests!(
     false,
     true,
     MrMode::VERBS
+);
+
+// ---------------------------------------------------------------------------------------------
+// Two processes: the test binary re-executes itself as the target rank, as the launcher will
+// run ranks. Names and region descriptors go over the child's stdin/stdout as `CIRC ...` lines.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+
+/// Environment variable that turns the `peer_process` entry into the target rank.
+const PEER_ENV: &str = "CIRCULANT_FABRIC_PEER";
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Where write `i` of `sizes` lands in the target region: one after the other, 64 bytes apart.
+fn layout(sizes: &[usize]) -> (Vec<usize>, usize) {
+    let mut offsets = Vec::new();
+    let mut at = GUARD;
+    for &size in sizes {
+        offsets.push(at);
+        at += size + GUARD;
+    }
+    (offsets, at)
+}
+
+fn cross_sizes(info: &Info) -> Vec<usize> {
+    vec![0, 1, 4096, (1 << 20) + 3, info.inject_size() + 1]
+}
+
+/// Lines of a reader, delivered through a channel so that reads can have a deadline.
+fn line_channel(reader: impl BufRead + Send + 'static) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        for line in reader.lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// The next `CIRC <tag> <value>` line with this tag, within the deadline.
+fn expect_line(lines: &mpsc::Receiver<String>, tag: &str, deadline: Instant) -> String {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = lines
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("no `CIRC {tag}` line from the peer in time"));
+        // The child's harness may print "test peer_process ... " before our line.
+        if let Some(rest) = line.find("CIRC ").map(|at| &line[at + 5..]) {
+            let (got, value) = rest.split_once(' ').unwrap_or((rest, ""));
+            if got == tag {
+                return value.to_string();
+            }
+            if got == "fail" {
+                panic!("peer failed: {value}");
+            }
+        }
+    }
+}
+
+/// Kills and reaps the child unless it already exited, whatever way the test ends.
+struct ChildGuard(Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+        }
+        let _ = self.0.wait();
+    }
+}
+
+/// The target rank, run in a child process (a no-op in a normal test run): registers a region,
+/// publishes its name and region, checks every arrival's bytes and CQ data, and keeps
+/// progressing until the initiator says it is done.
+#[test]
+fn peer_process() {
+    let Ok(spec) = std::env::var(PEER_ENV) else {
+        return;
+    };
+    let out = |line: String| {
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "CIRC {line}");
+        let _ = stdout.flush();
+    };
+    let result = std::panic::catch_unwind(|| {
+        let (provider, node) = spec.split_once('|').expect("spec provider|node");
+        let cfg = Config {
+            provider: Box::leak(provider.to_string().into_boxed_str()),
+            node: (node != "-").then(|| &*Box::leak(node.to_string().into_boxed_str())),
+            required: true,
+            silent_refusal: false,
+            forced_mr: None,
+        };
+        let info = cfg.info().expect("provider offered");
+        let (_domain, cq, av, ep) = open_side(&info);
+        let sizes = cross_sizes(&info);
+        let (offsets, total) = layout(&sizes);
+        let dst = RegisteredMemory::for_endpoint(&ep, total).expect("register");
+        out(format!("name {}", hex(&ep.name().expect("name"))));
+        out(format!("region {}", hex(&dst.remote().to_bytes())));
+
+        let stdin = line_channel(BufReader::new(std::io::stdin()));
+        let deadline = Instant::now() + DEADLINE;
+        let peer = unhex(&expect_line(&stdin, "peer", deadline)).expect("peer hex");
+        av.insert(&peer).expect("insert initiator");
+
+        let mut arrivals = Vec::new();
+        let mut initiator_done = false;
+        while (arrivals.len() < sizes.len() || !initiator_done) && Instant::now() < deadline {
+            cq.wait(&mut arrivals, Duration::from_millis(10))
+                .expect("wait");
+            ep.replenish_cq_data_receives().expect("replenish");
+            while let Ok(line) = stdin.try_recv() {
+                initiator_done |= line == "CIRC done";
+            }
+        }
+        assert_eq!(arrivals.len(), sizes.len(), "arrivals by the deadline");
+        let got = dst.to_vec();
+        for (i, (&size, &offset)) in sizes.iter().zip(&offsets).enumerate() {
+            let data = 0xC1C0_0000 + i as u64;
+            assert!(
+                arrivals.iter().any(|c| c.data == Some(data)),
+                "arrival with CQ data {data:#x}"
+            );
+            assert!(
+                got[offset..offset + size] == pattern(size, i as u64 + 1)[..],
+                "bytes of write {i} ({size} B)"
+            );
+            assert!(got[offset + size..offset + size + GUARD]
+                .iter()
+                .all(|&x| x == 0));
+        }
+    });
+    match result {
+        Ok(()) => out("ok -".to_string()),
+        Err(panic) => {
+            let text = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            out(format!("fail {text}"));
+        }
+    }
+}
+
+/// The initiator in this process, the target in a child process: `fi_writedata` of every size
+/// with CQ data, checked by the child.
+fn two_processes(cfg: Config) {
+    let Some(info) = cfg.info() else { return };
+    let exe = std::env::current_exe().expect("test binary");
+    let child = Command::new(exe)
+        .args([
+            "--exact",
+            "peer_process",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(
+            PEER_ENV,
+            format!("{}|{}", cfg.provider, cfg.node.unwrap_or("-")),
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn peer");
+    let mut child = ChildGuard(child);
+    let mut to_child = child.0.stdin.take().expect("child stdin");
+    let lines = line_channel(BufReader::new(child.0.stdout.take().expect("child stdout")));
+    let deadline = Instant::now() + DEADLINE;
+
+    let (_domain, cq, av, ep) = open_side(&info);
+    let name = unhex(&expect_line(&lines, "name", deadline)).expect("name hex");
+    let region = parse_region(&expect_line(&lines, "region", deadline));
+    let peer = av.insert(&name).expect("insert target");
+    writeln!(to_child, "CIRC peer {}", hex(&ep.name().expect("name"))).expect("to child");
+
+    let sizes = cross_sizes(&info);
+    let (offsets, _) = layout(&sizes);
+    let mut sources = Vec::new();
+    for (i, (&size, &offset)) in sizes.iter().zip(&offsets).enumerate() {
+        let mut src = RegisteredMemory::for_endpoint(&ep, size.max(1)).expect("src");
+        src.write(0, &pattern(size, i as u64 + 1)).expect("bytes");
+        let remote = region.range(offset as u64, size as u64).expect("range");
+        let data = 0xC1C0_0000 + i as u64;
+        loop {
+            let posted = ep
+                .write(
+                    src.range(0, size).expect("src range"),
+                    peer,
+                    remote,
+                    Some(data),
+                    i as u64,
+                )
+                .expect("post");
+            if posted == Post::Posted {
+                break;
+            }
+            assert!(Instant::now() < deadline, "-FI_EAGAIN until the deadline");
+            cq.wait(&mut Vec::new(), Duration::from_millis(1))
+                .expect("progress");
+        }
+        sources.push(src);
+    }
+    let mut done = Vec::new();
+    while done.len() < sizes.len() && Instant::now() < deadline {
+        cq.wait(&mut done, Duration::from_millis(10))
+            .expect("initiator completions");
+    }
+    assert_eq!(
+        done.len(),
+        sizes.len(),
+        "{}: local completions",
+        cfg.provider
+    );
+    writeln!(to_child, "CIRC done").expect("to child");
+    expect_line(&lines, "ok", deadline);
+    let status = loop {
+        if let Some(status) = child.0.try_wait().expect("child status") {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "peer did not exit");
+        thread::sleep(Duration::from_millis(5));
+    };
+    assert!(status.success(), "peer exit status {status}");
+}
+
+/// Parses the child's region descriptor line.
+fn parse_region(text: &str) -> RemoteRegion {
+    let bytes = unhex(text).expect("region hex");
+    RemoteRegion::from_bytes(&bytes).expect("region descriptor")
+}
+
+macro_rules! two_process_tests {
+    ($name:ident, $provider:expr, $node:expr, $required:expr) => {
+        #[test]
+        fn $name() {
+            bounded(stringify!($name), || {
+                two_processes(Config {
+                    provider: $provider,
+                    node: $node,
+                    required: $required,
+                    silent_refusal: false,
+                    forced_mr: None,
+                })
+            });
+        }
+    };
+}
+
+two_process_tests!(
+    two_processes_tcp_rxm,
+    "tcp;ofi_rxm",
+    Some("127.0.0.1"),
+    true
+);
+two_process_tests!(two_processes_sockets, "sockets", Some("127.0.0.1"), true);
+two_process_tests!(two_processes_shm, "shm", None, false);
+two_process_tests!(
+    two_processes_udp_rxd,
+    "udp;ofi_rxd",
+    Some("127.0.0.1"),
+    false
 );
