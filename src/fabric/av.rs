@@ -31,7 +31,7 @@ unsafe impl Sync for AvInner {}
 impl Drop for AvInner {
     fn drop(&mut self) {
         // SAFETY: opened by fi_av_open; endpoints bound to it hold an Arc to this.
-        unsafe { sys::circ_fi_close(&mut (*self.fid).fid) };
+        unsafe { sys::circ_fi_close(ptr::addr_of_mut!((*self.fid).fid)) };
     }
 }
 

@@ -111,7 +111,7 @@ impl Drop for CqInner {
     fn drop(&mut self) {
         // SAFETY: opened by fi_cq_open; endpoints bound to it hold an Arc to this, so they are
         // closed and no operation can complete into the pending contexts any more.
-        unsafe { sys::circ_fi_close(&mut (*self.fid).fid) };
+        unsafe { sys::circ_fi_close(ptr::addr_of_mut!((*self.fid).fid)) };
     }
 }
 

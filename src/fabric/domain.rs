@@ -22,7 +22,7 @@ impl Drop for FabricInner {
     fn drop(&mut self) {
         // SAFETY: fid was opened by fi_fabric and every child holds an Arc to this, so nothing
         // opened from it is still open. A close error cannot be acted upon here.
-        unsafe { sys::circ_fi_close(&mut (*self.fid).fid) };
+        unsafe { sys::circ_fi_close(ptr::addr_of_mut!((*self.fid).fid)) };
     }
 }
 
@@ -72,7 +72,7 @@ impl DomainInner {
 impl Drop for DomainInner {
     fn drop(&mut self) {
         // SAFETY: opened by fi_domain; children hold an Arc to this, so all are closed.
-        unsafe { sys::circ_fi_close(&mut (*self.fid).fid) };
+        unsafe { sys::circ_fi_close(ptr::addr_of_mut!((*self.fid).fid)) };
     }
 }
 

@@ -58,7 +58,7 @@ impl Drop for EndpointInner {
         // SAFETY: opened by fi_endpoint; MRs bound to it hold an Arc to this. Closing cancels
         // what is still posted; the CQs (and the memory their pending operations keep alive)
         // are closed after this, as the fields drop after this body.
-        unsafe { sys::circ_fi_close(&mut (*self.fid).fid) };
+        unsafe { sys::circ_fi_close(ptr::addr_of_mut!((*self.fid).fid)) };
     }
 }
 
@@ -104,16 +104,21 @@ impl Endpoint {
             let ret = unsafe { sys::circ_fi_ep_bind(fid, target, flags) };
             check("fi_ep_bind", ret as isize)
         };
-        // SAFETY (for the field accesses below): the fids are open objects owned by the Arcs.
-        bind(unsafe { &mut (*av.inner.fid).fid }, 0)?;
+        // SAFETY: the AV and CQs are open objects kept alive by the Arcs just stored in `inner`;
+        // only the addresses of their embedded `struct fid` are taken.
+        let (av_fid, tx_fid, rx_fid): (*mut sys::fid, *mut sys::fid, *mut sys::fid) = unsafe {
+            (
+                ptr::addr_of_mut!((*av.inner.fid).fid),
+                ptr::addr_of_mut!((*tx_cq.inner.fid).fid),
+                ptr::addr_of_mut!((*rx_cq.inner.fid).fid),
+            )
+        };
+        bind(av_fid, 0)?;
         if Arc::ptr_eq(&tx_cq.inner, &rx_cq.inner) {
-            bind(
-                unsafe { &mut (*tx_cq.inner.fid).fid },
-                sys::FI_TRANSMIT | sys::FI_RECV,
-            )?;
+            bind(tx_fid, sys::FI_TRANSMIT | sys::FI_RECV)?;
         } else {
-            bind(unsafe { &mut (*tx_cq.inner.fid).fid }, sys::FI_TRANSMIT)?;
-            bind(unsafe { &mut (*rx_cq.inner.fid).fid }, sys::FI_RECV)?;
+            bind(tx_fid, sys::FI_TRANSMIT)?;
+            bind(rx_fid, sys::FI_RECV)?;
         }
         // SAFETY: endpoint is open with its AV and CQs bound.
         let ret = unsafe { sys::circ_fi_enable(fid) };
@@ -145,7 +150,7 @@ impl Endpoint {
             // needed size (on -FI_ETOOSMALL) or the size written.
             let ret = unsafe {
                 sys::circ_fi_getname(
-                    &mut (*self.inner.fid).fid,
+                    ptr::addr_of_mut!((*self.inner.fid).fid),
                     name.as_mut_ptr().cast(),
                     &mut len,
                 )
@@ -243,6 +248,12 @@ impl Endpoint {
     /// Posts a write from `src` into `remote` at `dest` (`fi_write`, or `fi_writedata` with
     /// remote CQ data). `remote.len` must equal `src.len()`. Completes on the tx CQ with
     /// `context`; the region is kept alive until then.
+    ///
+    /// The completion follows the provider's default semantics (transmit-complete on the
+    /// providers here): it frees the source, but does not prove the target accepted the write.
+    /// A write the target refuses (bad key or range) is only reported to the initiator with
+    /// `WriteFlags::DELIVERY_COMPLETE` (see [`Self::write_msg`]), and by some providers not at
+    /// all: the target's arrival count and a deadline are the protocol's proof of delivery.
     pub fn write(
         &self,
         src: LocalRange<'_>,

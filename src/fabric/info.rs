@@ -474,3 +474,20 @@ pub fn mode_names(mode: u64) -> Vec<String> {
     }
     names
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mr_mode_names_every_bit() {
+        assert_eq!(MrMode(0).to_string(), "0");
+        assert_eq!(
+            MrMode::VERBS.to_string(),
+            "FI_MR_LOCAL|FI_MR_VIRT_ADDR|FI_MR_ALLOCATED|FI_MR_PROV_KEY"
+        );
+        assert_eq!(MrMode(1 << 30).names(), vec!["0x40000000".to_string()]);
+        assert!(MrMode::SUPPORTED.contains(MrMode::VERBS | MrMode::ENDPOINT));
+        assert!(!MrMode::VERBS.contains(MrMode::ENDPOINT));
+    }
+}

@@ -39,6 +39,18 @@ use std::ffi::CStr;
 
 use circulant_sys as sys;
 
+// Every handle may move to and be shared with other threads (objects are FI_THREAD_SAFE).
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Info>();
+    send_sync::<Fabric>();
+    send_sync::<Domain>();
+    send_sync::<AddressVector>();
+    send_sync::<CompletionQueue>();
+    send_sync::<Endpoint>();
+    send_sync::<RegisteredMemory>();
+};
+
 /// A libfabric API version (`major.minor`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Version {

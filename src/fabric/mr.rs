@@ -42,16 +42,16 @@ impl Drop for RegionInner {
         // SAFETY: the MR is closed before the memory it covers is freed; operations that use the
         // memory hold an Arc to this, so none is in flight. ptr/layout come from alloc.
         unsafe {
-            sys::circ_fi_close(&mut (*self.mr).fid);
+            sys::circ_fi_close(ptr::addr_of_mut!((*self.mr).fid));
             alloc::dealloc(self.ptr.as_ptr(), self.layout);
         }
     }
 }
 
 impl RegionInner {
+    /// Address of byte `offset`; callers bound `offset` by the length before using it.
     pub(crate) fn addr(&self, offset: usize) -> *mut u8 {
-        // SAFETY: callers bound offset by the length (LocalRange construction).
-        unsafe { self.ptr.as_ptr().add(offset) }
+        self.ptr.as_ptr().wrapping_add(offset)
     }
 }
 
@@ -152,7 +152,8 @@ impl RegisteredMemory {
         if let Some(endpoint) = endpoint {
             // SAFETY: mr and the endpoint are open; binding and enabling is what FI_MR_ENDPOINT
             // requires before first use.
-            let ret = unsafe { sys::circ_fi_mr_bind(mr, &mut (*endpoint.fid).fid, 0) };
+            let ret =
+                unsafe { sys::circ_fi_mr_bind(mr, ptr::addr_of_mut!((*endpoint.fid).fid), 0) };
             inner._endpoint = Some(endpoint);
             check("fi_mr_bind", ret as isize)?;
             // SAFETY: mr is open and bound.
@@ -332,4 +333,44 @@ pub struct RemoteRange {
     pub addr: u64,
     pub len: u64,
     pub key: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_region_round_trips_through_bytes() {
+        let region = RemoteRegion {
+            base: 0x7f00_1234_5000,
+            len: 4096,
+            key: 0xdead_beef,
+        };
+        assert_eq!(
+            RemoteRegion::from_bytes(&region.to_bytes()).ok(),
+            Some(region)
+        );
+        assert!(RemoteRegion::from_bytes(&region.to_bytes()[..23]).is_err());
+    }
+
+    #[test]
+    fn remote_ranges_stay_inside_the_region() {
+        let region = RemoteRegion {
+            base: 1000,
+            len: 100,
+            key: 7,
+        };
+        let range = region.range(40, 60).ok();
+        assert_eq!(
+            range,
+            Some(RemoteRange {
+                addr: 1040,
+                len: 60,
+                key: 7
+            })
+        );
+        assert!(region.range(41, 60).is_err());
+        assert!(region.range(u64::MAX, 2).is_err());
+        assert!(region.range(100, 0).is_ok());
+    }
 }
