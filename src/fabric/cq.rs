@@ -1,7 +1,7 @@
 //! Completion queues (`FI_CQ_FORMAT_DATA`) and the table of operations in flight.
 
 use std::collections::HashMap;
-use std::ptr;
+use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -42,10 +42,20 @@ pub(crate) enum Keep {
     CqDataReceive(Arc<AtomicUsize>),
 }
 
+/// An operation in flight: its heap `fi_context2` (owned through a raw pointer, as the provider
+/// writes into it while we hold it) and what its completion releases.
 struct Pending {
-    _context: Box<sys::fi_context2>,
+    context: NonNull<sys::fi_context2>,
     user: u64,
     keep: Keep,
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        // SAFETY: context came from Box::into_raw in `track` and is freed once, here, after the
+        // provider reported (or can no longer report) the operation.
+        drop(unsafe { Box::from_raw(self.context.as_ptr()) });
+    }
 }
 
 pub(crate) struct CqInner {
@@ -72,12 +82,12 @@ impl CqInner {
 
     /// Registers an operation about to be posted; returns the context pointer to pass.
     pub(crate) fn track(&self, user: u64, keep: Keep) -> *mut std::os::raw::c_void {
-        let mut context = Box::<sys::fi_context2>::default();
-        let ptr: *mut sys::fi_context2 = &mut *context;
+        let context = NonNull::from(Box::leak(Box::<sys::fi_context2>::default()));
+        let ptr = context.as_ptr();
         self.pending().insert(
             ptr as usize,
             Pending {
-                _context: context,
+                context,
                 user,
                 keep,
             },
@@ -90,15 +100,24 @@ impl CqInner {
         self.pending().remove(&(context as usize));
     }
 
-    /// Resolves the op_context of a completion: the caller's context, or `None` for remote
-    /// events and internal receives.
-    fn finish(&self, op_context: *mut std::os::raw::c_void) -> Option<u64> {
+    /// Resolves the op_context of a completion with `flags`: the caller's context, or `None`
+    /// for remote events and internal receives.
+    fn finish(&self, op_context: *mut std::os::raw::c_void, flags: u64) -> Option<u64> {
         if op_context.is_null() {
             return None;
         }
-        let pending = self.pending().remove(&(op_context as usize))?;
-        match pending.keep {
-            Keep::Regions { .. } => Some(pending.user),
+        let mut pending = self.pending();
+        let key = op_context as usize;
+        // The op_context of a remote event is undefined unless it consumed one of our
+        // receives: never let such a value release a local operation still in flight.
+        let remote = flags & (sys::FI_REMOTE_WRITE | sys::FI_REMOTE_READ) != 0;
+        if remote && !matches!(pending.get(&key)?.keep, Keep::CqDataReceive(_)) {
+            return None;
+        }
+        let done = pending.remove(&key)?;
+        drop(pending);
+        match &done.keep {
+            Keep::Regions { .. } => Some(done.user),
             Keep::CqDataReceive(consumed) => {
                 consumed.fetch_add(1, Ordering::Relaxed);
                 None
@@ -237,7 +256,7 @@ impl CompletionQueue {
         let n = check("fi_cq_read", ret)?.min(entries.len());
         for entry in &entries[..n] {
             out.push(Completion {
-                context: self.inner.finish(entry.op_context),
+                context: self.inner.finish(entry.op_context, entry.flags),
                 flags: entry.flags,
                 len: entry.len,
                 data: (entry.flags & sys::FI_REMOTE_CQ_DATA != 0).then_some(entry.data),
@@ -270,7 +289,7 @@ impl CompletionQueue {
         let code = entry.err.unsigned_abs().min(i32::MAX as u32) as i32;
         Err(FabricError::Completion {
             provider: self.inner.provider.clone(),
-            context: self.inner.finish(entry.op_context),
+            context: self.inner.finish(entry.op_context, entry.flags),
             flags: entry.flags,
             code,
             text: super::strerror(code),
