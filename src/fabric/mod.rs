@@ -33,7 +33,7 @@ pub use domain::{Domain, Fabric};
 pub use endpoint::{Endpoint, WriteFlags};
 pub use error::{FabricError, Post, Result};
 pub use info::{mode_names, Hints, Info, MrMode, Progress};
-pub use mr::{LocalRange, RegisteredMemory, RemoteRange, RemoteRegion};
+pub use mr::{LocalRange, RegisteredMemory, RemoteRange, RemoteRegion, REMOTE_REGION_BYTES};
 
 use std::ffi::CStr;
 
