@@ -1,12 +1,19 @@
 //! One-sided RMA through the real libfabric: for each provider, two endpoints in one process
 //! (each in its own fabric and domain, as two ranks would be) write into each other's
-//! registered memory with remote CQ data, and the target checks bytes and CQ data.
+//! registered memory with remote CQ data, and the target checks bytes and CQ data; the same
+//! writes also run between two processes (the test binary re-executed as the target).
 //!
 //! Providers: `tcp;ofi_rxm` and `sockets` must be present (the project's baseline); `shm` and
 //! `udp;ofi_rxd` are skipped with a message when libfabric does not offer them. tcp, sockets
-//! and udp are bound to 127.0.0.1. Each test also runs with the verbs-like `mr_mode`
-//! (`FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY`) where the provider
-//! accepts it. Every test runs under a watchdog and every wait has a deadline.
+//! and udp are bound to 127.0.0.1. The `*_verbs_mr` tests force the verbs-like `mr_mode`
+//! (`FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY`) on the domain, since
+//! providers only report the bits they require (0 or `FI_MR_VIRT_ADDR` here); tcp;ofi_rxm gets
+//! the set without `FI_MR_VIRT_ADDR` (see `VERBS_BUT_OFFSETS`).
+//!
+//! What a refused write (wrong key, outside the region) does, in libfabric 1.17: sockets and
+//! tcp;ofi_rxm report an error completion to a delivery-complete write; shm and udp;ofi_rxd drop
+//! it at the target and never complete it. No provider writes the bytes or reports an arrival.
+//! Every test runs under a watchdog and every wait has a deadline.
 
 use std::sync::{mpsc, Arc};
 use std::thread;
