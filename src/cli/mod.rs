@@ -4,19 +4,30 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod info;
+
 /// Errors of a subcommand, reported by `main` with their causes.
 pub type CliResult = Result<ExitCode, Box<dyn std::error::Error>>;
 
 #[derive(Parser)]
-#[command(name = "circulant", version, about = "Round-optimal collectives over libfabric")]
+#[command(
+    name = "circulant",
+    version,
+    about = "Round-optimal collectives over libfabric"
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    /// libfabric version and the providers usable for one-sided collectives, with their limits.
+    Info(info::Args),
+}
 
 pub fn run(cli: Cli) -> CliResult {
-    match cli.command {}
+    match cli.command {
+        Command::Info(args) => info::run(args),
+    }
 }

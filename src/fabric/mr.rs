@@ -1,0 +1,376 @@
+//! Registered memory: owned, page-aligned buffers registered for local and remote access, and
+//! the descriptors peers need to write into them.
+
+use std::alloc::{self, Layout};
+use std::ptr::{self, NonNull};
+use std::sync::Arc;
+
+use circulant_sys as sys;
+
+use super::domain::DomainInner;
+use super::endpoint::EndpointInner;
+use super::{check, Domain, Endpoint, FabricError, MrMode, Result};
+
+/// Alignment of registered buffers: a page, as registration works on pages anyway.
+const ALIGN: usize = 4096;
+
+/// Access requested for every registration: the region can be the source or target of local
+/// and remote reads and writes.
+const ACCESS: u64 = sys::FI_READ | sys::FI_WRITE | sys::FI_REMOTE_READ | sys::FI_REMOTE_WRITE;
+
+pub(crate) struct RegionInner {
+    mr: *mut sys::fid_mr,
+    ptr: NonNull<u8>,
+    layout: Layout,
+    pub(crate) desc: *mut std::os::raw::c_void,
+    key: u64,
+    virt_addr: bool,
+    /// Fields below are dropped after `Drop::drop` has closed the MR: the domain and, for
+    /// FI_MR_ENDPOINT providers, the endpoint the MR is bound to stay open until then.
+    _endpoint: Option<Arc<EndpointInner>>,
+    _domain: Arc<DomainInner>,
+}
+
+// SAFETY: the MR was opened with FI_THREAD_SAFE; the buffer is only accessed through
+// RegisteredMemory's methods (&mut self for local writes) and by the provider.
+unsafe impl Send for RegionInner {}
+// SAFETY: as above.
+unsafe impl Sync for RegionInner {}
+
+impl Drop for RegionInner {
+    fn drop(&mut self) {
+        // SAFETY: the MR is closed before the memory it covers is freed; operations that use the
+        // memory hold an Arc to this, so none is in flight. ptr/layout come from alloc.
+        unsafe {
+            sys::circ_fi_close(ptr::addr_of_mut!((*self.mr).fid));
+            alloc::dealloc(self.ptr.as_ptr(), self.layout);
+        }
+    }
+}
+
+impl RegionInner {
+    /// Address of byte `offset`; callers bound `offset` by the length before using it.
+    pub(crate) fn addr(&self, offset: usize) -> *mut u8 {
+        self.ptr.as_ptr().wrapping_add(offset)
+    }
+}
+
+/// A buffer owned by this process and registered with a domain (`fi_mr_reg`) for local and
+/// remote reads and writes. Freed after the registration is closed, and never while a local
+/// operation that uses it is in flight.
+///
+/// Peers write into it through its [`RemoteRegion`]; those writes happen outside Rust's view,
+/// so read it ([`Self::read`], [`Self::to_vec`]) once the protocol says the data has arrived.
+pub struct RegisteredMemory {
+    pub(crate) inner: Arc<RegionInner>,
+    len: usize,
+}
+
+impl RegisteredMemory {
+    /// Allocates `len` zeroed bytes and registers them with `domain`. Fails on providers that
+    /// bind registrations to endpoints (`FI_MR_ENDPOINT`): use [`Self::for_endpoint`].
+    pub fn new(domain: &Domain, len: usize) -> Result<RegisteredMemory> {
+        if domain.info().mr_mode().contains(MrMode::ENDPOINT) {
+            return Err(FabricError::invalid(format!(
+                "provider {} binds memory registrations to endpoints (FI_MR_ENDPOINT): \
+                 register through the endpoint",
+                domain.info().provider()
+            )));
+        }
+        Self::register(&domain.inner, None, len)
+    }
+
+    /// Allocates `len` zeroed bytes and registers them in `endpoint`'s domain, bound to the
+    /// endpoint where the provider requires it (`FI_MR_ENDPOINT`).
+    pub fn for_endpoint(endpoint: &Endpoint, len: usize) -> Result<RegisteredMemory> {
+        let bind = endpoint
+            .inner
+            .domain
+            .info
+            .mr_mode()
+            .contains(MrMode::ENDPOINT)
+            .then(|| endpoint.inner.clone());
+        Self::register(&endpoint.inner.domain, bind, len)
+    }
+
+    fn register(
+        domain: &Arc<DomainInner>,
+        endpoint: Option<Arc<EndpointInner>>,
+        len: usize,
+    ) -> Result<RegisteredMemory> {
+        let mr_mode = domain.info.mr_mode();
+        let layout = Layout::from_size_align(len, ALIGN)
+            .ok()
+            .filter(|_| len > 0)
+            .ok_or_else(|| FabricError::invalid(format!("cannot register {len} bytes")))?;
+        // SAFETY: layout has a non-zero size.
+        let raw = unsafe { alloc::alloc(layout) };
+        let Some(ptr) = NonNull::new(raw) else {
+            alloc::handle_alloc_error(layout);
+        };
+        // Writing (not just mapping zero pages) backs every page, as FI_MR_ALLOCATED requires.
+        // SAFETY: ptr is valid for len bytes, just allocated.
+        unsafe { ptr::write_bytes(ptr.as_ptr(), 0, len) };
+
+        let prov_key = mr_mode.contains(MrMode::PROV_KEY);
+        // A key unique in the domain is requested even under FI_MR_PROV_KEY, where it is
+        // ignored: a layered provider whose core does not assign keys then still gets distinct
+        // ones (tcp;ofi_rxm with a forced FI_MR_PROV_KEY rejects a second key 0).
+        let requested_key = domain.next_key();
+        let mut mr = ptr::null_mut();
+        // SAFETY: domain is open; the buffer is valid for len bytes and stays allocated until
+        // after the MR is closed (RegionInner::drop).
+        let ret = unsafe {
+            sys::circ_fi_mr_reg(
+                domain.fid,
+                ptr.as_ptr().cast(),
+                len,
+                ACCESS,
+                0,
+                requested_key,
+                0,
+                &mut mr,
+                ptr::null_mut(),
+            )
+        };
+        if let Err(err) = check("fi_mr_reg", ret as isize) {
+            // SAFETY: allocated above with this layout, not registered.
+            unsafe { alloc::dealloc(ptr.as_ptr(), layout) };
+            return Err(err);
+        }
+        // From here on RegionInner owns both the MR and the memory; its Drop releases them.
+        let mut inner = RegionInner {
+            mr,
+            ptr,
+            layout,
+            desc: ptr::null_mut(),
+            key: requested_key,
+            virt_addr: mr_mode.contains(MrMode::VIRT_ADDR),
+            _endpoint: None,
+            _domain: domain.clone(),
+        };
+        if let Some(endpoint) = endpoint {
+            // SAFETY: mr and the endpoint are open; binding and enabling is what FI_MR_ENDPOINT
+            // requires before first use.
+            let ret =
+                unsafe { sys::circ_fi_mr_bind(mr, ptr::addr_of_mut!((*endpoint.fid).fid), 0) };
+            inner._endpoint = Some(endpoint);
+            check("fi_mr_bind", ret as isize)?;
+            // SAFETY: mr is open and bound.
+            let ret = unsafe { sys::circ_fi_mr_enable(mr) };
+            check("fi_mr_enable", ret as isize)?;
+        }
+        // SAFETY: mr is open (and enabled where needed).
+        inner.desc = unsafe { sys::circ_fi_mr_desc(mr) };
+        if prov_key {
+            // SAFETY: as above.
+            let key = unsafe { sys::circ_fi_mr_key(mr) };
+            if key == sys::FI_KEY_NOTAVAIL {
+                return Err(FabricError::invalid(format!(
+                    "{} gave no key for a registration (FI_MR_RAW keys are not supported)",
+                    domain.info.provider()
+                )));
+            }
+            inner.key = key;
+        }
+        Ok(RegisteredMemory {
+            inner: Arc::new(inner),
+            len,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Key peers use to access the region.
+    pub fn key(&self) -> u64 {
+        self.inner.key
+    }
+
+    /// What a peer needs to write into (or read from) this region.
+    pub fn remote(&self) -> RemoteRegion {
+        RemoteRegion {
+            base: if self.inner.virt_addr {
+                self.inner.ptr.as_ptr() as u64
+            } else {
+                0
+            },
+            len: self.len as u64,
+            key: self.inner.key,
+        }
+    }
+
+    /// The local bytes `offset..offset + len`, as the source or target of an operation.
+    pub fn range(&self, offset: usize, len: usize) -> Result<LocalRange<'_>> {
+        self.check(offset, len)?;
+        Ok(LocalRange {
+            region: self,
+            offset,
+            len,
+        })
+    }
+
+    fn check(&self, offset: usize, len: usize) -> Result<()> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => Ok(()),
+            _ => Err(FabricError::invalid(format!(
+                "range {offset}+{len} outside a registered region of {} bytes",
+                self.len
+            ))),
+        }
+    }
+
+    /// Copies bytes out of the region.
+    pub fn read(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
+        self.check(offset, dst.len())?;
+        // SAFETY: bounds checked; dst is a distinct Rust buffer.
+        unsafe { ptr::copy_nonoverlapping(self.inner.addr(offset), dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+
+    /// Copies bytes into the region (e.g. data to send).
+    pub fn write(&mut self, offset: usize, src: &[u8]) -> Result<()> {
+        self.check(offset, src.len())?;
+        // SAFETY: bounds checked; &mut self excludes other local access through this handle.
+        unsafe { ptr::copy_nonoverlapping(src.as_ptr(), self.inner.addr(offset), src.len()) };
+        Ok(())
+    }
+
+    /// A copy of the whole region.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = vec![0; self.len];
+        // The range is the whole region, so read cannot fail.
+        let _ = self.read(0, &mut out);
+        out
+    }
+}
+
+/// A range of local registered memory.
+#[derive(Clone, Copy)]
+pub struct LocalRange<'a> {
+    pub(crate) region: &'a RegisteredMemory,
+    pub(crate) offset: usize,
+    pub(crate) len: usize,
+}
+
+impl LocalRange<'_> {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// A peer's registered region as seen from here: base address (its virtual address under
+/// `FI_MR_VIRT_ADDR`, else 0 as addresses are offsets), length and key. Exchanged as 24 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RemoteRegion {
+    pub base: u64,
+    pub len: u64,
+    pub key: u64,
+}
+
+/// Encoded size of a [`RemoteRegion`].
+pub const REMOTE_REGION_BYTES: usize = 24;
+
+impl RemoteRegion {
+    /// `offset..offset + len` of the peer's region, bounds-checked against its length.
+    pub fn range(&self, offset: u64, len: u64) -> Result<RemoteRange> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => Ok(RemoteRange {
+                addr: self.base + offset,
+                len,
+                key: self.key,
+            }),
+            _ => Err(FabricError::invalid(format!(
+                "range {offset}+{len} outside a remote region of {} bytes",
+                self.len
+            ))),
+        }
+    }
+
+    /// Little-endian `base, len, key`.
+    pub fn to_bytes(&self) -> [u8; REMOTE_REGION_BYTES] {
+        let mut out = [0; REMOTE_REGION_BYTES];
+        out[..8].copy_from_slice(&self.base.to_le_bytes());
+        out[8..16].copy_from_slice(&self.len.to_le_bytes());
+        out[16..].copy_from_slice(&self.key.to_le_bytes());
+        out
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> Result<RemoteRegion> {
+        let bytes: &[u8; REMOTE_REGION_BYTES] = bytes.try_into().map_err(|_| {
+            FabricError::invalid(format!(
+                "remote region descriptor of {} bytes (expected {REMOTE_REGION_BYTES})",
+                bytes.len()
+            ))
+        })?;
+        let word = |i: usize| {
+            let mut w = [0; 8];
+            w.copy_from_slice(&bytes[i * 8..i * 8 + 8]);
+            u64::from_le_bytes(w)
+        };
+        Ok(RemoteRegion {
+            base: word(0),
+            len: word(1),
+            key: word(2),
+        })
+    }
+}
+
+/// Target of an RMA operation in a peer's memory: address as the provider expects it (see
+/// [`RemoteRegion`]), length and key. Normally made with [`RemoteRegion::range`]; a hand-made
+/// one is checked by the peer's provider, never trusted locally.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RemoteRange {
+    pub addr: u64,
+    pub len: u64,
+    pub key: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_region_round_trips_through_bytes() {
+        let region = RemoteRegion {
+            base: 0x7f00_1234_5000,
+            len: 4096,
+            key: 0xdead_beef,
+        };
+        assert_eq!(
+            RemoteRegion::from_bytes(&region.to_bytes()).ok(),
+            Some(region)
+        );
+        assert!(RemoteRegion::from_bytes(&region.to_bytes()[..23]).is_err());
+    }
+
+    #[test]
+    fn remote_ranges_stay_inside_the_region() {
+        let region = RemoteRegion {
+            base: 1000,
+            len: 100,
+            key: 7,
+        };
+        let range = region.range(40, 60).ok();
+        assert_eq!(
+            range,
+            Some(RemoteRange {
+                addr: 1040,
+                len: 60,
+                key: 7
+            })
+        );
+        assert!(region.range(41, 60).is_err());
+        assert!(region.range(u64::MAX, 2).is_err());
+        assert!(region.range(100, 0).is_ok());
+    }
+}
