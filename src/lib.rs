@@ -6,3 +6,5 @@
 //! `transport`, `bootstrap`, `comm`, `launch`.
 
 #![forbid(unsafe_code)]
+
+pub mod schedule;

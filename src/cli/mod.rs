@@ -8,7 +8,11 @@ use clap::{Parser, Subcommand};
 pub type CliResult = Result<ExitCode, Box<dyn std::error::Error>>;
 
 #[derive(Parser)]
-#[command(name = "circulant", version, about = "Round-optimal collectives over libfabric")]
+#[command(
+    name = "circulant",
+    version,
+    about = "Round-optimal collectives over libfabric"
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
