@@ -7,4 +7,6 @@
 
 #![forbid(unsafe_code)]
 
+pub mod plan;
 pub mod schedule;
+pub mod sim;
