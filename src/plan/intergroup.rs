@@ -164,13 +164,16 @@ impl IntergroupAllgatherv {
 
     /// Seed 003's bound: ⌈|A|/|B|⌉-ish exchange rounds plus ⌈log max(|A|,|B|)⌉ allgather rounds
     /// of latency, and transfer time M + max(max k_A, max k_B) with M = max(K_A, K_B)
-    /// (Theorems 1 and 3, without the allreduce of the sizes, which callers know here).
+    /// (Theorems 1 and 3, without the allreduce of the sizes, which callers know here), plus
+    /// (|A| + |B|)β for cutting segments at whole bytes (each received block at most one byte
+    /// above the average the theorems use).
     pub fn seed_bound(&self, model: &CostModel) -> f64 {
         let ka: usize = self.a.iter().sum();
         let kb: usize = self.b.iter().sum();
         let max_k = self.a.iter().chain(&self.b).copied().max().unwrap_or(0);
         let lat = self.exchange_rounds as usize + ceil_log2(self.a.len().max(self.b.len()));
-        lat as f64 * model.alpha + model.beta * (ka.max(kb) + max_k) as f64
+        let rounding = self.a.len() + self.b.len();
+        lat as f64 * model.alpha + model.beta * (ka.max(kb) + max_k + rounding) as f64
     }
 }
 
