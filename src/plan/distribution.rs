@@ -47,6 +47,15 @@ impl Distribution {
         }
     }
 
+    /// The base count c giving (about) `total` bytes over p ranks: m = c for broadcast and spike,
+    /// m = p·c for the others (seed 001 §3).
+    pub fn base_for_total(self, p: usize, total: usize) -> usize {
+        match self {
+            Distribution::Broadcast | Distribution::Spike => total,
+            _ => total / p.max(1),
+        }
+    }
+
     /// Byte counts for p ranks with base count c (fractions rounded down).
     pub fn counts(self, p: usize, c: usize) -> Vec<usize> {
         let c128 = c as u128;

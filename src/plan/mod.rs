@@ -27,6 +27,7 @@ pub mod allgather;
 pub mod allreduce;
 pub mod alltoall;
 pub mod barrier;
+pub mod bounds;
 pub mod circulant;
 pub mod distribution;
 pub mod intergroup;
