@@ -31,6 +31,19 @@ fn segment(total: usize, parts: usize, k: usize) -> (usize, usize) {
     (lo, lo + q + usize::from(k < r))
 }
 
+/// The segment holding byte `byte` (< total) in [`segment`]'s cut.
+fn segment_of(total: usize, parts: usize, byte: usize) -> usize {
+    let (q, r) = (total / parts, total % parts);
+    let long = r * (q + 1);
+    if byte < long {
+        byte / (q + 1)
+    } else if q == 0 {
+        parts
+    } else {
+        r + (byte - long) / q
+    }
+}
+
 /// A transfer of the exchange step with its round.
 #[derive(Clone, Debug)]
 struct Exchange {
@@ -73,7 +86,7 @@ impl IntergroupAllgatherv {
                         continue;
                     }
                     // Segments overlapping [d, d + c).
-                    let first = (0..ny).find(|&k| segment(total, ny, k).1 > d).unwrap_or(ny);
+                    let first = segment_of(total, ny, d);
                     for k in first..ny {
                         let (lo, hi) = segment(total, ny, k);
                         if lo >= d + c {
@@ -246,10 +259,11 @@ impl Algorithm for IntergroupAllgatherv {
     fn predict(&self, model: &CostModel) -> Prediction {
         let mut rounds = 0u64;
         let mut time = 0.0;
-        for t in 0..self.exchange_rounds {
-            // Largest per-port load in round t.
-            let mut load = std::collections::BTreeMap::<(bool, usize), usize>::new();
-            for e in self.exchange.iter().filter(|e| e.round == t) {
+        // The exchange is sorted by round.
+        for same_round in self.exchange.chunk_by(|x, y| x.round == y.round) {
+            // Largest per-port load in the round.
+            let mut load = std::collections::HashMap::<(bool, usize), usize>::new();
+            for e in same_round {
                 let bytes: usize = e.pieces.iter().map(|p| p.len).sum();
                 *load.entry((true, e.from)).or_default() += bytes;
                 *load.entry((false, e.to)).or_default() += bytes;
