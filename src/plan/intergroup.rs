@@ -37,10 +37,8 @@ fn segment_of(total: usize, parts: usize, byte: usize) -> usize {
     let long = r * (q + 1);
     if byte < long {
         byte / (q + 1)
-    } else if q == 0 {
-        parts
     } else {
-        r + (byte - long) / q
+        (byte - long).checked_div(q).map_or(parts, |x| r + x)
     }
 }
 
@@ -259,11 +257,18 @@ impl Algorithm for IntergroupAllgatherv {
     fn predict(&self, model: &CostModel) -> Prediction {
         let mut rounds = 0u64;
         let mut time = 0.0;
-        // The exchange is sorted by round.
-        for same_round in self.exchange.chunk_by(|x, y| x.round == y.round) {
+        // The exchange is sorted by round: price each run of equal rounds.
+        let mut start = 0;
+        while start < self.exchange.len() {
+            let round = self.exchange[start].round;
+            let end = start
+                + self.exchange[start..]
+                    .iter()
+                    .take_while(|e| e.round == round)
+                    .count();
             // Largest per-port load in the round.
             let mut load = std::collections::HashMap::<(bool, usize), usize>::new();
-            for e in same_round {
+            for e in &self.exchange[start..end] {
                 let bytes: usize = e.pieces.iter().map(|p| p.len).sum();
                 *load.entry((true, e.from)).or_default() += bytes;
                 *load.entry((false, e.to)).or_default() += bytes;
@@ -272,6 +277,7 @@ impl Algorithm for IntergroupAllgatherv {
                 rounds += 1;
                 time += model.message(max);
             }
+            start = end;
         }
         let per_round = |g: &Gathered| -> Vec<f64> {
             let skips = power_skips(g.p());
