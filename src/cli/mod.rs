@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod info;
+mod model;
 
 /// Errors of a subcommand, reported by `main` with their causes.
 pub type CliResult = Result<ExitCode, Box<dyn std::error::Error>>;
@@ -24,10 +25,13 @@ pub struct Cli {
 enum Command {
     /// libfabric version and the providers usable for one-sided collectives, with their limits.
     Info(info::Args),
+    /// Rounds and α-β time of every algorithm for a collective, and the lower bound.
+    Model(model::Args),
 }
 
 pub fn run(cli: Cli) -> CliResult {
     match cli.command {
         Command::Info(args) => info::run(args),
+        Command::Model(args) => model::run(args),
     }
 }
