@@ -12,3 +12,4 @@ pub mod fabric;
 pub mod plan;
 pub mod schedule;
 pub mod sim;
+pub mod transport;

@@ -1,18 +1,16 @@
-//! Registered memory: owned, page-aligned buffers registered for local and remote access, and
-//! the descriptors peers need to write into them.
+//! Registered memory: owned, page-aligned buffers (anonymous memory maps) registered for local
+//! and remote access, and the descriptors peers need to write into them.
 
-use std::alloc::{self, Layout};
 use std::ptr::{self, NonNull};
 use std::sync::Arc;
+
+use memmap2::{MmapMut, MmapOptions};
 
 use circulant_sys as sys;
 
 use super::domain::DomainInner;
 use super::endpoint::EndpointInner;
 use super::{check, Domain, Endpoint, FabricError, MrMode, Result};
-
-/// Alignment of registered buffers: a page, as registration works on pages anyway.
-const ALIGN: usize = 4096;
 
 /// Access requested for every registration: the region can be the source or target of local
 /// and remote reads and writes.
@@ -21,7 +19,6 @@ const ACCESS: u64 = sys::FI_READ | sys::FI_WRITE | sys::FI_REMOTE_READ | sys::FI
 pub(crate) struct RegionInner {
     mr: *mut sys::fid_mr,
     ptr: NonNull<u8>,
-    layout: Layout,
     pub(crate) desc: *mut std::os::raw::c_void,
     key: u64,
     virt_addr: bool,
@@ -29,6 +26,8 @@ pub(crate) struct RegionInner {
     /// FI_MR_ENDPOINT providers, the endpoint the MR is bound to stay open until then.
     _endpoint: Option<Arc<EndpointInner>>,
     _domain: Arc<DomainInner>,
+    /// The memory: unmapped after the MR is closed. Only accessed through `ptr`.
+    _map: MmapMut,
 }
 
 // SAFETY: the MR was opened with FI_THREAD_SAFE; the buffer is only accessed through
@@ -39,12 +38,10 @@ unsafe impl Sync for RegionInner {}
 
 impl Drop for RegionInner {
     fn drop(&mut self) {
-        // SAFETY: the MR is closed before the memory it covers is freed; operations that use the
-        // memory hold an Arc to this, so none is in flight. ptr/layout come from alloc.
-        unsafe {
-            sys::circ_fi_close(ptr::addr_of_mut!((*self.mr).fid));
-            alloc::dealloc(self.ptr.as_ptr(), self.layout);
-        }
+        // SAFETY: the MR is closed before the memory it covers is unmapped (the map is a field,
+        // dropped after this body); operations that use the memory hold an Arc to this, so none
+        // is in flight.
+        unsafe { sys::circ_fi_close(ptr::addr_of_mut!((*self.mr).fid)) };
     }
 }
 
@@ -99,18 +96,16 @@ impl RegisteredMemory {
         len: usize,
     ) -> Result<RegisteredMemory> {
         let mr_mode = domain.info.mr_mode();
-        let layout = Layout::from_size_align(len, ALIGN)
-            .ok()
-            .filter(|_| len > 0)
-            .ok_or_else(|| FabricError::invalid(format!("cannot register {len} bytes")))?;
-        // SAFETY: layout has a non-zero size.
-        let raw = unsafe { alloc::alloc(layout) };
-        let Some(ptr) = NonNull::new(raw) else {
-            alloc::handle_alloc_error(layout);
-        };
+        if len == 0 {
+            return Err(FabricError::invalid("cannot register 0 bytes".to_string()));
+        }
+        let mut map = MmapOptions::new().len(len).map_anon().map_err(|err| {
+            FabricError::invalid(format!("cannot map {len} bytes of memory: {err}"))
+        })?;
         // Writing (not just mapping zero pages) backs every page, as FI_MR_ALLOCATED requires.
-        // SAFETY: ptr is valid for len bytes, just allocated.
-        unsafe { ptr::write_bytes(ptr.as_ptr(), 0, len) };
+        map.fill(0);
+        let ptr = NonNull::new(map.as_mut_ptr())
+            .ok_or_else(|| FabricError::invalid("memory map at address 0".to_string()))?;
 
         let prov_key = mr_mode.contains(MrMode::PROV_KEY);
         // A key unique in the domain is requested even under FI_MR_PROV_KEY, where it is
@@ -133,21 +128,18 @@ impl RegisteredMemory {
                 ptr::null_mut(),
             )
         };
-        if let Err(err) = check("fi_mr_reg", ret as isize) {
-            // SAFETY: allocated above with this layout, not registered.
-            unsafe { alloc::dealloc(ptr.as_ptr(), layout) };
-            return Err(err);
-        }
+        // On failure the map is dropped (unmapped) here; nothing was registered.
+        check("fi_mr_reg", ret as isize)?;
         // From here on RegionInner owns both the MR and the memory; its Drop releases them.
         let mut inner = RegionInner {
             mr,
             ptr,
-            layout,
             desc: ptr::null_mut(),
             key: requested_key,
             virt_addr: mr_mode.contains(MrMode::VIRT_ADDR),
             _endpoint: None,
             _domain: domain.clone(),
+            _map: map,
         };
         if let Some(endpoint) = endpoint {
             // SAFETY: mr and the endpoint are open; binding and enabling is what FI_MR_ENDPOINT
@@ -239,6 +231,48 @@ impl RegisteredMemory {
         // SAFETY: bounds checked; &mut self excludes other local access through this handle.
         unsafe { ptr::copy_nonoverlapping(src.as_ptr(), self.inner.addr(offset), src.len()) };
         Ok(())
+    }
+
+    /// Copies bytes into the region through a shared reference: the region is memory shared
+    /// with the provider and peers, never lent out as a Rust slice while shared, so stores go
+    /// through raw copies like the provider's own. The caller's protocol must ensure no peer
+    /// writes these bytes at the same time (they would interleave, as with any RMA target).
+    pub fn store(&self, offset: usize, src: &[u8]) -> Result<()> {
+        self.check(offset, src.len())?;
+        // SAFETY: bounds checked; src is a distinct Rust buffer; no Rust reference into the
+        // region exists while `self` is shared (slices need &mut self, see as_mut_slice).
+        unsafe { ptr::copy_nonoverlapping(src.as_ptr(), self.inner.addr(offset), src.len()) };
+        Ok(())
+    }
+
+    /// Copies `len` bytes from `src` at `src_offset` to this region at `offset` (the ranges may
+    /// overlap when both are the same region). Same rules as [`Self::store`].
+    pub fn copy_from(
+        &self,
+        offset: usize,
+        src: &RegisteredMemory,
+        src_offset: usize,
+        len: usize,
+    ) -> Result<()> {
+        self.check(offset, len)?;
+        src.check(src_offset, len)?;
+        // SAFETY: both ranges are in bounds of live regions; ptr::copy allows overlap.
+        unsafe { ptr::copy(src.inner.addr(src_offset), self.inner.addr(offset), len) };
+        Ok(())
+    }
+
+    /// The region's bytes. Writes by peers land here outside Rust's view: read what the
+    /// protocol says has arrived.
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: the map is valid for len bytes for the life of `inner`, which `self` keeps.
+        unsafe { std::slice::from_raw_parts(self.inner.ptr.as_ptr(), self.len) }
+    }
+
+    /// The region's bytes, for the owner to fill or read between operations.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as in as_slice; &mut self excludes every other local access through this
+        // handle (the RegisteredMemory is not Clone).
+        unsafe { std::slice::from_raw_parts_mut(self.inner.ptr.as_ptr(), self.len) }
     }
 
     /// A copy of the whole region.

@@ -1,0 +1,954 @@
+//! Executes plans between processes with one-sided writes (ARCHITECTURE.md, "One-sided
+//! protocol").
+//!
+//! Per operation (sequence number s, the same order on every rank):
+//! 1. every rank that expects writes sends a ready token to each rank that will write to it:
+//!    a write into the writer's control region naming s, a digest of the operation's arguments
+//!    and where its receive and scratch buffers are;
+//! 2. a transfer is posted as soon as the data it carries is held (the rounds its pieces depend
+//!    on are complete) and the target's token for s has arrived, in plan order per target;
+//!    every piece is one write carrying remote CQ data (s, round);
+//! 3. the receiver counts arrivals per round against its plan; a round is complete when all its
+//!    writes are in and every earlier round is complete; then its local steps run;
+//! 4. the operation is done when every round is complete and every local write has completed.
+//!
+//! Zero-length pieces (signals, as in the barrier) carry no data, go into the target's control
+//! region and need no token; one that arrives before its target reached its operation is kept
+//! for later. A rank that finds a digest that differs from its own, or fails in any other way,
+//! writes an abort to every rank, so that all of them return an error instead of waiting.
+
+pub mod wire;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use crate::fabric::{
+    Address, AddressVector, Completion, CompletionQueue, Domain, Endpoint, FabricError, Info,
+    LocalRange, Post, RegisteredMemory, RemoteRegion, REMOTE_REGION_BYTES,
+};
+use crate::plan::{Buf, Local, PlanError, RankPlan, Round, Transfer};
+use wire::{wire_seq, Event, Token, TOKEN_BYTES};
+
+/// Default deadline of one operation.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(60);
+
+/// How long a failed operation waits for its own writes to complete before giving up on them.
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// Polls of the completion queue before a blocking wait.
+const SPINS: u32 = 64;
+
+/// Longest single blocking wait, so that deadlines are checked often.
+const WAIT_SLICE: Duration = Duration::from_millis(20);
+
+/// Errors of the transport.
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    #[error(transparent)]
+    Fabric(#[from] FabricError),
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error("{op}: timed out after {after:?} {waiting}")]
+    Timeout {
+        op: String,
+        after: Duration,
+        waiting: String,
+    },
+    #[error("{op}: rank {rank} aborted the operation (it failed, or was called with different arguments)")]
+    AbortedBy { op: String, rank: usize },
+    #[error("{op}: rank {peer} was called with different arguments (counts, sizes, root or algorithm differ)")]
+    Mismatch { op: String, peer: usize },
+    #[error("{op}: protocol violation: {what}")]
+    Protocol { op: String, what: String },
+    #[error("{op}: {what}")]
+    Invalid { op: String, what: String },
+    #[error("the communicator is unusable after an earlier failure: {0}")]
+    Broken(String),
+}
+
+pub type Result<T> = std::result::Result<T, TransportError>;
+
+/// A range of registered memory one operation works on.
+#[derive(Clone, Copy)]
+pub struct View<'a> {
+    pub mem: &'a RegisteredMemory,
+    pub offset: usize,
+    pub len: usize,
+}
+
+impl<'a> View<'a> {
+    pub fn whole(mem: &'a RegisteredMemory) -> Self {
+        View {
+            mem,
+            offset: 0,
+            len: mem.len(),
+        }
+    }
+
+    pub fn prefix(mem: &'a RegisteredMemory, len: usize) -> Self {
+        View {
+            mem,
+            offset: 0,
+            len: len.min(mem.len()),
+        }
+    }
+
+    fn remote(&self) -> RemoteRegion {
+        let whole = self.mem.remote();
+        RemoteRegion {
+            base: whole.base + self.offset as u64,
+            len: self.len as u64,
+            key: whole.key,
+        }
+    }
+}
+
+/// The buffers of one operation; a buffer the plan does not use may be `None`.
+#[derive(Clone, Copy, Default)]
+pub struct Buffers<'a> {
+    pub send: Option<View<'a>>,
+    pub recv: Option<View<'a>>,
+    pub scratch: Option<View<'a>>,
+}
+
+impl<'a> Buffers<'a> {
+    fn get(&self, buf: Buf) -> Option<View<'a>> {
+        match buf {
+            Buf::Send => self.send,
+            Buf::Recv => self.recv,
+            Buf::Scratch => self.scratch,
+        }
+    }
+}
+
+/// What one operation did on this rank.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpStats {
+    pub writes: u64,
+    pub bytes_written: u64,
+    pub arrivals: u64,
+    pub bytes_copied: u64,
+}
+
+/// Provider limits the transport honours.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub max_msg_size: usize,
+    pub cq_data_size: usize,
+}
+
+/// What a rank publishes so that others can reach it: its endpoint name and its control
+/// region.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Card {
+    pub name: Vec<u8>,
+    pub control: RemoteRegion,
+}
+
+impl Card {
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = self.control.to_bytes().to_vec();
+        out.extend_from_slice(&self.name);
+        out
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> std::result::Result<Card, FabricError> {
+        if bytes.len() <= REMOTE_REGION_BYTES {
+            return Err(FabricError::invalid(format!(
+                "address card of {} bytes is too short",
+                bytes.len()
+            )));
+        }
+        Ok(Card {
+            control: RemoteRegion::from_bytes(&bytes[..REMOTE_REGION_BYTES])?,
+            name: bytes[REMOTE_REGION_BYTES..].to_vec(),
+        })
+    }
+}
+
+/// An endpoint opened and its control region registered, before the peers are known.
+pub struct Opened {
+    endpoint: Endpoint,
+    cq: CompletionQueue,
+    av: AddressVector,
+    control: RegisteredMemory,
+    rank: usize,
+    size: usize,
+}
+
+impl Opened {
+    /// Opens an endpoint on `info` for rank `rank` of `size`.
+    pub fn open(info: &Info, rank: usize, size: usize) -> Result<Opened> {
+        if size == 0 || rank >= size || size as u64 > wire::MAX_FIELD {
+            return Err(TransportError::Invalid {
+                op: "open".into(),
+                what: format!("rank {rank} of {size} ranks is not supported"),
+            });
+        }
+        if info.cq_data_size() < 4 {
+            return Err(TransportError::Invalid {
+                op: "open".into(),
+                what: format!(
+                    "provider {} carries {} bytes of remote CQ data; 4 are needed",
+                    info.provider(),
+                    info.cq_data_size()
+                ),
+            });
+        }
+        let domain = Domain::open(info)?;
+        let depth = info.tx_size().max(info.rx_size()).clamp(256, 1 << 16);
+        let cq = CompletionQueue::open(&domain, depth)?;
+        let av = AddressVector::open(&domain, size)?;
+        let endpoint = Endpoint::open(&domain, &av, &cq, &cq)?;
+        // Incoming token slots (one per peer), then outgoing ones (the source of our tokens).
+        let control = RegisteredMemory::for_endpoint(&endpoint, 2 * size * TOKEN_BYTES)?;
+        Ok(Opened {
+            endpoint,
+            cq,
+            av,
+            control,
+            rank,
+            size,
+        })
+    }
+
+    /// What the other ranks need to reach this one.
+    pub fn card(&self) -> Result<Card> {
+        Ok(Card {
+            name: self.endpoint.name()?,
+            control: self.control.remote(),
+        })
+    }
+
+    /// Inserts every rank's card (in rank order) and returns the ready transport.
+    pub fn connect(self, cards: &[Card], deadline: Duration) -> Result<Transport> {
+        if cards.len() != self.size {
+            return Err(TransportError::Invalid {
+                op: "connect".into(),
+                what: format!("{} address cards for {} ranks", cards.len(), self.size),
+            });
+        }
+        let mut peers = Vec::with_capacity(self.size);
+        for card in cards {
+            peers.push(self.av.insert(&card.name)?);
+        }
+        let info = self.endpoint.info();
+        let limits = Limits {
+            max_msg_size: info.max_msg_size(),
+            cq_data_size: info.cq_data_size(),
+        };
+        Ok(Transport {
+            rank: self.rank,
+            size: self.size,
+            endpoint: self.endpoint,
+            cq: self.cq,
+            _av: self.av,
+            control: self.control,
+            peers,
+            peer_control: cards.iter().map(|c| c.control).collect(),
+            seq: 0,
+            tokens: vec![Vec::new(); self.size],
+            early: HashMap::new(),
+            early_aborts: Vec::new(),
+            limits,
+            deadline,
+            copied: 0,
+            broken: None,
+            completions: Vec::with_capacity(64),
+        })
+    }
+}
+
+/// One rank's side of the one-sided protocol: endpoint, completion queue, the peers' addresses
+/// and control regions, and the state carried from one operation to the next.
+pub struct Transport {
+    rank: usize,
+    size: usize,
+    endpoint: Endpoint,
+    cq: CompletionQueue,
+    _av: AddressVector,
+    control: RegisteredMemory,
+    peers: Vec<Address>,
+    peer_control: Vec<RemoteRegion>,
+    /// Sequence number of the next operation.
+    seq: u64,
+    /// Tokens received and not yet used, per peer (usually at most one).
+    tokens: Vec<Vec<Token>>,
+    /// Signals of operations this rank has not reached yet: (wire seq, round) → count.
+    early: HashMap<(u8, u32), usize>,
+    /// Aborts of operations this rank has not reached yet: (wire seq, rank).
+    early_aborts: Vec<(u8, usize)>,
+    limits: Limits,
+    deadline: Duration,
+    copied: u64,
+    broken: Option<String>,
+    completions: Vec<Completion>,
+}
+
+impl fmt::Debug for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Transport")
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .field("provider", &self.endpoint.info().provider())
+            .field("seq", &self.seq)
+            .finish()
+    }
+}
+
+impl Transport {
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    pub fn info(&self) -> &Info {
+        self.endpoint.info()
+    }
+
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    pub fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
+    pub fn set_deadline(&mut self, deadline: Duration) {
+        self.deadline = deadline;
+    }
+
+    /// Bytes the library copied locally (plan copy steps and staging of unregistered buffers)
+    /// since the communicator was created.
+    pub fn bytes_copied(&self) -> u64 {
+        self.copied
+    }
+
+    /// Adds bytes copied outside a plan (staging of plain slices).
+    pub fn count_copied(&mut self, bytes: usize) {
+        self.copied += bytes as u64;
+    }
+
+    /// Registered memory of this transport's domain.
+    pub fn alloc(&self, len: usize) -> Result<RegisteredMemory> {
+        Ok(RegisteredMemory::for_endpoint(&self.endpoint, len.max(1))?)
+    }
+
+    /// Runs `plan` as operation `name` with `buffers`; `digest` must be equal on every rank
+    /// that runs this operation (it summarises the arguments that must agree).
+    pub fn execute(
+        &mut self,
+        name: &str,
+        digest: u64,
+        plan: RankPlan<'_>,
+        buffers: Buffers<'_>,
+    ) -> Result<OpStats> {
+        if let Some(why) = &self.broken {
+            return Err(TransportError::Broken(why.clone()));
+        }
+        let seq = self.seq;
+        self.seq += 1;
+        let op = format!("{name} (operation {seq})");
+        let mut run = Run::new(self, &op, seq, digest, plan, buffers)?;
+        let result = run.drive(self);
+        self.copied += run.stats.bytes_copied;
+        match result {
+            Ok(()) => Ok(run.stats),
+            Err(err) => {
+                run.abort_all(self);
+                run.drain(self);
+                // Writes of a failed operation may still arrive: nothing later can trust them.
+                self.broken = Some(err.to_string());
+                Err(err)
+            }
+        }
+    }
+
+    /// A zero-length write into `peer`'s control region carrying `event`.
+    fn post_signal(&self, peer: usize, event: Event) -> Result<Post> {
+        let local = self.control.range(0, 0)?;
+        let remote = self.peer_control[peer].range(0, 0)?;
+        Ok(self
+            .endpoint
+            .write(local, self.peers[peer], remote, Some(event.encode()), 0)?)
+    }
+
+    fn post_token(&self, peer: usize, token: &Token) -> Result<Post> {
+        let out = (self.size + peer) * TOKEN_BYTES;
+        self.control.store(out, &token.to_bytes())?;
+        let local = self.control.range(out, TOKEN_BYTES)?;
+        let remote = self.peer_control[peer].range(
+            (self.rank * TOKEN_BYTES) as u64,
+            TOKEN_BYTES as u64,
+        )?;
+        let event = Event::Token { from: self.rank };
+        Ok(self
+            .endpoint
+            .write(local, self.peers[peer], remote, Some(event.encode()), 0)?)
+    }
+
+    /// Reads the token `from` just wrote into our control region.
+    fn take_token(&mut self, from: usize) -> Option<Token> {
+        let mut bytes = [0u8; TOKEN_BYTES];
+        self.control.read(from * TOKEN_BYTES, &mut bytes).ok()?;
+        Token::from_bytes(&bytes)
+    }
+}
+
+/// Where a transfer stands.
+struct Pending {
+    position: usize,
+    transfer: usize,
+    /// Pieces posted so far (a post may be refused with EAGAIN half way).
+    posted: usize,
+}
+
+/// One operation in progress.
+struct Run<'a, 'b> {
+    op: &'a str,
+    seq: u64,
+    digest: u64,
+    buffers: Buffers<'b>,
+    rounds: Vec<Round>,
+    expected: Vec<usize>,
+    arrived: Vec<usize>,
+    /// Position of the first incomplete round in `rounds`.
+    next: usize,
+    pending: Vec<Pending>,
+    /// Local writes not completed yet.
+    in_flight: usize,
+    stats: OpStats,
+    started: Instant,
+    /// Generation stamps per target, to keep plan order per target while scanning.
+    blocked: Vec<u64>,
+    scan: u64,
+}
+
+impl<'a, 'b> Run<'a, 'b> {
+    fn new(
+        t: &mut Transport,
+        op: &'a str,
+        seq: u64,
+        digest: u64,
+        plan: RankPlan<'_>,
+        buffers: Buffers<'b>,
+    ) -> Result<Self> {
+        let invalid = |what: String| TransportError::Invalid {
+            op: op.to_string(),
+            what,
+        };
+        for (buf, need) in [
+            (Buf::Send, plan.buffers.send),
+            (Buf::Recv, plan.buffers.recv),
+            (Buf::Scratch, plan.buffers.scratch),
+        ] {
+            let have = buffers.get(buf).map_or(0, |v| v.len);
+            if have < need {
+                return Err(invalid(format!(
+                    "the {buf} buffer has {have} bytes, the plan needs {need}"
+                )));
+            }
+        }
+        let rounds: Vec<Round> = plan.rounds.collect();
+        let mut expected = Vec::with_capacity(rounds.len());
+        let mut writers = Vec::new();
+        for round in &rounds {
+            if u64::from(round.index) > wire::MAX_FIELD {
+                return Err(invalid(format!(
+                    "round {} does not fit the 24 bits of remote CQ data",
+                    round.index
+                )));
+            }
+            expected.push(round.expects.iter().map(|e| e.writes).sum());
+            writers.extend(round.expects.iter().map(|e| e.from));
+            for transfer in &round.sends {
+                for piece in &transfer.pieces {
+                    if piece.len > t.limits.max_msg_size && t.limits.max_msg_size > 0 {
+                        return Err(invalid(format!(
+                            "a write of {} bytes exceeds the provider's max_msg_size {}",
+                            piece.len, t.limits.max_msg_size
+                        )));
+                    }
+                }
+            }
+        }
+        writers.sort_unstable();
+        writers.dedup();
+        let mut pending = Vec::new();
+        for (position, round) in rounds.iter().enumerate() {
+            for transfer in 0..round.sends.len() {
+                pending.push(Pending {
+                    position,
+                    transfer,
+                    posted: 0,
+                });
+            }
+        }
+        let mut run = Run {
+            op,
+            seq,
+            digest,
+            buffers,
+            arrived: vec![0; rounds.len()],
+            expected,
+            rounds,
+            next: 0,
+            pending,
+            in_flight: 0,
+            stats: OpStats::default(),
+            started: Instant::now(),
+            blocked: vec![0; t.size],
+            scan: 0,
+        };
+        run.local_steps(&plan.setup)?;
+        run.adopt_early(t)?;
+        // Ready tokens: our buffers are free for this operation from now on.
+        let has_target = buffers.recv.is_some_and(|v| v.len > 0)
+            || buffers.scratch.is_some_and(|v| v.len > 0);
+        if has_target {
+            let empty = RemoteRegion {
+                base: 0,
+                len: 0,
+                key: 0,
+            };
+            let token = Token {
+                seq,
+                digest,
+                recv: buffers.recv.map_or(empty, |v| v.remote()),
+                scratch: buffers.scratch.map_or(empty, |v| v.remote()),
+            };
+            for &writer in &writers {
+                run.post_with_retry(t, |t| t.post_token(writer, &token))?;
+            }
+        }
+        Ok(run)
+    }
+
+    /// Counts signals and aborts of this operation that arrived during earlier ones.
+    fn adopt_early(&mut self, t: &mut Transport) -> Result<()> {
+        let abort = wire::abort_seq(self.seq);
+        if let Some(&(_, rank)) = t.early_aborts.iter().find(|(s, _)| *s == abort) {
+            return Err(TransportError::AbortedBy {
+                op: self.op.to_string(),
+                rank,
+            });
+        }
+        t.early_aborts.retain(|&(s, _)| is_future_abort(abort, s));
+        let seq = wire_seq(self.seq);
+        let rounds: Vec<u32> = self.rounds.iter().map(|r| r.index).collect();
+        for (position, index) in rounds.into_iter().enumerate() {
+            if let Some(n) = t.early.remove(&(seq, index)) {
+                self.arrived[position] += n;
+            }
+        }
+        Ok(())
+    }
+
+    /// Tells every other rank that this operation failed here.
+    fn abort_all(&mut self, t: &mut Transport) {
+        let event = Event::Abort {
+            from: t.rank,
+            seq: wire::abort_seq(self.seq),
+        };
+        for peer in 0..t.size {
+            // Best effort: a peer that is gone cannot be told.
+            if peer != t.rank && matches!(t.post_signal(peer, event), Ok(Post::Posted)) {
+                self.in_flight += 1;
+            }
+        }
+    }
+
+    fn local_steps(&mut self, steps: &[Local]) -> Result<()> {
+        for step in steps {
+            match *step {
+                Local::Copy {
+                    src,
+                    src_offset,
+                    dst,
+                    dst_offset,
+                    len,
+                } => {
+                    let (s, d) = (self.view(src)?, self.writable(dst)?);
+                    d.mem
+                        .copy_from(d.offset + dst_offset, s.mem, s.offset + src_offset, len)?;
+                    self.stats.bytes_copied += len as u64;
+                }
+                Local::Combine {
+                    reduction,
+                    a,
+                    b,
+                    dst,
+                    len,
+                } => {
+                    let (va, vb, vd) = (self.view(a.0)?, self.view(b.0)?, self.writable(dst.0)?);
+                    let mut x = vec![0u8; len];
+                    let mut y = vec![0u8; len];
+                    va.mem.read(va.offset + a.1, &mut x)?;
+                    vb.mem.read(vb.offset + b.1, &mut y)?;
+                    let mut out = vec![0u8; len];
+                    reduction.combine(&x, &y, &mut out)?;
+                    vd.mem.store(vd.offset + dst.1, &out)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn view(&self, buf: Buf) -> Result<View<'b>> {
+        self.buffers.get(buf).ok_or_else(|| TransportError::Invalid {
+            op: self.op.to_string(),
+            what: format!("the plan uses a {buf} buffer that was not given"),
+        })
+    }
+
+    fn writable(&self, buf: Buf) -> Result<View<'b>> {
+        if buf == Buf::Send {
+            return Err(self.protocol("the plan writes into the send buffer".into()));
+        }
+        self.view(buf)
+    }
+
+    fn protocol(&self, what: String) -> TransportError {
+        TransportError::Protocol {
+            op: self.op.to_string(),
+            what,
+        }
+    }
+
+    /// Index of the first round that is not complete (`u32::MAX` when all are).
+    fn complete_below(&self) -> u64 {
+        self.rounds
+            .get(self.next)
+            .map_or(u64::MAX, |r| u64::from(r.index))
+    }
+
+    fn done(&self) -> bool {
+        self.next == self.rounds.len() && self.pending.is_empty() && self.in_flight == 0
+    }
+
+    fn drive(&mut self, t: &mut Transport) -> Result<()> {
+        let deadline = self.started + t.deadline;
+        let mut idle = 0u32;
+        loop {
+            let mut progress = self.complete_rounds()?;
+            progress |= self.post_ready(t)?;
+            if self.done() {
+                return Ok(());
+            }
+            let got = if idle < SPINS {
+                t.cq.poll(&mut t.completions)
+            } else {
+                let left = deadline.saturating_duration_since(Instant::now());
+                t.cq.wait(&mut t.completions, left.min(WAIT_SLICE))
+            };
+            let got = match got {
+                Ok(n) => n,
+                Err(err) => return Err(err.into()),
+            };
+            if got > 0 {
+                progress = true;
+                let completions = std::mem::take(&mut t.completions);
+                let outcome = completions
+                    .iter()
+                    .try_for_each(|c| self.on_completion(t, c));
+                t.completions = completions;
+                t.completions.clear();
+                outcome?;
+            }
+            if progress {
+                idle = 0;
+            } else {
+                idle = idle.saturating_add(1);
+                if Instant::now() >= deadline {
+                    return Err(TransportError::Timeout {
+                        op: self.op.to_string(),
+                        after: t.deadline,
+                        waiting: self.awaited(t),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Advances over complete rounds, running their local steps.
+    fn complete_rounds(&mut self) -> Result<bool> {
+        let mut progress = false;
+        while self.next < self.rounds.len() && self.arrived[self.next] >= self.expected[self.next]
+        {
+            let local = std::mem::take(&mut self.rounds[self.next].local);
+            self.local_steps(&local)?;
+            self.next += 1;
+            progress = true;
+        }
+        Ok(progress)
+    }
+
+    /// Posts every transfer whose data is held and whose target is ready, keeping plan order
+    /// per target.
+    fn post_ready(&mut self, t: &mut Transport) -> Result<bool> {
+        self.scan += 1;
+        let below = self.complete_below();
+        let mut progress = false;
+        let mut i = 0;
+        while i < self.pending.len() {
+            let (position, index) = (self.pending[i].position, self.pending[i].transfer);
+            let to = self.rounds[position].sends[index].to;
+            if self.blocked[to] == self.scan {
+                i += 1;
+                continue;
+            }
+            let transfer = &self.rounds[position].sends[index];
+            let held = transfer
+                .pieces
+                .iter()
+                .all(|p| p.after.map_or(true, |r| u64::from(r) < below));
+            let token = if held { self.token_for(t, transfer)? } else { None };
+            let ready = held && (token.is_some() || transfer.bytes() == 0);
+            if !ready {
+                self.blocked[to] = self.scan;
+                i += 1;
+                continue;
+            }
+            let round = self.rounds[position].index;
+            let transfer = self.rounds[position].sends[index].clone();
+            let finished = self.post_transfer(t, &transfer, round, token, i)?;
+            progress = true;
+            if finished {
+                self.pending.remove(i);
+            } else {
+                // The provider's queue is full: progress completions before posting more.
+                break;
+            }
+        }
+        Ok(progress)
+    }
+
+    /// The token of `transfer`'s target for this operation, checking its digest.
+    fn token_for(&self, t: &mut Transport, transfer: &Transfer) -> Result<Option<Token>> {
+        let list = &mut t.tokens[transfer.to];
+        list.retain(|tok| tok.seq >= self.seq);
+        let Some(token) = list.iter().find(|tok| tok.seq == self.seq).copied() else {
+            return Ok(None);
+        };
+        if token.digest != self.digest {
+            return Err(TransportError::Mismatch {
+                op: self.op.to_string(),
+                peer: transfer.to,
+            });
+        }
+        Ok(Some(token))
+    }
+
+    /// Posts the remaining pieces of pending transfer `slot`; false if the provider asked to
+    /// retry later.
+    fn post_transfer(
+        &mut self,
+        t: &mut Transport,
+        transfer: &Transfer,
+        round: u32,
+        token: Option<Token>,
+        slot: usize,
+    ) -> Result<bool> {
+        let event = Event::Data {
+            seq: wire_seq(self.seq),
+            round,
+        };
+        let peer = t.peers[transfer.to];
+        let count = transfer.pieces.len();
+        while self.pending[slot].posted < count {
+            let piece = &transfer.pieces[self.pending[slot].posted];
+            let post = if piece.len == 0 {
+                t.post_signal(transfer.to, event)?
+            } else {
+                let token = token.ok_or_else(|| self.protocol("a write without a token".into()))?;
+                let target = match piece.dst {
+                    Buf::Recv => token.recv,
+                    Buf::Scratch => token.scratch,
+                    Buf::Send => {
+                        return Err(self.protocol("a write into a send buffer".into()));
+                    }
+                };
+                let remote = target
+                    .range(piece.dst_offset as u64, piece.len as u64)
+                    .map_err(|_| TransportError::Mismatch {
+                        op: self.op.to_string(),
+                        peer: transfer.to,
+                    })?;
+                let src = self.view(piece.src)?;
+                let local: LocalRange<'_> = src.mem.range(src.offset + piece.src_offset, piece.len)?;
+                t.endpoint
+                    .write(local, peer, remote, Some(event.encode()), self.seq)?
+            };
+            match post {
+                Post::Posted => {
+                    self.pending[slot].posted += 1;
+                    self.in_flight += 1;
+                    self.stats.writes += 1;
+                    self.stats.bytes_written += piece.len as u64;
+                }
+                Post::Again => return Ok(false),
+            }
+        }
+        Ok(true)
+    }
+
+    /// Posts a control write, progressing the queue while the provider asks to retry.
+    fn post_with_retry(
+        &mut self,
+        t: &mut Transport,
+        mut post: impl FnMut(&Transport) -> Result<Post>,
+    ) -> Result<()> {
+        let deadline = Instant::now() + t.deadline;
+        loop {
+            if post(t)? == Post::Posted {
+                self.in_flight += 1;
+                return Ok(());
+            }
+            let n = t.cq.wait(&mut t.completions, WAIT_SLICE)?;
+            if n > 0 {
+                let completions = std::mem::take(&mut t.completions);
+                let outcome = completions
+                    .iter()
+                    .try_for_each(|c| self.on_completion(t, c));
+                t.completions = completions;
+                t.completions.clear();
+                outcome?;
+            }
+            if Instant::now() >= deadline {
+                return Err(TransportError::Timeout {
+                    op: self.op.to_string(),
+                    after: t.deadline,
+                    waiting: "for room in the provider's transmit queue".into(),
+                });
+            }
+        }
+    }
+
+    fn on_completion(&mut self, t: &mut Transport, c: &Completion) -> Result<()> {
+        if !c.is_remote_write_data() {
+            if c.context.is_some() {
+                self.in_flight = self.in_flight.saturating_sub(1);
+            }
+            return Ok(());
+        }
+        let Some(word) = c.data else {
+            return Ok(());
+        };
+        match Event::decode(word) {
+            Event::Data { seq, round } => {
+                let current = wire_seq(self.seq);
+                if seq == current {
+                    let position = self
+                        .rounds
+                        .binary_search_by_key(&round, |r| r.index)
+                        .map_err(|_| self.protocol(format!("a write for round {round}, in which this rank expects none")))?;
+                    self.arrived[position] += 1;
+                    self.stats.arrivals += 1;
+                    if self.arrived[position] > self.expected[position] {
+                        return Err(self.protocol(format!(
+                            "{} writes arrived in round {round}, {} expected",
+                            self.arrived[position], self.expected[position]
+                        )));
+                    }
+                } else if is_future(current, seq) {
+                    *t.early.entry((seq, round)).or_insert(0) += 1;
+                } else {
+                    return Err(self.protocol(format!(
+                        "a write of an operation that is over (wire sequence {seq}, current {current})"
+                    )));
+                }
+            }
+            Event::Token { from } => {
+                if from >= t.size {
+                    return Err(self.protocol(format!("a token from rank {from}")));
+                }
+                if let Some(token) = t.take_token(from) {
+                    let list = &mut t.tokens[from];
+                    if !list.iter().any(|tok| tok.seq == token.seq) {
+                        list.push(token);
+                    }
+                }
+            }
+            Event::Abort { from, seq } => {
+                let current = wire::abort_seq(self.seq);
+                if seq == current {
+                    return Err(TransportError::AbortedBy {
+                        op: self.op.to_string(),
+                        rank: from,
+                    });
+                }
+                if is_future_abort(current, seq) {
+                    t.early_aborts.push((seq, from));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What the operation is still waiting for, for a deadline error.
+    fn awaited(&self, t: &Transport) -> String {
+        if let Some(round) = self.rounds.get(self.next) {
+            let missing = self.expected[self.next] - self.arrived[self.next];
+            let from: Vec<String> = round.expects.iter().map(|e| e.from.to_string()).collect();
+            return format!(
+                "waiting for {missing} of {} writes in round {} from rank(s) {}",
+                self.expected[self.next],
+                round.index,
+                from.join(", ")
+            );
+        }
+        if let Some(p) = self.pending.first() {
+            let to = self.rounds[p.position].sends[p.transfer].to;
+            let has_token = t.tokens[to].iter().any(|tok| tok.seq == self.seq);
+            return if has_token {
+                format!("posting a write to rank {to}")
+            } else {
+                format!("waiting for the ready token of rank {to}")
+            };
+        }
+        format!("waiting for {} local writes to complete", self.in_flight)
+    }
+
+    /// After a failure: waits a little for our own writes, so that no write that reads the
+    /// operation's buffers is still in flight (the regions stay alive until their writes
+    /// complete in any case). False if some never completed.
+    fn drain(&mut self, t: &mut Transport) -> bool {
+        let deadline = Instant::now() + DRAIN;
+        while self.in_flight > 0 && Instant::now() < deadline {
+            match t.cq.wait(&mut t.completions, WAIT_SLICE) {
+                Ok(_) => {
+                    let completions = std::mem::take(&mut t.completions);
+                    for c in &completions {
+                        if !c.is_remote_write_data() && c.context.is_some() {
+                            self.in_flight = self.in_flight.saturating_sub(1);
+                        }
+                    }
+                    t.completions = completions;
+                    t.completions.clear();
+                }
+                // A failed write is a completed one.
+                Err(_) => self.in_flight = self.in_flight.saturating_sub(1),
+            }
+        }
+        self.in_flight == 0
+    }
+}
+
+/// Whether wire sequence `seq` lies ahead of `current` (within half the sequence space).
+fn is_future(current: u8, seq: u8) -> bool {
+    let ahead = seq.wrapping_sub(current) & 0x7f;
+    ahead != 0 && ahead < 64
+}
+
+fn is_future_abort(current: u8, seq: u8) -> bool {
+    let ahead = seq.wrapping_sub(current) & 0x3f;
+    ahead != 0 && ahead < 32
+}
