@@ -7,5 +7,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod bootstrap;
 #[allow(unsafe_code)]
 pub mod fabric;
+pub mod launch;

@@ -5,6 +5,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod info;
+mod pmi_check;
+mod run;
 
 /// Errors of a subcommand, reported by `main` with their causes.
 pub type CliResult = Result<ExitCode, Box<dyn std::error::Error>>;
@@ -24,10 +26,16 @@ pub struct Cli {
 enum Command {
     /// libfabric version and the providers usable for one-sided collectives, with their limits.
     Info(info::Args),
+    /// Start N local ranks under the built-in PMI-1 launcher.
+    Run(run::Args),
+    /// Inside a job: check the PMI key-value exchange between all ranks.
+    PmiCheck(pmi_check::Args),
 }
 
 pub fn run(cli: Cli) -> CliResult {
     match cli.command {
         Command::Info(args) => info::run(args),
+        Command::Run(args) => run::run(args),
+        Command::PmiCheck(args) => pmi_check::run(args),
     }
 }
