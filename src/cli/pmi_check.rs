@@ -43,10 +43,11 @@ pub fn run(args: Args) -> CliResult {
     let mut boot = Bootstrap::from_env_with(&options)?;
     let (rank, size) = (boot.rank(), boot.size());
     println!(
-        "rank {rank} of {size}: {} kvs {} limits {:?}",
+        "rank {rank} of {size}: {} kvs {} limits {:?} pid {}",
         boot.kind(),
         boot.kvsname(),
-        boot.limits()
+        boot.limits(),
+        std::process::id()
     );
     if args.exit_early_rank == Some(rank) {
         println!("rank {rank}: exiting early as asked, without finalize");

@@ -22,8 +22,8 @@ use rustix::process::{kill_process_group, Pid, Signal};
 use signal_hook::consts::{SIGCHLD, SIGINT, SIGTERM};
 use thiserror::Error;
 
+pub use server::{BarrierStall, PmiPhase, KEY_MAX, KVSNAME_MAX, VALUE_MAX};
 use server::{PmiEvent, PmiServer};
-pub use server::{PmiPhase, KEY_MAX, KVSNAME_MAX, VALUE_MAX};
 
 /// Default time ranks get between SIGTERM and SIGKILL.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(2);
@@ -179,6 +179,8 @@ pub struct RankReport {
 pub struct JobReport {
     pub outcome: JobOutcome,
     pub ranks: Vec<RankReport>,
+    /// The PMI barrier the job was stuck in, if it was.
+    pub barrier_stall: Option<BarrierStall>,
 }
 
 impl JobReport {
@@ -229,28 +231,35 @@ impl JobReport {
                     .unwrap_or_default()
             ),
         };
-        // Name the ranks that kept the others waiting in a barrier, if any did.
-        let waiting = self.ranks_in(PmiPhase::InBarrier);
-        if !waiting.is_empty() {
-            let absent: Vec<usize> = (0..self.ranks.len())
-                .filter(|r| !waiting.contains(r))
+        // When the failing rank had been waiting in a barrier (and gave up), or the job was
+        // stopped from outside, name the ranks that never came to that barrier.
+        let failed_rank = match &self.outcome {
+            JobOutcome::RankFailed { rank, .. }
+            | JobOutcome::NoFinalize { rank }
+            | JobOutcome::Aborted { rank, .. }
+            | JobOutcome::PmiProtocol { rank, .. } => Some(*rank),
+            _ => None,
+        };
+        let stall = self
+            .barrier_stall
+            .as_ref()
+            .filter(|stall| failed_rank.map_or(true, |rank| stall.waiting.contains(&rank)));
+        if let Some(stall) = stall {
+            let absent: Vec<String> = stall
+                .absent
+                .iter()
+                .map(|(rank, phase)| format!("rank {rank} ({phase})"))
                 .collect();
+            let waiting = match stall.waiting.as_slice() {
+                [one] => format!("rank {one} was"),
+                many => format!("ranks {} were", join(many)),
+            };
             text.push_str(&format!(
-                "; ranks {} were waiting in the PMI barrier for ranks {}",
-                join(&waiting),
-                join(&absent)
+                "; {waiting} waiting in the PMI barrier for {}",
+                absent.join(", ")
             ));
-            for rank in absent {
-                text.push_str(&format!("; rank {rank} {}", self.ranks[rank].pmi));
-            }
         }
         Some(text)
-    }
-
-    fn ranks_in(&self, phase: PmiPhase) -> Vec<usize> {
-        (0..self.ranks.len())
-            .filter(|&r| self.ranks[r].pmi == phase)
-            .collect()
     }
 }
 
@@ -378,9 +387,15 @@ pub fn run_job(spec: &JobSpec) -> Result<JobReport, LaunchError> {
             pmi,
         })
         .collect();
+    let outcome = outcome.unwrap_or(JobOutcome::Succeeded);
+    let barrier_stall = match outcome {
+        JobOutcome::Succeeded => None,
+        _ => server.barrier_stall(),
+    };
     Ok(JobReport {
-        outcome: outcome.unwrap_or(JobOutcome::Succeeded),
+        outcome,
         ranks,
+        barrier_stall,
     })
 }
 
@@ -473,33 +488,74 @@ fn watch(
     }
 }
 
-/// Collects ranks that ended; returns the first failure among them.
+/// How long to wait for a rank that closed its PMI channel to become waitable.
+const SETTLE: Duration = Duration::from_secs(1);
+
+/// Collects ranks that ended; returns the failure among them that came first.
 fn reap(ranks: &mut [Rank], server: &PmiServer) -> Option<JobOutcome> {
-    let phases = server.phases();
-    let mut failure = None;
+    let mut failures: Vec<(usize, Termination)> = Vec::new();
     for (index, rank) in ranks.iter_mut().enumerate() {
-        if rank.ended.is_some() {
-            continue;
-        }
-        let Ok(Some(status)) = rank.child.try_wait() else {
-            continue;
-        };
-        let termination = Termination::from(status);
-        rank.ended = Some(termination);
-        if failure.is_some() {
-            continue;
-        }
-        if termination != Termination::Exited(0) {
-            failure = Some(JobOutcome::RankFailed {
-                rank: index,
-                termination,
-            });
-        } else if matches!(phases[index], PmiPhase::Initialized | PmiPhase::InBarrier) {
-            // Finalize is acknowledged before the rank can exit, so this phase is final.
-            failure = Some(JobOutcome::NoFinalize { rank: index });
+        if let Some(termination) = try_reap(rank) {
+            failures.push((index, termination));
         }
     }
-    failure
+    if failures.is_empty() {
+        return None;
+    }
+    // A rank that left PMI first broke the barrier the others then failed in, but a process
+    // closes its descriptors before it becomes waitable: give ranks that left before the
+    // failing ones a moment to be reaped too, so that the cause is named, not a consequence.
+    let departures = server.departures();
+    let left_at = |rank: usize| departures.iter().position(|&r| r == rank);
+    let first_failure = failures
+        .iter()
+        .map(|&(rank, _)| left_at(rank).unwrap_or(usize::MAX))
+        .min()
+        .unwrap_or(usize::MAX);
+    let settle_until = Instant::now() + SETTLE;
+    for &earlier in departures.iter().take(first_failure) {
+        while ranks[earlier].ended.is_none() && Instant::now() < settle_until {
+            match try_reap(&mut ranks[earlier]) {
+                Some(termination) => failures.push((earlier, termination)),
+                None if ranks[earlier].ended.is_some() => {}
+                None => thread::sleep(Duration::from_millis(5)),
+            }
+        }
+    }
+    let phases = server.phases();
+    failures
+        .into_iter()
+        .filter_map(|(rank, termination)| {
+            let outcome = if termination != Termination::Exited(0) {
+                JobOutcome::RankFailed { rank, termination }
+            } else if matches!(
+                phases[rank],
+                PmiPhase::Initialized | PmiPhase::InBarrier | PmiPhase::LeftWithoutFinalize
+            ) && server.initialized(rank)
+            {
+                // Finalize is acknowledged before the rank can exit, so this phase is final.
+                JobOutcome::NoFinalize { rank }
+            } else {
+                return None;
+            };
+            Some(((left_at(rank).unwrap_or(usize::MAX), rank), outcome))
+        })
+        .min_by_key(|(order, _)| *order)
+        .map(|(_, outcome)| outcome)
+}
+
+/// Reaps `rank` if it ended; returns how it ended if that might be a failure (every end except
+/// a plain exit 0 is judged by the caller with the PMI phase).
+fn try_reap(rank: &mut Rank) -> Option<Termination> {
+    if rank.ended.is_some() {
+        return None;
+    }
+    let Ok(Some(status)) = rank.child.try_wait() else {
+        return None;
+    };
+    let termination = Termination::from(status);
+    rank.ended = Some(termination);
+    Some(termination)
 }
 
 /// Stops every rank still running: SIGTERM to its group, SIGKILL after `grace`.

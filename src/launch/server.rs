@@ -40,6 +40,13 @@ impl std::fmt::Display for PmiPhase {
     }
 }
 
+/// Who was in a barrier that could not complete, and where the others were.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BarrierStall {
+    pub waiting: Vec<usize>,
+    pub absent: Vec<(usize, PmiPhase)>,
+}
+
 /// What a rank's connection reports to the launcher's main loop.
 #[derive(Debug)]
 pub enum PmiEvent {
@@ -55,6 +62,12 @@ struct State {
     writers: Vec<Option<UnixStream>>,
     /// The first rank that left without finalize: no barrier can complete after it.
     departed: Option<usize>,
+    /// Ranks that left without finalize, in the order they left.
+    departures: Vec<usize>,
+    /// Ranks that ever sent `init`.
+    initialized: Vec<bool>,
+    /// The barrier that the first departure broke, if ranks were waiting in one.
+    stall: Option<BarrierStall>,
 }
 
 /// The job's PMI-1 state, shared by the per-rank threads and the launcher.
@@ -72,6 +85,9 @@ impl PmiServer {
                 phases: vec![PmiPhase::NotInitialized; size],
                 writers: (0..size).map(|_| None).collect(),
                 departed: None,
+                departures: Vec::new(),
+                initialized: vec![false; size],
+                stall: None,
             })),
         }
     }
@@ -79,6 +95,27 @@ impl PmiServer {
     /// The phase of every rank.
     pub fn phases(&self) -> Vec<PmiPhase> {
         self.lock().phases.clone()
+    }
+
+    /// Ranks that closed their channel without finalize, earliest first: the first of them is
+    /// usually the cause of the others' failures.
+    pub fn departures(&self) -> Vec<usize> {
+        self.lock().departures.clone()
+    }
+
+    /// Whether `rank` ever sent `init`.
+    pub fn initialized(&self, rank: usize) -> bool {
+        self.lock().initialized[rank]
+    }
+
+    /// The barrier the job got stuck in: the one broken by the first departure, or else the one
+    /// ranks are waiting in now.
+    pub fn barrier_stall(&self) -> Option<BarrierStall> {
+        let state = self.lock();
+        state
+            .stall
+            .clone()
+            .or_else(|| stall_of(&state.phases, None))
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -112,6 +149,9 @@ impl PmiServer {
                     }
                     break;
                 }
+                // A rank that exits with our last reply unread resets the connection: that is
+                // a close like any other.
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
                 Err(e) => {
                     let detail = format!("reading its PMI socket failed: {e}");
                     report(PmiEvent::ProtocolError { detail });
@@ -143,6 +183,7 @@ impl PmiServer {
         let mut state = self.lock();
         let reply = match request.cmd() {
             "init" => {
+                state.initialized[rank] = true;
                 if state.phases[rank] == PmiPhase::NotInitialized {
                     state.phases[rank] = PmiPhase::Initialized;
                 }
@@ -237,13 +278,41 @@ impl PmiServer {
         let mut state = self.lock();
         state.writers[rank] = None;
         if state.phases[rank] != PmiPhase::Finalized {
+            if state.departed.is_none() {
+                // The leaving rank may itself have been waiting (and given up): count it in.
+                state.stall = stall_of(&state.phases, Some(rank));
+            }
             state.phases[rank] = PmiPhase::LeftWithoutFinalize;
+            state.departures.push(rank);
             if state.departed.is_none() {
                 state.departed = Some(rank);
                 release_barrier(&mut state, barrier_failure(rank));
             }
         }
     }
+}
+
+/// The ranks in the barrier and those absent from it, if any rank is in it. `leaving` is a
+/// rank about to be marked as departed; its phase is the one it had.
+fn stall_of(phases: &[PmiPhase], leaving: Option<usize>) -> Option<BarrierStall> {
+    let waiting: Vec<usize> = (0..phases.len())
+        .filter(|&r| phases[r] == PmiPhase::InBarrier)
+        .collect();
+    if waiting.is_empty() {
+        return None;
+    }
+    let absent = (0..phases.len())
+        .filter(|&r| phases[r] != PmiPhase::InBarrier)
+        .map(|r| {
+            let phase = if Some(r) == leaving {
+                PmiPhase::LeftWithoutFinalize
+            } else {
+                phases[r]
+            };
+            (r, phase)
+        })
+        .collect();
+    Some(BarrierStall { waiting, absent })
 }
 
 fn barrier_failure(gone: usize) -> Message {
