@@ -52,9 +52,9 @@ pub enum BootstrapError {
         #[source]
         source: std::io::Error,
     },
-    #[error("PMI I/O failed while {awaiting}")]
+    #[error("PMI I/O failed while {during}")]
     Io {
-        awaiting: String,
+        during: String,
         #[source]
         source: std::io::Error,
     },

@@ -98,7 +98,7 @@ impl Pmi1Client {
         stream
             .set_write_timeout(timeout)
             .map_err(|source| BootstrapError::Io {
-                awaiting: "setting the PMI socket's write timeout".into(),
+                during: "setting the PMI socket's write timeout".into(),
                 source,
             })?;
         let mut client = Pmi1Client {
@@ -309,7 +309,7 @@ impl Pmi1Client {
                     }
                 }
                 _ => BootstrapError::Io {
-                    awaiting: format!("sending `{}`", request.cmd()),
+                    during: format!("sending `{}`", request.cmd()),
                     source,
                 },
             })
@@ -327,7 +327,7 @@ impl Pmi1Client {
             self.stream
                 .set_read_timeout(left)
                 .map_err(|source| BootstrapError::Io {
-                    awaiting: awaiting.to_owned(),
+                    during: format!("setting the read timeout for {awaiting}"),
                     source,
                 })?;
             match self.reader.read_line(&mut self.stream) {
@@ -354,7 +354,7 @@ impl Pmi1Client {
                 }
                 Err(source) => {
                     return Err(BootstrapError::Io {
-                        awaiting: awaiting.to_owned(),
+                        during: format!("awaiting {awaiting}"),
                         source,
                     })
                 }

@@ -148,9 +148,12 @@ pub fn check_token(token: &str, is_key: bool) -> Result<(), TokenProblem> {
     Ok(())
 }
 
-/// A short, printable excerpt of a peer's bytes for an error message.
+/// A short, printable excerpt of a peer's bytes for an error message (a final line end
+/// is left out).
 pub fn excerpt(bytes: &[u8]) -> String {
     const SHOWN: usize = 80;
+    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
     let shown = &bytes[..bytes.len().min(SHOWN)];
     let mut text: String = String::from_utf8_lossy(shown).escape_debug().collect();
     if bytes.len() > SHOWN {

@@ -30,6 +30,11 @@ pub fn run(args: Args) -> CliResult {
         .ok()
         .and_then(|r| r.parse::<usize>().ok());
     if env_rank.is_some() && env_rank == args.skip_init_rank {
+        let rank = env_rank.unwrap_or_default();
+        println!(
+            "rank {rank}: never initializing PMI, as asked; pid {}",
+            std::process::id()
+        );
         std::thread::sleep(SKIP_INIT_SLEEP);
         return Ok(ExitCode::FAILURE);
     }
