@@ -75,3 +75,10 @@ fn rank_never_initializing_fails_the_hydra_job_within_the_deadline() {
     );
     assert_all_gone(&done.pids());
 }
+
+#[test]
+fn pmi_abort_ends_the_hydra_job_with_its_code() {
+    let done = run(hydra(&["-n", "3", bin(), "pmi-check", "--abort-rank", "1"]));
+    assert_eq!(done.code(), Some(7), "{done:?}");
+    assert_all_gone(&done.pids());
+}

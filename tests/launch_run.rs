@@ -167,6 +167,33 @@ fn rank_that_never_initializes_is_named_after_the_deadline() {
 }
 
 #[test]
+fn pmi_abort_ends_the_job_with_its_code() {
+    let done = run(circulant(&[
+        "run",
+        "-n",
+        "3",
+        "--",
+        bin(),
+        "pmi-check",
+        "--abort-rank",
+        "1",
+    ]));
+    assert_eq!(done.code(), Some(7), "{done:?}");
+    assert!(
+        done.stderr.contains("rank 1 aborted the job with code 7"),
+        "{}",
+        done.stderr
+    );
+    assert!(
+        done.stderr
+            .contains("rank 1 aborting the job: asked to abort by --abort-rank"),
+        "{}",
+        done.stderr
+    );
+    assert_all_gone(&done.pids());
+}
+
+#[test]
 fn timeout_bounds_the_job() {
     let done = run(circulant(&[
         "run",

@@ -17,10 +17,16 @@ pub struct Args {
     /// finalize, leaving the others alone in the barrier.
     #[arg(long, value_name = "RANK")]
     exit_early_rank: Option<usize>,
+    /// Fault injection for tests: this rank calls PMI abort with exit code 7 after init.
+    #[arg(long, value_name = "RANK")]
+    abort_rank: Option<usize>,
     /// Fault injection for tests: this rank never initializes PMI; it sleeps until stopped.
     #[arg(long, value_name = "RANK")]
     skip_init_rank: Option<usize>,
 }
+
+/// Exit code a rank told to abort asks for.
+const ABORT_CODE: i32 = 7;
 
 /// How long a rank told to skip init waits before giving up by itself.
 const SKIP_INIT_SLEEP: Duration = Duration::from_secs(120);
@@ -57,6 +63,13 @@ pub fn run(args: Args) -> CliResult {
     if args.exit_early_rank == Some(rank) {
         println!("rank {rank}: exiting early as asked, without finalize");
         return Ok(ExitCode::SUCCESS);
+    }
+
+    if args.abort_rank == Some(rank) {
+        boot.abort(ABORT_CODE, "asked to abort by --abort-rank")?;
+        // The launcher ends the job; should it not, leave with the same code.
+        std::thread::sleep(Duration::from_secs(5));
+        return Ok(ExitCode::from(ABORT_CODE as u8));
     }
 
     let mut checks = Checks::default();
