@@ -48,7 +48,7 @@ fn pmi_check_passes_in_hydras_port_mode() {
 #[test]
 fn rank_leaving_early_fails_the_hydra_job() {
     let mut command = hydra(&["-n", "4", bin(), "pmi-check", "--exit-early-rank", "2"]);
-    command.env("CIRCULANT_BOOTSTRAP_TIMEOUT", "5");
+    command.env("CIRCULANT_BOOTSTRAP_TIMEOUT", "2");
     let done = run(command);
     assert_ne!(done.code(), Some(0), "{done:?}");
     assert!(

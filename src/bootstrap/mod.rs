@@ -153,6 +153,7 @@ pub struct Bootstrap {
     backend: Backend,
     rank: usize,
     size: usize,
+    timeout: Duration,
     finalized: bool,
 }
 
@@ -192,7 +193,9 @@ impl Bootstrap {
                     });
                 }
                 if options.allow_singleton {
-                    return Ok(Self::singleton());
+                    let mut singleton = Self::singleton();
+                    singleton.timeout = options.timeout;
+                    return Ok(singleton);
                 }
                 return Err(BootstrapError::NotInJob);
             }
@@ -230,6 +233,7 @@ impl Bootstrap {
             backend: Backend::Pmi1(client),
             rank,
             size,
+            timeout: options.timeout,
             finalized: false,
         })
     }
@@ -240,6 +244,7 @@ impl Bootstrap {
             backend: Backend::Singleton(HashMap::new()),
             rank: 0,
             size: 1,
+            timeout: DEFAULT_TIMEOUT,
             finalized: false,
         }
     }
@@ -286,10 +291,7 @@ impl Bootstrap {
 
     /// The deadline of each wait.
     pub fn timeout(&self) -> Duration {
-        match &self.backend {
-            Backend::Pmi1(client) => client.timeout(),
-            Backend::Singleton(_) => DEFAULT_TIMEOUT,
-        }
+        self.timeout
     }
 
     /// The key under which `rank` publishes `name`: one namespace per rank.
@@ -398,6 +400,17 @@ impl Bootstrap {
             )));
         }
         Ok(bytes)
+    }
+
+    /// Every rank's bytes for `name`: publishes `mine` under [`Bootstrap::rank_key`], fences,
+    /// and reads every rank's (this rank's included, in rank order). The one-call exchange of
+    /// fabric addresses and memory keys at start-up.
+    pub fn exchange(&mut self, name: &str, mine: &[u8]) -> Result<Vec<Vec<u8>>, BootstrapError> {
+        self.put_bytes(&Self::rank_key(self.rank, name), mine)?;
+        self.fence()?;
+        (0..self.size)
+            .map(|rank| self.get_bytes(&Self::rank_key(rank, name)))
+            .collect()
     }
 
     /// Asks the launcher to end the whole job with exit code `code`; `message` goes to this
@@ -536,6 +549,10 @@ mod tests {
             boot.put("a b", "1"),
             Err(BootstrapError::InvalidKey { .. })
         ));
+        assert_eq!(
+            boot.exchange("name", b"\x01\x02").expect("exchange"),
+            vec![b"\x01\x02".to_vec()]
+        );
         boot.finalize().expect("finalize");
         assert!(matches!(boot.put("k", "v"), Err(BootstrapError::Finalized)));
     }

@@ -188,10 +188,6 @@ impl Pmi1Client {
     pub fn assigned(&self) -> (Option<usize>, Option<usize>) {
         (self.rank, self.size)
     }
-    pub fn timeout(&self) -> Duration {
-        self.timeout
-    }
-
     pub fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError> {
         self.check_key(key)?;
         if let Err(problem) = check_token(value, false) {

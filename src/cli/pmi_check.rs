@@ -92,6 +92,12 @@ pub fn run(args: Args) -> CliResult {
         let want = long_bytes(peer, boot.limits().value_max);
         checks.compare(&format!("get_bytes of rank {peer}"), got, want);
     }
+    // The one-call exchange the communicator uses for fabric addresses.
+    let mine = format!("address-of-{rank}").into_bytes();
+    let want: Vec<Vec<u8>> = (0..size)
+        .map(|r| format!("address-of-{r}").into_bytes())
+        .collect();
+    checks.compare("exchange", boot.exchange("addr", &mine), want);
     checks.record(
         "missing key reports KeyNotFound",
         match boot.get("no-such-key") {
