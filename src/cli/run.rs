@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use circulant::launch::{run_job, JobSpec, DEFAULT_GRACE};
+use circulant::launch::{run_job, JobSpec};
 
 use super::CliResult;
 
@@ -20,7 +20,8 @@ pub struct Args {
     /// Stop the job after this many seconds (exit status 124).
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
     timeout: Option<Duration>,
-    /// Seconds a rank gets between SIGTERM and SIGKILL when the job is stopped.
+    /// Seconds a rank gets between SIGTERM and SIGKILL when the job is stopped (0: SIGKILL at
+    /// once).
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, default_value = "2")]
     grace: Duration,
     /// Prefix every line of output with `[rank] `.
@@ -50,11 +51,7 @@ pub fn run(args: Args) -> CliResult {
     spec.args = command.collect();
     spec.timeout = args.timeout;
     spec.tag_output = args.tag_output;
-    spec.grace = if args.grace.is_zero() {
-        DEFAULT_GRACE
-    } else {
-        args.grace
-    };
+    spec.grace = args.grace;
     if let Some(provider) = args.provider {
         spec.env.push(("FI_PROVIDER".into(), provider.into()));
     }
