@@ -15,7 +15,7 @@ use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use rustix::process::{kill_process_group, Pid, Signal};
@@ -320,11 +320,10 @@ pub fn run_job(spec: &JobSpec) -> Result<JobReport, LaunchError> {
         }
     });
 
-    let kvsname = format!(
-        "circulant_{}_{}",
-        std::process::id(),
-        start.elapsed().as_nanos()
-    );
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |t| t.as_micros());
+    let kvsname = format!("circulant_{}_{stamp}", std::process::id());
     let server = PmiServer::new(spec.ranks, kvsname);
     let (drained_tx, drained) = mpsc::channel::<()>();
     let mut ranks: Vec<Rank> = Vec::with_capacity(spec.ranks);
@@ -606,7 +605,7 @@ fn forward(
     tag: bool,
     to_stderr: bool,
     drained: Sender<()>,
-) -> JoinHandle<()> {
+) {
     thread::spawn(move || {
         let mut reader = BufReader::new(source);
         let mut line = Vec::new();
@@ -626,7 +625,7 @@ fn forward(
             };
         }
         let _ = drained.send(());
-    })
+    });
 }
 
 fn write_line(out: &mut impl Write, prefix: Option<&String>, line: &[u8]) -> std::io::Result<()> {
