@@ -50,14 +50,10 @@ fn rank_leaving_early_stops_the_hydra_job() {
     let mut command = hydra(&["-n", "4", bin(), "pmi-check", "--exit-early-rank", "2"]);
     command.env("CIRCULANT_BOOTSTRAP_TIMEOUT", "2");
     let done = run(command);
-    assert!(
-        done.stdout.contains("rank 2: exiting early"),
-        "{}",
-        done.stdout
-    );
     // Hydra kills the other ranks when one exits without finalize; its own exit status is then
     // 9 or, depending on the order it collects them, 0 — not ours to check. What must hold:
     // no rank got past the barrier the departed rank never entered, and nothing is left.
+    // (Hydra may drop the ranks' last output as it kills them, so none is required here.)
     assert_eq!(clean_summaries(&done.stdout), 0, "{done:?}");
     assert_all_gone(&done.pids());
 }
