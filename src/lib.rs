@@ -7,9 +7,11 @@
 
 #![deny(unsafe_code)]
 
+pub mod bootstrap;
 #[allow(unsafe_code)]
 pub mod fabric;
 pub mod plan;
 pub mod schedule;
 pub mod sim;
+pub mod launch;
 pub mod transport;

@@ -6,6 +6,8 @@ use clap::{Parser, Subcommand};
 
 mod info;
 mod model;
+mod pmi_check;
+mod run;
 
 /// Errors of a subcommand, reported by `main` with their causes.
 pub type CliResult = Result<ExitCode, Box<dyn std::error::Error>>;
@@ -27,11 +29,17 @@ enum Command {
     Info(info::Args),
     /// Rounds and α-β time of every algorithm for a collective, and the lower bound.
     Model(model::Args),
+    /// Start N local ranks under the built-in PMI-1 launcher.
+    Run(run::Args),
+    /// Inside a job: check the PMI key-value exchange between all ranks.
+    PmiCheck(pmi_check::Args),
 }
 
 pub fn run(cli: Cli) -> CliResult {
     match cli.command {
         Command::Info(args) => info::run(args),
         Command::Model(args) => model::run(args),
+        Command::Run(args) => run::run(args),
+        Command::PmiCheck(args) => pmi_check::run(args),
     }
 }
