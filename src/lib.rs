@@ -8,6 +8,7 @@
 #![deny(unsafe_code)]
 
 pub mod bootstrap;
+pub mod comm;
 #[allow(unsafe_code)]
 pub mod fabric;
 pub mod plan;

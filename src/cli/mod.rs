@@ -8,6 +8,7 @@ mod info;
 mod model;
 mod pmi_check;
 mod run;
+mod selftest;
 
 /// Errors of a subcommand, reported by `main` with their causes.
 pub type CliResult = Result<ExitCode, Box<dyn std::error::Error>>;
@@ -33,6 +34,8 @@ enum Command {
     Run(run::Args),
     /// Inside a job: check the PMI key-value exchange between all ranks.
     PmiCheck(pmi_check::Args),
+    /// Inside a job: every collective with every algorithm, data checked; `X passed, Y failed`.
+    Selftest(selftest::Args),
 }
 
 pub fn run(cli: Cli) -> CliResult {
@@ -41,5 +44,6 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Model(args) => model::run(args),
         Command::Run(args) => run::run(args),
         Command::PmiCheck(args) => pmi_check::run(args),
+        Command::Selftest(args) => selftest::run(args),
     }
 }

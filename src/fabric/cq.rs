@@ -27,9 +27,13 @@ pub struct Completion {
 }
 
 impl Completion {
-    /// A peer's write that carried remote CQ data into our memory.
+    /// A peer's write that carried remote CQ data into our memory. Some providers (sockets)
+    /// echo `FI_REMOTE_CQ_DATA` in the initiator's own completion of a write with data, so the
+    /// flag alone does not tell: a remote event has no local context and `FI_REMOTE_WRITE`.
     pub fn is_remote_write_data(&self) -> bool {
-        self.flags & sys::FI_REMOTE_CQ_DATA != 0
+        self.context.is_none()
+            && self.flags & sys::FI_REMOTE_CQ_DATA != 0
+            && self.flags & sys::FI_REMOTE_WRITE != 0
     }
 }
 

@@ -833,10 +833,11 @@ impl<'a, 'b> Run<'a, 'b> {
     }
 
     fn on_completion(&mut self, t: &mut Transport, c: &Completion) -> Result<()> {
+        if c.context.is_some() {
+            self.in_flight = self.in_flight.saturating_sub(1);
+            return Ok(());
+        }
         if !c.is_remote_write_data() {
-            if c.context.is_some() {
-                self.in_flight = self.in_flight.saturating_sub(1);
-            }
             return Ok(());
         }
         let Some(word) = c.data else {
@@ -927,7 +928,7 @@ impl<'a, 'b> Run<'a, 'b> {
                 Ok(_) => {
                     let completions = std::mem::take(&mut t.completions);
                     for c in &completions {
-                        if !c.is_remote_write_data() && c.context.is_some() {
+                        if c.context.is_some() {
                             self.in_flight = self.in_flight.saturating_sub(1);
                         }
                     }

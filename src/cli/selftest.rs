@@ -1,0 +1,345 @@
+//! `circulant selftest`: inside a job, every collective with every algorithm that applies, at
+//! several sizes (0 and odd ones included), roots and allgatherv distributions, the data
+//! checked byte for byte on every rank. Rank 0 prints the summary `X passed, Y failed` last.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use circulant::comm::{Choice, CommError, Communicator, Payload};
+use circulant::plan::distribution::Distribution;
+use circulant::plan::registry;
+use circulant::plan::{Dtype, Problem, ReduceOp, Reduction};
+
+use super::CliResult;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Fewer sizes and roots (for suites that run many jobs).
+    #[arg(long)]
+    quick: bool,
+    /// Only these collectives (comma-separated: barrier, bcast, allgather, allgatherv,
+    /// allreduce, reduce, scan, exscan, gather, scatter, alltoall).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Print every case, not only failures.
+    #[arg(long, short)]
+    verbose: bool,
+}
+
+/// One checked case.
+struct Case {
+    name: String,
+    problem: Problem,
+    algorithm: &'static str,
+}
+
+/// Counts of this rank.
+#[derive(Default)]
+struct Tally {
+    passed: u64,
+    failed: u64,
+}
+
+pub fn run(args: Args) -> CliResult {
+    let started = Instant::now();
+    let mut comm = Communicator::init()?;
+    let (rank, p) = (comm.rank(), comm.size());
+    if rank == 0 {
+        println!(
+            "selftest: {p} rank(s), provider {}, launcher {}",
+            comm.provider(),
+            comm.launcher()
+        );
+    }
+    let mut tally = Tally::default();
+    let wanted = |op: &str| args.only.is_empty() || args.only.iter().any(|o| o == op);
+    let sizes: &[usize] = if args.quick {
+        &[0, 1, 7, 4096 + 3]
+    } else {
+        &[0, 1, 7, 4096 + 3, (1 << 20) + 1]
+    };
+    let roots: Vec<usize> = if p <= 8 && !args.quick {
+        (0..p).collect()
+    } else {
+        let mut r = vec![0, p / 2, p - 1];
+        r.dedup();
+        r
+    };
+
+    let mut cases = Vec::new();
+    if wanted("barrier") {
+        cases.push(("barrier".to_string(), Problem::Barrier { p }));
+    }
+    if wanted("bcast") {
+        for &bytes in sizes {
+            for &root in &roots {
+                cases.push((format!("bcast {bytes} B root {root}"), Problem::Broadcast { p, root, bytes }));
+            }
+        }
+    }
+    if wanted("allgather") {
+        for &bytes in sizes {
+            let block = bytes.div_ceil(p);
+            cases.push((format!("allgather {block} B/rank"), Problem::Allgather { p, block }));
+        }
+    }
+    if wanted("allgatherv") {
+        for &bytes in sizes {
+            for dist in Distribution::ALL {
+                let c = dist.base_for_total(p, bytes);
+                let counts = dist.counts(p, c);
+                cases.push((format!("allgatherv {dist} c={c}"), Problem::Allgatherv { counts }));
+            }
+        }
+    }
+    let reductions = [
+        Reduction::new(Dtype::I64, ReduceOp::Sum)?,
+        Reduction::new(Dtype::F64, ReduceOp::Max)?,
+        Reduction::new(Dtype::U32, ReduceOp::Bxor)?,
+    ];
+    for reduction in reductions {
+        let size = reduction.dtype.size();
+        for &bytes in sizes {
+            let bytes = bytes / size * size;
+            let tag = format!("{} {:?} {bytes} B", reduction.op, reduction.dtype);
+            if wanted("allreduce") {
+                cases.push((format!("allreduce {tag}"), Problem::Allreduce { p, reduction, bytes }));
+            }
+            if wanted("reduce") {
+                for &root in &roots {
+                    cases.push((format!("reduce {tag} root {root}"), Problem::Reduce { p, root, reduction, bytes }));
+                }
+            }
+            for exclusive in [false, true] {
+                let op = if exclusive { "exscan" } else { "scan" };
+                if wanted(op) {
+                    cases.push((format!("{op} {tag}"), Problem::Scan { p, reduction, bytes, exclusive }));
+                }
+            }
+        }
+    }
+    for &bytes in sizes {
+        let block = bytes.div_ceil(p).min(64 << 10);
+        for &root in &roots {
+            if wanted("gather") {
+                cases.push((format!("gather {block} B root {root}"), Problem::Gather { p, root, block }));
+            }
+            if wanted("scatter") {
+                cases.push((format!("scatter {block} B root {root}"), Problem::Scatter { p, root, block }));
+            }
+        }
+        if wanted("alltoall") {
+            cases.push((format!("alltoall {block} B"), Problem::Alltoall { p, block }));
+        }
+    }
+
+    let model = comm.model();
+    'cases: for (name, problem) in cases {
+        for algorithm in registry::applicable(&problem, &model)? {
+            let case = Case {
+                name: name.clone(),
+                problem: problem.clone(),
+                algorithm: algorithm.name(),
+            };
+            match check(&mut comm, &case) {
+                Ok(None) => {
+                    tally.passed += 1;
+                    if args.verbose && rank == 0 {
+                        println!("ok   {} [{}]", case.name, case.algorithm);
+                    }
+                }
+                Ok(Some(wrong)) => {
+                    tally.failed += 1;
+                    println!("FAIL rank {rank}: {} [{}]: {wrong}", case.name, case.algorithm);
+                }
+                Err(err) => {
+                    tally.failed += 1;
+                    println!("FAIL rank {rank}: {} [{}]: {err}", case.name, case.algorithm);
+                    // The communicator is unusable after an error.
+                    break 'cases;
+                }
+            }
+        }
+    }
+
+    // Rank 0 reports the totals of all ranks; if the communicator failed, each rank its own.
+    let mine = [tally.passed, tally.failed];
+    let mut all = [0u64; 2];
+    let totals = match comm.allreduce(&mine, &mut all, ReduceOp::Sum) {
+        Ok(()) => Some(all),
+        Err(_) => None,
+    };
+    match totals {
+        Some([passed, failed]) => {
+            if rank == 0 {
+                println!(
+                    "selftest took {:.1} s, {} bytes copied on rank 0",
+                    started.elapsed().as_secs_f64(),
+                    comm.bytes_copied()
+                );
+                println!("{passed} passed, {failed} failed");
+            }
+            Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        None => {
+            println!("rank {rank}: {} passed, {} failed", tally.passed, tally.failed.max(1));
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// Runs one case with its algorithm; `Ok(Some(what))` if the data came out wrong.
+fn check(comm: &mut Communicator, case: &Case) -> Result<Option<String>, CommError> {
+    let (rank, p) = (comm.rank(), comm.size());
+    let choice = Choice::Named(case.algorithm);
+    let pattern = |owner: usize, k: usize| (owner * 131 + k * 7 + 1) as u8;
+    match &case.problem {
+        Problem::Barrier { .. } => {
+            comm.barrier()?;
+            Ok(None)
+        }
+        Problem::Broadcast { root, bytes, .. } => {
+            // Registered memory on one root in two, plain memory on the others: both paths.
+            let expected: Vec<u8> = (0..*bytes).map(|k| pattern(*root, k)).collect();
+            if root % 2 == 0 {
+                let mut buf = comm.alloc(*bytes)?;
+                if rank == *root {
+                    buf.copy_from_slice(&expected);
+                }
+                comm.bcast_using(&mut buf, *root, choice)?;
+                Ok(compare(buf.bytes(), &expected))
+            } else {
+                let mut buf = if rank == *root { expected.clone() } else { vec![0u8; *bytes] };
+                comm.bcast_using(&mut buf[..], *root, choice)?;
+                Ok(compare(&buf, &expected))
+            }
+        }
+        Problem::Allgather { block, .. } => {
+            let send: Vec<u8> = (0..*block).map(|k| pattern(rank, k)).collect();
+            let expected: Vec<u8> = (0..p).flat_map(|r| (0..*block).map(move |k| pattern(r, k))).collect();
+            let mut recv = comm.alloc(p * block)?;
+            comm.allgather_using(&send[..], &mut recv, choice)?;
+            Ok(compare(&recv, &expected))
+        }
+        Problem::Allgatherv { counts } => {
+            let send_buf = {
+                let mut b = comm.alloc(counts[rank])?;
+                for (k, x) in b.iter_mut().enumerate() {
+                    *x = pattern(rank, k);
+                }
+                b
+            };
+            let expected: Vec<u8> = counts
+                .iter()
+                .enumerate()
+                .flat_map(|(r, &c)| (0..c).map(move |k| pattern(r, k)))
+                .collect();
+            let mut recv = comm.alloc(expected.len())?;
+            comm.allgatherv_using(&send_buf, &mut recv, counts, choice)?;
+            Ok(compare(&recv, &expected))
+        }
+        Problem::Allreduce { reduction, bytes, .. } => {
+            let (send, expected) = reduction_data(*reduction, *bytes, rank, p, |_| true);
+            let mut recv = vec![0u8; *bytes];
+            comm.allreduce_bytes(&send[..], &mut recv[..], *reduction, choice)?;
+            Ok(compare(&recv, &expected))
+        }
+        Problem::Reduce { root, reduction, bytes, .. } => {
+            let (send, expected) = reduction_data(*reduction, *bytes, rank, p, |_| true);
+            let mut recv = vec![0u8; *bytes];
+            comm.reduce_bytes(&send[..], &mut recv[..], *reduction, *root, choice)?;
+            Ok(if rank == *root { compare(&recv, &expected) } else { None })
+        }
+        Problem::Scan { reduction, bytes, exclusive, .. } => {
+            let upto = if *exclusive { rank } else { rank + 1 };
+            let (send, expected) = reduction_data(*reduction, *bytes, rank, p, |r| r < upto);
+            let sentinel = 0xa5u8;
+            let mut recv = vec![sentinel; *bytes];
+            comm.scan_bytes(&send[..], &mut recv[..], *reduction, *exclusive, choice)?;
+            if *exclusive && rank == 0 {
+                // Rank 0's result is undefined for an exclusive scan: it must be left alone.
+                return Ok(compare(&recv, &vec![sentinel; *bytes]));
+            }
+            Ok(compare(&recv, &expected))
+        }
+        Problem::Gather { root, block, .. } => {
+            let send: Vec<u8> = (0..*block).map(|k| pattern(rank, k)).collect();
+            let mut recv = vec![0u8; if rank == *root { p * block } else { 0 }];
+            comm.gather_using(&send[..], &mut recv[..], *root, choice)?;
+            let expected: Vec<u8> = (0..p).flat_map(|r| (0..*block).map(move |k| pattern(r, k))).collect();
+            Ok(if rank == *root { compare(&recv, &expected) } else { None })
+        }
+        Problem::Scatter { root, block, .. } => {
+            let send: Vec<u8> = if rank == *root {
+                (0..p * block).map(|k| pattern(k / block.max(&1), k)).collect()
+            } else {
+                Vec::new()
+            };
+            let mut recv = vec![0u8; *block];
+            comm.scatter_using(&send[..], &mut recv[..], *root, choice)?;
+            let expected: Vec<u8> = (rank * block..(rank + 1) * block).map(|k| pattern(rank, k)).collect();
+            Ok(compare(&recv, &expected))
+        }
+        Problem::Alltoall { block, .. } => {
+            // Block j of rank i holds pattern(i * p + j, ...).
+            let send: Vec<u8> = (0..p).flat_map(|j| (0..*block).map(move |k| pattern(rank * p + j, k))).collect();
+            let mut recv = vec![0u8; p * block];
+            comm.alltoall_using(&send[..], &mut recv[..], choice)?;
+            let expected: Vec<u8> = (0..p).flat_map(|i| (0..*block).map(move |k| pattern(i * p + rank, k))).collect();
+            Ok(compare(&recv, &expected))
+        }
+        Problem::Intergroup { .. } => Ok(None),
+    }
+}
+
+/// This rank's input of a reduction and the result over the ranks `include` accepts.
+fn reduction_data(
+    reduction: Reduction,
+    bytes: usize,
+    rank: usize,
+    p: usize,
+    include: impl Fn(usize) -> bool,
+) -> (Vec<u8>, Vec<u8>) {
+    let size = reduction.dtype.size();
+    let elements = bytes / size;
+    // Small integral values: every operator, floats included, is exact in any order.
+    let value = |r: usize, k: usize| ((r * 7 + k * 3) % 61) as u64 + 1;
+    let encode = |v: u64| -> Vec<u8> {
+        match reduction.dtype {
+            Dtype::I32 => (v as i32).to_le_bytes().to_vec(),
+            Dtype::U32 => (v as u32).to_le_bytes().to_vec(),
+            Dtype::I64 => (v as i64).to_le_bytes().to_vec(),
+            Dtype::U64 => v.to_le_bytes().to_vec(),
+            Dtype::F32 => (v as f32).to_le_bytes().to_vec(),
+            Dtype::F64 => (v as f64).to_le_bytes().to_vec(),
+        }
+    };
+    let send: Vec<u8> = (0..elements).flat_map(|k| encode(value(rank, k))).collect();
+    let mut expected = vec![0u8; elements * size];
+    let mut first = true;
+    for r in (0..p).filter(|&r| include(r)) {
+        let x: Vec<u8> = (0..elements).flat_map(|k| encode(value(r, k))).collect();
+        if first {
+            expected = x;
+            first = false;
+        } else {
+            let acc = expected.clone();
+            // Operators and dtypes here are valid, so combine cannot fail.
+            let _ = reduction.combine(&acc, &x, &mut expected);
+        }
+    }
+    (send, expected)
+}
+
+/// `None` if equal, else where they first differ.
+fn compare(got: &[u8], want: &[u8]) -> Option<String> {
+    if got.len() != want.len() {
+        return Some(format!("{} bytes, {} expected", got.len(), want.len()));
+    }
+    let first = got.iter().zip(want).position(|(a, b)| a != b)?;
+    let wrong = got.iter().zip(want).filter(|(a, b)| a != b).count();
+    Some(format!(
+        "{wrong} wrong bytes, the first at {first} ({} instead of {})",
+        got[first], want[first]
+    ))
+}

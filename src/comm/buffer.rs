@@ -1,0 +1,117 @@
+//! The memory a collective works on: registered buffers from [`super::Communicator::alloc`]
+//! (the zero-copy path) or plain slices (staged through library memory).
+
+use std::ops::{Deref, DerefMut};
+
+use crate::fabric::RegisteredMemory;
+use crate::plan::Dtype;
+
+/// Memory registered with the communicator's fabric domain: collectives read from it and peers
+/// write into it directly, with no copy. Dereferences to `[u8]`.
+pub struct Buffer {
+    pub(crate) mem: RegisteredMemory,
+    len: usize,
+}
+
+impl Buffer {
+    pub(crate) fn new(mem: RegisteredMemory, len: usize) -> Self {
+        Buffer { mem, len }
+    }
+}
+
+impl Deref for Buffer {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.mem.as_slice()[..self.len]
+    }
+}
+
+impl DerefMut for Buffer {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        let len = self.len;
+        &mut self.mem.as_mut_slice()[..len]
+    }
+}
+
+impl std::fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Buffer").field("len", &self.len).finish()
+    }
+}
+
+/// Bytes a collective reads: a registered [`Buffer`] or any byte slice.
+pub trait Payload {
+    fn bytes(&self) -> &[u8];
+    /// The registration behind the bytes, if they are a [`Buffer`] (then nothing is copied).
+    fn registered(&self) -> Option<&RegisteredMemory> {
+        None
+    }
+}
+
+/// Bytes a collective writes.
+pub trait PayloadMut: Payload {
+    fn bytes_mut(&mut self) -> &mut [u8];
+}
+
+impl Payload for Buffer {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+    fn registered(&self) -> Option<&RegisteredMemory> {
+        Some(&self.mem)
+    }
+}
+
+impl PayloadMut for Buffer {
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        self
+    }
+}
+
+impl Payload for [u8] {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+}
+
+impl PayloadMut for [u8] {
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        self
+    }
+}
+
+impl Payload for Vec<u8> {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+}
+
+impl PayloadMut for Vec<u8> {
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        self
+    }
+}
+
+/// Element types of reductions.
+pub trait Element: bytemuck::Pod {
+    const DTYPE: Dtype;
+}
+
+impl Element for i32 {
+    const DTYPE: Dtype = Dtype::I32;
+}
+impl Element for i64 {
+    const DTYPE: Dtype = Dtype::I64;
+}
+impl Element for u32 {
+    const DTYPE: Dtype = Dtype::U32;
+}
+impl Element for u64 {
+    const DTYPE: Dtype = Dtype::U64;
+}
+impl Element for f32 {
+    const DTYPE: Dtype = Dtype::F32;
+}
+impl Element for f64 {
+    const DTYPE: Dtype = Dtype::F64;
+}

@@ -1,0 +1,121 @@
+//! Configuration of a communicator, from the environment or set in code.
+//!
+//! | variable | meaning | default |
+//! | --- | --- | --- |
+//! | `CIRCULANT_PROVIDER` (or `FI_PROVIDER`) | libfabric provider, e.g. `shm`, `tcp;ofi_rxm`, `verbs;ofi_rxm` | `shm` on one host, else the first RMA-capable provider |
+//! | `CIRCULANT_LOOPBACK` | `0`: do not pin network providers to 127.0.0.1 when all ranks share a host | `1` |
+//! | `CIRCULANT_TIMEOUT` | deadline of one collective, seconds | 60 |
+//! | `CIRCULANT_ALPHA`, `CIRCULANT_BETA` | α (s) and β (s/byte) of the model that picks algorithms | per provider, see [`Config::model_for`] |
+//! | `CIRCULANT_ALGORITHM` | comma-separated algorithm names forced wherever they apply | none |
+
+use std::time::Duration;
+
+use crate::plan::CostModel;
+use crate::transport::DEFAULT_DEADLINE;
+
+pub const PROVIDER_ENV: &str = "CIRCULANT_PROVIDER";
+pub const LOOPBACK_ENV: &str = "CIRCULANT_LOOPBACK";
+pub const TIMEOUT_ENV: &str = "CIRCULANT_TIMEOUT";
+pub const ALPHA_ENV: &str = "CIRCULANT_ALPHA";
+pub const BETA_ENV: &str = "CIRCULANT_BETA";
+pub const ALGORITHM_ENV: &str = "CIRCULANT_ALGORITHM";
+
+#[derive(Debug, thiserror::Error)]
+#[error("{var}={value:?}: {reason}")]
+pub struct ConfigError {
+    pub var: &'static str,
+    pub value: String,
+    pub reason: &'static str,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    pub provider: Option<String>,
+    pub loopback: bool,
+    pub deadline: Duration,
+    pub alpha: Option<f64>,
+    pub beta: Option<f64>,
+    pub algorithms: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            provider: None,
+            loopback: true,
+            deadline: DEFAULT_DEADLINE,
+            alpha: None,
+            beta: None,
+            algorithms: Vec::new(),
+        }
+    }
+}
+
+impl Config {
+    pub fn from_env() -> Result<Config, ConfigError> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let mut config = Config {
+            provider: var(PROVIDER_ENV).or_else(|| var("FI_PROVIDER")),
+            ..Config::default()
+        };
+        if let Some(v) = var(LOOPBACK_ENV) {
+            config.loopback = match v.trim() {
+                "0" | "false" | "no" => false,
+                "1" | "true" | "yes" => true,
+                _ => {
+                    return Err(ConfigError {
+                        var: LOOPBACK_ENV,
+                        value: v,
+                        reason: "expected 0 or 1",
+                    })
+                }
+            };
+        }
+        if let Some(v) = var(TIMEOUT_ENV) {
+            config.deadline = positive(TIMEOUT_ENV, &v).map(Duration::from_secs_f64)?;
+        }
+        if let Some(v) = var(ALPHA_ENV) {
+            config.alpha = Some(positive(ALPHA_ENV, &v)?);
+        }
+        if let Some(v) = var(BETA_ENV) {
+            config.beta = Some(positive(BETA_ENV, &v)?);
+        }
+        if let Some(v) = var(ALGORITHM_ENV) {
+            config.algorithms = v
+                .split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect();
+        }
+        Ok(config)
+    }
+
+    /// The α-β model: the configured values, else rough figures for the provider's kind
+    /// (shared memory: α = 1 µs, β = 0.1 ns/B; sockets-based: α = 20 µs, β = 0.4 ns/B; RDMA
+    /// hardware: α = 2 µs, β = 0.1 ns/B). They only rank algorithms against each other; set
+    /// measured values (`circulant bench` reports them) for a given machine.
+    pub fn model_for(&self, provider: &str) -> CostModel {
+        let (alpha, beta) = match provider {
+            "shm" => (1e-6, 1e-10),
+            p if p.starts_with("tcp") || p.starts_with("sockets") || p.starts_with("udp") || p.starts_with("net") => {
+                (2e-5, 4e-10)
+            }
+            _ => (2e-6, 1e-10),
+        };
+        CostModel {
+            alpha: self.alpha.unwrap_or(alpha),
+            beta: self.beta.unwrap_or(beta),
+        }
+    }
+}
+
+fn positive(var: &'static str, value: &str) -> Result<f64, ConfigError> {
+    match value.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(ConfigError {
+            var,
+            value: value.to_string(),
+            reason: "expected a positive number",
+        }),
+    }
+}

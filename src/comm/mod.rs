@@ -1,0 +1,661 @@
+//! The user API: a [`Communicator`] of the ranks of a job, its collectives, and how it chooses
+//! algorithms.
+//!
+//! ```no_run
+//! use circulant::comm::Communicator;
+//! let mut comm = Communicator::init()?;
+//! let mut data = comm.alloc(1 << 20)?;            // registered: no copies
+//! if comm.rank() == 0 { data.fill(7); }
+//! comm.bcast(&mut data, 0)?;
+//! let counts: Vec<usize> = (0..comm.size()).map(|r| 1000 * (r % 3)).collect();
+//! let mine = vec![comm.rank() as u8; counts[comm.rank()]];
+//! let mut all = vec![0u8; counts.iter().sum()];   // plain memory works too (staged)
+//! comm.allgatherv(&mine[..], &mut all[..], &counts)?;
+//! # Ok::<(), circulant::comm::CommError>(())
+//! ```
+//!
+//! Every collective must be called by every rank of the communicator in the same order with
+//! matching arguments; ranks that disagree (different counts, sizes, roots or algorithms) get
+//! an error on every rank instead of corrupted memory. After any error the communicator is
+//! unusable: later calls return [`CommError::Transport`] with the first failure.
+
+mod buffer;
+mod config;
+
+use std::time::Duration;
+
+pub use buffer::{Buffer, Element, Payload, PayloadMut};
+pub use config::{Config, ConfigError, ALGORITHM_ENV, ALPHA_ENV, BETA_ENV, PROVIDER_ENV, TIMEOUT_ENV};
+
+use crate::bootstrap::{Bootstrap, BootstrapError};
+use crate::fabric::{FabricError, Hints, Info, RegisteredMemory};
+use crate::plan::registry;
+use crate::plan::{Algorithm, CostModel, PlanError, Problem, ReduceOp, Reduction};
+use crate::transport::wire::Digest;
+use crate::transport::{Buffers, Card, OpStats, Opened, Transport, TransportError, View};
+
+/// Errors of the user API.
+#[derive(Debug, thiserror::Error)]
+pub enum CommError {
+    #[error("bootstrap: {0}")]
+    Bootstrap(#[from] BootstrapError),
+    #[error("fabric: {0}")]
+    Fabric(#[from] FabricError),
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    #[error("{0}")]
+    Plan(#[from] PlanError),
+    #[error("configuration: {0}")]
+    Config(#[from] ConfigError),
+    #[error("no libfabric provider offers RDM endpoints with RMA and remote CQ data{0}")]
+    NoProvider(String),
+    #[error("ranks chose different providers: rank {rank} uses {theirs}, this rank {ours} (set FI_PROVIDER the same for every rank)")]
+    ProviderMismatch {
+        rank: usize,
+        theirs: String,
+        ours: String,
+    },
+    #[error("{op}: {what}")]
+    Argument { op: &'static str, what: String },
+}
+
+pub type Result<T> = std::result::Result<T, CommError>;
+
+/// Which algorithm a call uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Choice<'a> {
+    /// The fastest in the α-β model for this p and size, unless `CIRCULANT_ALGORITHM` names
+    /// one that applies.
+    #[default]
+    Auto,
+    /// This algorithm (a name from `circulant model`).
+    Named(&'a str),
+}
+
+/// The ranks of a job, connected over a libfabric endpoint.
+pub struct Communicator {
+    transport: Transport,
+    bootstrap: Bootstrap,
+    config: Config,
+    model: CostModel,
+    scratch: Option<RegisteredMemory>,
+    stage_send: Option<RegisteredMemory>,
+    stage_recv: Option<RegisteredMemory>,
+    last: Option<Executed>,
+}
+
+/// What the last collective ran.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Executed {
+    pub algorithm: &'static str,
+    pub stats: OpStats,
+}
+
+impl std::fmt::Debug for Communicator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Communicator")
+            .field("rank", &self.rank())
+            .field("size", &self.size())
+            .field("provider", &self.provider())
+            .finish()
+    }
+}
+
+impl Communicator {
+    /// Joins the job this process was started in (see [`crate::bootstrap`]; a process started
+    /// alone is rank 0 of 1), with the configuration from the environment ([`Config`]).
+    pub fn init() -> Result<Communicator> {
+        Self::init_with(Config::from_env()?)
+    }
+
+    pub fn init_with(config: Config) -> Result<Communicator> {
+        let mut bootstrap = Bootstrap::from_env()?;
+        let (rank, size) = (bootstrap.rank(), bootstrap.size());
+        let hosts = bootstrap.exchange("host", hostname().as_bytes())?;
+        let one_host = hosts.iter().all(|h| *h == hosts[0]);
+        let info = choose_provider(&config, one_host)?;
+        let ours = info.provider();
+        let providers = bootstrap.exchange("provider", ours.as_bytes())?;
+        if let Some((r, theirs)) = providers
+            .iter()
+            .enumerate()
+            .find(|(_, p)| p.as_slice() != ours.as_bytes())
+        {
+            return Err(CommError::ProviderMismatch {
+                rank: r,
+                theirs: String::from_utf8_lossy(theirs).into_owned(),
+                ours,
+            });
+        }
+        let opened = Opened::open(&info, rank, size)?;
+        let cards = bootstrap.exchange("card", &opened.card()?.to_bytes())?;
+        let cards = cards
+            .iter()
+            .map(|c| Card::from_bytes(c))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let transport = opened.connect(&cards, config.deadline)?;
+        let model = config.model_for(&info.provider());
+        let mut comm = Communicator {
+            transport,
+            bootstrap,
+            config,
+            model,
+            scratch: None,
+            stage_send: None,
+            stage_recv: None,
+            last: None,
+        };
+        // Every endpoint is up and every address known before the first collective.
+        comm.barrier()?;
+        Ok(comm)
+    }
+
+    pub fn rank(&self) -> usize {
+        self.transport.rank()
+    }
+
+    pub fn size(&self) -> usize {
+        self.transport.size()
+    }
+
+    /// The libfabric provider in use.
+    pub fn provider(&self) -> String {
+        self.transport.info().provider()
+    }
+
+    /// `"pmi-1"` or `"singleton"`.
+    pub fn launcher(&self) -> &'static str {
+        self.bootstrap.kind()
+    }
+
+    /// The α-β model used to choose algorithms.
+    pub fn model(&self) -> CostModel {
+        self.model
+    }
+
+    /// Sets the α-β model (the same on every rank, or the ranks may choose differently and
+    /// fail with a mismatch).
+    pub fn set_model(&mut self, model: CostModel) {
+        self.model = model;
+    }
+
+    /// Deadline of one collective.
+    pub fn set_deadline(&mut self, deadline: Duration) {
+        self.transport.set_deadline(deadline);
+    }
+
+    /// Bytes this communicator copied locally so far: plan copy steps and the staging of
+    /// plain (unregistered) slices. Stays 0 for broadcast and allgatherv on [`Buffer`]s.
+    pub fn bytes_copied(&self) -> u64 {
+        self.transport.bytes_copied()
+    }
+
+    /// The algorithm and counts of the last collective.
+    pub fn last(&self) -> Option<&Executed> {
+        self.last.as_ref()
+    }
+
+    /// `len` bytes of registered memory, zeroed: collectives on it copy nothing.
+    pub fn alloc(&self, len: usize) -> Result<Buffer> {
+        Ok(Buffer::new(self.transport.alloc(len)?, len))
+    }
+
+    /// Blocks until every rank has called it (dissemination barrier over the fabric).
+    pub fn barrier(&mut self) -> Result<()> {
+        let problem = Problem::Barrier { p: self.size() };
+        self.run::<[u8], [u8]>("barrier", problem, Choice::Auto, None, None, false)
+    }
+
+    /// Root's `buf` ends up in every rank's `buf` (same length everywhere).
+    pub fn bcast<B: PayloadMut + ?Sized>(&mut self, buf: &mut B, root: usize) -> Result<()> {
+        self.bcast_using(buf, root, Choice::Auto)
+    }
+
+    pub fn bcast_using<B: PayloadMut + ?Sized>(
+        &mut self,
+        buf: &mut B,
+        root: usize,
+        choice: Choice<'_>,
+    ) -> Result<()> {
+        let problem = Problem::Broadcast {
+            p: self.size(),
+            root,
+            bytes: buf.bytes().len(),
+        };
+        let copy_in = self.rank() == root;
+        self.run::<[u8], B>("bcast", problem, choice, None, Some(buf), copy_in)
+    }
+
+    /// Every rank's `send` (all the same length) into `recv` in rank order.
+    pub fn allgather<S, R>(&mut self, send: &S, recv: &mut R) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        self.allgather_using(send, recv, Choice::Auto)
+    }
+
+    pub fn allgather_using<S, R>(&mut self, send: &S, recv: &mut R, choice: Choice<'_>) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        let (p, block) = (self.size(), send.bytes().len());
+        expect_len("allgather", "recv", recv.bytes().len(), p.checked_mul(block))?;
+        let problem = Problem::Allgather { p, block };
+        self.run("allgather", problem, choice, Some(send), Some(recv), false)
+    }
+
+    /// Rank r's `send` (`counts[r]` bytes) into `recv` at the sum of the counts before r.
+    pub fn allgatherv<S, R>(&mut self, send: &S, recv: &mut R, counts: &[usize]) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        self.allgatherv_using(send, recv, counts, Choice::Auto)
+    }
+
+    pub fn allgatherv_using<S, R>(
+        &mut self,
+        send: &S,
+        recv: &mut R,
+        counts: &[usize],
+        choice: Choice<'_>,
+    ) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        let op = "allgatherv";
+        if counts.len() != self.size() {
+            return Err(argument(op, format!("{} counts for {} ranks", counts.len(), self.size())));
+        }
+        expect_len(op, "send", send.bytes().len(), Some(counts[self.rank()]))?;
+        let total = counts.iter().try_fold(0usize, |a, &c| a.checked_add(c));
+        expect_len(op, "recv", recv.bytes().len(), total)?;
+        let problem = Problem::Allgatherv {
+            counts: counts.to_vec(),
+        };
+        self.run(op, problem, choice, Some(send), Some(recv), false)
+    }
+
+    /// Every rank's `recv` = `op` over all ranks' `send`, elementwise.
+    pub fn allreduce<T: Element>(&mut self, send: &[T], recv: &mut [T], op: ReduceOp) -> Result<()> {
+        let reduction = Reduction::new(T::DTYPE, op)?;
+        let (send, recv) = (bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv));
+        self.allreduce_bytes::<[u8], [u8]>(send, recv, reduction, Choice::Auto)
+    }
+
+    /// [`Self::allreduce`] over raw bytes holding elements of `reduction`'s type.
+    pub fn allreduce_bytes<S, R>(
+        &mut self,
+        send: &S,
+        recv: &mut R,
+        reduction: Reduction,
+        choice: Choice<'_>,
+    ) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        let bytes = send.bytes().len();
+        expect_len("allreduce", "recv", recv.bytes().len(), Some(bytes))?;
+        let problem = Problem::Allreduce {
+            p: self.size(),
+            reduction,
+            bytes,
+        };
+        self.run("allreduce", problem, choice, Some(send), Some(recv), false)
+    }
+
+    /// Root's `recv` = `op` over all ranks' `send`; other ranks' `recv` is not touched (it may
+    /// be empty there).
+    pub fn reduce<T: Element>(
+        &mut self,
+        send: &[T],
+        recv: &mut [T],
+        op: ReduceOp,
+        root: usize,
+    ) -> Result<()> {
+        let reduction = Reduction::new(T::DTYPE, op)?;
+        let (send, recv) = (bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv));
+        self.reduce_bytes::<[u8], [u8]>(send, recv, reduction, root, Choice::Auto)
+    }
+
+    pub fn reduce_bytes<S, R>(
+        &mut self,
+        send: &S,
+        recv: &mut R,
+        reduction: Reduction,
+        root: usize,
+        choice: Choice<'_>,
+    ) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        let bytes = send.bytes().len();
+        if self.rank() == root {
+            expect_len("reduce", "recv", recv.bytes().len(), Some(bytes))?;
+        }
+        let problem = Problem::Reduce {
+            p: self.size(),
+            root,
+            reduction,
+            bytes,
+        };
+        self.run("reduce", problem, choice, Some(send), Some(recv), false)
+    }
+
+    /// Rank r's `recv` = `op` over the `send` of ranks 0..=r.
+    pub fn scan<T: Element>(&mut self, send: &[T], recv: &mut [T], op: ReduceOp) -> Result<()> {
+        let reduction = Reduction::new(T::DTYPE, op)?;
+        let (send, recv) = (bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv));
+        self.scan_bytes::<[u8], [u8]>(send, recv, reduction, false, Choice::Auto)
+    }
+
+    /// Rank r's `recv` = `op` over the `send` of ranks 0..r; rank 0's `recv` is not touched.
+    pub fn exscan<T: Element>(&mut self, send: &[T], recv: &mut [T], op: ReduceOp) -> Result<()> {
+        let reduction = Reduction::new(T::DTYPE, op)?;
+        let (send, recv) = (bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv));
+        self.scan_bytes::<[u8], [u8]>(send, recv, reduction, true, Choice::Auto)
+    }
+
+    pub fn scan_bytes<S, R>(
+        &mut self,
+        send: &S,
+        recv: &mut R,
+        reduction: Reduction,
+        exclusive: bool,
+        choice: Choice<'_>,
+    ) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        let name = if exclusive { "exscan" } else { "scan" };
+        let bytes = send.bytes().len();
+        expect_len(name, "recv", recv.bytes().len(), Some(bytes))?;
+        let problem = Problem::Scan {
+            p: self.size(),
+            reduction,
+            bytes,
+            exclusive,
+        };
+        let copy_in = exclusive && self.rank() == 0;
+        self.run(name, problem, choice, Some(send), Some(recv), copy_in)
+    }
+
+    /// Every rank's `send` (all the same length) into root's `recv` in rank order; other
+    /// ranks' `recv` is not touched (it may be empty there).
+    pub fn gather<S, R>(&mut self, send: &S, recv: &mut R, root: usize) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        self.gather_using(send, recv, root, Choice::Auto)
+    }
+
+    pub fn gather_using<S, R>(
+        &mut self,
+        send: &S,
+        recv: &mut R,
+        root: usize,
+        choice: Choice<'_>,
+    ) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        let (p, block) = (self.size(), send.bytes().len());
+        if self.rank() == root {
+            expect_len("gather", "recv", recv.bytes().len(), p.checked_mul(block))?;
+        }
+        let problem = Problem::Gather { p, root, block };
+        self.run("gather", problem, choice, Some(send), Some(recv), false)
+    }
+
+    /// Block r of root's `send` (p blocks of `recv.len()` bytes) into rank r's `recv`.
+    pub fn scatter<S, R>(&mut self, send: &S, recv: &mut R, root: usize) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        self.scatter_using(send, recv, root, Choice::Auto)
+    }
+
+    pub fn scatter_using<S, R>(
+        &mut self,
+        send: &S,
+        recv: &mut R,
+        root: usize,
+        choice: Choice<'_>,
+    ) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        let (p, block) = (self.size(), recv.bytes().len());
+        if self.rank() == root {
+            expect_len("scatter", "send", send.bytes().len(), p.checked_mul(block))?;
+        }
+        let problem = Problem::Scatter { p, root, block };
+        self.run("scatter", problem, choice, Some(send), Some(recv), false)
+    }
+
+    /// Block j of rank i's `send` into block i of rank j's `recv` (p blocks each).
+    pub fn alltoall<S, R>(&mut self, send: &S, recv: &mut R) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        self.alltoall_using(send, recv, Choice::Auto)
+    }
+
+    pub fn alltoall_using<S, R>(&mut self, send: &S, recv: &mut R, choice: Choice<'_>) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        let p = self.size();
+        let len = send.bytes().len();
+        if len % p != 0 {
+            return Err(argument("alltoall", format!("send of {len} bytes is not {p} equal blocks")));
+        }
+        expect_len("alltoall", "recv", recv.bytes().len(), Some(len))?;
+        let problem = Problem::Alltoall { p, block: len / p };
+        self.run("alltoall", problem, choice, Some(send), Some(recv), false)
+    }
+
+    /// The algorithm a call would use for `problem`.
+    pub fn choose(&self, problem: &Problem, choice: Choice<'_>) -> Result<Box<dyn Algorithm>> {
+        problem.validate()?;
+        if let Choice::Named(name) = choice {
+            return Ok(registry::by_name(name, problem, &self.model)?);
+        }
+        for name in &self.config.algorithms {
+            match registry::by_name(name, problem, &self.model) {
+                Ok(algorithm) => return Ok(algorithm),
+                Err(PlanError::WrongCollective { .. } | PlanError::Unsupported { .. }) => {}
+                Err(err) => return Err(err.into()),
+            }
+        }
+        let mut best: Option<(f64, Box<dyn Algorithm>)> = None;
+        for algorithm in registry::applicable(problem, &self.model)? {
+            // Ties go to the earlier entry of the registry, the circulant algorithms first.
+            let time = algorithm.predict(&self.model).time;
+            if best.as_ref().map_or(true, |(t, _)| time < *t) {
+                best = Some((time, algorithm));
+            }
+        }
+        best.map(|(_, a)| a).ok_or_else(|| {
+            CommError::Plan(PlanError::Unsupported {
+                algorithm: "any",
+                reason: format!("no algorithm implements {}", crate::plan::collective_name(problem)),
+            })
+        })
+    }
+
+    /// Plans `problem` for this rank and runs it on the given buffers, staging those that are
+    /// not registered.
+    fn run<S, R>(
+        &mut self,
+        op: &'static str,
+        problem: Problem,
+        choice: Choice<'_>,
+        send: Option<&S>,
+        mut recv: Option<&mut R>,
+        copy_in_recv: bool,
+    ) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        let algorithm = self.choose(&problem, choice)?;
+        let plan = algorithm.rank_plan(self.rank())?;
+        let need = plan.buffers;
+        let digest = Digest::default()
+            .text(op)
+            .text(algorithm.name())
+            .text(&format!("{problem:?}"))
+            .finish();
+
+        ensure(&self.transport, &mut self.scratch, need.scratch)?;
+        let mut copied = 0usize;
+
+        let send_bytes = send.map_or(&[][..], |s| s.bytes());
+        let send_direct = send.and_then(|s| s.registered()).filter(|_| need.send > 0);
+        if send_direct.is_none() && need.send > 0 {
+            ensure(&self.transport, &mut self.stage_send, need.send)?;
+            if let Some(stage) = &self.stage_send {
+                stage.store(0, &send_bytes[..need.send.min(send_bytes.len())])?;
+                copied += send_bytes.len().min(need.send);
+            }
+        }
+
+        let user_len = recv.as_ref().map_or(0, |r| r.bytes().len());
+        let recv_direct = recv
+            .as_ref()
+            .and_then(|r| r.registered())
+            .filter(|m| m.len() >= need.recv)
+            .is_some();
+        let recv_len = need.recv.max(user_len);
+        if !recv_direct && recv_len > 0 {
+            ensure(&self.transport, &mut self.stage_recv, recv_len)?;
+            if copy_in_recv {
+                if let (Some(stage), Some(r)) = (&self.stage_recv, recv.as_ref()) {
+                    stage.store(0, r.bytes())?;
+                    copied += user_len;
+                }
+            }
+        }
+
+        let stats = {
+            let send_view = match (send_direct, &self.stage_send) {
+                _ if need.send == 0 => None,
+                (Some(mem), _) => Some(View::prefix(mem, send_bytes.len())),
+                (None, Some(stage)) => Some(View::prefix(stage, need.send)),
+                (None, None) => None,
+            };
+            let recv_view = if recv_len == 0 {
+                None
+            } else if recv_direct {
+                recv.as_ref()
+                    .and_then(|r| r.registered())
+                    .map(|m| View::prefix(m, recv_len))
+            } else {
+                self.stage_recv.as_ref().map(|m| View::prefix(m, recv_len))
+            };
+            let buffers = Buffers {
+                send: send_view,
+                recv: recv_view,
+                scratch: self.scratch.as_ref().map(|m| View::prefix(m, need.scratch)),
+            };
+            self.transport.execute(op, digest, plan, buffers)?
+        };
+
+        if !recv_direct && user_len > 0 {
+            if let (Some(stage), Some(r)) = (&self.stage_recv, recv.as_mut()) {
+                stage.read(0, r.bytes_mut())?;
+                copied += user_len;
+            }
+        }
+        self.transport.count_copied(copied);
+        self.last = Some(Executed {
+            algorithm: algorithm.name(),
+            stats,
+        });
+        Ok(())
+    }
+}
+
+impl Drop for Communicator {
+    fn drop(&mut self) {
+        // Leaving the job is best effort: a launcher that is gone cannot be told.
+        let _ = self.bootstrap.finalize();
+    }
+}
+
+/// Makes `slot` hold registered memory of at least `len` bytes (kept for later calls).
+fn ensure(transport: &Transport, slot: &mut Option<RegisteredMemory>, len: usize) -> Result<()> {
+    if len > 0 && slot.as_ref().map_or(true, |m| m.len() < len) {
+        // Grow by doubling so that a sequence of growing calls registers O(log) times.
+        let len = len.max(slot.as_ref().map_or(0, |m| m.len() * 2));
+        *slot = Some(transport.alloc(len)?);
+    }
+    Ok(())
+}
+
+fn argument(op: &'static str, what: String) -> CommError {
+    CommError::Argument { op, what }
+}
+
+fn expect_len(op: &'static str, which: &str, have: usize, want: Option<usize>) -> Result<()> {
+    match want {
+        Some(want) if want == have => Ok(()),
+        Some(want) => Err(argument(op, format!("the {which} buffer has {have} bytes, {want} expected"))),
+        None => Err(argument(op, format!("the {which} buffer size overflows"))),
+    }
+}
+
+/// This host's name, to tell whether all ranks share one node.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// The provider: the configured one, else `shm` when every rank is on this host, else the
+/// first RMA-capable network provider. Network providers are pinned to loopback when every
+/// rank is on one host.
+fn choose_provider(config: &Config, one_host: bool) -> Result<Info> {
+    let query = |name: Option<&str>, loopback: bool| -> Result<Vec<Info>> {
+        let mut hints = Hints::rdm_rma();
+        if let Some(name) = name {
+            hints = hints.provider(name);
+        }
+        if loopback && name != Some("shm") {
+            hints = hints.node("127.0.0.1");
+        }
+        Ok(Info::query(&hints)?
+            .into_iter()
+            .filter(|i| i.cq_data_size() >= 4)
+            .collect())
+    };
+    if let Some(name) = config.provider.as_deref() {
+        let found = query(Some(name), one_host && config.loopback)?;
+        return found
+            .into_iter()
+            .next()
+            .ok_or_else(|| CommError::NoProvider(format!(" named {name}")));
+    }
+    if one_host {
+        if let Some(info) = query(Some("shm"), false)?.into_iter().next() {
+            return Ok(info);
+        }
+    }
+    query(None, one_host && config.loopback)?
+        .into_iter()
+        .find(|i| i.provider() != "shm")
+        .ok_or_else(|| CommError::NoProvider(String::new()))
+}
