@@ -51,6 +51,12 @@ impl CirculantBroadcast {
         match *problem {
             Problem::Broadcast { p, root, bytes } => {
                 let n = blocking.blocks(p, bytes)?;
+                // Blocks of ⌈m/n⌉ bytes: drop blocks that would be empty.
+                let n = if bytes == 0 {
+                    1
+                } else {
+                    bytes.div_ceil(bytes.div_ceil(n))
+                };
                 Skips::new(p)?;
                 Ok(CirculantBroadcast {
                     problem: problem.clone(),
@@ -66,7 +72,7 @@ impl CirculantBroadcast {
         }
     }
 
-    /// The number of blocks n.
+    /// The number of blocks n (at most the requested one: no block is empty).
     pub fn blocks(&self) -> usize {
         self.blocks.n
     }
