@@ -125,7 +125,7 @@ proptest! {
         let r = simulate(&alg, &MODEL).unwrap();
         let q = circulant::plan::ceil_log2(p);
         let n = alg.blocks();
-        prop_assert!(n >= 1 && n <= 40);
+        prop_assert!((1..=40).contains(&n));
         prop_assert_eq!(r.rounds as usize, if p == 1 { 0 } else { n - 1 + q });
     }
 
