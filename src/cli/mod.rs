@@ -4,6 +4,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod schedule;
+mod verify;
+
 /// Errors of a subcommand, reported by `main` with their causes.
 pub type CliResult = Result<ExitCode, Box<dyn std::error::Error>>;
 
@@ -19,8 +22,23 @@ pub struct Cli {
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    /// Per-phase receive/send schedules of every rank (root 0), as a table or JSON.
+    Schedule(schedule::Args),
+    /// Verify the schedules of every p up to a bound.
+    Verify(verify::Args),
+}
 
 pub fn run(cli: Cli) -> CliResult {
-    match cli.command {}
+    match cli.command {
+        Command::Schedule(args) => schedule::run(args),
+        Command::Verify(args) => verify::run(args),
+    }
+}
+
+/// Schedule constructions; only the circulant one of seed 000 so far.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Algorithm {
+    /// Round-optimal circulant-graph schedules (Träff, Alg. 1–5).
+    Circulant,
 }
