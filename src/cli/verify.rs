@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use circulant::schedule::verify::{block_counts, verify};
-use circulant::schedule::ScheduleTable;
+use circulant::schedule::{recv_schedule, send_schedule, ScheduleTable};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{Algorithm, CliResult};
@@ -91,6 +91,8 @@ pub fn run(args: Args) -> CliResult {
     })
 }
 
+/// Verifies the table of p ranks, and that a spread of its rows equals what one rank computes
+/// alone (Alg. 4, 5), which is what `Schedule::new` uses.
 fn check(p: usize) -> Result<(), Box<dyn std::error::Error>> {
     let table = ScheduleTable::new(p)?;
     verify(
@@ -99,5 +101,15 @@ fn check(p: usize) -> Result<(), Box<dyn std::error::Error>> {
         table.send_flat(),
         &block_counts(table.q()),
     )?;
+    let skips = table.skips();
+    let samples = 16.min(p);
+    for r in (0..samples).map(|i| i * p / samples).chain([p - 1]) {
+        if table.recv(r) != &*recv_schedule(skips, r) || table.send(r) != &*send_schedule(skips, r)
+        {
+            return Err(
+                format!("rank {r}: the table row differs from the per-rank schedule").into(),
+            );
+        }
+    }
     Ok(())
 }

@@ -105,14 +105,12 @@ pub fn range_blocks(skips: &Skips, start: usize, len: usize) -> BlockSet {
 }
 
 /// The blocks in `S[1..=len]`, 1 ≤ len ≤ p − 1: `{0..=j}` for the largest j with
-/// `skips[j] ≤ len`. Since `skips[j] = ⌈p / 2^(q−j)⌉`, that is j = q − ⌈log₂ ⌈p / len⌉⌉.
+/// `skips[j] ≤ len`. Since `skips[j] = ⌈p / 2^(q−j)⌉`, `skips[j] ≤ len ⇔ p ≤ len·2^(q−j)`; the
+/// smallest such shift t = q − j is the difference of bit lengths, or one more.
 fn prefix(skips: &Skips, len: usize) -> BlockSet {
-    let c = skips.p().div_ceil(len);
-    let t = if c <= 1 {
-        0
-    } else {
-        (usize::BITS - (c - 1).leading_zeros()) as usize
-    };
+    let p = skips.p();
+    let t = (len.leading_zeros() - p.leading_zeros()) as usize;
+    let t = t + usize::from(p > len << t);
     BlockSet::up_to(skips.q() - t)
 }
 
