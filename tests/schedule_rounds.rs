@@ -79,6 +79,9 @@ fn round_counts() {
     assert_eq!(s.rounds(4).unwrap().count(), 0);
     let s = Schedule::new(20, 7, 3).unwrap();
     assert_eq!(s.rounds(10).unwrap().len(), 14);
+    let borrowed: Vec<Round> = s.rounds(10).unwrap().collect();
+    let owned: Vec<Round> = s.clone().into_rounds(10).unwrap().collect();
+    assert_eq!(borrowed, owned);
 }
 
 #[test]

@@ -1,5 +1,7 @@
 //! The rounds of an n-block broadcast from any root (Alg. 6).
 
+use std::borrow::Cow;
+
 use super::{recv_schedule, send_schedule, PhaseBlocks, ScheduleError, ScheduleTable, Skips};
 
 /// Number of rounds of an n-block broadcast on p ranks: n − 1 + q, and 0 for p = 1 (nothing
@@ -95,7 +97,12 @@ impl Schedule {
 
     /// The n − 1 + q rounds of broadcasting n blocks (none for p = 1).
     pub fn rounds(&self, n: usize) -> Result<Rounds<'_>, ScheduleError> {
-        Rounds::new(self, n)
+        Rounds::new(Cow::Borrowed(self), n)
+    }
+
+    /// [`Schedule::rounds`] as an iterator that owns the schedule (no borrow to keep alive).
+    pub fn into_rounds(self, n: usize) -> Result<Rounds<'static>, ScheduleError> {
+        Rounds::new(Cow::Owned(self), n)
     }
 }
 
@@ -131,7 +138,7 @@ pub struct Round {
 /// more than once: count arrivals, not distinct blocks.
 #[derive(Clone, Debug)]
 pub struct Rounds<'a> {
-    schedule: &'a Schedule,
+    schedule: Cow<'a, Schedule>,
     n: usize,
     x: usize,
     next: usize,
@@ -139,7 +146,7 @@ pub struct Rounds<'a> {
 }
 
 impl<'a> Rounds<'a> {
-    fn new(schedule: &'a Schedule, n: usize) -> Result<Rounds<'a>, ScheduleError> {
+    fn new(schedule: Cow<'a, Schedule>, n: usize) -> Result<Rounds<'a>, ScheduleError> {
         let total = rounds_count(schedule.p(), n)?;
         let q = schedule.q();
         let x = if q == 0 { 0 } else { (q - (n - 1) % q) % q };
@@ -169,7 +176,7 @@ impl Iterator for Rounds<'_> {
         }
         let i = self.next;
         self.next += 1;
-        let s = self.schedule;
+        let s = &*self.schedule;
         let (p, k) = (s.p(), i % s.q());
         let skip = s.skips.get(k);
         let v = s.virtual_rank();
