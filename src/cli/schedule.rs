@@ -1,6 +1,7 @@
 //! `circulant schedule`: the per-phase schedules of every rank for root 0.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use circulant::schedule::ScheduleTable;
@@ -42,12 +43,24 @@ pub fn run(args: Args) -> CliResult {
         recv: (0..p).map(|r| table.recv(r)).collect(),
         send: (0..p).map(|r| table.send(r)).collect(),
     };
-    if args.json {
-        println!("{}", serde_json::to_string(&out)?);
-    } else {
-        print!("{}", render(&out));
+    match print(&out, args.json) {
+        // A reader that stops early (`| head`) is not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        Err(e) => Err(e.into()),
+        Ok(()) => Ok(ExitCode::SUCCESS),
     }
-    Ok(ExitCode::SUCCESS)
+}
+
+fn print(out: &Output, json: bool) -> std::io::Result<()> {
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    if json {
+        // Streamed: the text for millions of ranks need not exist as one string.
+        serde_json::to_writer(&mut stdout, out)?;
+        writeln!(stdout)?;
+    } else {
+        write!(stdout, "{}", render(out))?;
+    }
+    stdout.flush()
 }
 
 fn threads() -> usize {
