@@ -77,6 +77,7 @@ fn schedule_table_has_the_layout_of_table_1() {
 fn invalid_input_is_an_error_not_a_panic() {
     for args in [
         &["schedule", "-p", "0"][..],
+        &["schedule", "-p", "1152921504606846976", "--json"],
         &["schedule", "-p", "4", "--algorithm", "binomial"],
         &["verify", "--max-p", "4", "--algorithm", "ring"],
         &["verify", "--max-p", "4", "--min-p", "0"],

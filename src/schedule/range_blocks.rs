@@ -90,16 +90,17 @@ pub fn range_blocks(skips: &Skips, start: usize, len: usize) -> BlockSet {
         0 => p,
         r => r,
     };
-    let end = a + len - 1;
-    if end < p {
-        return linear(skips, a, end);
+    // The range ends at position a + len − 1; compare without forming it (no overflow).
+    if len - 1 < p - a {
+        return linear(skips, a, a + (len - 1));
     }
     let mut set = BlockSet::single(skips.q());
     if a < p {
         set = set.union(linear(skips, a, p - 1));
     }
-    if end > p {
-        set = set.union(prefix(skips, end - p));
+    let wrapped = (len - 1) - (p - a);
+    if wrapped > 0 {
+        set = set.union(prefix(skips, wrapped));
     }
     set
 }

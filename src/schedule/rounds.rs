@@ -2,7 +2,11 @@
 
 use std::borrow::Cow;
 
+use super::skips::{add_mod, sub_mod};
 use super::{recv_schedule, send_schedule, PhaseBlocks, ScheduleError, ScheduleTable, Skips};
+
+/// Largest number of blocks of a broadcast (2^48).
+pub const MAX_BLOCKS: usize = 1 << 48;
 
 /// Number of rounds of an n-block broadcast on p ranks: n − 1 + q, and 0 for p = 1 (nothing
 /// to send).
@@ -10,6 +14,10 @@ pub fn rounds_count(p: usize, n: usize) -> Result<usize, ScheduleError> {
     let skips = Skips::new(p)?;
     if n == 0 {
         return Err(ScheduleError::ZeroBlocks);
+    }
+    // Block arithmetic is done in i64 with room for a phase of offsets.
+    if n > MAX_BLOCKS {
+        return Err(ScheduleError::TooManyBlocks { n });
     }
     Ok(if p == 1 { 0 } else { n - 1 + skips.q() })
 }
@@ -82,7 +90,7 @@ impl Schedule {
 
     /// `(rank − root) mod p`: the rank this schedule plays in a broadcast from 0.
     pub fn virtual_rank(&self) -> usize {
-        (self.rank + self.p() - self.root) % self.p()
+        sub_mod(self.rank, self.root, self.p())
     }
 
     /// The per-phase receive array (q entries).
@@ -113,7 +121,7 @@ fn virtual_rank(p: usize, rank: usize, root: usize) -> Result<usize, ScheduleErr
     if root >= p {
         return Err(ScheduleError::RootOutOfRange { root, p });
     }
-    Ok((rank + p - root) % p)
+    Ok(sub_mod(rank, root, p))
 }
 
 /// One round of a broadcast as seen by one rank: in parallel it sends block `send` to `to` and
@@ -180,12 +188,12 @@ impl Iterator for Rounds<'_> {
         let (p, k) = (s.p(), i % s.q());
         let skip = s.skips.get(k);
         let v = s.virtual_rank();
-        let to_v = (v + skip) % p;
-        let from_v = (v + p - skip) % p;
+        let to_v = add_mod(v, skip, p);
+        let from_v = sub_mod(v, skip, p);
         Some(Round {
             index: i - self.x,
-            to: (to_v + s.root) % p,
-            from: (from_v + s.root) % p,
+            to: add_mod(to_v, s.root, p),
+            from: add_mod(from_v, s.root, p),
             send: if to_v == 0 {
                 None
             } else {

@@ -30,7 +30,7 @@ impl ScheduleTable {
     pub fn with_threads(p: usize, threads: usize) -> Result<ScheduleTable, ScheduleError> {
         let skips = Skips::new(p)?;
         let q = skips.q();
-        let mut recv = vec![0i32; p * q];
+        let mut recv = zeroed(p, q)?;
         if q > 0 {
             let threads = threads.clamp(1, 64).min(p.div_ceil(8192));
             let rows_per_chunk = p.div_ceil(threads);
@@ -61,7 +61,7 @@ impl ScheduleTable {
                 }
             });
         }
-        let mut send = vec![0i32; p * q];
+        let mut send = zeroed(p, q)?;
         for (k, &skip) in skips.as_slice()[..q].iter().enumerate() {
             for v in 0..p {
                 let to = if v + skip < p { v + skip } else { v + skip - p };
@@ -109,6 +109,16 @@ impl ScheduleTable {
     pub fn baseblocks(&self) -> Vec<usize> {
         (0..self.p()).map(|r| baseblock(&self.skips, r)).collect()
     }
+}
+
+/// p·q zeros, or an error if they do not fit in memory (instead of aborting).
+fn zeroed(p: usize, q: usize) -> Result<Vec<i32>, ScheduleError> {
+    let too_large = ScheduleError::TableTooLarge { p };
+    let len = p.checked_mul(q).ok_or(too_large)?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| too_large)?;
+    v.resize(len, 0);
+    Ok(v)
 }
 
 /// Baseblocks of all ranks by the paper's linear recipe: rank skips[k] gets block k, and the

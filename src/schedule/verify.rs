@@ -121,10 +121,10 @@ pub fn verify_with_threads(
     let skips = Skips::new(p).map_err(|_| Violation::ZeroRanks)?;
     let q = skips.q();
     for (what, array) in [("recv", recv), ("send", send)] {
-        if array.len() != p * q {
+        if Some(array.len()) != p.checked_mul(q) {
             return Err(Violation::Shape {
                 what,
-                expected: p * q,
+                expected: p.saturating_mul(q),
                 found: array.len(),
             });
         }
