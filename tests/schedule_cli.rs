@@ -81,6 +81,7 @@ fn invalid_input_is_an_error_not_a_panic() {
         &["schedule", "-p", "4", "--algorithm", "binomial"],
         &["verify", "--max-p", "4", "--algorithm", "ring"],
         &["verify", "--max-p", "4", "--min-p", "0"],
+        &["verify", "--max-p", "0"],
     ] {
         let out = circulant(args);
         assert!(!out.status.success(), "{args:?}");

@@ -28,20 +28,32 @@ pub struct Args {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("--min-p must be at least 1")]
-struct ZeroMinP;
+enum RangeError {
+    #[error("--min-p must be at least 1")]
+    ZeroMinP,
+    #[error("--max-p {max} is below --min-p {min}: nothing to check")]
+    Empty { min: usize, max: usize },
+}
 
 pub fn run(args: Args) -> CliResult {
     let Algorithm::Circulant = args.algorithm;
     if args.min_p == 0 {
-        return Err(ZeroMinP.into());
+        return Err(RangeError::ZeroMinP.into());
+    }
+    if args.max_p < args.min_p {
+        return Err(RangeError::Empty {
+            min: args.min_p,
+            max: args.max_p,
+        }
+        .into());
     }
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
     let (lo, hi) = (args.min_p, args.max_p);
-    let count = (hi + 1).saturating_sub(lo);
+    let count = hi - lo + 1;
+    let jobs = jobs.min(count);
     // Progress is weighted by p, which tracks the work far better than the count of p.
     let weight: u64 = (lo..=hi).map(|p| p as u64).sum();
     let bar = ProgressBar::new(weight);
@@ -58,7 +70,7 @@ pub fn run(args: Args) -> CliResult {
     let done = AtomicUsize::new(0);
     let failures = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
-        for _ in 0..jobs.min(count.max(1)) {
+        for _ in 0..jobs {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= count {
