@@ -55,7 +55,7 @@ pub fn run(args: Args) -> CliResult {
     let count = hi - lo + 1;
     let jobs = jobs.min(count);
     // Progress is weighted by p, which tracks the work far better than the count of p.
-    let weight: u64 = (lo..=hi).map(|p| p as u64).sum();
+    let weight = ((lo as u128 + hi as u128) * count as u128 / 2).min(u64::MAX as u128) as u64;
     let bar = ProgressBar::new(weight);
     bar.set_style(
         ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {percent}% {msg} (eta {eta})")
