@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use circulant::schedule::verify::{block_counts, verify};
+use circulant::schedule::verify::{block_counts, verify_with_threads};
 use circulant::schedule::{recv_schedule, send_schedule, ScheduleTable};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -53,6 +53,8 @@ pub fn run(args: Args) -> CliResult {
         .max(1);
     let (lo, hi) = (args.min_p, args.max_p);
     let count = hi - lo + 1;
+    // Fewer p than threads (a single large p): the threads share the work of each p instead.
+    let inner = (jobs / count).max(1);
     let jobs = jobs.min(count);
     // Progress is weighted by p, which tracks the work far better than the count of p.
     let weight = ((lo as u128 + hi as u128) * count as u128 / 2).min(u64::MAX as u128) as u64;
@@ -77,7 +79,7 @@ pub fn run(args: Args) -> CliResult {
                     break;
                 }
                 let p = hi - i;
-                if let Err(reason) = check(p) {
+                if let Err(reason) = check(p, inner) {
                     bar.println(format!("p = {p}: {reason}"));
                     if let Ok(mut f) = failures.lock() {
                         f.push(p);
@@ -92,7 +94,8 @@ pub fn run(args: Args) -> CliResult {
     bar.finish_and_clear();
     let failed = failures.lock().map_or(0, |f| f.len());
     eprintln!(
-        "verified p = {lo}..={hi} with {jobs} threads in {:.1} s",
+        "verified p = {lo}..={hi} with {} threads in {:.1} s",
+        jobs * inner,
         started.elapsed().as_secs_f64()
     );
     println!("{} passed, {failed} failed", count - failed);
@@ -105,13 +108,14 @@ pub fn run(args: Args) -> CliResult {
 
 /// Verifies the table of p ranks, and that a spread of its rows equals what one rank computes
 /// alone (Alg. 4, 5), which is what `Schedule::new` uses.
-fn check(p: usize) -> Result<(), Box<dyn std::error::Error>> {
-    let table = ScheduleTable::new(p)?;
-    verify(
+fn check(p: usize, threads: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let table = ScheduleTable::with_threads(p, threads)?;
+    verify_with_threads(
         p,
         table.recv_flat(),
         table.send_flat(),
         &block_counts(table.q()),
+        threads,
     )?;
     let skips = table.skips();
     let samples = 16.min(p);
