@@ -9,3 +9,6 @@
 
 #[allow(unsafe_code)]
 pub mod fabric;
+pub mod plan;
+pub mod schedule;
+pub mod sim;
