@@ -7,8 +7,10 @@
 
 #![deny(unsafe_code)]
 
+pub mod bootstrap;
 #[allow(unsafe_code)]
 pub mod fabric;
+pub mod launch;
 pub mod plan;
 pub mod schedule;
 pub mod sim;

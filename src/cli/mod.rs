@@ -8,6 +8,8 @@ mod info;
 mod model;
 mod schedule;
 mod verify;
+mod pmi_check;
+mod run;
 
 /// Errors of a subcommand, reported by `main` with their causes.
 pub type CliResult = Result<ExitCode, Box<dyn std::error::Error>>;
@@ -33,6 +35,10 @@ enum Command {
     Schedule(schedule::Args),
     /// Verify the schedules of every p up to a bound.
     Verify(verify::Args),
+    /// Start N local ranks under the built-in PMI-1 launcher.
+    Run(run::Args),
+    /// Inside a job: check the PMI key-value exchange between all ranks.
+    PmiCheck(pmi_check::Args),
 }
 
 pub fn run(cli: Cli) -> CliResult {
@@ -41,6 +47,8 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Model(args) => model::run(args),
         Command::Schedule(args) => schedule::run(args),
         Command::Verify(args) => verify::run(args),
+        Command::Run(args) => run::run(args),
+        Command::PmiCheck(args) => pmi_check::run(args),
     }
 }
 

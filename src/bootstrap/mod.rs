@@ -1,0 +1,559 @@
+//! Bootstrap: how the N processes of a job learn their rank and exchange what they need to
+//! reach each other (fabric addresses, memory keys) before the fabric can carry anything.
+//!
+//! A job is started by a PMI launcher — the built-in `circulant run`, or MPICH's Hydra
+//! `mpiexec` — which hands every process `PMI_RANK`, `PMI_SIZE` and a channel to its PMI-1
+//! server (`PMI_FD`, or `PMI_PORT`). Without any of these the process is a singleton: rank 0 of
+//! a job of size 1, with a private key-value space (as MPI's singleton init).
+//!
+//! Every wait for the server has a deadline: [`BootstrapOptions::timeout`], 60 s unless the
+//! environment variable `CIRCULANT_BOOTSTRAP_TIMEOUT` (seconds) says otherwise.
+
+mod pmi1;
+pub mod wire;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use thiserror::Error;
+
+use pmi1::Pmi1Client;
+pub use pmi1::{Endpoint, KvsLimits};
+
+/// Deadline of every PMI wait when neither the caller nor the environment sets one.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Environment variable overriding [`DEFAULT_TIMEOUT`], in seconds (fractions allowed).
+pub const TIMEOUT_ENV: &str = "CIRCULANT_BOOTSTRAP_TIMEOUT";
+
+/// Limits of the singleton key-value space: the same as Hydra's, so that code tested alone
+/// behaves as it will in a job.
+const SINGLETON_LIMITS: KvsLimits = KvsLimits {
+    kvsname_max: 255,
+    key_max: 63,
+    value_max: 1023,
+};
+
+#[derive(Debug, Error)]
+pub enum BootstrapError {
+    #[error(
+        "not inside a job: PMI_RANK/PMI_FD not set; start with `circulant run -n N -- ...` or mpiexec"
+    )]
+    NotInJob,
+    #[error("environment variable {var}={value:?} is invalid: {reason}")]
+    Env {
+        var: &'static str,
+        value: String,
+        reason: String,
+    },
+    #[error("cannot reach the PMI server at {endpoint}")]
+    Connect {
+        endpoint: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("PMI I/O failed while {during}")]
+    Io {
+        during: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no answer from the PMI server within {timeout:?} while awaiting {awaiting} (a rank that exited or never started, or a stalled launcher; set {TIMEOUT_ENV} to wait longer)")]
+    Deadline { awaiting: String, timeout: Duration },
+    #[error(
+        "the PMI server closed the connection while awaiting {awaiting} (did the launcher exit?)"
+    )]
+    Closed { awaiting: String },
+    #[error("malformed line from the PMI server while awaiting {awaiting}: \"{line}\"")]
+    Malformed {
+        awaiting: String,
+        line: String,
+        #[source]
+        source: wire::WireError,
+    },
+    #[error("unexpected reply from the PMI server while awaiting {awaiting}: \"{got}\"")]
+    Unexpected { awaiting: String, got: String },
+    #[error("the PMI server refused `{request}`: rc={rc} {detail}")]
+    Refused {
+        request: String,
+        rc: String,
+        detail: String,
+    },
+    #[error("the PMI barrier failed: {detail}")]
+    BarrierFailed { detail: String },
+    #[error("key `{key}` not found in the job's key-value space {detail}")]
+    KeyNotFound { key: String, detail: String },
+    #[error("key `{key}` has {len} bytes, the PMI server allows at most {max}")]
+    KeyTooLong { key: String, len: usize, max: usize },
+    #[error("value for key `{key}` has {len} bytes, the PMI server allows at most {max} (use put_bytes for long data)")]
+    ValueTooLong { key: String, len: usize, max: usize },
+    #[error("key `{key}` cannot be sent over PMI-1: {problem}")]
+    InvalidKey { key: String, problem: String },
+    #[error("value for key `{key}` cannot be sent over PMI-1: {problem}")]
+    InvalidValue { key: String, problem: String },
+    #[error("key `{key}` does not hold data written by put_bytes: {reason}")]
+    CorruptBytes { key: String, reason: String },
+    #[error("the bootstrap was already finalized")]
+    Finalized,
+}
+
+/// How to bootstrap.
+#[derive(Debug, Clone)]
+pub struct BootstrapOptions {
+    /// Deadline of every single wait for the PMI server.
+    pub timeout: Duration,
+    /// Without PMI variables, become rank 0 of 1 (true) or fail with `NotInJob` (false).
+    pub allow_singleton: bool,
+}
+
+impl Default for BootstrapOptions {
+    fn default() -> Self {
+        BootstrapOptions {
+            timeout: DEFAULT_TIMEOUT,
+            allow_singleton: true,
+        }
+    }
+}
+
+impl BootstrapOptions {
+    /// Defaults, with the timeout from `CIRCULANT_BOOTSTRAP_TIMEOUT` if set.
+    pub fn from_env() -> Result<Self, BootstrapError> {
+        let mut options = BootstrapOptions::default();
+        if let Ok(text) = std::env::var(TIMEOUT_ENV) {
+            let seconds: f64 = text.trim().parse().map_err(|_| BootstrapError::Env {
+                var: TIMEOUT_ENV,
+                value: text.clone(),
+                reason: "not a number of seconds".into(),
+            })?;
+            options.timeout = Duration::try_from_secs_f64(seconds)
+                .ok()
+                .filter(|t| !t.is_zero())
+                .ok_or_else(|| BootstrapError::Env {
+                    var: TIMEOUT_ENV,
+                    value: text.clone(),
+                    reason: "must be a positive number of seconds".into(),
+                })?;
+        }
+        Ok(options)
+    }
+}
+
+enum Backend {
+    Pmi1(Pmi1Client),
+    Singleton(HashMap<String, String>),
+}
+
+/// This process's place in the job, and the job's key-value space.
+///
+/// Puts become visible to other ranks after the next [`Bootstrap::fence`] that every rank
+/// calls. Keys and values are PMI-1 tokens (no spaces, no control characters, keys without
+/// `=`) within [`Bootstrap::limits`]; binary or long data goes through
+/// [`Bootstrap::put_bytes`] / [`Bootstrap::get_bytes`].
+pub struct Bootstrap {
+    backend: Backend,
+    rank: usize,
+    size: usize,
+    timeout: Duration,
+    finalized: bool,
+}
+
+impl std::fmt::Debug for Bootstrap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bootstrap")
+            .field("kind", &self.kind())
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .finish()
+    }
+}
+
+impl Bootstrap {
+    /// Joins the job described by the environment (`PMI_FD` or `PMI_PORT`, `PMI_RANK`,
+    /// `PMI_SIZE`), or becomes a singleton when none of them is set.
+    pub fn from_env() -> Result<Self, BootstrapError> {
+        Self::from_env_with(&BootstrapOptions::from_env()?)
+    }
+
+    pub fn from_env_with(options: &BootstrapOptions) -> Result<Self, BootstrapError> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let fd = var("PMI_FD");
+        let port = var("PMI_PORT");
+        let id = var("PMI_ID");
+        let endpoint = match (fd, port) {
+            (Some(fd), _) => Endpoint::Fd(parse_env("PMI_FD", &fd)?),
+            (None, Some(address)) => Endpoint::Port { address, id },
+            (None, None) => {
+                if var("PMI_RANK").is_some() || var("PMI_SIZE").is_some() {
+                    return Err(BootstrapError::Env {
+                        var: "PMI_FD",
+                        value: String::new(),
+                        reason: "PMI_RANK/PMI_SIZE are set but neither PMI_FD nor PMI_PORT \
+                                 says where the PMI server is"
+                            .into(),
+                    });
+                }
+                if options.allow_singleton {
+                    let mut singleton = Self::singleton();
+                    singleton.timeout = options.timeout;
+                    return Ok(singleton);
+                }
+                return Err(BootstrapError::NotInJob);
+            }
+        };
+        Self::connect(&endpoint, var("PMI_RANK"), var("PMI_SIZE"), options)
+    }
+
+    /// Joins through an explicit endpoint, with rank and size as the environment would give.
+    pub fn connect(
+        endpoint: &Endpoint,
+        rank: Option<String>,
+        size: Option<String>,
+        options: &BootstrapOptions,
+    ) -> Result<Self, BootstrapError> {
+        let client = Pmi1Client::connect(endpoint, options.timeout)?;
+        let (told_rank, told_size) = client.assigned();
+        let rank = match (told_rank, rank) {
+            (Some(r), _) => r,
+            (None, Some(text)) => parse_env("PMI_RANK", &text)?,
+            (None, None) => return Err(missing("PMI_RANK")),
+        };
+        let size = match (told_size, size) {
+            (Some(s), _) => s,
+            (None, Some(text)) => parse_env("PMI_SIZE", &text)?,
+            (None, None) => return Err(missing("PMI_SIZE")),
+        };
+        if size == 0 || rank >= size {
+            return Err(BootstrapError::Env {
+                var: "PMI_RANK",
+                value: rank.to_string(),
+                reason: format!("rank must be below the job size {size}"),
+            });
+        }
+        Ok(Bootstrap {
+            backend: Backend::Pmi1(client),
+            rank,
+            size,
+            timeout: options.timeout,
+            finalized: false,
+        })
+    }
+
+    /// Rank 0 of a job of one process, with a private key-value space.
+    pub fn singleton() -> Self {
+        Bootstrap {
+            backend: Backend::Singleton(HashMap::new()),
+            rank: 0,
+            size: 1,
+            timeout: DEFAULT_TIMEOUT,
+            finalized: false,
+        }
+    }
+
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// `"pmi-1"` or `"singleton"`.
+    pub fn kind(&self) -> &'static str {
+        match self.backend {
+            Backend::Pmi1(_) => "pmi-1",
+            Backend::Singleton(_) => "singleton",
+        }
+    }
+
+    /// The application number (0 unless the launcher started several programs).
+    pub fn appnum(&self) -> i64 {
+        match &self.backend {
+            Backend::Pmi1(client) => client.appnum(),
+            Backend::Singleton(_) => 0,
+        }
+    }
+
+    /// Name of the job's key-value space.
+    pub fn kvsname(&self) -> &str {
+        match &self.backend {
+            Backend::Pmi1(client) => client.kvsname(),
+            Backend::Singleton(_) => "singleton",
+        }
+    }
+
+    /// The server's maxima for keys and values.
+    pub fn limits(&self) -> KvsLimits {
+        match &self.backend {
+            Backend::Pmi1(client) => client.limits(),
+            Backend::Singleton(_) => SINGLETON_LIMITS,
+        }
+    }
+
+    /// The deadline of each wait.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The key under which `rank` publishes `name`: one namespace per rank.
+    pub fn rank_key(rank: usize, name: &str) -> String {
+        format!("{name}@{rank}")
+    }
+
+    pub fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError> {
+        self.check_open()?;
+        match &mut self.backend {
+            Backend::Pmi1(client) => client.put(key, value),
+            Backend::Singleton(kvs) => {
+                check_singleton(key, value)?;
+                kvs.insert(key.to_owned(), value.to_owned());
+                Ok(())
+            }
+        }
+    }
+
+    pub fn get(&mut self, key: &str) -> Result<String, BootstrapError> {
+        self.check_open()?;
+        match &mut self.backend {
+            Backend::Pmi1(client) => client.get(key),
+            Backend::Singleton(kvs) => {
+                check_singleton(key, "")?;
+                kvs.get(key)
+                    .cloned()
+                    .ok_or_else(|| BootstrapError::KeyNotFound {
+                        key: key.to_owned(),
+                        detail: "(singleton)".into(),
+                    })
+            }
+        }
+    }
+
+    /// Makes every rank's earlier puts visible to all, and waits for all ranks (PMI-1 has one
+    /// operation for both).
+    pub fn fence(&mut self) -> Result<(), BootstrapError> {
+        self.check_open()?;
+        match &mut self.backend {
+            Backend::Pmi1(client) => client.barrier(),
+            Backend::Singleton(_) => Ok(()),
+        }
+    }
+
+    /// Waits for all ranks; the same operation as [`Bootstrap::fence`].
+    pub fn barrier(&mut self) -> Result<(), BootstrapError> {
+        self.fence()
+    }
+
+    /// Stores arbitrary bytes under `key`, hex-encoded and split over the keys `key.0`,
+    /// `key.1`, … when longer than one value allows.
+    pub fn put_bytes(&mut self, key: &str, bytes: &[u8]) -> Result<(), BootstrapError> {
+        let limits = self.limits();
+        let hex = to_hex(bytes);
+        // One byte goes to the `h` marker.
+        if hex.len() < limits.value_max {
+            return self.put(key, &format!("h{hex}"));
+        }
+        // Whole bytes per piece: an even number of hex digits.
+        let piece = (limits.value_max & !1).max(2);
+        let chunks: Vec<&str> = hex
+            .as_bytes()
+            .chunks(piece)
+            .map(|c| std::str::from_utf8(c).unwrap_or_default())
+            .collect();
+        // Check the longest piece key before writing anything.
+        let last_key = format!("{key}.{}", chunks.len() - 1);
+        if last_key.len() > limits.key_max {
+            return Err(BootstrapError::KeyTooLong {
+                len: last_key.len(),
+                key: last_key,
+                max: limits.key_max,
+            });
+        }
+        for (i, chunk) in chunks.iter().enumerate() {
+            self.put(&format!("{key}.{i}"), chunk)?;
+        }
+        self.put(key, &format!("c{}.{}", chunks.len(), bytes.len()))
+    }
+
+    /// Reads bytes stored by [`Bootstrap::put_bytes`].
+    pub fn get_bytes(&mut self, key: &str) -> Result<Vec<u8>, BootstrapError> {
+        let head = self.get(key)?;
+        let corrupt = |reason: &str| BootstrapError::CorruptBytes {
+            key: key.to_owned(),
+            reason: reason.to_owned(),
+        };
+        if let Some(hex) = head.strip_prefix('h') {
+            return from_hex(hex).ok_or_else(|| corrupt("not hex"));
+        }
+        let (count, len) = head
+            .strip_prefix('c')
+            .and_then(|rest| rest.split_once('.'))
+            .and_then(|(c, l)| Some((c.parse::<usize>().ok()?, l.parse::<usize>().ok()?)))
+            .ok_or_else(|| corrupt("neither `h<hex>` nor `c<pieces>.<length>`"))?;
+        let mut bytes = Vec::with_capacity(len);
+        for i in 0..count {
+            let piece = self.get(&format!("{key}.{i}"))?;
+            bytes.extend(from_hex(&piece).ok_or_else(|| corrupt("a piece is not hex"))?);
+        }
+        if bytes.len() != len {
+            return Err(corrupt(&format!(
+                "pieces hold {} bytes, the header says {len}",
+                bytes.len()
+            )));
+        }
+        Ok(bytes)
+    }
+
+    /// Every rank's bytes for `name`: publishes `mine` under [`Bootstrap::rank_key`], fences,
+    /// and reads every rank's (this rank's included, in rank order). The one-call exchange of
+    /// fabric addresses and memory keys at start-up.
+    pub fn exchange(&mut self, name: &str, mine: &[u8]) -> Result<Vec<Vec<u8>>, BootstrapError> {
+        self.put_bytes(&Self::rank_key(self.rank, name), mine)?;
+        self.fence()?;
+        (0..self.size)
+            .map(|rank| self.get_bytes(&Self::rank_key(rank, name)))
+            .collect()
+    }
+
+    /// Asks the launcher to end the whole job with exit code `code`; `message` goes to this
+    /// process's standard error, as PMI-1 carries no text. The launcher then kills this process;
+    /// callers should exit with `code` if this returns.
+    pub fn abort(&mut self, code: i32, message: &str) -> Result<(), BootstrapError> {
+        eprintln!("rank {} aborting the job: {message}", self.rank);
+        match &mut self.backend {
+            Backend::Pmi1(client) => client.abort(code),
+            Backend::Singleton(_) => Ok(()),
+        }
+    }
+
+    /// Leaves the job cleanly. Later calls are no-ops; other operations fail afterwards.
+    pub fn finalize(&mut self) -> Result<(), BootstrapError> {
+        if self.finalized {
+            return Ok(());
+        }
+        self.finalized = true;
+        match &mut self.backend {
+            Backend::Pmi1(client) => client.finalize(),
+            Backend::Singleton(_) => Ok(()),
+        }
+    }
+
+    fn check_open(&self) -> Result<(), BootstrapError> {
+        if self.finalized {
+            Err(BootstrapError::Finalized)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+fn check_singleton(key: &str, value: &str) -> Result<(), BootstrapError> {
+    let limits = SINGLETON_LIMITS;
+    if let Err(problem) = wire::check_token(key, true) {
+        return Err(BootstrapError::InvalidKey {
+            key: key.to_owned(),
+            problem: problem.to_string(),
+        });
+    }
+    if let Err(problem) = wire::check_token(value, false) {
+        return Err(BootstrapError::InvalidValue {
+            key: key.to_owned(),
+            problem: problem.to_string(),
+        });
+    }
+    if key.len() > limits.key_max {
+        return Err(BootstrapError::KeyTooLong {
+            key: key.to_owned(),
+            len: key.len(),
+            max: limits.key_max,
+        });
+    }
+    if value.len() > limits.value_max {
+        return Err(BootstrapError::ValueTooLong {
+            key: key.to_owned(),
+            len: value.len(),
+            max: limits.value_max,
+        });
+    }
+    Ok(())
+}
+
+fn missing(var: &'static str) -> BootstrapError {
+    BootstrapError::Env {
+        var,
+        value: String::new(),
+        reason: "not set, but the launcher's PMI channel is".into(),
+    }
+}
+
+fn parse_env<T: std::str::FromStr>(var: &'static str, text: &str) -> Result<T, BootstrapError> {
+    text.trim().parse().map_err(|_| BootstrapError::Env {
+        var,
+        value: text.to_owned(),
+        reason: "not a non-negative integer".into(),
+    })
+}
+
+fn to_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        text.push(DIGITS[usize::from(b >> 4)] as char);
+        text.push(DIGITS[usize::from(b & 15)] as char);
+    }
+    text
+}
+
+fn from_hex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    text.as_bytes()
+        .chunks(2)
+        .map(|pair| {
+            let digit = |c: u8| (c as char).to_digit(16);
+            Some((digit(pair[0])? * 16 + digit(pair[1])?) as u8)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_round_trip() {
+        let bytes: Vec<u8> = (0..=255).collect();
+        assert_eq!(from_hex(&to_hex(&bytes)), Some(bytes));
+        assert_eq!(from_hex("abc"), None);
+        assert_eq!(from_hex("zz"), None);
+    }
+
+    #[test]
+    fn singleton_keeps_long_bytes() {
+        let mut boot = Bootstrap::singleton();
+        assert_eq!((boot.rank(), boot.size()), (0, 1));
+        let long: Vec<u8> = (0..1500u32).map(|i| (i * 7) as u8).collect();
+        boot.put_bytes("addr", &long).expect("put");
+        boot.put_bytes("short", b"\x00\xff").expect("put");
+        boot.fence().expect("fence");
+        assert_eq!(boot.get_bytes("addr").expect("get"), long);
+        assert_eq!(boot.get_bytes("short").expect("get"), b"\x00\xff");
+        assert!(matches!(
+            boot.get("missing"),
+            Err(BootstrapError::KeyNotFound { .. })
+        ));
+        assert!(matches!(
+            boot.put("k", &"x".repeat(1024)),
+            Err(BootstrapError::ValueTooLong { .. })
+        ));
+        assert!(matches!(
+            boot.put("a b", "1"),
+            Err(BootstrapError::InvalidKey { .. })
+        ));
+        assert_eq!(
+            boot.exchange("name", b"\x01\x02").expect("exchange"),
+            vec![b"\x01\x02".to_vec()]
+        );
+        boot.finalize().expect("finalize");
+        assert!(matches!(boot.put("k", "v"), Err(BootstrapError::Finalized)));
+    }
+}

@@ -1,0 +1,183 @@
+//! `circulant pmi-check`: run inside a job, checks the PMI key-value exchange between all
+//! ranks (the bootstrap every collective relies on). Last line `X passed, Y failed`.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use circulant::bootstrap::{Bootstrap, BootstrapError, BootstrapOptions};
+
+use super::CliResult;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Deadline of each PMI wait in seconds (default: CIRCULANT_BOOTSTRAP_TIMEOUT or 60).
+    #[arg(long, value_name = "SECONDS")]
+    timeout: Option<f64>,
+    /// Fault injection for tests: this rank exits with status 0 right after PMI init, without
+    /// finalize, leaving the others alone in the barrier.
+    #[arg(long, value_name = "RANK")]
+    exit_early_rank: Option<usize>,
+    /// Fault injection for tests: this rank calls PMI abort with exit code 7 after init.
+    #[arg(long, value_name = "RANK")]
+    abort_rank: Option<usize>,
+    /// Fault injection for tests: this rank never initializes PMI; it sleeps until stopped.
+    #[arg(long, value_name = "RANK")]
+    skip_init_rank: Option<usize>,
+}
+
+/// Exit code a rank told to abort asks for.
+const ABORT_CODE: i32 = 7;
+
+/// How long a rank told to skip init waits before giving up by itself.
+const SKIP_INIT_SLEEP: Duration = Duration::from_secs(120);
+
+pub fn run(args: Args) -> CliResult {
+    let env_rank = std::env::var("PMI_RANK")
+        .ok()
+        .and_then(|r| r.parse::<usize>().ok());
+    if env_rank.is_some() && env_rank == args.skip_init_rank {
+        let rank = env_rank.unwrap_or_default();
+        println!(
+            "rank {rank}: never initializing PMI, as asked; pid {}",
+            std::process::id()
+        );
+        std::thread::sleep(SKIP_INIT_SLEEP);
+        return Ok(ExitCode::FAILURE);
+    }
+    let mut options = BootstrapOptions::from_env()?;
+    if let Some(seconds) = args.timeout {
+        options.timeout = Duration::try_from_secs_f64(seconds)
+            .ok()
+            .filter(|t| !t.is_zero())
+            .ok_or("--timeout must be a positive number of seconds")?;
+    }
+    let mut boot = Bootstrap::from_env_with(&options)?;
+    let (rank, size) = (boot.rank(), boot.size());
+    println!(
+        "rank {rank} of {size}: {} kvs {} limits {:?} pid {}",
+        boot.kind(),
+        boot.kvsname(),
+        boot.limits(),
+        std::process::id()
+    );
+    if args.exit_early_rank == Some(rank) {
+        println!("rank {rank}: exiting early as asked, without finalize");
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    if args.abort_rank == Some(rank) {
+        boot.abort(ABORT_CODE, "asked to abort by --abort-rank")?;
+        // The launcher ends the job; should it not, leave with the same code.
+        std::thread::sleep(Duration::from_secs(5));
+        return Ok(ExitCode::from(ABORT_CODE as u8));
+    }
+
+    let mut checks = Checks::default();
+    // One short value per rank, read back by every rank after the barrier.
+    let key = Bootstrap::rank_key(rank, "check");
+    checks.record("put own key", boot.put(&key, &value_of(rank)));
+    // A binary value longer than one PMI value, in pieces.
+    let long = long_bytes(rank, boot.limits().value_max);
+    checks.record(
+        "put_bytes longer than vallen_max",
+        boot.put_bytes(&Bootstrap::rank_key(rank, "bytes"), &long),
+    );
+    // The barrier is where a missing rank shows up: fail the whole check if it does.
+    boot.fence().map_err(|e| with_rank(rank, e))?;
+    checks.pass("barrier");
+    for peer in 0..size {
+        let got = boot.get(&Bootstrap::rank_key(peer, "check"));
+        checks.compare(&format!("get key of rank {peer}"), got, value_of(peer));
+        let got = boot.get_bytes(&Bootstrap::rank_key(peer, "bytes"));
+        let want = long_bytes(peer, boot.limits().value_max);
+        checks.compare(&format!("get_bytes of rank {peer}"), got, want);
+    }
+    // The one-call exchange the communicator uses for fabric addresses.
+    let mine = format!("address-of-{rank}").into_bytes();
+    let want: Vec<Vec<u8>> = (0..size)
+        .map(|r| format!("address-of-{r}").into_bytes())
+        .collect();
+    checks.compare("exchange", boot.exchange("addr", &mine), want);
+    checks.record(
+        "missing key reports KeyNotFound",
+        match boot.get("no-such-key") {
+            Err(BootstrapError::KeyNotFound { .. }) => Ok(()),
+            Ok(v) => Err(format!("got value {v:?}")),
+            Err(e) => Err(e.to_string()),
+        },
+    );
+    checks.record(
+        "over-long value is refused before sending",
+        match boot.put("too-long", &"x".repeat(boot.limits().value_max + 1)) {
+            Err(BootstrapError::ValueTooLong { .. }) => Ok(()),
+            Ok(()) => Err("accepted".to_owned()),
+            Err(e) => Err(e.to_string()),
+        },
+    );
+    boot.barrier().map_err(|e| with_rank(rank, e))?;
+    checks.pass("second barrier");
+    checks.record("finalize", boot.finalize());
+    println!(
+        "rank {rank}: {} passed, {} failed",
+        checks.passed, checks.failed
+    );
+    println!("{} passed, {} failed", checks.passed, checks.failed);
+    Ok(if checks.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn value_of(rank: usize) -> String {
+    format!("rank-{rank}-says-hello")
+}
+
+/// Bytes that differ per rank, cover every byte value, and need several PMI values.
+fn long_bytes(rank: usize, value_max: usize) -> Vec<u8> {
+    (0..value_max + 300)
+        .map(|i| (i.wrapping_mul(31) ^ rank.wrapping_mul(97)) as u8)
+        .collect()
+}
+
+fn with_rank(rank: usize, error: BootstrapError) -> Box<dyn std::error::Error> {
+    format!("rank {rank}: {error}").into()
+}
+
+#[derive(Default)]
+struct Checks {
+    passed: usize,
+    failed: usize,
+}
+
+impl Checks {
+    fn pass(&mut self, _name: &str) {
+        self.passed += 1;
+    }
+
+    fn record<E: std::fmt::Display>(&mut self, name: &str, result: Result<(), E>) {
+        match result {
+            Ok(()) => self.passed += 1,
+            Err(e) => {
+                println!("FAIL {name}: {e}");
+                self.failed += 1;
+            }
+        }
+    }
+
+    fn compare<T: PartialEq + std::fmt::Debug>(
+        &mut self,
+        name: &str,
+        got: Result<T, BootstrapError>,
+        want: T,
+    ) {
+        self.record(
+            name,
+            match got {
+                Ok(v) if v == want => Ok(()),
+                Ok(v) => Err(format!("got {v:?}, expected {want:?}")),
+                Err(e) => Err(e.to_string()),
+            },
+        );
+    }
+}

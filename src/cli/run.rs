@@ -1,0 +1,63 @@
+//! `circulant run -n N [--provider P] [--timeout S] [--tag-output] -- CMD [ARGS]`: N local ranks
+//! under the built-in PMI-1 launcher.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use circulant::launch::{run_job, JobSpec};
+
+use super::CliResult;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Number of ranks.
+    #[arg(short = 'n', long = "np", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    ranks: u32,
+    /// libfabric provider for the ranks (sets FI_PROVIDER), e.g. `shm`, `tcp;ofi_rxm`.
+    #[arg(long)]
+    provider: Option<String>,
+    /// Stop the job after this many seconds (exit status 124).
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    timeout: Option<Duration>,
+    /// Seconds a rank gets between SIGTERM and SIGKILL when the job is stopped (0: SIGKILL at
+    /// once).
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, default_value = "2")]
+    grace: Duration,
+    /// Prefix every line of output with `[rank] `.
+    #[arg(long)]
+    tag_output: bool,
+    /// The program and its arguments.
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    command: Vec<OsString>,
+}
+
+fn parse_seconds(text: &str) -> Result<Duration, String> {
+    let seconds: f64 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    Duration::try_from_secs_f64(seconds).map_err(|_| format!("`{text}` is not a valid duration"))
+}
+
+pub fn run(args: Args) -> CliResult {
+    let mut command = args.command.into_iter();
+    let program = command.next().ok_or("no command to run")?;
+    let mut spec = JobSpec::new(args.ranks as usize, program);
+    spec.args = command.collect();
+    spec.timeout = args.timeout;
+    spec.tag_output = args.tag_output;
+    spec.grace = args.grace;
+    if let Some(provider) = args.provider {
+        spec.env.push(("FI_PROVIDER".into(), provider.into()));
+    }
+    let report = run_job(&spec)?;
+    if let Some(failure) = report.failure() {
+        eprintln!("circulant run: {failure}");
+    }
+    Ok(ExitCode::from(report.exit_code()))
+}

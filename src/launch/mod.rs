@@ -1,0 +1,687 @@
+//! The built-in launcher: N ranks of one program on this host, each with a private PMI-1
+//! channel (one end of a socketpair, inherited as `PMI_FD`; no port anyone else could open),
+//! their output forwarded, and the job stopped as a whole when any rank fails.
+//!
+//! Each rank runs in its own process group so that stopping a rank also stops what it started,
+//! and so that a terminal's Ctrl-C reaches only the launcher, which then stops every rank:
+//! SIGTERM, and SIGKILL after a grace period.
+
+mod server;
+
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::{Mutex, OnceLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nix::sys::wait::{waitid, Id, WaitPidFlag};
+use rustix::process::{kill_process_group, Pid, Signal};
+use thiserror::Error;
+
+pub use server::{BarrierStall, PmiPhase, KEY_MAX, KVSNAME_MAX, VALUE_MAX};
+use server::{PmiEvent, PmiServer};
+
+/// Default time ranks get between SIGTERM and SIGKILL.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(2);
+
+/// Fallback wake-up of the main loop; exits, interrupts and PMI events wake it sooner.
+const TICK: Duration = Duration::from_millis(200);
+
+/// How long to wait for the output of ranks to drain after they ended.
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// Environment variables of an enclosing job that must not leak into our ranks.
+const FOREIGN_PMI_VARS: &[&str] = &[
+    "PMI_FD",
+    "PMI_PORT",
+    "PMI_ID",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "PMI_JOBID",
+    "PMI_SPAWNED",
+    "PMI_APPNUM",
+    "MPI_LOCALNRANKS",
+    "MPI_LOCALRANKID",
+];
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct JobSpec {
+    pub ranks: usize,
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    /// Extra environment for every rank (e.g. `FI_PROVIDER`).
+    pub env: Vec<(OsString, OsString)>,
+    /// Bound on the whole job.
+    pub timeout: Option<Duration>,
+    /// Prefix every output line with `[rank] `.
+    pub tag_output: bool,
+    /// Time between SIGTERM and SIGKILL when stopping ranks.
+    pub grace: Duration,
+}
+
+impl JobSpec {
+    pub fn new(ranks: usize, program: impl Into<OsString>) -> Self {
+        JobSpec {
+            ranks,
+            program: program.into(),
+            args: Vec::new(),
+            env: Vec::new(),
+            timeout: None,
+            tag_output: false,
+            grace: DEFAULT_GRACE,
+        }
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum LaunchError {
+    #[error("a job needs at least one rank")]
+    NoRanks,
+    #[error("cannot create the PMI channel of rank {rank}")]
+    Channel {
+        rank: usize,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot start rank {rank} ({program})")]
+    Spawn {
+        rank: usize,
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot install the launcher's interrupt handler: {0}")]
+    Signals(String),
+}
+
+/// How a process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Termination {
+    Exited(i32),
+    Signaled(i32),
+}
+
+impl From<ExitStatus> for Termination {
+    fn from(status: ExitStatus) -> Self {
+        match (status.code(), status.signal()) {
+            (Some(code), _) => Termination::Exited(code),
+            (None, Some(signal)) => Termination::Signaled(signal),
+            // Neither code nor signal is only possible for stopped processes, which wait()
+            // does not report.
+            (None, None) => Termination::Exited(-1),
+        }
+    }
+}
+
+impl std::fmt::Display for Termination {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Termination::Exited(code) => write!(f, "exited with code {code}"),
+            Termination::Signaled(signal) => {
+                write!(f, "was killed by signal {signal}")?;
+                match signal_name(*signal) {
+                    Some(name) => write!(f, " ({name})"),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+}
+
+/// Why the job ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobOutcome {
+    Succeeded,
+    /// The first rank seen to fail.
+    RankFailed {
+        rank: usize,
+        termination: Termination,
+    },
+    /// A rank exited with status 0 after PMI init but without finalize: its peers can never
+    /// complete a barrier with it.
+    NoFinalize {
+        rank: usize,
+    },
+    /// A rank called PMI abort.
+    Aborted {
+        rank: usize,
+        code: i32,
+    },
+    /// A rank spoke something other than PMI-1 on its channel.
+    PmiProtocol {
+        rank: usize,
+        detail: String,
+    },
+    TimedOut {
+        after: Duration,
+        running: Vec<usize>,
+    },
+    /// SIGINT, SIGTERM or SIGHUP.
+    Interrupted,
+}
+
+/// One rank at the end of the job.
+#[derive(Debug, Clone)]
+pub struct RankReport {
+    pub pid: u32,
+    pub termination: Termination,
+    pub pmi: PmiPhase,
+}
+
+/// The end of a job: its outcome and every rank's.
+#[derive(Debug, Clone)]
+pub struct JobReport {
+    pub outcome: JobOutcome,
+    pub ranks: Vec<RankReport>,
+    /// The PMI barrier the job was stuck in, if it was.
+    pub barrier_stall: Option<BarrierStall>,
+}
+
+impl JobReport {
+    /// The launcher's exit status: 0 on success; the failing rank's exit code, or 128 + its
+    /// signal; the code of a PMI abort; 124 on timeout (as timeout(1)); 128 + the signal that
+    /// interrupted the launcher; 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        let clamp = |code: i32| u8::try_from(code).ok().filter(|c| *c != 0).unwrap_or(1);
+        match &self.outcome {
+            JobOutcome::Succeeded => 0,
+            JobOutcome::RankFailed { termination, .. } => match termination {
+                Termination::Exited(code) => clamp(*code),
+                Termination::Signaled(signal) => clamp(128 + signal),
+            },
+            JobOutcome::Aborted { code, .. } => clamp(*code),
+            JobOutcome::NoFinalize { .. } | JobOutcome::PmiProtocol { .. } => 1,
+            JobOutcome::TimedOut { .. } => 124,
+            JobOutcome::Interrupted => 130,
+        }
+    }
+
+    /// A sentence on why the job failed, with the PMI state of ranks that might explain it;
+    /// `None` on success.
+    pub fn failure(&self) -> Option<String> {
+        let mut text = match &self.outcome {
+            JobOutcome::Succeeded => return None,
+            JobOutcome::RankFailed { rank, termination } => {
+                format!("rank {rank} {termination}; stopped the other ranks")
+            }
+            JobOutcome::NoFinalize { rank } => format!(
+                "rank {rank} exited after PMI init without PMI finalize; stopped the other ranks"
+            ),
+            JobOutcome::Aborted { rank, code } => {
+                format!("rank {rank} aborted the job with code {code}")
+            }
+            JobOutcome::PmiProtocol { rank, detail } => {
+                format!("rank {rank} broke the PMI protocol: {detail}; stopped the job")
+            }
+            JobOutcome::TimedOut { after, running } => format!(
+                "job timed out after {:.1} s; stopped ranks {}",
+                after.as_secs_f64(),
+                join(running)
+            ),
+            JobOutcome::Interrupted => {
+                "interrupted (SIGINT, SIGTERM or SIGHUP); stopped all ranks".to_owned()
+            }
+        };
+        // When the failing rank had been waiting in a barrier (and gave up), or the job was
+        // stopped from outside, name the ranks that never came to that barrier.
+        let failed_rank = match &self.outcome {
+            JobOutcome::RankFailed { rank, .. }
+            | JobOutcome::NoFinalize { rank }
+            | JobOutcome::Aborted { rank, .. }
+            | JobOutcome::PmiProtocol { rank, .. } => Some(*rank),
+            _ => None,
+        };
+        let stall = self
+            .barrier_stall
+            .as_ref()
+            .filter(|stall| failed_rank.map_or(true, |rank| stall.waiting.contains(&rank)));
+        if let Some(stall) = stall {
+            let absent: Vec<String> = stall
+                .absent
+                .iter()
+                .map(|(rank, phase)| format!("rank {rank} ({phase})"))
+                .collect();
+            let waiting = match stall.waiting.as_slice() {
+                [one] => format!("rank {one} was"),
+                many => format!("ranks {} were", join(many)),
+            };
+            text.push_str(&format!(
+                "; {waiting} waiting in the PMI barrier for {}",
+                absent.join(", ")
+            ));
+        }
+        Some(text)
+    }
+}
+
+fn join(ranks: &[usize]) -> String {
+    let names: Vec<String> = ranks.iter().map(|r| r.to_string()).collect();
+    names.join(", ")
+}
+
+fn signal_name(signal: i32) -> Option<&'static str> {
+    Some(match signal {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        _ => return None,
+    })
+}
+
+enum Event {
+    /// SIGINT, SIGTERM or SIGHUP reached the launcher.
+    Interrupted,
+    /// A rank's process has ended (not yet reaped).
+    Exited,
+    Pmi(usize, PmiEvent),
+}
+
+struct Rank {
+    child: Child,
+    pid: u32,
+    ended: Option<Termination>,
+}
+
+/// Runs the job to its end and reports how it ended. Errors are failures to start it; a failing
+/// rank is an outcome in the report.
+pub fn run_job(spec: &JobSpec) -> Result<JobReport, LaunchError> {
+    if spec.ranks == 0 {
+        return Err(LaunchError::NoRanks);
+    }
+    let start = Instant::now();
+    let deadline = spec.timeout.map(|t| start + t);
+    let (events, inbox) = mpsc::channel();
+
+    let interrupts = InterruptRoute::start(events.clone())?;
+
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |t| t.as_micros());
+    let kvsname = format!("circulant_{}_{stamp}", std::process::id());
+    let server = PmiServer::new(spec.ranks, kvsname);
+    let (drained_tx, drained) = mpsc::channel::<()>();
+    let mut ranks: Vec<Rank> = Vec::with_capacity(spec.ranks);
+    let mut forwarders = 0;
+    let mut spawn_error = None;
+    for rank in 0..spec.ranks {
+        match spawn_rank(spec, rank, &server, &events) {
+            Ok((mut child, pid)) => {
+                watch_exit(pid, events.clone());
+                if let Some(out) = child.stdout.take() {
+                    forward(out, rank, spec.tag_output, false, drained_tx.clone());
+                    forwarders += 1;
+                }
+                if let Some(err) = child.stderr.take() {
+                    forward(err, rank, spec.tag_output, true, drained_tx.clone());
+                    forwarders += 1;
+                }
+                ranks.push(Rank {
+                    child,
+                    pid,
+                    ended: None,
+                });
+            }
+            Err(e) => {
+                spawn_error = Some(e);
+                break;
+            }
+        }
+    }
+    drop(drained_tx);
+
+    let outcome = match spawn_error {
+        Some(_) => None,
+        None => Some(watch(&mut ranks, &server, &inbox, deadline, start)),
+    };
+    stop(&mut ranks, &inbox, spec.grace);
+    // Stop stragglers a rank left behind in its process group (they would hold our pipes).
+    for rank in &ranks {
+        kill_group(rank.pid, Signal::KILL);
+    }
+    let drain_deadline = Instant::now() + DRAIN;
+    for _ in 0..forwarders {
+        let left = drain_deadline.saturating_duration_since(Instant::now());
+        if drained.recv_timeout(left).is_err() {
+            break;
+        }
+    }
+    drop(interrupts);
+
+    if let Some(e) = spawn_error {
+        return Err(e);
+    }
+    let phases = server.phases();
+    let ranks = ranks
+        .iter()
+        .zip(phases)
+        .map(|(rank, pmi)| RankReport {
+            pid: rank.pid,
+            termination: rank.ended.unwrap_or(Termination::Signaled(9)),
+            pmi,
+        })
+        .collect();
+    let outcome = outcome.unwrap_or(JobOutcome::Succeeded);
+    let barrier_stall = match outcome {
+        JobOutcome::Succeeded => None,
+        _ => server.barrier_stall(),
+    };
+    Ok(JobReport {
+        outcome,
+        ranks,
+        barrier_stall,
+    })
+}
+
+/// The running job's inbox, for the process-wide interrupt handler.
+static INTERRUPTS: Mutex<Option<Sender<Event>>> = Mutex::new(None);
+
+/// Whether the process-wide interrupt handler could be installed.
+static HANDLER: OnceLock<Result<(), String>> = OnceLock::new();
+
+/// Routes SIGINT, SIGTERM and SIGHUP to the job's main loop while it runs.
+///
+/// The handler replaces whatever was installed before rather than chaining to it: libraries
+/// linked with libfabric may install their own handlers when loaded (Debian's libinfinipath,
+/// through PSM, does, and exits the process from it, which would orphan the ranks). Outside a
+/// job the handler exits with status 130, as an interrupted program does.
+struct InterruptRoute;
+
+impl InterruptRoute {
+    fn start(events: Sender<Event>) -> Result<InterruptRoute, LaunchError> {
+        let installed = HANDLER.get_or_init(|| {
+            ctrlc::set_handler(|| {
+                let inbox = INTERRUPTS.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                match inbox {
+                    Some(inbox) => {
+                        let _ = inbox.send(Event::Interrupted);
+                    }
+                    None => std::process::exit(130),
+                }
+            })
+            .map_err(|e| e.to_string())
+        });
+        installed.clone().map_err(LaunchError::Signals)?;
+        *INTERRUPTS.lock().unwrap_or_else(|p| p.into_inner()) = Some(events);
+        Ok(InterruptRoute)
+    }
+}
+
+impl Drop for InterruptRoute {
+    fn drop(&mut self) {
+        *INTERRUPTS.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+}
+
+/// Tells the main loop when `pid` has ended, without reaping it: the main loop reaps, so a pid
+/// is never signalled after it could have been reused.
+fn watch_exit(pid: u32, events: Sender<Event>) {
+    let Some(pid) = i32::try_from(pid).ok().map(nix::unistd::Pid::from_raw) else {
+        return;
+    };
+    thread::spawn(move || loop {
+        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT;
+        match waitid(Id::Pid(pid), flags) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Ok(_) => {
+                let _ = events.send(Event::Exited);
+                break;
+            }
+            // ECHILD: already reaped by the main loop.
+            Err(_) => break,
+        }
+    });
+}
+
+fn spawn_rank(
+    spec: &JobSpec,
+    rank: usize,
+    server: &PmiServer,
+    events: &Sender<Event>,
+) -> Result<(Child, u32), LaunchError> {
+    let channel_error = |source| LaunchError::Channel { rank, source };
+    let (ours, theirs) = UnixStream::pair().map_err(channel_error)?;
+    // The rank's end must survive exec: clear close-on-exec on it alone. Ranks are spawned one
+    // after another from this thread and `theirs` is closed right after the spawn, so no other
+    // rank inherits it.
+    rustix::io::fcntl_setfd(&theirs, rustix::io::FdFlags::empty())
+        .map_err(|e| channel_error(e.into()))?;
+    let mut command = Command::new(&spec.program);
+    command.args(&spec.args);
+    for var in FOREIGN_PMI_VARS {
+        command.env_remove(var);
+    }
+    command
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .env("PMI_RANK", rank.to_string())
+        .env("PMI_SIZE", spec.ranks.to_string())
+        .env("PMI_FD", theirs.as_raw_fd().to_string())
+        .env("MPI_LOCALNRANKS", spec.ranks.to_string())
+        .env("MPI_LOCALRANKID", rank.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let child = command.spawn().map_err(|source| LaunchError::Spawn {
+        rank,
+        program: spec.program.to_string_lossy().into_owned(),
+        source,
+    })?;
+    drop(theirs);
+    let pid = child.id();
+    let server = server.clone();
+    let events = events.clone();
+    thread::spawn(move || {
+        server.serve(rank, ours, |event| {
+            let _ = events.send(Event::Pmi(rank, event));
+        })
+    });
+    Ok((child, pid))
+}
+
+/// Waits for the end of the job: every rank exited, or the first failure, abort, timeout or
+/// interrupt.
+fn watch(
+    ranks: &mut [Rank],
+    server: &PmiServer,
+    inbox: &mpsc::Receiver<Event>,
+    deadline: Option<Instant>,
+    start: Instant,
+) -> JobOutcome {
+    loop {
+        let now = Instant::now();
+        let wait = deadline.map_or(TICK, |d| d.saturating_duration_since(now).min(TICK));
+        match inbox.recv_timeout(wait) {
+            Ok(Event::Interrupted) => return JobOutcome::Interrupted,
+            Ok(Event::Pmi(rank, PmiEvent::Abort { code })) => {
+                return JobOutcome::Aborted { rank, code }
+            }
+            Ok(Event::Pmi(rank, PmiEvent::ProtocolError { detail })) => {
+                return JobOutcome::PmiProtocol { rank, detail }
+            }
+            Ok(Event::Exited) | Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {}
+        }
+        if let Some(outcome) = reap(ranks, server) {
+            return outcome;
+        }
+        if ranks.iter().all(|r| r.ended.is_some()) {
+            return JobOutcome::Succeeded;
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            let running = (0..ranks.len())
+                .filter(|&r| ranks[r].ended.is_none())
+                .collect();
+            return JobOutcome::TimedOut {
+                after: start.elapsed(),
+                running,
+            };
+        }
+    }
+}
+
+/// How long to wait for a rank that closed its PMI channel to become waitable.
+const SETTLE: Duration = Duration::from_secs(1);
+
+/// Collects ranks that ended; returns the failure among them that came first.
+fn reap(ranks: &mut [Rank], server: &PmiServer) -> Option<JobOutcome> {
+    let mut failures: Vec<(usize, Termination)> = Vec::new();
+    for (index, rank) in ranks.iter_mut().enumerate() {
+        if let Some(termination) = try_reap(rank) {
+            failures.push((index, termination));
+        }
+    }
+    if failures.is_empty() {
+        return None;
+    }
+    // A rank that left PMI first broke the barrier the others then failed in, but a process
+    // closes its descriptors before it becomes waitable: give ranks that left before the
+    // failing ones a moment to be reaped too, so that the cause is named, not a consequence.
+    let departures = server.departures();
+    let left_at = |rank: usize| departures.iter().position(|&r| r == rank);
+    let first_failure = failures
+        .iter()
+        .map(|&(rank, _)| left_at(rank).unwrap_or(usize::MAX))
+        .min()
+        .unwrap_or(usize::MAX);
+    let settle_until = Instant::now() + SETTLE;
+    for &earlier in departures.iter().take(first_failure) {
+        while ranks[earlier].ended.is_none() && Instant::now() < settle_until {
+            match try_reap(&mut ranks[earlier]) {
+                Some(termination) => failures.push((earlier, termination)),
+                None if ranks[earlier].ended.is_some() => {}
+                None => thread::sleep(Duration::from_millis(5)),
+            }
+        }
+    }
+    let phases = server.phases();
+    failures
+        .into_iter()
+        .filter_map(|(rank, termination)| {
+            let outcome = if termination != Termination::Exited(0) {
+                JobOutcome::RankFailed { rank, termination }
+            } else if matches!(
+                phases[rank],
+                PmiPhase::Initialized | PmiPhase::InBarrier | PmiPhase::LeftWithoutFinalize
+            ) && server.initialized(rank)
+            {
+                // Finalize is acknowledged before the rank can exit, so this phase is final.
+                JobOutcome::NoFinalize { rank }
+            } else {
+                return None;
+            };
+            Some(((left_at(rank).unwrap_or(usize::MAX), rank), outcome))
+        })
+        .min_by_key(|(order, _)| *order)
+        .map(|(_, outcome)| outcome)
+}
+
+/// Reaps `rank` if it ended; returns how it ended if that might be a failure (every end except
+/// a plain exit 0 is judged by the caller with the PMI phase).
+fn try_reap(rank: &mut Rank) -> Option<Termination> {
+    if rank.ended.is_some() {
+        return None;
+    }
+    let Ok(Some(status)) = rank.child.try_wait() else {
+        return None;
+    };
+    let termination = Termination::from(status);
+    rank.ended = Some(termination);
+    Some(termination)
+}
+
+/// Stops every rank still running: SIGTERM to its group, SIGKILL after `grace`.
+fn stop(ranks: &mut [Rank], inbox: &mpsc::Receiver<Event>, grace: Duration) {
+    let running = |ranks: &mut [Rank]| {
+        for rank in ranks.iter_mut().filter(|r| r.ended.is_none()) {
+            if let Ok(Some(status)) = rank.child.try_wait() {
+                rank.ended = Some(status.into());
+            }
+        }
+        ranks.iter().any(|r| r.ended.is_none())
+    };
+    if !running(ranks) {
+        return;
+    }
+    for rank in ranks.iter().filter(|r| r.ended.is_none()) {
+        kill_group(rank.pid, Signal::TERM);
+    }
+    let deadline = Instant::now() + grace;
+    while running(ranks) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        // Woken by the exit watchers; other events no longer matter.
+        let _ = inbox.recv_timeout(left.min(Duration::from_millis(50)));
+    }
+    for rank in ranks.iter_mut().filter(|r| r.ended.is_none()) {
+        kill_group(rank.pid, Signal::KILL);
+        if let Ok(status) = rank.child.wait() {
+            rank.ended = Some(status.into());
+        }
+    }
+}
+
+fn kill_group(pid: u32, signal: Signal) {
+    let pid = i32::try_from(pid).ok().and_then(Pid::from_raw);
+    if let Some(pid) = pid {
+        // ESRCH (the group is already empty) is the common, harmless case.
+        let _ = kill_process_group(pid, signal);
+    }
+}
+
+/// Copies a rank's output to ours line by line, so that lines of different ranks do not mix.
+fn forward(
+    source: impl Read + Send + 'static,
+    rank: usize,
+    tag: bool,
+    to_stderr: bool,
+    drained: Sender<()>,
+) {
+    thread::spawn(move || {
+        let mut reader = BufReader::new(source);
+        let mut line = Vec::new();
+        let prefix = format!("[{rank}] ");
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            // Write errors (a closed pipe downstream) are ignored: the rank's output must still
+            // be drained so that it never blocks on a full pipe.
+            let _ = if to_stderr {
+                write_line(&mut std::io::stderr().lock(), tag.then_some(&prefix), &line)
+            } else {
+                write_line(&mut std::io::stdout().lock(), tag.then_some(&prefix), &line)
+            };
+        }
+        let _ = drained.send(());
+    });
+}
+
+fn write_line(out: &mut impl Write, prefix: Option<&String>, line: &[u8]) -> std::io::Result<()> {
+    if let Some(prefix) = prefix {
+        out.write_all(prefix.as_bytes())?;
+    }
+    out.write_all(line)?;
+    if !line.ends_with(b"\n") {
+        out.write_all(b"\n")?;
+    }
+    out.flush()
+}

@@ -1,0 +1,205 @@
+//! Helpers for tests that start real processes: every run is bounded, and whatever a test
+//! started is stopped on the way out, also when the test fails.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Hang guard for one launcher run: generous, as ranks may outnumber cores many times over.
+pub const LIMIT: Duration = Duration::from_secs(60);
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_circulant")
+}
+
+pub fn circulant(args: &[&str]) -> Command {
+    let mut command = Command::new(bin());
+    command.args(args);
+    command
+}
+
+/// A started process in its own group, killed with its group when dropped.
+pub struct Started {
+    pub child: Child,
+    pub lines: Receiver<(bool, String)>,
+    readers: Vec<thread::JoinHandle<()>>,
+}
+
+impl Started {
+    pub fn new(mut command: Command) -> Started {
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
+        let (tx, lines) = mpsc::channel();
+        let mut readers = Vec::new();
+        let out = child.stdout.take().expect("piped stdout");
+        let err = child.stderr.take().expect("piped stderr");
+        for (is_err, stream) in [
+            (false, Box::new(out) as Box<dyn Read + Send>),
+            (true, Box::new(err)),
+        ] {
+            let tx = tx.clone();
+            readers.push(thread::spawn(move || {
+                for line in BufReader::new(stream).lines() {
+                    let Ok(line) = line else { break };
+                    if tx.send((is_err, line)).is_err() {
+                        break;
+                    }
+                }
+            }));
+        }
+        Started {
+            child,
+            lines,
+            readers,
+        }
+    }
+
+    /// Waits for the next output line (stdout or stderr) until `deadline`.
+    pub fn next_line(&self, deadline: Instant) -> Option<(bool, String)> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        self.lines.recv_timeout(left).ok()
+    }
+
+    /// Waits for the end, collecting output; panics (after killing) past `limit`.
+    pub fn finish(mut self, limit: Duration) -> Finished {
+        let deadline = Instant::now() + limit;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                break status;
+            }
+            if Instant::now() > deadline {
+                self.kill();
+                panic!("process did not end within {limit:?}");
+            }
+            thread::sleep(Duration::from_millis(20));
+        };
+        let mut stdout = String::new();
+        let mut stderr = String::new();
+        let drain_until = Instant::now() + Duration::from_secs(10);
+        for reader in std::mem::take(&mut self.readers) {
+            while !reader.is_finished() && Instant::now() < drain_until {
+                thread::sleep(Duration::from_millis(10));
+            }
+        }
+        while let Ok((is_err, line)) = self.lines.try_recv() {
+            let target = if is_err { &mut stderr } else { &mut stdout };
+            target.push_str(&line);
+            target.push('\n');
+        }
+        Finished {
+            status,
+            stdout,
+            stderr,
+        }
+    }
+
+    fn kill(&mut self) {
+        let pid = i32::try_from(self.child.id())
+            .ok()
+            .and_then(rustix::process::Pid::from_raw);
+        if let Some(pid) = pid {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            self.kill();
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Finished {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Finished {
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    /// Pids that ranks printed as `pid N`.
+    pub fn pids(&self) -> Vec<u32> {
+        pids_in(&self.stdout)
+    }
+}
+
+pub fn run(command: Command) -> Finished {
+    Started::new(command).finish(LIMIT)
+}
+
+pub fn pids_in(text: &str) -> Vec<u32> {
+    text.lines()
+        .filter_map(|line| {
+            let at = line.find("pid ")?;
+            line[at + 4..].split_whitespace().next()?.parse().ok()
+        })
+        .collect()
+}
+
+/// Whether `pid` is a live (not zombie) process.
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name in parentheses.
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Fails if any of `pids` is still running a moment after its launcher ended (the launcher
+/// has reaped or killed them all by then; the wait only covers the kernel's bookkeeping).
+pub fn assert_all_gone(pids: &[u32]) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    for &pid in pids {
+        while alive(pid) && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(20));
+        }
+        if alive(pid) {
+            let _ = rustix::process::kill_process(
+                rustix::process::Pid::from_raw(pid as i32).expect("pid"),
+                rustix::process::Signal::KILL,
+            );
+            panic!("rank process {pid} was left running");
+        }
+    }
+}
+
+/// `N passed, 0 failed` lines, as `pmi-check` prints one per rank.
+pub fn clean_summaries(stdout: &str) -> usize {
+    stdout
+        .lines()
+        .filter(|line| {
+            let mut words = line.split_whitespace();
+            matches!(
+                (
+                    words.next().map(|w| w.parse::<u32>().is_ok()),
+                    words.next(),
+                    words.next(),
+                    words.next(),
+                    words.next()
+                ),
+                (Some(true), Some("passed,"), Some("0"), Some("failed"), None)
+            )
+        })
+        .count()
+}
