@@ -7,5 +7,6 @@
 
 #![deny(unsafe_code)]
 
+pub mod bench;
 #[allow(unsafe_code)]
 pub mod fabric;

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod info;
 
 /// Errors of a subcommand, reported by `main` with their causes.
@@ -24,10 +25,13 @@ pub struct Cli {
 enum Command {
     /// libfabric version and the providers usable for one-sided collectives, with their limits.
     Info(info::Args),
+    /// Benchmark report: side-by-side tables, ratios, α-β bounds and plots from CSV files.
+    Bench(bench::Args),
 }
 
 pub fn run(cli: Cli) -> CliResult {
     match cli.command {
         Command::Info(args) => info::run(args),
+        Command::Bench(args) => bench::run(args),
     }
 }
