@@ -10,3 +10,6 @@
 pub mod bench;
 #[allow(unsafe_code)]
 pub mod fabric;
+pub mod plan;
+pub mod schedule;
+pub mod sim;

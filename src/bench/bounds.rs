@@ -12,10 +12,14 @@
 //!   every rank must receive everything it does not contribute.
 //! - allreduce of m bytes: αq + 2βm(p−1)/p, the bandwidth term of reduce-scatter + allgather.
 //!
-//! All bounds are 0 for p = 1.
+//! All bounds are 0 for p = 1. The allgather, allgatherv and allreduce bounds are those of
+//! [`crate::plan::bounds`]; the broadcast bound here is the pipelined one, tighter than its
+//! αq + βm for the n-block algorithms the benchmarks run.
 
 use super::csv::AlphaBeta;
 use super::distribution;
+use crate::plan::bounds::lower_bound;
+use crate::plan::{CostModel, Dtype, Problem, ReduceOp, Reduction};
 
 /// ⌈log₂ p⌉, 0 for p ≤ 1.
 pub fn ceil_log2(p: u64) -> u64 {
@@ -45,36 +49,45 @@ pub fn broadcast(p: u64, m: u64, ab: AlphaBeta) -> f64 {
     }
 }
 
-/// Regular allgather, `m` bytes from each of `p` ranks.
-pub fn allgather(p: u64, m: u64, ab: AlphaBeta) -> f64 {
-    if p <= 1 {
-        return 0.0;
-    }
-    latency(p, ab) + ab.beta_s_per_byte * ((p - 1) as f64 * m as f64)
+/// Regular allgather, `m` bytes from each of `p` ranks; `None` if a size exceeds `usize`.
+pub fn allgather(p: u64, m: u64, ab: AlphaBeta) -> Option<f64> {
+    let problem = Problem::Allgather {
+        p: usize::try_from(p).ok()?,
+        block: usize::try_from(m).ok()?,
+    };
+    Some(lower_bound(&problem, &cost_model(ab)))
 }
 
 /// Irregular allgather with rank r contributing `counts[r]` bytes.
-pub fn allgatherv(counts: &[u64], ab: AlphaBeta) -> f64 {
-    let p = counts.len() as u64;
-    if p <= 1 {
-        return 0.0;
-    }
-    let total: f64 = counts.iter().map(|&c| c as f64).sum();
-    let least = counts.iter().copied().min().unwrap_or(0) as f64;
-    latency(p, ab) + ab.beta_s_per_byte * (total - least)
+pub fn allgatherv(counts: &[u64], ab: AlphaBeta) -> Option<f64> {
+    let counts = counts
+        .iter()
+        .map(|&c| usize::try_from(c).ok())
+        .collect::<Option<Vec<usize>>>()?;
+    Some(lower_bound(
+        &Problem::Allgatherv { counts },
+        &cost_model(ab),
+    ))
 }
 
-/// Allreduce of `m` bytes on `p` ranks.
-pub fn allreduce(p: u64, m: u64, ab: AlphaBeta) -> f64 {
-    if p <= 1 {
-        return 0.0;
-    }
-    let fraction = (p - 1) as f64 / p as f64;
-    latency(p, ab) + 2.0 * ab.beta_s_per_byte * m as f64 * fraction
+/// Allreduce of `m` bytes on `p` ranks (the element type does not enter the bound).
+pub fn allreduce(p: u64, m: u64, ab: AlphaBeta) -> Option<f64> {
+    let problem = Problem::Allreduce {
+        p: usize::try_from(p).ok()?,
+        reduction: Reduction {
+            dtype: Dtype::I32,
+            op: ReduceOp::Sum,
+        },
+        bytes: usize::try_from(m).ok()?,
+    };
+    Some(lower_bound(&problem, &cost_model(ab)))
 }
 
-fn latency(p: u64, ab: AlphaBeta) -> f64 {
-    ceil_log2(p) as f64 * ab.alpha_s
+fn cost_model(ab: AlphaBeta) -> CostModel {
+    CostModel {
+        alpha: ab.alpha_s,
+        beta: ab.beta_s_per_byte,
+    }
 }
 
 /// The bound for a CSV row's operation, or `None` for an operation or distribution without one.
@@ -92,9 +105,9 @@ pub fn for_row(
 ) -> Option<f64> {
     match op {
         "bcast" | "broadcast" => Some(broadcast(p, bytes, ab)),
-        "allgather" => Some(allgather(p, bytes, ab)),
-        "allgatherv" => distribution::counts(distribution, p, bytes).map(|c| allgatherv(&c, ab)),
-        "allreduce" => Some(allreduce(p, total_bytes, ab)),
+        "allgather" => allgather(p, bytes, ab),
+        "allgatherv" => allgatherv(&distribution::counts(distribution, p, bytes)?, ab),
+        "allreduce" => allreduce(p, total_bytes, ab),
         _ => None,
     }
 }

@@ -2,6 +2,11 @@
 //! from a base count c: the six of seed 001 §3 plus seed 000's (r mod 3)·c. Integer division
 //! rounds down, and what it leaves over is not redistributed, so the total can be a little
 //! below the nominal one (the CSV's `total_bytes` is the exact sum).
+//!
+//! These follow the peer benchmark benches/peers/mpi_coll.c, whose `bytes` column they must
+//! reproduce. `crate::plan::distribution` differs in two corners: spike at p = 1 (c/2 there)
+//! and geometric for p not a power of two (⌊log₂ p⌋ there); a report mixing both finds the
+//! difference as differing `total_bytes`.
 
 /// The distribution names the benchmarks use.
 pub const NAMES: [&str; 7] = [

@@ -6,6 +6,9 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod info;
+mod model;
+mod schedule;
+mod verify;
 
 /// Errors of a subcommand, reported by `main` with their causes.
 pub type CliResult = Result<ExitCode, Box<dyn std::error::Error>>;
@@ -27,11 +30,27 @@ enum Command {
     Info(info::Args),
     /// Benchmark report: side-by-side tables, ratios, α-β bounds and plots from CSV files.
     Bench(bench::Args),
+    /// Rounds and α-β time of every algorithm for a collective, and the lower bound.
+    Model(model::Args),
+    /// Per-phase receive/send schedules of every rank (root 0), as a table or JSON.
+    Schedule(schedule::Args),
+    /// Verify the schedules of every p up to a bound.
+    Verify(verify::Args),
 }
 
 pub fn run(cli: Cli) -> CliResult {
     match cli.command {
         Command::Info(args) => info::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Model(args) => model::run(args),
+        Command::Schedule(args) => schedule::run(args),
+        Command::Verify(args) => verify::run(args),
     }
+}
+
+/// Schedule constructions; only the circulant one of seed 000 so far.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Algorithm {
+    /// Round-optimal circulant-graph schedules (Träff, Alg. 1–5).
+    Circulant,
 }

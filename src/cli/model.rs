@@ -1,0 +1,192 @@
+//! `circulant model`: every applicable algorithm's rounds and α-β time for one problem, from
+//! the closed forms of the seeds (no plans are built, so p = 10^6 answers at once).
+
+use std::process::ExitCode;
+
+use clap::ValueEnum;
+
+use super::CliResult;
+use circulant::plan::bounds::lower_bound;
+use circulant::plan::distribution::Distribution;
+use circulant::plan::{registry, CostModel, Dtype, Problem, ReduceOp, Reduction};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Op {
+    Bcast,
+    Reduce,
+    Allreduce,
+    Scan,
+    Exscan,
+    Allgather,
+    Allgatherv,
+    Scatter,
+    Gather,
+    Alltoall,
+    Barrier,
+    Intergroup,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The collective.
+    #[arg(long)]
+    op: Op,
+    /// Number of ranks.
+    #[arg(short = 'p', long = "ranks")]
+    p: usize,
+    /// Bytes every rank ends up with: the broadcast or vector size, the whole gathered buffer
+    /// (allgather(v), gather), the whole row (scatter, alltoall).
+    #[arg(long)]
+    bytes: usize,
+    /// Latency α in seconds.
+    #[arg(long, default_value_t = 2e-6)]
+    alpha: f64,
+    /// Time per byte β in seconds.
+    #[arg(long, default_value_t = 1e-10)]
+    beta: f64,
+    /// Distribution of the allgatherv contributions (seed 001 §3), scaled to about `bytes` in
+    /// total.
+    #[arg(long, default_value = "regular")]
+    dist: String,
+    /// Root of rooted collectives.
+    #[arg(long, default_value_t = 0)]
+    root: usize,
+    /// One JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn problem(args: &Args) -> Result<Problem, Box<dyn std::error::Error>> {
+    let p = args.p;
+    let m = args.bytes;
+    let per = m / p.max(1);
+    let red = Reduction::new(Dtype::I32, ReduceOp::Sum)?;
+    let vector = m - m % red.dtype.size();
+    Ok(match args.op {
+        Op::Bcast => Problem::Broadcast {
+            p,
+            root: args.root,
+            bytes: m,
+        },
+        Op::Reduce => Problem::Reduce {
+            p,
+            root: args.root,
+            reduction: red,
+            bytes: vector,
+        },
+        Op::Allreduce => Problem::Allreduce {
+            p,
+            reduction: red,
+            bytes: vector,
+        },
+        Op::Scan | Op::Exscan => Problem::Scan {
+            p,
+            reduction: red,
+            bytes: vector,
+            exclusive: args.op == Op::Exscan,
+        },
+        Op::Allgather => Problem::Allgather { p, block: per },
+        Op::Allgatherv => {
+            let d: Distribution = args.dist.parse()?;
+            Problem::Allgatherv {
+                counts: d.counts(p, d.base_for_total(p, m)),
+            }
+        }
+        Op::Scatter => Problem::Scatter {
+            p,
+            root: args.root,
+            block: per,
+        },
+        Op::Gather => Problem::Gather {
+            p,
+            root: args.root,
+            block: per,
+        },
+        Op::Alltoall => Problem::Alltoall { p, block: per },
+        Op::Barrier => Problem::Barrier { p },
+        Op::Intergroup => {
+            // Two halves, each contributing m in total.
+            let pa = p.div_ceil(2);
+            let pb = p - pa;
+            Problem::Intergroup {
+                a: vec![m / pa.max(1); pa],
+                b: vec![m / pb.max(1); pb],
+            }
+        }
+    })
+}
+
+pub fn run(args: Args) -> CliResult {
+    if !(args.alpha.is_finite() && args.alpha >= 0.0 && args.beta.is_finite() && args.beta >= 0.0) {
+        return Err("alpha and beta must be finite and non-negative".into());
+    }
+    let model = CostModel {
+        alpha: args.alpha,
+        beta: args.beta,
+    };
+    let problem = problem(&args)?;
+    let algs = registry::applicable(&problem, &model)?;
+    let bound = lower_bound(&problem, &model);
+    let mut rows: Vec<(&'static str, u64, f64)> = algs
+        .iter()
+        .map(|a| {
+            let pr = a.predict(&model);
+            (a.name(), pr.rounds, pr.time)
+        })
+        .collect();
+    rows.sort_by(|a, b| a.2.total_cmp(&b.2));
+    let op = format!("{:?}", args.op).to_lowercase();
+    if args.json {
+        let algorithms: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|(name, rounds, time)| {
+                serde_json::json!({"name": name, "rounds": rounds, "time_s": time})
+            })
+            .collect();
+        let out = serde_json::json!({
+            "op": op,
+            "p": args.p,
+            "bytes": problem.total_bytes(),
+            "lower_bound_s": bound,
+            "algorithms": algorithms,
+        });
+        println!("{out}");
+    } else {
+        println!(
+            "{op}: p = {}, {} bytes, α = {} s, β = {} s/B; lower bound {}",
+            args.p,
+            problem.total_bytes(),
+            args.alpha,
+            args.beta,
+            seconds(bound)
+        );
+        println!(
+            "{:<32} {:>10} {:>14} {:>8}",
+            "algorithm", "rounds", "time", "/bound"
+        );
+        for (name, rounds, time) in rows {
+            let ratio = if bound > 0.0 { time / bound } else { f64::NAN };
+            println!(
+                "{:<32} {:>10} {:>14} {:>8.3}",
+                name,
+                rounds,
+                seconds(time),
+                ratio
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Seconds with a readable unit.
+fn seconds(s: f64) -> String {
+    if s == 0.0 {
+        "0 s".into()
+    } else if s < 1e-3 {
+        format!("{:.3} µs", s * 1e6)
+    } else if s < 1.0 {
+        format!("{:.3} ms", s * 1e3)
+    } else {
+        format!("{s:.3} s")
+    }
+}

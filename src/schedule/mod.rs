@@ -1,0 +1,46 @@
+//! Circulant n-block broadcast schedules (seed 000, Alg. 1–6).
+//!
+//! Every rank computes, alone and without communication, which block it receives from whom and
+//! which it sends to whom in every round of a round-optimal broadcast of n blocks
+//! (n − 1 + q rounds, q = ⌈log₂ p⌉). The module is pure: no I/O, no allocation proportional to p
+//! except in [`ScheduleTable`], which holds the schedules of all p ranks.
+//!
+//! - [`Skips`]: the jumps of the circulant graph (Alg. 1).
+//! - [`baseblock`]: the first block a rank receives (Alg. 2).
+//! - [`range_blocks`]: the set of baseblocks in a cyclic range of ranks in O(log p) (Alg. 3).
+//! - [`recv_schedule`], [`send_schedule`]: the per-phase arrays of one rank (Alg. 4, 5).
+//! - [`Schedule`] and [`Rounds`]: the rounds of an n-block broadcast from any root (Alg. 6).
+//! - [`ScheduleTable`]: the per-phase arrays of all p ranks (for allgatherv, Alg. 9).
+//! - [`verify`]: an independent checker of per-phase arrays produced by anyone.
+
+mod baseblock;
+mod phase;
+mod range_blocks;
+mod rounds;
+mod skips;
+mod table;
+pub mod verify;
+
+pub use baseblock::baseblock;
+pub use phase::{recv_schedule, send_schedule, PhaseBlocks};
+pub use range_blocks::{range_blocks, BlockSet};
+pub use rounds::{rounds_count, Round, Rounds, Schedule, MAX_BLOCKS};
+pub use skips::{Skips, MAX_Q};
+pub use table::ScheduleTable;
+
+/// Invalid parameters of a schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ScheduleError {
+    #[error("the number of ranks must be at least 1")]
+    ZeroRanks,
+    #[error("rank {rank} is out of range for {p} ranks")]
+    RankOutOfRange { rank: usize, p: usize },
+    #[error("root {root} is out of range for {p} ranks")]
+    RootOutOfRange { root: usize, p: usize },
+    #[error("the number of blocks must be at least 1")]
+    ZeroBlocks,
+    #[error("{n} blocks are more than a schedule can count")]
+    TooManyBlocks { n: usize },
+    #[error("the schedule table for {p} ranks does not fit in memory")]
+    TableTooLarge { p: usize },
+}

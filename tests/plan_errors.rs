@@ -1,0 +1,226 @@
+//! Bad input gives a typed error, never a panic.
+
+use circulant::plan::circulant::{Blocking, CirculantAllgatherv, CirculantBroadcast};
+use circulant::plan::intergroup::IntergroupAllgatherv;
+use circulant::plan::registry;
+use circulant::plan::ring::PipelinedRingAllgatherv;
+use circulant::plan::tree::BinomialBroadcast;
+use circulant::plan::{Algorithm, CostModel, Dtype, PlanError, Problem, ReduceOp, Reduction};
+use circulant::schedule::ScheduleTable;
+use circulant::sim::{simulate, SimError};
+
+const MODEL: CostModel = CostModel {
+    alpha: 2e-6,
+    beta: 1e-10,
+};
+
+fn all_errors(problem: &Problem) -> Vec<PlanError> {
+    registry::ALL
+        .iter()
+        .filter_map(|(_, _, make)| make(problem, &MODEL).err())
+        .collect()
+}
+
+#[test]
+fn zero_ranks() {
+    for problem in [
+        Problem::Broadcast {
+            p: 0,
+            root: 0,
+            bytes: 4,
+        },
+        Problem::Allgather { p: 0, block: 1 },
+        Problem::Allgatherv { counts: vec![] },
+        Problem::Barrier { p: 0 },
+        Problem::Intergroup {
+            a: vec![],
+            b: vec![1],
+        },
+    ] {
+        assert_eq!(problem.validate(), Err(PlanError::NoRanks));
+        assert!(all_errors(&problem)
+            .iter()
+            .all(|e| *e == PlanError::NoRanks));
+        assert_eq!(
+            registry::applicable(&problem, &MODEL).err(),
+            Some(PlanError::NoRanks)
+        );
+    }
+}
+
+#[test]
+fn root_out_of_range() {
+    let red = Reduction::new(Dtype::I32, ReduceOp::Sum).unwrap();
+    for problem in [
+        Problem::Broadcast {
+            p: 4,
+            root: 4,
+            bytes: 4,
+        },
+        Problem::Scatter {
+            p: 4,
+            root: 9,
+            block: 1,
+        },
+        Problem::Gather {
+            p: 1,
+            root: 1,
+            block: 1,
+        },
+        Problem::Reduce {
+            p: 3,
+            root: 3,
+            reduction: red,
+            bytes: 4,
+        },
+    ] {
+        assert!(matches!(
+            problem.validate(),
+            Err(PlanError::RootOutOfRange { .. })
+        ));
+        assert!(matches!(
+            registry::applicable(&problem, &MODEL),
+            Err(PlanError::RootOutOfRange { .. })
+        ));
+    }
+}
+
+#[test]
+fn overflowing_sizes() {
+    let huge = usize::MAX / 2 + 1;
+    for problem in [
+        Problem::Allgatherv {
+            counts: vec![huge, huge],
+        },
+        Problem::Allgather { p: 3, block: huge },
+        Problem::Scatter {
+            p: 3,
+            root: 0,
+            block: huge,
+        },
+        Problem::Alltoall { p: 2, block: huge },
+        Problem::Intergroup {
+            a: vec![huge, huge],
+            b: vec![1],
+        },
+    ] {
+        assert_eq!(problem.validate(), Err(PlanError::Overflow), "{problem:?}");
+        assert!(all_errors(&problem)
+            .iter()
+            .all(|e| *e == PlanError::Overflow));
+    }
+}
+
+#[test]
+fn reductions_that_make_no_sense() {
+    assert!(matches!(
+        Reduction::new(Dtype::F32, ReduceOp::Band),
+        Err(PlanError::OpNotDefined { .. })
+    ));
+    let red = Reduction::new(Dtype::I64, ReduceOp::Max).unwrap();
+    let problem = Problem::Allreduce {
+        p: 4,
+        reduction: red,
+        bytes: 12,
+    };
+    assert!(matches!(
+        problem.validate(),
+        Err(PlanError::Misaligned { .. })
+    ));
+    let bad = Reduction {
+        dtype: Dtype::F64,
+        op: ReduceOp::Bxor,
+    };
+    let problem = Problem::Allreduce {
+        p: 4,
+        reduction: bad,
+        bytes: 16,
+    };
+    assert!(matches!(
+        problem.validate(),
+        Err(PlanError::OpNotDefined { .. })
+    ));
+}
+
+#[test]
+fn wrong_lengths_and_parameters() {
+    let problem = Problem::Allgatherv {
+        counts: vec![1, 2, 3],
+    };
+    let table = ScheduleTable::new(4).unwrap();
+    assert!(matches!(
+        CirculantAllgatherv::with_table(&problem, Blocking::Fixed(2), table),
+        Err(PlanError::CountsLength {
+            expected: 3,
+            got: 4
+        })
+    ));
+    let bcast = Problem::Broadcast {
+        p: 5,
+        root: 1,
+        bytes: 10,
+    };
+    assert_eq!(
+        CirculantBroadcast::new(&bcast, Blocking::Fixed(0)).err(),
+        Some(PlanError::NoBlocks)
+    );
+    assert_eq!(
+        PipelinedRingAllgatherv::new(&problem, Some(0), &MODEL).err(),
+        Some(PlanError::NoBlocks)
+    );
+    assert!(matches!(
+        CirculantBroadcast::new(&problem, Blocking::Fixed(1)),
+        Err(PlanError::WrongCollective { .. })
+    ));
+    assert!(matches!(
+        IntergroupAllgatherv::new(&bcast),
+        Err(PlanError::WrongCollective { .. })
+    ));
+    assert!(matches!(
+        registry::by_name("no-such", &bcast, &MODEL),
+        Err(PlanError::UnknownAlgorithm(_))
+    ));
+    assert!(matches!(
+        registry::by_name("recursive-doubling-allgather", &problem, &MODEL),
+        Err(PlanError::Unsupported { .. })
+    ));
+    let alg = BinomialBroadcast::new(&bcast).unwrap();
+    assert!(matches!(
+        alg.rank_plan(5),
+        Err(PlanError::RankOutOfRange { rank: 5, p: 5 })
+    ));
+    // A fixed block count above the byte count is capped, not an error.
+    let alg = CirculantBroadcast::new(&bcast, Blocking::Fixed(1000)).unwrap();
+    assert_eq!(alg.blocks(), 10);
+    assert!(simulate(&alg, &MODEL).is_ok());
+}
+
+#[test]
+fn the_simulator_reports_invalid_problems() {
+    struct Broken(Problem);
+    impl Algorithm for Broken {
+        fn name(&self) -> &'static str {
+            "broken"
+        }
+        fn problem(&self) -> &Problem {
+            &self.0
+        }
+        fn buffers(&self, _: usize) -> circulant::plan::Buffers {
+            circulant::plan::Buffers::default()
+        }
+        fn rounds(&self, _: usize) -> Box<dyn Iterator<Item = circulant::plan::Round> + Send + '_> {
+            Box::new(std::iter::empty())
+        }
+        fn predict(&self, _: &CostModel) -> circulant::plan::Prediction {
+            circulant::plan::Prediction {
+                rounds: 0,
+                time: 0.0,
+            }
+        }
+    }
+    let err = simulate(&Broken(Problem::Barrier { p: 0 }), &MODEL).unwrap_err();
+    assert_eq!(err, SimError::Plan(PlanError::NoRanks));
+    // Buffers that do not fit the collective.
+    let err = simulate(&Broken(Problem::Allgather { p: 2, block: 3 }), &MODEL).unwrap_err();
+    assert!(matches!(err, SimError::Rule { .. }));
+}

@@ -1,0 +1,164 @@
+//! Every algorithm against the simulator for every p in 1..=64 with small sizes.
+
+use circulant::plan::distribution::Distribution;
+use circulant::plan::registry;
+use circulant::plan::{CostModel, Dtype, Problem, ReduceOp, Reduction};
+use circulant::sim::simulate;
+
+const MODEL: CostModel = CostModel {
+    alpha: 2e-6,
+    beta: 1e-10,
+};
+
+/// Small model-independent problem set for p ranks.
+fn problems(p: usize) -> Vec<Problem> {
+    let red = |d, o| Reduction::new(d, o).unwrap();
+    let mut v = vec![
+        Problem::Barrier { p },
+        Problem::Broadcast {
+            p,
+            root: p / 3,
+            bytes: 37,
+        },
+        Problem::Broadcast {
+            p,
+            root: 0,
+            bytes: 0,
+        },
+        Problem::Broadcast {
+            p,
+            root: p - 1,
+            bytes: 1,
+        },
+        Problem::Allgather { p, block: 5 },
+        Problem::Allgather { p, block: 0 },
+        Problem::Scatter {
+            p,
+            root: p / 2,
+            block: 3,
+        },
+        Problem::Gather {
+            p,
+            root: (p * 2) / 3,
+            block: 3,
+        },
+        Problem::Alltoall { p, block: 2 },
+        Problem::Reduce {
+            p,
+            root: p - 1,
+            reduction: red(Dtype::I64, ReduceOp::Sum),
+            bytes: 24,
+        },
+        Problem::Allreduce {
+            p,
+            reduction: red(Dtype::F64, ReduceOp::Prod),
+            bytes: 8 * 7,
+        },
+        Problem::Allreduce {
+            p,
+            reduction: red(Dtype::U32, ReduceOp::Bxor),
+            bytes: 4,
+        },
+        Problem::Scan {
+            p,
+            reduction: red(Dtype::I32, ReduceOp::Sum),
+            bytes: 12,
+            exclusive: false,
+        },
+        Problem::Scan {
+            p,
+            reduction: red(Dtype::F32, ReduceOp::Max),
+            bytes: 8,
+            exclusive: true,
+        },
+    ];
+    for d in Distribution::ALL {
+        v.push(Problem::Allgatherv {
+            counts: d.counts(p, 6),
+        });
+    }
+    if p >= 2 {
+        let pa = p.div_ceil(2);
+        v.push(Problem::Intergroup {
+            a: vec![4; pa],
+            b: vec![6; p - pa],
+        });
+        v.push(Problem::Intergroup {
+            a: (0..pa).map(|i| i % 4).collect(),
+            b: (0..p - pa).map(|i| 3 * i + 1).collect(),
+        });
+    }
+    v
+}
+
+#[test]
+fn every_algorithm_for_p_up_to_64() {
+    let mut runs = 0;
+    for p in 1..=64 {
+        for problem in problems(p) {
+            for alg in registry::applicable(&problem, &MODEL).unwrap() {
+                let report = simulate(alg.as_ref(), &MODEL)
+                    .unwrap_or_else(|e| panic!("{} on {:?} (p={p}): {e}", alg.name(), problem));
+                assert!(
+                    report.dataflow_time <= report.round_time * (1.0 + 1e-9) + 1e-15,
+                    "{}: dataflow {} > rounds {}",
+                    alg.name(),
+                    report.dataflow_time,
+                    report.round_time
+                );
+                runs += 1;
+            }
+        }
+    }
+    assert!(runs > 1000);
+}
+
+#[test]
+fn every_reduction_on_every_reducing_algorithm() {
+    let mut runs = 0;
+    for dtype in Dtype::ALL {
+        for op in ReduceOp::ALL {
+            let Ok(reduction) = Reduction::new(dtype, op) else {
+                assert!(dtype.is_float() && op.is_bitwise());
+                continue;
+            };
+            for p in [1, 2, 3, 5, 8, 13] {
+                let bytes = 3 * dtype.size();
+                for problem in [
+                    Problem::Reduce {
+                        p,
+                        root: p / 2,
+                        reduction,
+                        bytes,
+                    },
+                    Problem::Allreduce {
+                        p,
+                        reduction,
+                        bytes,
+                    },
+                    Problem::Scan {
+                        p,
+                        reduction,
+                        bytes,
+                        exclusive: false,
+                    },
+                    Problem::Scan {
+                        p,
+                        reduction,
+                        bytes,
+                        exclusive: true,
+                    },
+                ] {
+                    for alg in registry::applicable(&problem, &MODEL).unwrap() {
+                        simulate(alg.as_ref(), &MODEL)
+                            .unwrap_or_else(|e| panic!("{} {dtype} {op} p={p}: {e}", alg.name()));
+                        runs += 1;
+                    }
+                }
+            }
+        }
+    }
+    // 6 types × 4 ops + 4 integer types × 3 bitwise ops, 6 sizes; binomial reduce, three
+    // allreduces, inclusive and exclusive scan.
+    assert_eq!(runs, (6 * 4 + 4 * 3) * 6 * 6);
+}
