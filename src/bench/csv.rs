@@ -72,6 +72,41 @@ impl AlphaBeta {
     }
 }
 
+impl AlphaBeta {
+    /// The comment line (without newline) that carries α and β in a benchmark CSV file.
+    pub fn comment(&self) -> String {
+        format!(
+            "# {ALPHA_BETA_PREFIX}{:e} beta_s_per_byte={:e}",
+            self.alpha_s, self.beta_s_per_byte
+        )
+    }
+}
+
+/// The header line (without newline) of a benchmark CSV file.
+pub fn header() -> String {
+    COLUMNS.join(",")
+}
+
+impl Record {
+    /// The row as a CSV line (without newline) in the order of [`COLUMNS`], times in seconds
+    /// to the nanosecond like the peer benchmark. Names must not contain commas.
+    pub fn csv_line(&self) -> String {
+        format!(
+            "{},{},{},{},{},{},{},{},{:.9},{:.9}",
+            self.library,
+            self.op,
+            self.algorithm,
+            self.distribution,
+            self.p,
+            self.bytes,
+            self.total_bytes,
+            self.reps,
+            self.min_s,
+            self.median_s
+        )
+    }
+}
+
 /// The contents of one benchmark CSV file.
 #[derive(Clone, Debug, Default)]
 pub struct Measurements {

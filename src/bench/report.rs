@@ -577,7 +577,9 @@ pub fn render_csv(cmp: &Comparison) -> String {
         "op,distribution,p,bytes,total_bytes,library,algorithm,reps,min_s,median_s,\
          ratio_min,ratio_median,best_min_algorithm,best_median_algorithm,bound_s\n",
     );
-    let opt = |v: Option<f64>| v.map_or_else(String::new, |v| format!("{v:e}"));
+    // Seconds to the nanosecond like the input files; ratios to four decimals.
+    let secs = |v: Option<f64>| v.map_or_else(String::new, |v| format!("{v:.9}"));
+    let ratio = |v: Option<f64>| v.map_or_else(String::new, |v| format!("{v:.4}"));
     for group in &cmp.groups {
         for row in &group.sizes {
             for (i, (series, time)) in group.series.iter().zip(&row.times).enumerate() {
@@ -588,7 +590,7 @@ pub fn render_csv(cmp: &Comparison) -> String {
                 };
                 let _ = writeln!(
                     out,
-                    "{},{},{},{},{},{},{},{},{:e},{:e},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{:.9},{:.9},{},{},{},{},{}",
                     group.op,
                     group.distribution,
                     group.p,
@@ -599,11 +601,11 @@ pub fn render_csv(cmp: &Comparison) -> String {
                     t.reps,
                     t.min_s,
                     t.median_s,
-                    opt(row.ratio(i, Statistic::Min)),
-                    opt(row.ratio(i, Statistic::Median)),
+                    ratio(row.ratio(i, Statistic::Min)),
+                    ratio(row.ratio(i, Statistic::Median)),
                     best_name(Statistic::Min),
                     best_name(Statistic::Median),
-                    opt(row.bound_s),
+                    secs(row.bound_s),
                 );
             }
         }
