@@ -702,3 +702,38 @@ fn compare_reports_bad_input_missing_font_and_missing_files() {
     assert!(!output.status.success(), "bench without --compare accepted");
     assert!(String::from_utf8_lossy(&output.stderr).contains("--compare"));
 }
+
+#[test]
+fn charts_of_degenerate_groups_are_drawn() {
+    // p = 1 (bound 0), a zero-byte size and zero times: nothing positive to put on log axes
+    // in one group, a single point in the other.
+    let text = format!(
+        "# alpha_s=1e-6 beta_s_per_byte=1e-9\n{HEADER}\n\
+         circulant,bcast,circulant,-,1,0,0,3,0,0\n\
+         circulant,allgather,ring,-,2,8,16,3,0.000002,0.000003\n"
+    );
+    let m = parse(Path::new("a.csv"), &text).expect("run");
+    let cmp = Comparison::build(&[m], "circulant", None).expect("comparison");
+    let dir = scratch("degenerate");
+    let written = plot::write_charts(&cmp, Statistic::Median, &dir).expect("charts");
+    let names: Vec<String> = written
+        .iter()
+        .map(|p| p.file_name().expect("name").to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "allgather-p2.png",
+            "allgather-p2.svg",
+            "bcast-p1.png",
+            "bcast-p1.svg"
+        ]
+    );
+    for path in &written {
+        assert!(
+            std::fs::metadata(path).expect("written").len() > 0,
+            "{}",
+            path.display()
+        );
+    }
+}
