@@ -698,6 +698,23 @@ fn compare_reports_bad_input_missing_font_and_missing_files() {
     );
     assert!(!output.status.success(), "--alpha without --beta accepted");
 
+    let output = circulant_bench(
+        &[
+            "--compare".as_ref(),
+            good.as_os_str(),
+            "--out".as_ref(),
+            out.as_os_str(),
+            "--alpha".as_ref(),
+            "-1e-6".as_ref(),
+            "--beta".as_ref(),
+            "0".as_ref(),
+        ],
+        None,
+    );
+    assert!(!output.status.success(), "negative α accepted");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("non-negative"), "{stderr}");
+
     let output = circulant_bench(&[], None);
     assert!(!output.status.success(), "bench without --compare accepted");
     assert!(String::from_utf8_lossy(&output.stderr).contains("--compare"));

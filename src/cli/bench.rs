@@ -9,8 +9,7 @@ mod compare;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Benchmark CSV files to compare (columns library,op,algorithm,distribution,p,bytes,
-    /// total_bytes,reps,min_s,median_s).
+    /// Benchmark CSV files to compare (the columns of `circulant bench` and of the MPI peer).
     #[arg(long, value_name = "FILE", num_args = 1.., required = true)]
     pub compare: Vec<PathBuf>,
 
@@ -19,11 +18,16 @@ pub struct Args {
     pub out: PathBuf,
 
     /// Latency α in seconds for the lower bounds (overrides the files' `# alpha_s=` comment).
-    #[arg(long, value_name = "S", requires = "beta")]
+    #[arg(long, value_name = "S", requires = "beta", allow_hyphen_values = true)]
     pub alpha: Option<f64>,
 
     /// Time per byte β in seconds for the lower bounds (overrides the files' comment).
-    #[arg(long, value_name = "S_PER_BYTE", requires = "alpha")]
+    #[arg(
+        long,
+        value_name = "S_PER_BYTE",
+        requires = "alpha",
+        allow_hyphen_values = true
+    )]
     pub beta: Option<f64>,
 
     /// Show and plot the median over the repetitions instead of the minimum.
