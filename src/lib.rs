@@ -7,6 +7,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod bench;
 pub mod bootstrap;
 #[allow(unsafe_code)]
 pub mod fabric;

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod info;
 mod model;
 mod schedule;
@@ -29,6 +30,8 @@ pub struct Cli {
 enum Command {
     /// libfabric version and the providers usable for one-sided collectives, with their limits.
     Info(info::Args),
+    /// Benchmark report: side-by-side tables, ratios, α-β bounds and plots from CSV files.
+    Bench(bench::Args),
     /// Rounds and α-β time of every algorithm for a collective, and the lower bound.
     Model(model::Args),
     /// Per-phase receive/send schedules of every rank (root 0), as a table or JSON.
@@ -44,6 +47,7 @@ enum Command {
 pub fn run(cli: Cli) -> CliResult {
     match cli.command {
         Command::Info(args) => info::run(args),
+        Command::Bench(args) => bench::run(args),
         Command::Model(args) => model::run(args),
         Command::Schedule(args) => schedule::run(args),
         Command::Verify(args) => verify::run(args),
