@@ -7,12 +7,13 @@
 
 #![deny(unsafe_code)]
 
+pub mod bench;
 pub mod bootstrap;
 pub mod comm;
 #[allow(unsafe_code)]
 pub mod fabric;
+pub mod launch;
 pub mod plan;
 pub mod schedule;
 pub mod sim;
-pub mod launch;
 pub mod transport;

@@ -79,6 +79,9 @@ fn round_counts() {
     assert_eq!(s.rounds(4).unwrap().count(), 0);
     let s = Schedule::new(20, 7, 3).unwrap();
     assert_eq!(s.rounds(10).unwrap().len(), 14);
+    let borrowed: Vec<Round> = s.rounds(10).unwrap().collect();
+    let owned: Vec<Round> = s.clone().into_rounds(10).unwrap().collect();
+    assert_eq!(borrowed, owned);
 }
 
 #[test]
@@ -103,4 +106,16 @@ fn invalid_input_gives_typed_errors() {
         Some(ScheduleError::RankOutOfRange { rank: 4, p: 4 })
     );
     assert!(circulant::schedule::Skips::new(0).is_err());
+    let n = circulant::schedule::MAX_BLOCKS + 1;
+    assert_eq!(s.rounds(n).err(), Some(ScheduleError::TooManyBlocks { n }));
+    for p in [usize::MAX, 1 << 60] {
+        assert_eq!(
+            ScheduleTable::new(p).err(),
+            Some(ScheduleError::TableTooLarge { p })
+        );
+    }
+    // One rank's schedule needs no table: any p works.
+    let s = Schedule::new(usize::MAX, usize::MAX - 1, 3).unwrap();
+    assert_eq!(s.q(), 64);
+    assert_eq!(s.rounds(2).unwrap().len(), 65);
 }

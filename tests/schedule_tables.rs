@@ -159,3 +159,27 @@ fn alg_5_send_schedule_matches_the_table() {
         }
     }
 }
+
+#[test]
+fn table_rows_equal_per_rank_schedules() {
+    for p in 1..=2048 {
+        let table = ScheduleTable::new(p).unwrap();
+        for r in 0..p {
+            assert_eq!(
+                table.recv(r),
+                &*recv_schedule(table.skips(), r),
+                "p = {p}, r = {r}"
+            );
+        }
+    }
+    // Several threads: the windows restart at each chunk boundary.
+    for (p, threads) in [(70_001, 3), ((1 << 20) + 1, 2), (1 << 20, 5)] {
+        let table = ScheduleTable::with_threads(p, threads).unwrap();
+        assert_eq!(table, ScheduleTable::new(p).unwrap());
+        let skips = table.skips();
+        for r in (0..p).step_by(997).chain(p - 40..p) {
+            assert_eq!(table.recv(r), &*recv_schedule(skips, r), "p = {p}, r = {r}");
+            assert_eq!(table.send(r), &*send_schedule(skips, r), "p = {p}, r = {r}");
+        }
+    }
+}

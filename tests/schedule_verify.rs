@@ -1,13 +1,15 @@
 //! The verifier on our schedules (exhaustive for small p, around powers of two up to 2^20, random
 //! p up to 2^20) and its own negative tests.
 
-use circulant::schedule::verify::{block_counts, verify, verify_rows, Violation};
+use circulant::schedule::verify::{
+    block_counts, verify, verify_rows, verify_with_threads, Violation,
+};
 use circulant::schedule::ScheduleTable;
 
 fn check(p: usize) {
     let table = ScheduleTable::with_threads(p, 2).unwrap();
     let ns = block_counts(table.q());
-    if let Err(v) = verify(p, table.recv_flat(), table.send_flat(), &ns) {
+    if let Err(v) = verify_with_threads(p, table.recv_flat(), table.send_flat(), &ns, 2) {
         panic!("p = {p}: {v}");
     }
 }

@@ -112,3 +112,53 @@ fn every_algorithm_for_p_up_to_64() {
     }
     assert!(runs > 1000);
 }
+
+#[test]
+fn every_reduction_on_every_reducing_algorithm() {
+    let mut runs = 0;
+    for dtype in Dtype::ALL {
+        for op in ReduceOp::ALL {
+            let Ok(reduction) = Reduction::new(dtype, op) else {
+                assert!(dtype.is_float() && op.is_bitwise());
+                continue;
+            };
+            for p in [1, 2, 3, 5, 8, 13] {
+                let bytes = 3 * dtype.size();
+                for problem in [
+                    Problem::Reduce {
+                        p,
+                        root: p / 2,
+                        reduction,
+                        bytes,
+                    },
+                    Problem::Allreduce {
+                        p,
+                        reduction,
+                        bytes,
+                    },
+                    Problem::Scan {
+                        p,
+                        reduction,
+                        bytes,
+                        exclusive: false,
+                    },
+                    Problem::Scan {
+                        p,
+                        reduction,
+                        bytes,
+                        exclusive: true,
+                    },
+                ] {
+                    for alg in registry::applicable(&problem, &MODEL).unwrap() {
+                        simulate(alg.as_ref(), &MODEL)
+                            .unwrap_or_else(|e| panic!("{} {dtype} {op} p={p}: {e}", alg.name()));
+                        runs += 1;
+                    }
+                }
+            }
+        }
+    }
+    // 6 types × 4 ops + 4 integer types × 3 bitwise ops, 6 sizes; binomial reduce, three
+    // allreduces, inclusive and exclusive scan.
+    assert_eq!(runs, (6 * 4 + 4 * 3) * 6 * 6);
+}

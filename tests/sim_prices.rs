@@ -266,3 +266,63 @@ fn intergroup_meets_the_seed_bound() {
         }
     }
 }
+
+/// Seed 000 Theorem 2: with the model's n the broadcast costs about
+/// α(q−1) + 2√((q−1)αβm) + βm (exactly when n is the real optimum and divides m).
+#[test]
+fn circulant_broadcast_with_the_model_n_meets_theorem_2() {
+    for model in &MODELS {
+        for p in [3, 20, 36, 100, 1152] {
+            for m in [1usize << 16, 1 << 20, 400_000] {
+                let q = ceil_log2(p) as f64;
+                let (a, b, mf) = (model.alpha, model.beta, m as f64);
+                let theorem = a * (q - 1.0) + 2.0 * ((q - 1.0) * a * b * mf).sqrt() + b * mf;
+                let problem = Problem::Broadcast {
+                    p,
+                    root: 1,
+                    bytes: m,
+                };
+                let alg = CirculantBroadcast::new(&problem, Blocking::Model(*model)).unwrap();
+                let predicted = alg.predict(model).time;
+                // The real optimum is a lower bound; integer n and ⌈m/n⌉ cost little.
+                assert!(predicted >= theorem * (1.0 - 1e-12), "p={p} m={m}");
+                assert!(
+                    predicted <= theorem * 1.01 + model.message(1),
+                    "p={p} m={m}: {predicted} vs {theorem}"
+                );
+                if p <= 100 && m <= 1 << 16 {
+                    let r = simulate(&alg, model).unwrap();
+                    assert!(r.round_time <= predicted * (1.0 + 1e-9));
+                    assert_eq!(r.rounds as usize, alg.blocks() - 1 + ceil_log2(p));
+                }
+            }
+        }
+    }
+}
+
+/// Seed 004 Table 2: with many segments the round-robin broadcast takes t·N/(N−1) for odd N
+/// and t for even N (α = 0, t = βD).
+#[test]
+fn round_robin_tends_to_table_2() {
+    let model = CostModel {
+        alpha: 0.0,
+        beta: 1.0,
+    };
+    for (n, factor) in [(3usize, 1.5), (5, 1.25), (7, 7.0 / 6.0), (4, 1.0), (8, 1.0)] {
+        let s = 400;
+        let d = s * (n - 1) * 10;
+        let problem = Problem::Broadcast {
+            p: n,
+            root: 0,
+            bytes: d,
+        };
+        let alg = RoundRobinBroadcast::new(&problem, Some(s), &model).unwrap();
+        let r = simulate(&alg, &model).unwrap();
+        let ratio = r.round_time / d as f64;
+        assert!(
+            (ratio - factor).abs() < 0.02 * factor,
+            "N={n}: {ratio} vs {factor}"
+        );
+        check_exact(&alg, &model);
+    }
+}

@@ -112,3 +112,30 @@ proptest! {
         run_all(&Problem::Intergroup { a, b })?;
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// Seed 000 Alg. 6: n − 1 + q rounds for any p, root and n.
+    #[test]
+    fn circulant_broadcast_rounds(p in ranks(), root_seed in any::<usize>(), n in 1usize..40) {
+        use circulant::plan::circulant::{Blocking, CirculantBroadcast};
+        let problem = Problem::Broadcast { p, root: root_seed % p, bytes: 2 * n + 1 };
+        let alg = CirculantBroadcast::new(&problem, Blocking::Fixed(n)).unwrap();
+        let r = simulate(&alg, &MODEL).unwrap();
+        let q = circulant::plan::ceil_log2(p);
+        let n = alg.blocks();
+        prop_assert!((1..=40).contains(&n));
+        prop_assert_eq!(r.rounds as usize, if p == 1 { 0 } else { n - 1 + q });
+    }
+
+    /// Seed 000 Alg. 9 with a fixed n, any counts with zeros.
+    #[test]
+    fn circulant_allgatherv_any_n(counts in prop::collection::vec(prop_oneof![Just(0usize), 0usize..30], 1..70), n in 1usize..12) {
+        use circulant::plan::circulant::{Blocking, CirculantAllgatherv};
+        let problem = Problem::Allgatherv { counts };
+        let alg = CirculantAllgatherv::new(&problem, Blocking::Fixed(n)).unwrap();
+        let r = simulate(&alg, &MODEL);
+        prop_assert!(r.is_ok(), "{}", r.unwrap_err());
+    }
+}

@@ -4,8 +4,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod info;
 mod model;
+mod schedule;
+mod verify;
 mod pmi_check;
 mod run;
 mod selftest;
@@ -28,8 +31,14 @@ pub struct Cli {
 enum Command {
     /// libfabric version and the providers usable for one-sided collectives, with their limits.
     Info(info::Args),
+    /// Benchmark report: side-by-side tables, ratios, α-β bounds and plots from CSV files.
+    Bench(bench::Args),
     /// Rounds and α-β time of every algorithm for a collective, and the lower bound.
     Model(model::Args),
+    /// Per-phase receive/send schedules of every rank (root 0), as a table or JSON.
+    Schedule(schedule::Args),
+    /// Verify the schedules of every p up to a bound.
+    Verify(verify::Args),
     /// Start N local ranks under the built-in PMI-1 launcher.
     Run(run::Args),
     /// Inside a job: check the PMI key-value exchange between all ranks.
@@ -41,9 +50,19 @@ enum Command {
 pub fn run(cli: Cli) -> CliResult {
     match cli.command {
         Command::Info(args) => info::run(args),
+        Command::Bench(args) => bench::run(args),
         Command::Model(args) => model::run(args),
+        Command::Schedule(args) => schedule::run(args),
+        Command::Verify(args) => verify::run(args),
         Command::Run(args) => run::run(args),
         Command::PmiCheck(args) => pmi_check::run(args),
         Command::Selftest(args) => selftest::run(args),
     }
+}
+
+/// Schedule constructions; only the circulant one of seed 000 so far.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Algorithm {
+    /// Round-optimal circulant-graph schedules (Träff, Alg. 1–5).
+    Circulant,
 }

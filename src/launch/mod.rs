@@ -15,11 +15,12 @@ use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::{Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use nix::sys::wait::{waitid, Id, WaitPidFlag};
 use rustix::process::{kill_process_group, Pid, Signal};
-use signal_hook::consts::{SIGCHLD, SIGINT, SIGTERM};
 use thiserror::Error;
 
 pub use server::{BarrierStall, PmiPhase, KEY_MAX, KVSNAME_MAX, VALUE_MAX};
@@ -28,7 +29,7 @@ use server::{PmiEvent, PmiServer};
 /// Default time ranks get between SIGTERM and SIGKILL.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(2);
 
-/// Fallback wake-up of the main loop; SIGCHLD and PMI events wake it sooner.
+/// Fallback wake-up of the main loop; exits, interrupts and PMI events wake it sooner.
 const TICK: Duration = Duration::from_millis(200);
 
 /// How long to wait for the output of ranks to drain after they ended.
@@ -95,8 +96,8 @@ pub enum LaunchError {
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot watch for signals")]
-    Signals(#[source] std::io::Error),
+    #[error("cannot install the launcher's interrupt handler: {0}")]
+    Signals(String),
 }
 
 /// How a process ended.
@@ -161,9 +162,8 @@ pub enum JobOutcome {
         after: Duration,
         running: Vec<usize>,
     },
-    Interrupted {
-        signal: i32,
-    },
+    /// SIGINT, SIGTERM or SIGHUP.
+    Interrupted,
 }
 
 /// One rank at the end of the job.
@@ -198,7 +198,7 @@ impl JobReport {
             JobOutcome::Aborted { code, .. } => clamp(*code),
             JobOutcome::NoFinalize { .. } | JobOutcome::PmiProtocol { .. } => 1,
             JobOutcome::TimedOut { .. } => 124,
-            JobOutcome::Interrupted { signal } => clamp(128 + signal),
+            JobOutcome::Interrupted => 130,
         }
     }
 
@@ -224,12 +224,9 @@ impl JobReport {
                 after.as_secs_f64(),
                 join(running)
             ),
-            JobOutcome::Interrupted { signal } => format!(
-                "interrupted by signal {signal}{}; stopped all ranks",
-                signal_name(*signal)
-                    .map(|n| format!(" ({n})"))
-                    .unwrap_or_default()
-            ),
+            JobOutcome::Interrupted => {
+                "interrupted (SIGINT, SIGTERM or SIGHUP); stopped all ranks".to_owned()
+            }
         };
         // When the failing rank had been waiting in a barrier (and gave up), or the job was
         // stopped from outside, name the ranks that never came to that barrier.
@@ -287,7 +284,10 @@ fn signal_name(signal: i32) -> Option<&'static str> {
 }
 
 enum Event {
-    Signal(i32),
+    /// SIGINT, SIGTERM or SIGHUP reached the launcher.
+    Interrupted,
+    /// A rank's process has ended (not yet reaped).
+    Exited,
     Pmi(usize, PmiEvent),
 }
 
@@ -307,18 +307,7 @@ pub fn run_job(spec: &JobSpec) -> Result<JobReport, LaunchError> {
     let deadline = spec.timeout.map(|t| start + t);
     let (events, inbox) = mpsc::channel();
 
-    // Watch signals before the first child exists, so that no SIGCHLD is missed.
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGCHLD])
-        .map_err(LaunchError::Signals)?;
-    let signal_handle = signals.handle();
-    let signal_events = events.clone();
-    let signal_thread = thread::spawn(move || {
-        for signal in signals.forever() {
-            if signal_events.send(Event::Signal(signal)).is_err() {
-                break;
-            }
-        }
-    });
+    let interrupts = InterruptRoute::start(events.clone())?;
 
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -332,6 +321,7 @@ pub fn run_job(spec: &JobSpec) -> Result<JobReport, LaunchError> {
     for rank in 0..spec.ranks {
         match spawn_rank(spec, rank, &server, &events) {
             Ok((mut child, pid)) => {
+                watch_exit(pid, events.clone());
                 if let Some(out) = child.stdout.take() {
                     forward(out, rank, spec.tag_output, false, drained_tx.clone());
                     forwarders += 1;
@@ -370,8 +360,7 @@ pub fn run_job(spec: &JobSpec) -> Result<JobReport, LaunchError> {
             break;
         }
     }
-    signal_handle.close();
-    let _ = signal_thread.join();
+    drop(interrupts);
 
     if let Some(e) = spawn_error {
         return Err(e);
@@ -396,6 +385,66 @@ pub fn run_job(spec: &JobSpec) -> Result<JobReport, LaunchError> {
         ranks,
         barrier_stall,
     })
+}
+
+/// The running job's inbox, for the process-wide interrupt handler.
+static INTERRUPTS: Mutex<Option<Sender<Event>>> = Mutex::new(None);
+
+/// Whether the process-wide interrupt handler could be installed.
+static HANDLER: OnceLock<Result<(), String>> = OnceLock::new();
+
+/// Routes SIGINT, SIGTERM and SIGHUP to the job's main loop while it runs.
+///
+/// The handler replaces whatever was installed before rather than chaining to it: libraries
+/// linked with libfabric may install their own handlers when loaded (Debian's libinfinipath,
+/// through PSM, does, and exits the process from it, which would orphan the ranks). Outside a
+/// job the handler exits with status 130, as an interrupted program does.
+struct InterruptRoute;
+
+impl InterruptRoute {
+    fn start(events: Sender<Event>) -> Result<InterruptRoute, LaunchError> {
+        let installed = HANDLER.get_or_init(|| {
+            ctrlc::set_handler(|| {
+                let inbox = INTERRUPTS.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                match inbox {
+                    Some(inbox) => {
+                        let _ = inbox.send(Event::Interrupted);
+                    }
+                    None => std::process::exit(130),
+                }
+            })
+            .map_err(|e| e.to_string())
+        });
+        installed.clone().map_err(LaunchError::Signals)?;
+        *INTERRUPTS.lock().unwrap_or_else(|p| p.into_inner()) = Some(events);
+        Ok(InterruptRoute)
+    }
+}
+
+impl Drop for InterruptRoute {
+    fn drop(&mut self) {
+        *INTERRUPTS.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+}
+
+/// Tells the main loop when `pid` has ended, without reaping it: the main loop reaps, so a pid
+/// is never signalled after it could have been reused.
+fn watch_exit(pid: u32, events: Sender<Event>) {
+    let Some(pid) = i32::try_from(pid).ok().map(nix::unistd::Pid::from_raw) else {
+        return;
+    };
+    thread::spawn(move || loop {
+        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT;
+        match waitid(Id::Pid(pid), flags) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Ok(_) => {
+                let _ = events.send(Event::Exited);
+                break;
+            }
+            // ECHILD: already reaped by the main loop.
+            Err(_) => break,
+        }
+    });
 }
 
 fn spawn_rank(
@@ -457,16 +506,14 @@ fn watch(
         let now = Instant::now();
         let wait = deadline.map_or(TICK, |d| d.saturating_duration_since(now).min(TICK));
         match inbox.recv_timeout(wait) {
-            Ok(Event::Signal(signal)) if signal == SIGINT || signal == SIGTERM => {
-                return JobOutcome::Interrupted { signal }
-            }
+            Ok(Event::Interrupted) => return JobOutcome::Interrupted,
             Ok(Event::Pmi(rank, PmiEvent::Abort { code })) => {
                 return JobOutcome::Aborted { rank, code }
             }
             Ok(Event::Pmi(rank, PmiEvent::ProtocolError { detail })) => {
                 return JobOutcome::PmiProtocol { rank, detail }
             }
-            Ok(Event::Signal(_)) | Err(RecvTimeoutError::Timeout) => {}
+            Ok(Event::Exited) | Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => {}
         }
         if let Some(outcome) = reap(ranks, server) {
@@ -579,7 +626,7 @@ fn stop(ranks: &mut [Rank], inbox: &mpsc::Receiver<Event>, grace: Duration) {
         if left.is_zero() {
             break;
         }
-        // Woken by SIGCHLD; other events no longer matter.
+        // Woken by the exit watchers; other events no longer matter.
         let _ = inbox.recv_timeout(left.min(Duration::from_millis(50)));
     }
     for rank in ranks.iter_mut().filter(|r| r.ended.is_none()) {

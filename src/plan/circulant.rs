@@ -17,7 +17,8 @@ use crate::schedule::{Schedule, ScheduleTable, Skips};
 pub enum Blocking {
     /// Exactly this many blocks (at most one per byte).
     Fixed(usize),
-    /// The α-β optimum for this model (seed 000, Theorem 2).
+    /// The α-β optimum for this model (seed 000, Theorem 2; for the allgatherv the better of
+    /// Theorem 3's n and its halvings under the whole-byte bound).
     Model(CostModel),
 }
 
@@ -50,6 +51,12 @@ impl CirculantBroadcast {
         match *problem {
             Problem::Broadcast { p, root, bytes } => {
                 let n = blocking.blocks(p, bytes)?;
+                // Blocks of ⌈m/n⌉ bytes: drop blocks that would be empty.
+                let n = if bytes == 0 {
+                    1
+                } else {
+                    bytes.div_ceil(bytes.div_ceil(n))
+                };
                 Skips::new(p)?;
                 Ok(CirculantBroadcast {
                     problem: problem.clone(),
@@ -65,7 +72,7 @@ impl CirculantBroadcast {
         }
     }
 
-    /// The number of blocks n.
+    /// The number of blocks n (at most the requested one: no block is empty).
     pub fn blocks(&self) -> usize {
         self.blocks.n
     }
@@ -339,7 +346,11 @@ impl CirculantAllgatherv {
         let g = Gathered::new(problem, Self::NAME)?;
         Skips::new(g.p())?;
         let max = g.counts.iter().copied().max().unwrap_or(0);
-        let n = blocking.blocks(g.p(), g.total)?.min(max.max(1));
+        let n = match blocking {
+            Blocking::Model(model) => best_allgatherv_blocks(&g.counts, g.total, &model),
+            fixed => fixed.blocks(g.p(), g.total)?,
+        }
+        .min(max.max(1));
         Ok(CirculantAllgatherv {
             g,
             n,
@@ -373,6 +384,29 @@ impl CirculantAllgatherv {
             .get_or_init(|| ScheduleTable::new(self.g.p()).ok())
             .as_ref()
     }
+}
+
+/// Upper bound of the allgatherv time with n blocks: (n − 1 + q)(α + β·Σ_j⌈m_j/n⌉).
+fn allgatherv_bound(counts: &[usize], n: usize, model: &CostModel) -> f64 {
+    let q = ceil_log2(counts.len());
+    let per_round: usize = counts.iter().map(|&c| c.div_ceil(n)).sum();
+    (n - 1 + q) as f64 * model.message(per_round)
+}
+
+/// The block count minimising [`allgatherv_bound`] among Theorem 3's n (m = Σ m_j) and its
+/// halvings: with many small contributions the rounding of every root's block to whole bytes
+/// makes fewer blocks better.
+fn best_allgatherv_blocks(counts: &[usize], total: usize, model: &CostModel) -> usize {
+    let mut n = optimal_blocks(counts.len(), total, model);
+    let mut best = (allgatherv_bound(counts, n, model), n);
+    while n > 1 {
+        n /= 2;
+        let t = allgatherv_bound(counts, n, model);
+        if t < best.0 {
+            best = (t, n);
+        }
+    }
+    best.1
 }
 
 impl Algorithm for CirculantAllgatherv {
@@ -451,11 +485,9 @@ impl Algorithm for CirculantAllgatherv {
                 time: 0.0,
             };
         }
-        let per_round: usize = self.g.counts.iter().map(|&c| c.div_ceil(self.n)).sum();
-        let rounds = self.n - 1 + q;
         Prediction {
-            rounds: rounds as u64,
-            time: rounds as f64 * model.message(per_round),
+            rounds: (self.n - 1 + q) as u64,
+            time: allgatherv_bound(&self.g.counts, self.n, model),
         }
     }
 }

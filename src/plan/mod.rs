@@ -17,6 +17,10 @@
 //!    nothing has written before in this operation, so they never race with a posted write;
 //! 4. the operation is done when every round is complete and every posted write has completed.
 //!
+//! Writes target the receive buffer or the scratch buffer of a peer; the peers that write into a
+//! rank are exactly the `from` of its expectations, so a rank knows from its own plan whom to send
+//! ready tokens to (at most q peers for the circulant plans).
+//!
 //! Round indices are global: the same index means the same round on every rank; a rank's plan
 //! lists only the rounds in which it does something. Plans are produced lazily (iterators), so a
 //! plan for p = 10^6 never holds more than one rank's rounds, and usually only one round.

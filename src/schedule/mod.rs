@@ -24,7 +24,7 @@ pub mod verify;
 pub use baseblock::baseblock;
 pub use phase::{recv_schedule, send_schedule, PhaseBlocks};
 pub use range_blocks::{range_blocks, BlockSet};
-pub use rounds::{rounds_count, Round, Rounds, Schedule};
+pub use rounds::{rounds_count, Round, Rounds, Schedule, MAX_BLOCKS};
 pub use skips::{Skips, MAX_Q};
 pub use table::ScheduleTable;
 
@@ -39,4 +39,8 @@ pub enum ScheduleError {
     RootOutOfRange { root: usize, p: usize },
     #[error("the number of blocks must be at least 1")]
     ZeroBlocks,
+    #[error("{n} blocks are more than a schedule can count")]
+    TooManyBlocks { n: usize },
+    #[error("the schedule table for {p} ranks does not fit in memory")]
+    TableTooLarge { p: usize },
 }

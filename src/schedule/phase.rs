@@ -3,6 +3,7 @@
 //! Entry i is the block received (sent) in round i of a phase of q rounds: a value b ≥ 0 is block b
 //! of the current phase, a value b − q < 0 is block b of the previous phase.
 
+use super::skips::{add_mod, sub_mod};
 use super::{baseblock, range_blocks, BlockSet, Skips, MAX_Q};
 
 /// The q entries of one rank's receive or send array for one phase (inline, no heap).
@@ -69,7 +70,7 @@ pub fn send_schedule(skips: &Skips, r: usize) -> PhaseBlocks {
     let r = r % p;
     let mut out = PhaseBlocks::new(q);
     for i in 0..q {
-        let to = (r + skips.get(i)) % p;
+        let to = add_mod(r, skips.get(i), p);
         out.blocks[i] = recv_rounds(skips, to, i + 1).blocks[i];
     }
     out
@@ -129,10 +130,5 @@ fn missing(taken: BlockSet, q: usize) -> Option<usize> {
 
 /// (r − d) mod p for any d.
 fn back(r: usize, d: usize, p: usize) -> usize {
-    let d = d % p;
-    if r >= d {
-        r - d
-    } else {
-        r + (p - d)
-    }
+    sub_mod(r, d % p, p)
 }

@@ -90,29 +90,28 @@ pub fn range_blocks(skips: &Skips, start: usize, len: usize) -> BlockSet {
         0 => p,
         r => r,
     };
-    let end = a + len - 1;
-    if end < p {
-        return linear(skips, a, end);
+    // The range ends at position a + len − 1; compare without forming it (no overflow).
+    if len - 1 < p - a {
+        return linear(skips, a, a + (len - 1));
     }
     let mut set = BlockSet::single(skips.q());
     if a < p {
         set = set.union(linear(skips, a, p - 1));
     }
-    if end > p {
-        set = set.union(prefix(skips, end - p));
+    let wrapped = (len - 1) - (p - a);
+    if wrapped > 0 {
+        set = set.union(prefix(skips, wrapped));
     }
     set
 }
 
 /// The blocks in `S[1..=len]`, 1 ≤ len ≤ p − 1: `{0..=j}` for the largest j with
-/// `skips[j] ≤ len`. Since `skips[j] = ⌈p / 2^(q−j)⌉`, that is j = q − ⌈log₂ ⌈p / len⌉⌉.
+/// `skips[j] ≤ len`. Since `skips[j] = ⌈p / 2^(q−j)⌉`, `skips[j] ≤ len ⇔ p ≤ len·2^(q−j)`; the
+/// smallest such shift t = q − j is the difference of bit lengths, or one more.
 fn prefix(skips: &Skips, len: usize) -> BlockSet {
-    let c = skips.p().div_ceil(len);
-    let t = if c <= 1 {
-        0
-    } else {
-        (usize::BITS - (c - 1).leading_zeros()) as usize
-    };
+    let p = skips.p();
+    let t = (len.leading_zeros() - p.leading_zeros()) as usize;
+    let t = t + usize::from(p > len << t);
     BlockSet::up_to(skips.q() - t)
 }
 

@@ -1,6 +1,12 @@
 //! The rounds of an n-block broadcast from any root (Alg. 6).
 
+use std::borrow::Cow;
+
+use super::skips::{add_mod, sub_mod};
 use super::{recv_schedule, send_schedule, PhaseBlocks, ScheduleError, ScheduleTable, Skips};
+
+/// Largest number of blocks of a broadcast (2^48).
+pub const MAX_BLOCKS: usize = 1 << 48;
 
 /// Number of rounds of an n-block broadcast on p ranks: n − 1 + q, and 0 for p = 1 (nothing
 /// to send).
@@ -8,6 +14,10 @@ pub fn rounds_count(p: usize, n: usize) -> Result<usize, ScheduleError> {
     let skips = Skips::new(p)?;
     if n == 0 {
         return Err(ScheduleError::ZeroBlocks);
+    }
+    // Block arithmetic is done in i64 with room for a phase of offsets.
+    if n > MAX_BLOCKS {
+        return Err(ScheduleError::TooManyBlocks { n });
     }
     Ok(if p == 1 { 0 } else { n - 1 + skips.q() })
 }
@@ -80,7 +90,7 @@ impl Schedule {
 
     /// `(rank − root) mod p`: the rank this schedule plays in a broadcast from 0.
     pub fn virtual_rank(&self) -> usize {
-        (self.rank + self.p() - self.root) % self.p()
+        sub_mod(self.rank, self.root, self.p())
     }
 
     /// The per-phase receive array (q entries).
@@ -95,7 +105,12 @@ impl Schedule {
 
     /// The n − 1 + q rounds of broadcasting n blocks (none for p = 1).
     pub fn rounds(&self, n: usize) -> Result<Rounds<'_>, ScheduleError> {
-        Rounds::new(self, n)
+        Rounds::new(Cow::Borrowed(self), n)
+    }
+
+    /// [`Schedule::rounds`] as an iterator that owns the schedule (no borrow to keep alive).
+    pub fn into_rounds(self, n: usize) -> Result<Rounds<'static>, ScheduleError> {
+        Rounds::new(Cow::Owned(self), n)
     }
 }
 
@@ -106,7 +121,7 @@ fn virtual_rank(p: usize, rank: usize, root: usize) -> Result<usize, ScheduleErr
     if root >= p {
         return Err(ScheduleError::RootOutOfRange { root, p });
     }
-    Ok((rank + p - root) % p)
+    Ok(sub_mod(rank, root, p))
 }
 
 /// One round of a broadcast as seen by one rank: in parallel it sends block `send` to `to` and
@@ -131,7 +146,7 @@ pub struct Round {
 /// more than once: count arrivals, not distinct blocks.
 #[derive(Clone, Debug)]
 pub struct Rounds<'a> {
-    schedule: &'a Schedule,
+    schedule: Cow<'a, Schedule>,
     n: usize,
     x: usize,
     next: usize,
@@ -139,7 +154,7 @@ pub struct Rounds<'a> {
 }
 
 impl<'a> Rounds<'a> {
-    fn new(schedule: &'a Schedule, n: usize) -> Result<Rounds<'a>, ScheduleError> {
+    fn new(schedule: Cow<'a, Schedule>, n: usize) -> Result<Rounds<'a>, ScheduleError> {
         let total = rounds_count(schedule.p(), n)?;
         let q = schedule.q();
         let x = if q == 0 { 0 } else { (q - (n - 1) % q) % q };
@@ -169,16 +184,16 @@ impl Iterator for Rounds<'_> {
         }
         let i = self.next;
         self.next += 1;
-        let s = self.schedule;
+        let s = &*self.schedule;
         let (p, k) = (s.p(), i % s.q());
         let skip = s.skips.get(k);
         let v = s.virtual_rank();
-        let to_v = (v + skip) % p;
-        let from_v = (v + p - skip) % p;
+        let to_v = add_mod(v, skip, p);
+        let from_v = sub_mod(v, skip, p);
         Some(Round {
             index: i - self.x,
-            to: (to_v + s.root) % p,
-            from: (from_v + s.root) % p,
+            to: add_mod(to_v, s.root, p),
+            from: add_mod(from_v, s.root, p),
             send: if to_v == 0 {
                 None
             } else {

@@ -62,6 +62,24 @@ impl std::fmt::Debug for Skips {
     }
 }
 
+/// (a + b) mod p for a, b < p, without overflow for any p.
+pub(crate) fn add_mod(a: usize, b: usize, p: usize) -> usize {
+    if a < p - b {
+        a + b
+    } else {
+        a - (p - b)
+    }
+}
+
+/// (a − b) mod p for a, b < p.
+pub(crate) fn sub_mod(a: usize, b: usize, p: usize) -> usize {
+    if a >= b {
+        a - b
+    } else {
+        a + (p - b)
+    }
+}
+
 /// ⌈log₂ p⌉ for p ≥ 1.
 fn ceil_log2(p: usize) -> usize {
     if p <= 1 {

@@ -106,13 +106,25 @@ pub fn verify(
     send: &[i32],
     block_counts: &[usize],
 ) -> Result<(), Violation> {
+    verify_with_threads(p, recv, send, block_counts, 1)
+}
+
+/// [`verify`] with the simulations of the different block counts spread over up to `threads`
+/// scoped threads (large p). Reports the violation of the smallest failing block count.
+pub fn verify_with_threads(
+    p: usize,
+    recv: &[i32],
+    send: &[i32],
+    block_counts: &[usize],
+    threads: usize,
+) -> Result<(), Violation> {
     let skips = Skips::new(p).map_err(|_| Violation::ZeroRanks)?;
     let q = skips.q();
     for (what, array) in [("recv", recv), ("send", send)] {
-        if array.len() != p * q {
+        if Some(array.len()) != p.checked_mul(q) {
             return Err(Violation::Shape {
                 what,
-                expected: p * q,
+                expected: p.saturating_mul(q),
                 found: array.len(),
             });
         }
@@ -127,7 +139,8 @@ pub fn verify(
         let skip = skips.get(k);
         let (recv_k, send_k) = (&recv[k * p..][..p], &send[k * p..][..p]);
         for (r, &sent) in send_k.iter().enumerate() {
-            let target = (r + skip) % p;
+            // (r + skip) mod p without a division per entry.
+            let target = if r + skip < p { r + skip } else { r + skip - p };
             if sent != recv_k[target] {
                 return Err(Violation::Agreement {
                     rank: r,
@@ -139,12 +152,38 @@ pub fn verify(
             }
         }
     }
-    for &n in block_counts {
-        if n > 0 {
-            simulate(&skips, &recv, &send, n)?;
-        }
+    let mut ns: Vec<usize> = block_counts.iter().copied().filter(|&n| n > 0).collect();
+    ns.sort_unstable();
+    let threads = threads.clamp(1, ns.len().max(1));
+    if threads == 1 {
+        return ns
+            .iter()
+            .try_for_each(|&n| simulate(&skips, &recv, &send, n));
     }
-    Ok(())
+    // Largest n first: it takes longest.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut verdicts: Vec<(usize, Result<(), Violation>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(&n) = ns.iter().rev().nth(i) else {
+                            return out;
+                        };
+                        out.push((n, simulate(&skips, &recv, &send, n)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    verdicts.sort_by_key(|(n, _)| *n);
+    verdicts.into_iter().try_for_each(|(_, v)| v)
 }
 
 fn transpose(rank_major: &[i32], p: usize, q: usize) -> Vec<i32> {
@@ -174,9 +213,11 @@ fn simulate(skips: &Skips, recv: &[i32], send: &[i32], n: usize) -> Result<(), V
         let skip = skips.get(k);
         let (recv_k, send_k) = (&recv[k * p..][..p], &send[k * p..][..p]);
         // Every send is checked against the holdings before the round.
+        // The rank whose target is the root sends nothing.
+        let to_root = p - skip;
         for (r, &e) in send_k.iter().enumerate() {
             let block = e as i64 + offset;
-            if block < 0 || (r + skip) % p == 0 {
+            if block < 0 || r == to_root {
                 continue;
             }
             let block = block.min(last) as usize;

@@ -1,6 +1,6 @@
 //! Inputs for simulated runs and the results the definition of each collective demands.
 
-use crate::plan::{displacements, Dtype, Problem, ReduceOp, Reduction};
+use crate::plan::{Dtype, Problem, ReduceOp, Reduction};
 
 /// A deterministic byte for (rank, index): distinct enough that a misplaced byte shows.
 fn mix(rank: usize, i: usize, salt: u64) -> u64 {
@@ -149,9 +149,4 @@ pub fn expected(problem: &Problem, rank: usize, sends: &[Vec<u8>]) -> Option<Vec
             }
         }
     }
-}
-
-/// Byte offsets of the blocks in an allgatherv result (re-exported for tests).
-pub fn allgatherv_offsets(counts: &[usize]) -> Vec<usize> {
-    displacements(counts)
 }

@@ -1,0 +1,322 @@
+//! Reading benchmark CSV files: the columns written by `circulant bench` and by the MPI peer
+//! benchmark (benches/peers/mpi_coll.c), plus `#` comment lines, one of which may carry the
+//! α and β measured in the run.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// The columns every benchmark CSV file has, in the order the writers use.
+pub const COLUMNS: [&str; 10] = [
+    "library",
+    "op",
+    "algorithm",
+    "distribution",
+    "p",
+    "bytes",
+    "total_bytes",
+    "reps",
+    "min_s",
+    "median_s",
+];
+
+/// The comment line prefix that carries the run's measured α and β.
+pub const ALPHA_BETA_PREFIX: &str = "alpha_s=";
+
+/// One measured row: a collective at one size, timed by one library and algorithm.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Record {
+    pub library: String,
+    pub op: String,
+    pub algorithm: String,
+    pub distribution: String,
+    pub p: u64,
+    pub bytes: u64,
+    pub total_bytes: u64,
+    pub reps: u64,
+    pub min_s: f64,
+    pub median_s: f64,
+    /// Where the row came from, for messages about it.
+    #[serde(skip)]
+    pub origin: Origin,
+}
+
+/// A file and 1-based line number.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Origin {
+    pub file: PathBuf,
+    pub line: usize,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.file.display(), self.line)
+    }
+}
+
+/// The parameters of the α-β cost model: a message of m bytes costs α + βm seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct AlphaBeta {
+    pub alpha_s: f64,
+    pub beta_s_per_byte: f64,
+}
+
+impl AlphaBeta {
+    /// Checks that both parameters are finite and non-negative.
+    pub fn new(alpha_s: f64, beta_s_per_byte: f64) -> Option<Self> {
+        let ok = |v: f64| v.is_finite() && v >= 0.0;
+        (ok(alpha_s) && ok(beta_s_per_byte)).then_some(Self {
+            alpha_s,
+            beta_s_per_byte,
+        })
+    }
+}
+
+impl AlphaBeta {
+    /// The comment line (without newline) that carries α and β in a benchmark CSV file.
+    pub fn comment(&self) -> String {
+        format!(
+            "# {ALPHA_BETA_PREFIX}{:e} beta_s_per_byte={:e}",
+            self.alpha_s, self.beta_s_per_byte
+        )
+    }
+}
+
+/// The header line (without newline) of a benchmark CSV file.
+pub fn header() -> String {
+    COLUMNS.join(",")
+}
+
+impl Record {
+    /// The row as a CSV line (without newline) in the order of [`COLUMNS`], times in seconds
+    /// to the nanosecond like the peer benchmark. Names must not contain commas.
+    pub fn csv_line(&self) -> String {
+        format!(
+            "{},{},{},{},{},{},{},{},{:.9},{:.9}",
+            self.library,
+            self.op,
+            self.algorithm,
+            self.distribution,
+            self.p,
+            self.bytes,
+            self.total_bytes,
+            self.reps,
+            self.min_s,
+            self.median_s
+        )
+    }
+}
+
+/// The contents of one benchmark CSV file.
+#[derive(Clone, Debug, Default)]
+pub struct Measurements {
+    pub records: Vec<Record>,
+    /// α and β from a `# alpha_s=... beta_s_per_byte=...` comment, with the line it was on.
+    pub alpha_beta: Option<(AlphaBeta, Origin)>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CsvError {
+    #[error("cannot read {}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: no header line (expected the columns {})", path.display(), COLUMNS.join(","))]
+    NoHeader { path: PathBuf },
+    #[error("{at}: the header has no column `{column}` (expected the columns {})", COLUMNS.join(","))]
+    MissingColumn { at: Origin, column: &'static str },
+    #[error("{at}: the header names column `{column}` twice")]
+    DuplicateColumn { at: Origin, column: String },
+    #[error("{at}: {found} fields, but the header has {expected} columns")]
+    FieldCount {
+        at: Origin,
+        expected: usize,
+        found: usize,
+    },
+    #[error("{at}: column `{column}`: `{value}` is not {expected}")]
+    BadValue {
+        at: Origin,
+        column: &'static str,
+        value: String,
+        expected: &'static str,
+    },
+    #[error("{at}: column `{column}` is empty")]
+    EmptyField { at: Origin, column: &'static str },
+    #[error(
+        "{at}: malformed α-β comment `{text}` (expected `# alpha_s=<seconds> beta_s_per_byte=<seconds per byte>`)"
+    )]
+    BadAlphaBeta { at: Origin, text: String },
+    #[error("{at}: a second α-β comment (the first is at line {first})")]
+    SecondAlphaBeta { at: Origin, first: usize },
+}
+
+/// Reads and parses one benchmark CSV file.
+pub fn read_file(path: &Path) -> Result<Measurements, CsvError> {
+    let text = std::fs::read_to_string(path).map_err(|source| CsvError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(path, &text)
+}
+
+/// Parses the text of a benchmark CSV file; `path` names it in errors.
+///
+/// The header may order the columns freely and may have more columns than [`COLUMNS`]; the
+/// extra ones are ignored. Blank lines and `#` comments are skipped anywhere.
+pub fn parse(path: &Path, text: &str) -> Result<Measurements, CsvError> {
+    let mut out = Measurements::default();
+    let mut header: Option<(Vec<usize>, usize)> = None;
+    for (index, raw) in text.lines().enumerate() {
+        let at = Origin {
+            file: path.to_path_buf(),
+            line: index + 1,
+        };
+        let line = raw.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(comment) = line.strip_prefix('#') {
+            if let Some(ab) = parse_alpha_beta(comment.trim(), &at)? {
+                if let Some((_, first)) = &out.alpha_beta {
+                    return Err(CsvError::SecondAlphaBeta {
+                        at,
+                        first: first.line,
+                    });
+                }
+                out.alpha_beta = Some((ab, at));
+            }
+            continue;
+        }
+        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+        match &header {
+            None => header = Some((column_positions(&fields, &at)?, fields.len())),
+            Some((positions, width)) => {
+                if fields.len() != *width {
+                    return Err(CsvError::FieldCount {
+                        at,
+                        expected: *width,
+                        found: fields.len(),
+                    });
+                }
+                out.records.push(parse_record(&fields, positions, at)?);
+            }
+        }
+    }
+    if header.is_none() {
+        return Err(CsvError::NoHeader {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(out)
+}
+
+/// For each of [`COLUMNS`], its position in the header.
+fn column_positions(fields: &[&str], at: &Origin) -> Result<Vec<usize>, CsvError> {
+    for (i, name) in fields.iter().enumerate() {
+        if fields[..i].contains(name) {
+            return Err(CsvError::DuplicateColumn {
+                at: at.clone(),
+                column: (*name).to_string(),
+            });
+        }
+    }
+    COLUMNS
+        .iter()
+        .map(|column| {
+            fields
+                .iter()
+                .position(|f| f == column)
+                .ok_or_else(|| CsvError::MissingColumn {
+                    at: at.clone(),
+                    column,
+                })
+        })
+        .collect()
+}
+
+fn parse_record(fields: &[&str], positions: &[usize], at: Origin) -> Result<Record, CsvError> {
+    let get = |i: usize| fields[positions[i]];
+    let text = |i: usize| -> Result<String, CsvError> {
+        let v = get(i);
+        if v.is_empty() {
+            Err(CsvError::EmptyField {
+                at: at.clone(),
+                column: COLUMNS[i],
+            })
+        } else {
+            Ok(v.to_string())
+        }
+    };
+    let int = |i: usize| -> Result<u64, CsvError> {
+        get(i).parse::<u64>().map_err(|_| CsvError::BadValue {
+            at: at.clone(),
+            column: COLUMNS[i],
+            value: get(i).to_string(),
+            expected: "a non-negative integer",
+        })
+    };
+    let seconds = |i: usize| -> Result<f64, CsvError> {
+        match get(i).parse::<f64>() {
+            Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+            _ => Err(CsvError::BadValue {
+                at: at.clone(),
+                column: COLUMNS[i],
+                value: get(i).to_string(),
+                expected: "a finite non-negative number of seconds",
+            }),
+        }
+    };
+    let p = int(4)?;
+    if p == 0 {
+        return Err(CsvError::BadValue {
+            at,
+            column: "p",
+            value: "0".into(),
+            expected: "a rank count of at least 1",
+        });
+    }
+    Ok(Record {
+        library: text(0)?,
+        op: text(1)?,
+        algorithm: text(2)?,
+        distribution: text(3)?,
+        p,
+        bytes: int(5)?,
+        total_bytes: int(6)?,
+        reps: int(7)?,
+        min_s: seconds(8)?,
+        median_s: seconds(9)?,
+        origin: at,
+    })
+}
+
+/// Parses `alpha_s=<f64> beta_s_per_byte=<f64>`; other comments give `None`.
+fn parse_alpha_beta(comment: &str, at: &Origin) -> Result<Option<AlphaBeta>, CsvError> {
+    if !comment.starts_with(ALPHA_BETA_PREFIX) {
+        return Ok(None);
+    }
+    let bad = || CsvError::BadAlphaBeta {
+        at: at.clone(),
+        text: comment.to_string(),
+    };
+    let mut alpha = None;
+    let mut beta = None;
+    for word in comment.split_whitespace() {
+        let (key, value) = word.split_once('=').ok_or_else(bad)?;
+        let slot = match key {
+            "alpha_s" => &mut alpha,
+            "beta_s_per_byte" => &mut beta,
+            _ => return Err(bad()),
+        };
+        if slot.is_some() {
+            return Err(bad());
+        }
+        *slot = Some(value.parse::<f64>().map_err(|_| bad())?);
+    }
+    match (alpha, beta) {
+        (Some(a), Some(b)) => AlphaBeta::new(a, b).map(Some).ok_or_else(bad),
+        _ => Err(bad()),
+    }
+}

@@ -1,0 +1,67 @@
+//! `circulant bench --compare FILE...`.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use circulant::bench::{self, AlphaBeta, Comparison, Statistic};
+
+use super::Args;
+use crate::cli::CliResult;
+
+#[derive(Debug, thiserror::Error)]
+enum CompareError {
+    #[error("--alpha {alpha} and --beta {beta} must be finite and non-negative")]
+    BadModel { alpha: f64, beta: f64 },
+    #[error("cannot write {}", path.display())]
+    Write {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+pub fn run(args: Args) -> CliResult {
+    let model = match (args.alpha, args.beta) {
+        (Some(alpha), Some(beta)) => {
+            Some(AlphaBeta::new(alpha, beta).ok_or(CompareError::BadModel { alpha, beta })?)
+        }
+        _ => None,
+    };
+    let files = args
+        .compare
+        .iter()
+        .map(|path| bench::read_file(path))
+        .collect::<Result<Vec<_>, _>>()?;
+    let cmp = Comparison::build(&files, &args.reference, model)?;
+    let stat = if args.median {
+        Statistic::Median
+    } else {
+        Statistic::Min
+    };
+
+    if let Some(path) = &args.csv {
+        std::fs::write(path, bench::render_csv(&cmp)).map_err(|source| CompareError::Write {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    let charts = bench::write_charts(&cmp, stat, &args.out)?;
+
+    let mut stdout = std::io::stdout().lock();
+    let printed = if args.json {
+        writeln!(stdout, "{}", serde_json::to_string(&cmp)?)
+    } else {
+        let mut text = bench::render_table(&cmp, stat);
+        text.push_str(&format!(
+            "\n{} charts written to {}\n",
+            charts.len(),
+            args.out.display()
+        ));
+        write!(stdout, "{text}")
+    };
+    match printed {
+        // A closed pipe (e.g. `| head`) is not a failure of the report.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(ExitCode::SUCCESS),
+    }
+}

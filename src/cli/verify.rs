@@ -1,0 +1,131 @@
+//! `circulant verify`: the verifier on the schedules of every p in a range, on all cores.
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use circulant::schedule::verify::{block_counts, verify_with_threads};
+use circulant::schedule::{recv_schedule, send_schedule, ScheduleTable};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::{Algorithm, CliResult};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Check every p from --min-p up to this.
+    #[arg(long, value_name = "N")]
+    max_p: usize,
+    /// First p to check.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    min_p: usize,
+    /// Schedule construction.
+    #[arg(long, value_enum, default_value_t = Algorithm::Circulant)]
+    algorithm: Algorithm,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum RangeError {
+    #[error("--min-p must be at least 1")]
+    ZeroMinP,
+    #[error("--max-p {max} is below --min-p {min}: nothing to check")]
+    Empty { min: usize, max: usize },
+}
+
+pub fn run(args: Args) -> CliResult {
+    let Algorithm::Circulant = args.algorithm;
+    if args.min_p == 0 {
+        return Err(RangeError::ZeroMinP.into());
+    }
+    if args.max_p < args.min_p {
+        return Err(RangeError::Empty {
+            min: args.min_p,
+            max: args.max_p,
+        }
+        .into());
+    }
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let (lo, hi) = (args.min_p, args.max_p);
+    let count = hi - lo + 1;
+    // Fewer p than threads (a single large p): the threads share the work of each p instead.
+    let inner = (jobs / count).max(1);
+    let jobs = jobs.min(count);
+    // Progress is weighted by p, which tracks the work far better than the count of p.
+    let weight = ((lo as u128 + hi as u128) * count as u128 / 2).min(u64::MAX as u128) as u64;
+    let bar = ProgressBar::new(weight);
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {percent}% {msg} (eta {eta})")
+            .map_or_else(
+                |_| ProgressStyle::default_bar(),
+                |s| s.progress_chars("=> "),
+            ),
+    );
+    let started = Instant::now();
+    // Largest p first, so the workers finish together.
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let failures = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= count {
+                    break;
+                }
+                let p = hi - i;
+                if let Err(reason) = check(p, inner) {
+                    bar.println(format!("p = {p}: {reason}"));
+                    if let Ok(mut f) = failures.lock() {
+                        f.push(p);
+                    }
+                }
+                let d = done.fetch_add(1, Ordering::Relaxed) + 1;
+                bar.set_message(format!("{d}/{count} p"));
+                bar.inc(p as u64);
+            });
+        }
+    });
+    bar.finish_and_clear();
+    let failed = failures.lock().map_or(0, |f| f.len());
+    eprintln!(
+        "verified p = {lo}..={hi} with {} threads in {:.1} s",
+        jobs * inner,
+        started.elapsed().as_secs_f64()
+    );
+    println!("{} passed, {failed} failed", count - failed);
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Verifies the table of p ranks, and that a spread of its rows equals what one rank computes
+/// alone (Alg. 4, 5), which is what `Schedule::new` uses.
+fn check(p: usize, threads: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let table = ScheduleTable::with_threads(p, threads)?;
+    verify_with_threads(
+        p,
+        table.recv_flat(),
+        table.send_flat(),
+        &block_counts(table.q()),
+        threads,
+    )?;
+    let skips = table.skips();
+    let samples = 16.min(p);
+    for r in (0..samples).map(|i| i * p / samples).chain([p - 1]) {
+        if table.recv(r) != &*recv_schedule(skips, r) || table.send(r) != &*send_schedule(skips, r)
+        {
+            return Err(
+                format!("rank {r}: the table row differs from the per-rank schedule").into(),
+            );
+        }
+    }
+    Ok(())
+}
