@@ -5,13 +5,14 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod demo;
 mod info;
 mod model;
-mod schedule;
-mod verify;
 mod pmi_check;
 mod run;
+mod schedule;
 mod selftest;
+mod verify;
 
 /// Errors of a subcommand, reported by `main` with their causes.
 pub type CliResult = Result<ExitCode, Box<dyn std::error::Error>>;
@@ -33,6 +34,8 @@ enum Command {
     Info(info::Args),
     /// Benchmark report: side-by-side tables, ratios, α-β bounds and plots from CSV files.
     Bench(bench::Args),
+    /// Start 4 local ranks and show broadcast and allgatherv with every algorithm, checked and timed.
+    Demo(demo::Args),
     /// Rounds and α-β time of every algorithm for a collective, and the lower bound.
     Model(model::Args),
     /// Per-phase receive/send schedules of every rank (root 0), as a table or JSON.
@@ -51,6 +54,7 @@ pub fn run(cli: Cli) -> CliResult {
     match cli.command {
         Command::Info(args) => info::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Demo(args) => demo::run(args),
         Command::Model(args) => model::run(args),
         Command::Schedule(args) => schedule::run(args),
         Command::Verify(args) => verify::run(args),

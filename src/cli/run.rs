@@ -27,6 +27,10 @@ pub struct Args {
     /// Prefix every line of output with `[rank] `.
     #[arg(long)]
     tag_output: bool,
+    /// When a rank fails, let the others run to their own end instead of stopping them (the
+    /// job still fails, naming the first failing rank).
+    #[arg(long)]
+    keep_going: bool,
     /// The program and its arguments.
     #[arg(
         required = true,
@@ -52,6 +56,7 @@ pub fn run(args: Args) -> CliResult {
     spec.timeout = args.timeout;
     spec.tag_output = args.tag_output;
     spec.grace = args.grace;
+    spec.keep_going = args.keep_going;
     if let Some(provider) = args.provider {
         spec.env.push(("FI_PROVIDER".into(), provider.into()));
     }

@@ -73,14 +73,20 @@ pub fn run(args: Args) -> CliResult {
     if wanted("bcast") {
         for &bytes in sizes {
             for &root in &roots {
-                cases.push((format!("bcast {bytes} B root {root}"), Problem::Broadcast { p, root, bytes }));
+                cases.push((
+                    format!("bcast {bytes} B root {root}"),
+                    Problem::Broadcast { p, root, bytes },
+                ));
             }
         }
     }
     if wanted("allgather") {
         for &bytes in sizes {
             let block = bytes.div_ceil(p);
-            cases.push((format!("allgather {block} B/rank"), Problem::Allgather { p, block }));
+            cases.push((
+                format!("allgather {block} B/rank"),
+                Problem::Allgather { p, block },
+            ));
         }
     }
     if wanted("allgatherv") {
@@ -88,7 +94,10 @@ pub fn run(args: Args) -> CliResult {
             for dist in Distribution::ALL {
                 let c = dist.base_for_total(p, bytes);
                 let counts = dist.counts(p, c);
-                cases.push((format!("allgatherv {dist} c={c}"), Problem::Allgatherv { counts }));
+                cases.push((
+                    format!("allgatherv {dist} c={c}"),
+                    Problem::Allgatherv { counts },
+                ));
             }
         }
     }
@@ -103,17 +112,40 @@ pub fn run(args: Args) -> CliResult {
             let bytes = bytes / size * size;
             let tag = format!("{} {:?} {bytes} B", reduction.op, reduction.dtype);
             if wanted("allreduce") {
-                cases.push((format!("allreduce {tag}"), Problem::Allreduce { p, reduction, bytes }));
+                cases.push((
+                    format!("allreduce {tag}"),
+                    Problem::Allreduce {
+                        p,
+                        reduction,
+                        bytes,
+                    },
+                ));
             }
             if wanted("reduce") {
                 for &root in &roots {
-                    cases.push((format!("reduce {tag} root {root}"), Problem::Reduce { p, root, reduction, bytes }));
+                    cases.push((
+                        format!("reduce {tag} root {root}"),
+                        Problem::Reduce {
+                            p,
+                            root,
+                            reduction,
+                            bytes,
+                        },
+                    ));
                 }
             }
             for exclusive in [false, true] {
                 let op = if exclusive { "exscan" } else { "scan" };
                 if wanted(op) {
-                    cases.push((format!("{op} {tag}"), Problem::Scan { p, reduction, bytes, exclusive }));
+                    cases.push((
+                        format!("{op} {tag}"),
+                        Problem::Scan {
+                            p,
+                            reduction,
+                            bytes,
+                            exclusive,
+                        },
+                    ));
                 }
             }
         }
@@ -122,14 +154,23 @@ pub fn run(args: Args) -> CliResult {
         let block = bytes.div_ceil(p).min(64 << 10);
         for &root in &roots {
             if wanted("gather") {
-                cases.push((format!("gather {block} B root {root}"), Problem::Gather { p, root, block }));
+                cases.push((
+                    format!("gather {block} B root {root}"),
+                    Problem::Gather { p, root, block },
+                ));
             }
             if wanted("scatter") {
-                cases.push((format!("scatter {block} B root {root}"), Problem::Scatter { p, root, block }));
+                cases.push((
+                    format!("scatter {block} B root {root}"),
+                    Problem::Scatter { p, root, block },
+                ));
             }
         }
         if wanted("alltoall") {
-            cases.push((format!("alltoall {block} B"), Problem::Alltoall { p, block }));
+            cases.push((
+                format!("alltoall {block} B"),
+                Problem::Alltoall { p, block },
+            ));
         }
     }
 
@@ -150,11 +191,17 @@ pub fn run(args: Args) -> CliResult {
                 }
                 Ok(Some(wrong)) => {
                     tally.failed += 1;
-                    println!("FAIL rank {rank}: {} [{}]: {wrong}", case.name, case.algorithm);
+                    println!(
+                        "FAIL rank {rank}: {} [{}]: {wrong}",
+                        case.name, case.algorithm
+                    );
                 }
                 Err(err) => {
                     tally.failed += 1;
-                    println!("FAIL rank {rank}: {} [{}]: {err}", case.name, case.algorithm);
+                    println!(
+                        "FAIL rank {rank}: {} [{}]: {err}",
+                        case.name, case.algorithm
+                    );
                     // The communicator is unusable after an error.
                     break 'cases;
                 }
@@ -179,10 +226,18 @@ pub fn run(args: Args) -> CliResult {
                 );
                 println!("{passed} passed, {failed} failed");
             }
-            Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+            Ok(if failed == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
         }
         None => {
-            println!("rank {rank}: {} passed, {} failed", tally.passed, tally.failed.max(1));
+            println!(
+                "rank {rank}: {} passed, {} failed",
+                tally.passed,
+                tally.failed.max(1)
+            );
             Ok(ExitCode::FAILURE)
         }
     }
@@ -209,14 +264,20 @@ fn check(comm: &mut Communicator, case: &Case) -> Result<Option<String>, CommErr
                 comm.bcast_using(&mut buf, *root, choice)?;
                 Ok(compare(buf.bytes(), &expected))
             } else {
-                let mut buf = if rank == *root { expected.clone() } else { vec![0u8; *bytes] };
+                let mut buf = if rank == *root {
+                    expected.clone()
+                } else {
+                    vec![0u8; *bytes]
+                };
                 comm.bcast_using(&mut buf[..], *root, choice)?;
                 Ok(compare(&buf, &expected))
             }
         }
         Problem::Allgather { block, .. } => {
             let send: Vec<u8> = (0..*block).map(|k| pattern(rank, k)).collect();
-            let expected: Vec<u8> = (0..p).flat_map(|r| (0..*block).map(move |k| pattern(r, k))).collect();
+            let expected: Vec<u8> = (0..p)
+                .flat_map(|r| (0..*block).map(move |k| pattern(r, k)))
+                .collect();
             let mut recv = comm.alloc(p * block)?;
             comm.allgather_using(&send[..], &mut recv, choice)?;
             Ok(compare(&recv, &expected))
@@ -236,21 +297,45 @@ fn check(comm: &mut Communicator, case: &Case) -> Result<Option<String>, CommErr
                 .collect();
             let mut recv = comm.alloc(expected.len())?;
             comm.allgatherv_using(&send_buf, &mut recv, counts, choice)?;
-            Ok(compare(&recv, &expected))
+            if let Some(wrong) = compare(&recv, &expected) {
+                return Ok(Some(wrong));
+            }
+            // In place: the contribution already at its place in the receive buffer.
+            let mut in_place = comm.alloc(expected.len())?;
+            let offset: usize = counts[..rank].iter().sum();
+            in_place[offset..offset + counts[rank]].copy_from_slice(&send_buf);
+            comm.allgatherv_in_place_using(&mut in_place, counts, choice)?;
+            Ok(compare(&in_place, &expected).map(|w| format!("in place: {w}")))
         }
-        Problem::Allreduce { reduction, bytes, .. } => {
+        Problem::Allreduce {
+            reduction, bytes, ..
+        } => {
             let (send, expected) = reduction_data(*reduction, *bytes, rank, p, |_| true);
             let mut recv = vec![0u8; *bytes];
             comm.allreduce_bytes(&send[..], &mut recv[..], *reduction, choice)?;
             Ok(compare(&recv, &expected))
         }
-        Problem::Reduce { root, reduction, bytes, .. } => {
+        Problem::Reduce {
+            root,
+            reduction,
+            bytes,
+            ..
+        } => {
             let (send, expected) = reduction_data(*reduction, *bytes, rank, p, |_| true);
             let mut recv = vec![0u8; *bytes];
             comm.reduce_bytes(&send[..], &mut recv[..], *reduction, *root, choice)?;
-            Ok(if rank == *root { compare(&recv, &expected) } else { None })
+            Ok(if rank == *root {
+                compare(&recv, &expected)
+            } else {
+                None
+            })
         }
-        Problem::Scan { reduction, bytes, exclusive, .. } => {
+        Problem::Scan {
+            reduction,
+            bytes,
+            exclusive,
+            ..
+        } => {
             let upto = if *exclusive { rank } else { rank + 1 };
             let (send, expected) = reduction_data(*reduction, *bytes, rank, p, |r| r < upto);
             let sentinel = 0xa5u8;
@@ -266,26 +351,40 @@ fn check(comm: &mut Communicator, case: &Case) -> Result<Option<String>, CommErr
             let send: Vec<u8> = (0..*block).map(|k| pattern(rank, k)).collect();
             let mut recv = vec![0u8; if rank == *root { p * block } else { 0 }];
             comm.gather_using(&send[..], &mut recv[..], *root, choice)?;
-            let expected: Vec<u8> = (0..p).flat_map(|r| (0..*block).map(move |k| pattern(r, k))).collect();
-            Ok(if rank == *root { compare(&recv, &expected) } else { None })
+            let expected: Vec<u8> = (0..p)
+                .flat_map(|r| (0..*block).map(move |k| pattern(r, k)))
+                .collect();
+            Ok(if rank == *root {
+                compare(&recv, &expected)
+            } else {
+                None
+            })
         }
         Problem::Scatter { root, block, .. } => {
             let send: Vec<u8> = if rank == *root {
-                (0..p * block).map(|k| pattern(k / block.max(&1), k)).collect()
+                (0..p * block)
+                    .map(|k| pattern(k / block.max(&1), k))
+                    .collect()
             } else {
                 Vec::new()
             };
             let mut recv = vec![0u8; *block];
             comm.scatter_using(&send[..], &mut recv[..], *root, choice)?;
-            let expected: Vec<u8> = (rank * block..(rank + 1) * block).map(|k| pattern(rank, k)).collect();
+            let expected: Vec<u8> = (rank * block..(rank + 1) * block)
+                .map(|k| pattern(rank, k))
+                .collect();
             Ok(compare(&recv, &expected))
         }
         Problem::Alltoall { block, .. } => {
             // Block j of rank i holds pattern(i * p + j, ...).
-            let send: Vec<u8> = (0..p).flat_map(|j| (0..*block).map(move |k| pattern(rank * p + j, k))).collect();
+            let send: Vec<u8> = (0..p)
+                .flat_map(|j| (0..*block).map(move |k| pattern(rank * p + j, k)))
+                .collect();
             let mut recv = vec![0u8; p * block];
             comm.alltoall_using(&send[..], &mut recv[..], choice)?;
-            let expected: Vec<u8> = (0..p).flat_map(|i| (0..*block).map(move |k| pattern(i * p + rank, k))).collect();
+            let expected: Vec<u8> = (0..p)
+                .flat_map(|i| (0..*block).map(move |k| pattern(i * p + rank, k)))
+                .collect();
             Ok(compare(&recv, &expected))
         }
         Problem::Intergroup { .. } => Ok(None),

@@ -17,6 +17,23 @@ impl Buffer {
     pub(crate) fn new(mem: RegisteredMemory, len: usize) -> Self {
         Buffer { mem, len }
     }
+
+    /// Bytes registered: the most [`Self::set_len`] accepts.
+    pub fn capacity(&self) -> usize {
+        self.mem.len()
+    }
+
+    /// Changes the length the buffer presents (and collectives use) within its capacity, so
+    /// that one registration serves calls of different sizes. Returns false if `len` exceeds
+    /// the capacity (the length is then unchanged).
+    pub fn set_len(&mut self, len: usize) -> bool {
+        if len <= self.capacity() {
+            self.len = len;
+            true
+        } else {
+            false
+        }
+    }
 }
 
 impl Deref for Buffer {

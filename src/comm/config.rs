@@ -97,7 +97,11 @@ impl Config {
     pub fn model_for(&self, provider: &str) -> CostModel {
         let (alpha, beta) = match provider {
             "shm" => (1e-6, 1e-10),
-            p if p.starts_with("tcp") || p.starts_with("sockets") || p.starts_with("udp") || p.starts_with("net") => {
+            p if p.starts_with("tcp")
+                || p.starts_with("sockets")
+                || p.starts_with("udp")
+                || p.starts_with("net") =>
+            {
                 (2e-5, 4e-10)
             }
             _ => (2e-6, 1e-10),

@@ -25,7 +25,9 @@ mod config;
 use std::time::Duration;
 
 pub use buffer::{Buffer, Element, Payload, PayloadMut};
-pub use config::{Config, ConfigError, ALGORITHM_ENV, ALPHA_ENV, BETA_ENV, PROVIDER_ENV, TIMEOUT_ENV};
+pub use config::{
+    Config, ConfigError, ALGORITHM_ENV, ALPHA_ENV, BETA_ENV, PROVIDER_ENV, TIMEOUT_ENV,
+};
 
 use crate::bootstrap::{Bootstrap, BootstrapError};
 use crate::fabric::{FabricError, Hints, Info, RegisteredMemory};
@@ -235,13 +237,23 @@ impl Communicator {
         self.allgather_using(send, recv, Choice::Auto)
     }
 
-    pub fn allgather_using<S, R>(&mut self, send: &S, recv: &mut R, choice: Choice<'_>) -> Result<()>
+    pub fn allgather_using<S, R>(
+        &mut self,
+        send: &S,
+        recv: &mut R,
+        choice: Choice<'_>,
+    ) -> Result<()>
     where
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
         let (p, block) = (self.size(), send.bytes().len());
-        expect_len("allgather", "recv", recv.bytes().len(), p.checked_mul(block))?;
+        expect_len(
+            "allgather",
+            "recv",
+            recv.bytes().len(),
+            p.checked_mul(block),
+        )?;
         let problem = Problem::Allgather { p, block };
         self.run("allgather", problem, choice, Some(send), Some(recv), false)
     }
@@ -268,7 +280,10 @@ impl Communicator {
     {
         let op = "allgatherv";
         if counts.len() != self.size() {
-            return Err(argument(op, format!("{} counts for {} ranks", counts.len(), self.size())));
+            return Err(argument(
+                op,
+                format!("{} counts for {} ranks", counts.len(), self.size()),
+            ));
         }
         expect_len(op, "send", send.bytes().len(), Some(counts[self.rank()]))?;
         let total = counts.iter().try_fold(0usize, |a, &c| a.checked_add(c));
@@ -279,8 +294,75 @@ impl Communicator {
         self.run(op, problem, choice, Some(send), Some(recv), false)
     }
 
+    /// [`Self::allgatherv`] in place: this rank's contribution is already in `recv` at the sum
+    /// of the counts before it. On a registered [`Buffer`] nothing is copied at all.
+    pub fn allgatherv_in_place<R>(&mut self, recv: &mut R, counts: &[usize]) -> Result<()>
+    where
+        R: PayloadMut + ?Sized,
+    {
+        self.allgatherv_in_place_using(recv, counts, Choice::Auto)
+    }
+
+    pub fn allgatherv_in_place_using<R>(
+        &mut self,
+        recv: &mut R,
+        counts: &[usize],
+        choice: Choice<'_>,
+    ) -> Result<()>
+    where
+        R: PayloadMut + ?Sized,
+    {
+        let op = "allgatherv";
+        if counts.len() != self.size() {
+            return Err(argument(
+                op,
+                format!("{} counts for {} ranks", counts.len(), self.size()),
+            ));
+        }
+        let total = counts.iter().try_fold(0usize, |a, &c| a.checked_add(c));
+        expect_len(op, "recv", recv.bytes().len(), total)?;
+        let offset: usize = counts[..self.rank()].iter().sum();
+        let mine = (offset, counts[self.rank()]);
+        let problem = Problem::Allgatherv {
+            counts: counts.to_vec(),
+        };
+        self.run_in::<[u8], R>(op, problem, choice, None, Some(recv), false, Some(mine))
+    }
+
+    /// [`Self::allgather`] in place: this rank's block is already at its place in `recv`.
+    pub fn allgather_in_place<R>(&mut self, recv: &mut R) -> Result<()>
+    where
+        R: PayloadMut + ?Sized,
+    {
+        let p = self.size();
+        let len = recv.bytes().len();
+        if len % p != 0 {
+            return Err(argument(
+                "allgather",
+                format!("recv of {len} bytes is not {p} equal blocks"),
+            ));
+        }
+        let block = len / p;
+        let problem = Problem::Allgather { p, block };
+        let mine = (self.rank() * block, block);
+        self.run_in::<[u8], R>(
+            "allgather",
+            problem,
+            Choice::Auto,
+            None,
+            Some(recv),
+            false,
+            Some(mine),
+        )
+    }
+
     /// Every rank's `recv` = `op` over all ranks' `send`, elementwise.
-    pub fn allreduce<T: Element>(&mut self, send: &[T], recv: &mut [T], op: ReduceOp) -> Result<()> {
+    pub fn allreduce<T: Element>(
+        &mut self,
+        send: &[T],
+        recv: &mut [T],
+        op: ReduceOp,
+    ) -> Result<()> {
         let reduction = Reduction::new(T::DTYPE, op)?;
         let (send, recv) = (bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv));
         self.allreduce_bytes::<[u8], [u8]>(send, recv, reduction, Choice::Auto)
@@ -460,7 +542,10 @@ impl Communicator {
         let p = self.size();
         let len = send.bytes().len();
         if len % p != 0 {
-            return Err(argument("alltoall", format!("send of {len} bytes is not {p} equal blocks")));
+            return Err(argument(
+                "alltoall",
+                format!("send of {len} bytes is not {p} equal blocks"),
+            ));
         }
         expect_len("alltoall", "recv", recv.bytes().len(), Some(len))?;
         let problem = Problem::Alltoall { p, block: len / p };
@@ -491,7 +576,10 @@ impl Communicator {
         best.map(|(_, a)| a).ok_or_else(|| {
             CommError::Plan(PlanError::Unsupported {
                 algorithm: "any",
-                reason: format!("no algorithm implements {}", crate::plan::collective_name(problem)),
+                reason: format!(
+                    "no algorithm implements {}",
+                    crate::plan::collective_name(problem)
+                ),
             })
         })
     }
@@ -504,13 +592,34 @@ impl Communicator {
         problem: Problem,
         choice: Choice<'_>,
         send: Option<&S>,
-        mut recv: Option<&mut R>,
+        recv: Option<&mut R>,
         copy_in_recv: bool,
     ) -> Result<()>
     where
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
+        self.run_in(op, problem, choice, send, recv, copy_in_recv, None)
+    }
+
+    /// [`Self::run`], where `send_in_recv` = (offset, length) says the send data is that part
+    /// of the receive buffer (in place).
+    #[allow(clippy::too_many_arguments)]
+    fn run_in<S, R>(
+        &mut self,
+        op: &'static str,
+        problem: Problem,
+        choice: Choice<'_>,
+        send: Option<&S>,
+        mut recv: Option<&mut R>,
+        copy_in_recv: bool,
+        send_in_recv: Option<(usize, usize)>,
+    ) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        let copy_in_recv = copy_in_recv || send_in_recv.is_some();
         let algorithm = self.choose(&problem, choice)?;
         let plan = algorithm.rank_plan(self.rank())?;
         let need = plan.buffers;
@@ -525,7 +634,7 @@ impl Communicator {
 
         let send_bytes = send.map_or(&[][..], |s| s.bytes());
         let send_direct = send.and_then(|s| s.registered()).filter(|_| need.send > 0);
-        if send_direct.is_none() && need.send > 0 {
+        if send_direct.is_none() && need.send > 0 && send_in_recv.is_none() {
             ensure(&self.transport, &mut self.stage_send, need.send)?;
             if let Some(stage) = &self.stage_send {
                 stage.store(0, &send_bytes[..need.send.min(send_bytes.len())])?;
@@ -551,12 +660,6 @@ impl Communicator {
         }
 
         let stats = {
-            let send_view = match (send_direct, &self.stage_send) {
-                _ if need.send == 0 => None,
-                (Some(mem), _) => Some(View::prefix(mem, send_bytes.len())),
-                (None, Some(stage)) => Some(View::prefix(stage, need.send)),
-                (None, None) => None,
-            };
             let recv_view = if recv_len == 0 {
                 None
             } else if recv_direct {
@@ -565,6 +668,17 @@ impl Communicator {
                     .map(|m| View::prefix(m, recv_len))
             } else {
                 self.stage_recv.as_ref().map(|m| View::prefix(m, recv_len))
+            };
+            let send_view = match (send_in_recv, send_direct, &self.stage_send) {
+                _ if need.send == 0 => None,
+                (Some((offset, len)), _, _) => recv_view.map(|v| View {
+                    mem: v.mem,
+                    offset: v.offset + offset,
+                    len,
+                }),
+                (None, Some(mem), _) => Some(View::prefix(mem, send_bytes.len())),
+                (None, None, Some(stage)) => Some(View::prefix(stage, need.send)),
+                (None, None, None) => None,
             };
             let buffers = Buffers {
                 send: send_view,
@@ -613,7 +727,10 @@ fn argument(op: &'static str, what: String) -> CommError {
 fn expect_len(op: &'static str, which: &str, have: usize, want: Option<usize>) -> Result<()> {
     match want {
         Some(want) if want == have => Ok(()),
-        Some(want) => Err(argument(op, format!("the {which} buffer has {have} bytes, {want} expected"))),
+        Some(want) => Err(argument(
+            op,
+            format!("the {which} buffer has {have} bytes, {want} expected"),
+        )),
         None => Err(argument(op, format!("the {which} buffer size overflows"))),
     }
 }

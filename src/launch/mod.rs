@@ -63,6 +63,9 @@ pub struct JobSpec {
     pub tag_output: bool,
     /// Time between SIGTERM and SIGKILL when stopping ranks.
     pub grace: Duration,
+    /// When a rank fails, let the others run to their own end instead of stopping them; the
+    /// job still fails, naming the first failure. (PMI aborts and the timeout still stop all.)
+    pub keep_going: bool,
 }
 
 impl JobSpec {
@@ -75,6 +78,7 @@ impl JobSpec {
             timeout: None,
             tag_output: false,
             grace: DEFAULT_GRACE,
+            keep_going: false,
         }
     }
 }
@@ -346,7 +350,14 @@ pub fn run_job(spec: &JobSpec) -> Result<JobReport, LaunchError> {
 
     let outcome = match spawn_error {
         Some(_) => None,
-        None => Some(watch(&mut ranks, &server, &inbox, deadline, start)),
+        None => Some(watch(
+            &mut ranks,
+            &server,
+            &inbox,
+            deadline,
+            start,
+            spec.keep_going,
+        )),
     };
     stop(&mut ranks, &inbox, spec.grace);
     // Stop stragglers a rank left behind in its process group (they would hold our pipes).
@@ -501,7 +512,9 @@ fn watch(
     inbox: &mpsc::Receiver<Event>,
     deadline: Option<Instant>,
     start: Instant,
+    keep_going: bool,
 ) -> JobOutcome {
+    let mut first_failure = None;
     loop {
         let now = Instant::now();
         let wait = deadline.map_or(TICK, |d| d.saturating_duration_since(now).min(TICK));
@@ -517,10 +530,13 @@ fn watch(
             Err(RecvTimeoutError::Disconnected) => {}
         }
         if let Some(outcome) = reap(ranks, server) {
-            return outcome;
+            if !keep_going {
+                return outcome;
+            }
+            first_failure.get_or_insert(outcome);
         }
         if ranks.iter().all(|r| r.ended.is_some()) {
-            return JobOutcome::Succeeded;
+            return first_failure.unwrap_or(JobOutcome::Succeeded);
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
             let running = (0..ranks.len())

@@ -385,10 +385,8 @@ impl Transport {
         let out = (self.size + peer) * TOKEN_BYTES;
         self.control.store(out, &token.to_bytes())?;
         let local = self.control.range(out, TOKEN_BYTES)?;
-        let remote = self.peer_control[peer].range(
-            (self.rank * TOKEN_BYTES) as u64,
-            TOKEN_BYTES as u64,
-        )?;
+        let remote =
+            self.peer_control[peer].range((self.rank * TOKEN_BYTES) as u64, TOKEN_BYTES as u64)?;
         let event = Event::Token { from: self.rank };
         Ok(self
             .endpoint
@@ -511,8 +509,8 @@ impl<'a, 'b> Run<'a, 'b> {
         run.local_steps(&plan.setup)?;
         run.adopt_early(t)?;
         // Ready tokens: our buffers are free for this operation from now on.
-        let has_target = buffers.recv.is_some_and(|v| v.len > 0)
-            || buffers.scratch.is_some_and(|v| v.len > 0);
+        let has_target =
+            buffers.recv.is_some_and(|v| v.len > 0) || buffers.scratch.is_some_and(|v| v.len > 0);
         if has_target {
             let empty = RemoteRegion {
                 base: 0,
@@ -577,8 +575,12 @@ impl<'a, 'b> Run<'a, 'b> {
                     len,
                 } => {
                     let (s, d) = (self.view(src)?, self.writable(dst)?);
-                    d.mem
-                        .copy_from(d.offset + dst_offset, s.mem, s.offset + src_offset, len)?;
+                    let (from, to) = (s.offset + src_offset, d.offset + dst_offset);
+                    // In place (the send buffer is part of the receive buffer): nothing to copy.
+                    if std::ptr::eq(s.mem, d.mem) && from == to {
+                        continue;
+                    }
+                    d.mem.copy_from(to, s.mem, from, len)?;
                     self.stats.bytes_copied += len as u64;
                 }
                 Local::Combine {
@@ -603,10 +605,12 @@ impl<'a, 'b> Run<'a, 'b> {
     }
 
     fn view(&self, buf: Buf) -> Result<View<'b>> {
-        self.buffers.get(buf).ok_or_else(|| TransportError::Invalid {
-            op: self.op.to_string(),
-            what: format!("the plan uses a {buf} buffer that was not given"),
-        })
+        self.buffers
+            .get(buf)
+            .ok_or_else(|| TransportError::Invalid {
+                op: self.op.to_string(),
+                what: format!("the plan uses a {buf} buffer that was not given"),
+            })
     }
 
     fn writable(&self, buf: Buf) -> Result<View<'b>> {
@@ -649,10 +653,7 @@ impl<'a, 'b> Run<'a, 'b> {
                 let left = deadline.saturating_duration_since(Instant::now());
                 t.cq.wait(&mut t.completions, left.min(WAIT_SLICE))
             };
-            let got = match got {
-                Ok(n) => n,
-                Err(err) => return Err(err.into()),
-            };
+            let got = got?;
             if got > 0 {
                 progress = true;
                 let completions = std::mem::take(&mut t.completions);
@@ -681,8 +682,7 @@ impl<'a, 'b> Run<'a, 'b> {
     /// Advances over complete rounds, running their local steps.
     fn complete_rounds(&mut self) -> Result<bool> {
         let mut progress = false;
-        while self.next < self.rounds.len() && self.arrived[self.next] >= self.expected[self.next]
-        {
+        while self.next < self.rounds.len() && self.arrived[self.next] >= self.expected[self.next] {
             let local = std::mem::take(&mut self.rounds[self.next].local);
             self.local_steps(&local)?;
             self.next += 1;
@@ -710,7 +710,11 @@ impl<'a, 'b> Run<'a, 'b> {
                 .pieces
                 .iter()
                 .all(|p| p.after.map_or(true, |r| u64::from(r) < below));
-            let token = if held { self.token_for(t, transfer)? } else { None };
+            let token = if held {
+                self.token_for(t, transfer)?
+            } else {
+                None
+            };
             let ready = held && (token.is_some() || transfer.bytes() == 0);
             if !ready {
                 self.blocked[to] = self.scan;
@@ -783,7 +787,8 @@ impl<'a, 'b> Run<'a, 'b> {
                         peer: transfer.to,
                     })?;
                 let src = self.view(piece.src)?;
-                let local: LocalRange<'_> = src.mem.range(src.offset + piece.src_offset, piece.len)?;
+                let local: LocalRange<'_> =
+                    src.mem.range(src.offset + piece.src_offset, piece.len)?;
                 t.endpoint
                     .write(local, peer, remote, Some(event.encode()), self.seq)?
             };
@@ -850,7 +855,11 @@ impl<'a, 'b> Run<'a, 'b> {
                     let position = self
                         .rounds
                         .binary_search_by_key(&round, |r| r.index)
-                        .map_err(|_| self.protocol(format!("a write for round {round}, in which this rank expects none")))?;
+                        .map_err(|_| {
+                            self.protocol(format!(
+                                "a write for round {round}, in which this rank expects none"
+                            ))
+                        })?;
                     self.arrived[position] += 1;
                     self.stats.arrivals += 1;
                     if self.arrived[position] > self.expected[position] {

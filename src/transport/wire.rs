@@ -42,7 +42,10 @@ impl Event {
             }
             Event::Token { from } => CONTROL | (from as u64 & MAX_FIELD),
             Event::Abort { from, seq } => {
-                CONTROL | ABORT | ((u64::from(seq) & ABORT_SEQ_MASK) << 24) | (from as u64 & MAX_FIELD)
+                CONTROL
+                    | ABORT
+                    | ((u64::from(seq) & ABORT_SEQ_MASK) << 24)
+                    | (from as u64 & MAX_FIELD)
             }
         }
     }
@@ -136,7 +139,8 @@ impl Digest {
     }
 
     pub fn text(self, s: &str) -> Self {
-        s.bytes().fold(self.word(s.len() as u64), |d, b| d.word(u64::from(b)))
+        s.bytes()
+            .fold(self.word(s.len() as u64), |d, b| d.word(u64::from(b)))
     }
 
     pub fn finish(self) -> u64 {
@@ -190,9 +194,21 @@ mod tests {
 
     #[test]
     fn digests_tell_arguments_apart() {
-        let a = Digest::default().text("allgatherv").word(3).word(5).finish();
-        let b = Digest::default().text("allgatherv").word(5).word(3).finish();
-        let c = Digest::default().text("allgatherv").word(3).word(5).finish();
+        let a = Digest::default()
+            .text("allgatherv")
+            .word(3)
+            .word(5)
+            .finish();
+        let b = Digest::default()
+            .text("allgatherv")
+            .word(5)
+            .word(3)
+            .finish();
+        let c = Digest::default()
+            .text("allgatherv")
+            .word(3)
+            .word(5)
+            .finish();
         assert_ne!(a, b);
         assert_eq!(a, c);
     }

@@ -1,0 +1,248 @@
+//! `circulant demo`: starts a job of local ranks itself and shows what the library does:
+//! broadcast and allgatherv (a regular and a skewed distribution) at a few sizes with every
+//! algorithm that applies, every result checked, and a table of measured times beside the α-β
+//! prediction and lower bound, with α and β measured in the same run.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use circulant::comm::{Choice, Communicator};
+use circulant::launch::{run_job, JobSpec};
+use circulant::plan::bounds::lower_bound;
+use circulant::plan::distribution::Distribution;
+use circulant::plan::{registry, CostModel, Problem};
+
+use super::CliResult;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Number of local ranks to start.
+    #[arg(short = 'n', long = "np", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+    ranks: u32,
+    /// libfabric provider (default: shm on one host).
+    #[arg(long)]
+    provider: Option<String>,
+    /// Repetitions per measurement (the minimum is shown).
+    #[arg(long, default_value_t = 5)]
+    reps: u32,
+    /// Runs as one rank of the demo job (set by the demo itself).
+    #[arg(long, hide = true)]
+    rank_of_demo: bool,
+}
+
+pub fn run(args: Args) -> CliResult {
+    if args.rank_of_demo {
+        return rank(&args);
+    }
+    let exe = std::env::current_exe()?;
+    let mut spec = JobSpec::new(args.ranks as usize, exe);
+    let mut child_args: Vec<OsString> = vec!["demo".into(), "--rank-of-demo".into()];
+    child_args.push(format!("--reps={}", args.reps).into());
+    spec.args = child_args;
+    spec.timeout = Some(std::time::Duration::from_secs(600));
+    if let Some(p) = &args.provider {
+        spec.env.push(("FI_PROVIDER".into(), p.into()));
+    }
+    println!("circulant demo: starting {} local ranks", args.ranks);
+    let report = run_job(&spec)?;
+    if let Some(failure) = report.failure() {
+        eprintln!("circulant demo: {failure}");
+        return Ok(ExitCode::from(report.exit_code().clamp(1, 255) as u8));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One row of the table.
+struct Row {
+    op: String,
+    bytes: usize,
+    algorithm: &'static str,
+    time: f64,
+    predicted: f64,
+    bound: f64,
+    ok: bool,
+}
+
+fn rank(args: &Args) -> CliResult {
+    let mut comm = Communicator::init()?;
+    let (me, p) = (comm.rank(), comm.size());
+    let model = measure_model(&mut comm)?;
+    comm.set_model(model);
+    if me == 0 {
+        println!(
+            "{p} ranks over {}, launcher {}; measured α = {:.2} µs, β = {:.3} ns/B (1/β = {:.2} GB/s)",
+            comm.provider(),
+            comm.launcher(),
+            model.alpha * 1e6,
+            model.beta * 1e9,
+            1e-9 / model.beta
+        );
+    }
+    let reps = args.reps.max(1);
+    let mut rows = Vec::new();
+    let mut failures = 0u64;
+    for bytes in [1000usize, 100_000, 4 << 20] {
+        let problem = Problem::Broadcast { p, root: 0, bytes };
+        for algorithm in registry::applicable(&problem, &model)? {
+            let name = algorithm.name();
+            let mut buf = comm.alloc(bytes)?;
+            let mut best = f64::INFINITY;
+            let mut ok = true;
+            for rep in 0..reps {
+                let value = |k: usize| (k * 7 + rep as usize * 13 + 1) as u8;
+                if me == 0 {
+                    for (k, x) in buf.iter_mut().enumerate() {
+                        *x = value(k);
+                    }
+                }
+                let t = timed(&mut comm, |c| {
+                    c.bcast_using(&mut buf, 0, Choice::Named(name))
+                })?;
+                best = best.min(t);
+                ok &= buf.iter().enumerate().all(|(k, &x)| x == value(k));
+            }
+            rows.push(Row {
+                op: "bcast".into(),
+                bytes,
+                algorithm: name,
+                time: best,
+                predicted: algorithm.predict(&model).time,
+                bound: lower_bound(&problem, &model),
+                ok,
+            });
+        }
+    }
+    for dist in [Distribution::Regular, Distribution::Spike] {
+        for total in [1000usize, 100_000, 4 << 20] {
+            let counts = dist.counts(p, dist.base_for_total(p, total));
+            let problem = Problem::Allgatherv {
+                counts: counts.clone(),
+            };
+            let sum: usize = counts.iter().sum();
+            for algorithm in registry::applicable(&problem, &model)? {
+                let name = algorithm.name();
+                let mut send = comm.alloc(counts[me])?;
+                let mut recv = comm.alloc(sum)?;
+                let mut best = f64::INFINITY;
+                let mut ok = true;
+                for rep in 0..reps {
+                    let value =
+                        |owner: usize, k: usize| (owner * 131 + k * 7 + rep as usize + 1) as u8;
+                    for (k, x) in send.iter_mut().enumerate() {
+                        *x = value(me, k);
+                    }
+                    let t = timed(&mut comm, |c| {
+                        c.allgatherv_using(&send, &mut recv, &counts, Choice::Named(name))
+                    })?;
+                    best = best.min(t);
+                    let mut at = 0;
+                    for (owner, &c) in counts.iter().enumerate() {
+                        ok &= recv[at..at + c]
+                            .iter()
+                            .enumerate()
+                            .all(|(k, &x)| x == value(owner, k));
+                        at += c;
+                    }
+                }
+                rows.push(Row {
+                    op: format!("allgatherv {dist}"),
+                    bytes: sum,
+                    algorithm: name,
+                    time: best,
+                    predicted: algorithm.predict(&model).time,
+                    bound: lower_bound(&problem, &model),
+                    ok,
+                });
+            }
+        }
+    }
+    // Every rank checked its own data: rank 0 reports the failures of all.
+    let mine: Vec<u64> = vec![rows.iter().filter(|r| !r.ok).count() as u64];
+    let mut all = vec![0u64];
+    comm.allreduce(&mine, &mut all, circulant::plan::ReduceOp::Sum)?;
+    failures += all[0];
+    if me == 0 {
+        println!();
+        println!(
+            "{:<22} {:>10}  {:<28} {:>11} {:>11} {:>11} {:>9}  data",
+            "operation", "bytes", "algorithm", "measured", "α-β model", "bound", "/bound"
+        );
+        for r in &rows {
+            println!(
+                "{:<22} {:>10}  {:<28} {:>11} {:>11} {:>11} {:>8.2}×  {}",
+                r.op,
+                r.bytes,
+                r.algorithm,
+                seconds(r.time),
+                seconds(r.predicted),
+                seconds(r.bound),
+                r.time / r.bound.max(f64::MIN_POSITIVE),
+                if r.ok { "ok" } else { "WRONG" }
+            );
+        }
+        println!();
+        println!(
+            "times: minimum over {reps} repetitions of the slowest rank; bound: α-β lower bound"
+        );
+        println!(
+            "{} passed, {failures} failed",
+            rows.len() as u64 * p as u64 - failures
+        );
+    }
+    Ok(if failures == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Time of one call as the slowest rank saw it, between barriers.
+fn timed(
+    comm: &mut Communicator,
+    call: impl FnOnce(&mut Communicator) -> circulant::comm::Result<()>,
+) -> Result<f64, circulant::comm::CommError> {
+    comm.barrier()?;
+    let start = Instant::now();
+    call(comm)?;
+    let mine = [start.elapsed().as_secs_f64()];
+    let mut slowest = [0.0f64];
+    comm.allreduce(&mine, &mut slowest, circulant::plan::ReduceOp::Max)?;
+    Ok(slowest[0])
+}
+
+/// α and β of this job, from binomial broadcasts of 1 byte and 4 MiB: each costs
+/// ⌈log₂ p⌉ (α + βm) in the model. With one rank there is nothing to measure: the defaults.
+fn measure_model(comm: &mut Communicator) -> Result<CostModel, circulant::comm::CommError> {
+    let p = comm.size();
+    if p == 1 {
+        return Ok(comm.model());
+    }
+    let rounds = (usize::BITS - (p - 1).leading_zeros()) as f64;
+    let mut small = comm.alloc(1)?;
+    let big_len = 4 << 20;
+    let mut big = comm.alloc(big_len)?;
+    let mut t_small = f64::INFINITY;
+    let mut t_big = f64::INFINITY;
+    for _ in 0..5 {
+        t_small = t_small.min(timed(comm, |c| {
+            c.bcast_using(&mut small, 0, Choice::Named("binomial-bcast"))
+        })?);
+        t_big = t_big.min(timed(comm, |c| {
+            c.bcast_using(&mut big, 0, Choice::Named("binomial-bcast"))
+        })?);
+    }
+    let alpha = (t_small / rounds).max(1e-8);
+    let beta = ((t_big / rounds - alpha) / big_len as f64).max(1e-13);
+    Ok(CostModel { alpha, beta })
+}
+
+fn seconds(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.2} s")
+    } else if s >= 1e-3 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{:.1} µs", s * 1e6)
+    }
+}

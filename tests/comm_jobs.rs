@@ -1,0 +1,371 @@
+//! Collectives between real processes: `circulant selftest` under the built-in launcher on every
+//! provider and under Hydra, and scenarios that run this test binary itself as the ranks of a
+//! job (`rank_role`, selected by CIRCULANT_TEST_ROLE): back-to-back operations, a rank killed in
+//! the middle of an operation, ranks that disagree on counts, and the zero-copy counter.
+//!
+//! Every job is bounded by the launcher's `--timeout`, and the launcher stops every rank it
+//! started; each test also checks that no rank process is left.
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use circulant::comm::{Communicator, Payload};
+use circulant::plan::distribution::Distribution;
+
+const BIN: &str = env!("CARGO_BIN_EXE_circulant");
+
+/// `circulant run -n N [--provider P] --timeout T [extra] -- CMD...` with `env`.
+fn launch(
+    n: usize,
+    provider: Option<&str>,
+    extra: &[&str],
+    cmd: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
+    let mut command = Command::new(BIN);
+    command.arg("run").arg("-n").arg(n.to_string());
+    if let Some(p) = provider {
+        command.arg("--provider").arg(p);
+    }
+    command
+        .args(["--timeout", "240"])
+        .args(extra)
+        .arg("--")
+        .args(cmd);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let out = command.output().expect("circulant run starts");
+    assert_no_rank_left();
+    out
+}
+
+/// The job's ranks all exited: no process of this test's roles or selftests is left.
+fn assert_no_rank_left() {
+    let me = std::process::id().to_string();
+    let mut left = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for entry in dir.flatten() {
+            let status = std::fs::read_to_string(entry.path().join("status")).unwrap_or_default();
+            let env = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+            let env = String::from_utf8_lossy(&env);
+            let parent_is_me = status
+                .lines()
+                .any(|l| l.starts_with("PPid:") && l.split_whitespace().nth(1) == Some(&me));
+            if parent_is_me && env.contains("PMI_RANK=") && !status.contains("State:\tZ") {
+                left.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+    }
+    assert!(left.is_empty(), "rank processes left running: {left:?}");
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Runs selftest and checks its summary line.
+fn selftest(n: usize, provider: &str, only: Option<&str>) {
+    let mut cmd = vec![BIN, "selftest", "--quick"];
+    if let Some(only) = only {
+        cmd.extend(["--only", only]);
+    }
+    let out = launch(n, Some(provider), &[], &cmd, &[("CIRCULANT_TIMEOUT", "60")]);
+    let all = text(&out);
+    assert!(
+        out.status.success(),
+        "selftest on {n} ranks, {provider}:\n{all}"
+    );
+    let summary = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        summary.ends_with(" passed, 0 failed") && !summary.starts_with("0 passed"),
+        "summary {summary:?}:\n{all}"
+    );
+    assert!(all.contains(&format!("provider {provider}")), "{all}");
+}
+
+#[test]
+fn selftest_tcp() {
+    for n in [1, 2, 3, 4, 5, 8] {
+        selftest(n, "tcp;ofi_rxm", None);
+    }
+}
+
+#[test]
+fn selftest_shm() {
+    for n in [1, 2, 3, 4, 5, 8] {
+        selftest(n, "shm", None);
+    }
+}
+
+#[test]
+fn selftest_sockets() {
+    // sockets runs progress threads per rank: keep the job small on two cores.
+    for n in [2, 3] {
+        selftest(n, "sockets", Some("barrier,bcast,allgatherv,allreduce"));
+    }
+}
+
+#[test]
+fn selftest_udp() {
+    selftest(3, "udp;ofi_rxd", Some("barrier,bcast,allgatherv"));
+}
+
+#[test]
+fn selftest_under_hydra() {
+    let out = Command::new("mpiexec.hydra")
+        .args(["-n", "4", BIN, "selftest", "--quick"])
+        .env("CIRCULANT_TIMEOUT", "60")
+        .env("FI_PROVIDER", "tcp;ofi_rxm")
+        .output()
+        .expect("mpiexec.hydra (Debian package mpich) runs");
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(all.contains("launcher pmi-1"), "{all}");
+    let last = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_string();
+    assert!(last.ends_with(" passed, 0 failed"), "{all}");
+}
+
+/// This test binary as rank `role` of a job.
+fn roles(n: usize, provider: &str, role: &str, extra: &[&str], timeout: &str) -> Output {
+    let exe = std::env::current_exe().expect("test binary path");
+    let exe = exe.to_string_lossy().into_owned();
+    let cmd = [
+        exe.as_str(),
+        "--exact",
+        "rank_role",
+        "--nocapture",
+        "--test-threads=1",
+    ];
+    launch(
+        n,
+        Some(provider),
+        extra,
+        &cmd,
+        &[
+            ("CIRCULANT_TEST_ROLE", role),
+            ("CIRCULANT_TIMEOUT", timeout),
+        ],
+    )
+}
+
+#[test]
+fn back_to_back_operations_never_overwrite_data_in_use() {
+    for provider in ["shm", "tcp;ofi_rxm"] {
+        let out = roles(4, provider, "stress", &[], "60");
+        assert!(out.status.success(), "{provider}:\n{}", text(&out));
+        assert_eq!(text(&out).matches("stress ok").count(), 4, "{}", text(&out));
+    }
+}
+
+#[test]
+fn a_killed_rank_makes_every_other_rank_fail_within_the_deadline() {
+    for provider in ["shm", "tcp;ofi_rxm"] {
+        let started = Instant::now();
+        let out = roles(4, provider, "kill", &["--keep-going"], "3");
+        let all = text(&out);
+        assert!(!out.status.success(), "{all}");
+        assert!(
+            all.contains("rank 1"),
+            "the launcher names the killed rank:\n{all}"
+        );
+        // Each survivor reports the error it got and how long it took.
+        assert_eq!(
+            all.matches("survivor got an error").count(),
+            3,
+            "{provider}:\n{all}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(60), "{all}");
+    }
+}
+
+#[test]
+fn ranks_that_disagree_on_counts_all_get_an_error() {
+    let out = roles(4, "tcp;ofi_rxm", "mismatch", &[], "20");
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert_eq!(all.matches("mismatch detected").count(), 4, "{all}");
+}
+
+#[test]
+fn registered_buffers_are_never_copied() {
+    for provider in ["shm", "tcp;ofi_rxm"] {
+        let out = roles(3, provider, "zero-copy", &[], "30");
+        assert!(out.status.success(), "{provider}:\n{}", text(&out));
+        assert_eq!(
+            text(&out).matches("zero copy ok").count(),
+            3,
+            "{}",
+            text(&out)
+        );
+    }
+}
+
+/// Entry point of the ranks of the jobs above; does nothing when run as an ordinary test.
+#[test]
+fn rank_role() {
+    let Ok(role) = std::env::var("CIRCULANT_TEST_ROLE") else {
+        return;
+    };
+    let mut comm = Communicator::init().expect("init");
+    match role.as_str() {
+        "stress" => stress(&mut comm),
+        "kill" => kill(&mut comm),
+        "mismatch" => mismatch(&mut comm),
+        "zero-copy" => zero_copy(&mut comm),
+        other => panic!("unknown role {other}"),
+    }
+}
+
+fn byte(i: usize, owner: usize, k: usize) -> u8 {
+    (i * 31 + owner * 131 + k * 7 + 1) as u8
+}
+
+/// 1000 broadcasts and 1000 allgathervs, back to back, alternating two buffer pairs, roots and
+/// distributions, each result checked: a fast rank must never write into a buffer that a slow
+/// one still reads or forwards from.
+fn stress(comm: &mut Communicator) {
+    let (rank, p) = (comm.rank(), comm.size());
+    let len = 4096 + 3;
+    let mut bufs = [comm.alloc(len).unwrap(), comm.alloc(len).unwrap()];
+    let dists = [
+        Distribution::Spike,
+        Distribution::Regular,
+        Distribution::Decreasing,
+    ];
+    let mut recvs = [comm.alloc(3 * len).unwrap(), comm.alloc(3 * len).unwrap()];
+    for i in 0..1000 {
+        let root = i % p;
+        let buf = &mut bufs[i % 2];
+        if rank == root {
+            for (k, x) in buf.iter_mut().enumerate() {
+                *x = byte(i, root, k);
+            }
+        }
+        comm.bcast(buf, root)
+            .unwrap_or_else(|e| panic!("bcast {i}: {e}"));
+        assert!(
+            buf.iter().enumerate().all(|(k, &x)| x == byte(i, root, k)),
+            "bcast {i} wrong"
+        );
+
+        let dist = dists[i % dists.len()];
+        let counts = dist.counts(p, dist.base_for_total(p, 2 * len));
+        let send: Vec<u8> = (0..counts[rank]).map(|k| byte(i, rank, k)).collect();
+        let total: usize = counts.iter().sum();
+        let recv = &mut recvs[i % 2];
+        assert!(recv.set_len(total), "{total} bytes fit");
+        recv.fill(0);
+        comm.allgatherv(&send[..], recv, &counts)
+            .unwrap_or_else(|e| panic!("allgatherv {i}: {e}"));
+        let got: &[u8] = recv;
+        let mut at = 0;
+        for (owner, &c) in counts.iter().enumerate() {
+            for k in 0..c {
+                assert_eq!(
+                    got[at],
+                    byte(i, owner, k),
+                    "allgatherv {i}: byte {k} of rank {owner}"
+                );
+                at += 1;
+            }
+        }
+    }
+    println!("stress ok on rank {rank}");
+}
+
+/// Rank 1 kills itself in the middle of a long run of 1 MiB broadcasts; every other rank must
+/// get an error within the deadline (3 s) instead of hanging.
+fn kill(comm: &mut Communicator) {
+    let rank = comm.rank();
+    let mut buf = comm.alloc(1 << 20).unwrap();
+    if rank == 1 {
+        std::thread::spawn(|| {
+            std::thread::sleep(Duration::from_millis(300));
+            let _ = rustix::process::kill_process(
+                rustix::process::getpid(),
+                rustix::process::Signal::KILL,
+            );
+        });
+    }
+    let mut last = Instant::now();
+    for i in 0.. {
+        last = Instant::now();
+        if let Err(err) = comm.bcast(&mut buf, i % comm.size()) {
+            let took = last.elapsed();
+            println!("rank {rank}: survivor got an error after {took:?}: {err}");
+            assert!(took < Duration::from_secs(10), "the error took {took:?}");
+            return;
+        }
+        if i > 1_000_000 {
+            break;
+        }
+    }
+    panic!("rank {rank}: no error since {:?}", last.elapsed());
+}
+
+/// Rank 2 calls allgatherv with counts that differ from everyone else's: every rank must get
+/// an error, and no rank's memory may be written out of bounds.
+fn mismatch(comm: &mut Communicator) {
+    let (rank, p) = (comm.rank(), comm.size());
+    let mut counts = vec![1000usize; p];
+    if rank == 2 {
+        counts[3] = 500;
+    }
+    let send = vec![rank as u8; counts[rank]];
+    let total: usize = counts.iter().sum();
+    let mut recv = comm.alloc(total).unwrap();
+    match comm.allgatherv(&send[..], &mut recv, &counts) {
+        Err(err) => println!("rank {rank}: mismatch detected: {err}"),
+        Ok(()) => panic!("rank {rank}: allgatherv with mismatched counts succeeded"),
+    }
+}
+
+/// Broadcast and allgatherv on registered buffers copy nothing.
+fn zero_copy(comm: &mut Communicator) {
+    let (rank, p) = (comm.rank(), comm.size());
+    let before = comm.bytes_copied();
+    let mut buf = comm.alloc((1 << 20) + 1).unwrap();
+    for root in 0..p {
+        if rank == root {
+            buf.fill(root as u8 + 1);
+        }
+        comm.bcast(&mut buf, root).unwrap();
+        assert!(buf.iter().all(|&x| x == root as u8 + 1));
+    }
+    let counts: Vec<usize> = Distribution::Geometric.counts(p, 5000);
+    let mut recv = comm.alloc(counts.iter().sum()).unwrap();
+    let mine: usize = counts[..rank].iter().sum();
+    recv[mine..mine + counts[rank]].fill(rank as u8);
+    comm.allgatherv_in_place(&mut recv, &counts).unwrap();
+    let mut at = 0;
+    for (owner, &c) in counts.iter().enumerate() {
+        assert!(recv.bytes()[at..at + c].iter().all(|&x| x == owner as u8));
+        at += c;
+    }
+    assert_eq!(
+        comm.bytes_copied(),
+        before,
+        "bytes copied on registered buffers"
+    );
+    // The counter does count: a plain slice is staged.
+    let mut plain = vec![0u8; 100];
+    comm.bcast(&mut plain[..], 0).unwrap();
+    assert!(
+        comm.bytes_copied() > before,
+        "staging a plain slice is counted"
+    );
+    println!("zero copy ok on rank {rank}");
+}
