@@ -361,7 +361,7 @@ fn zero_copy(comm: &mut Communicator) {
         "bytes copied on registered buffers"
     );
     // The counter does count: a plain slice is staged.
-    let mut plain = vec![0u8; 100];
+    let mut plain = [0u8; 100];
     comm.bcast(&mut plain[..], 0).unwrap();
     assert!(
         comm.bytes_copied() > before,
