@@ -9,7 +9,7 @@
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use circulant::comm::{Communicator, Payload};
+use circulant::comm::{Choice, Communicator, Payload};
 use circulant::plan::distribution::Distribution;
 
 const BIN: &str = env!("CARGO_BIN_EXE_circulant");
@@ -333,27 +333,34 @@ fn mismatch(comm: &mut Communicator) {
     }
 }
 
-/// Broadcast and allgatherv on registered buffers copy nothing.
+/// Broadcast and in-place allgatherv on registered buffers copy nothing, with the circulant
+/// algorithms and with the automatic choice.
 fn zero_copy(comm: &mut Communicator) {
     let (rank, p) = (comm.rank(), comm.size());
     let before = comm.bytes_copied();
     let mut buf = comm.alloc((1 << 20) + 1).unwrap();
-    for root in 0..p {
-        if rank == root {
-            buf.fill(root as u8 + 1);
+    for choice in [Choice::Named("circulant-bcast"), Choice::Auto] {
+        for root in 0..p {
+            if rank == root {
+                buf.fill(root as u8 + 1);
+            }
+            comm.bcast_using(&mut buf, root, choice).unwrap();
+            assert!(buf.iter().all(|&x| x == root as u8 + 1));
         }
-        comm.bcast(&mut buf, root).unwrap();
-        assert!(buf.iter().all(|&x| x == root as u8 + 1));
     }
     let counts: Vec<usize> = Distribution::Geometric.counts(p, 5000);
     let mut recv = comm.alloc(counts.iter().sum()).unwrap();
-    let mine: usize = counts[..rank].iter().sum();
-    recv[mine..mine + counts[rank]].fill(rank as u8);
-    comm.allgatherv_in_place(&mut recv, &counts).unwrap();
-    let mut at = 0;
-    for (owner, &c) in counts.iter().enumerate() {
-        assert!(recv.bytes()[at..at + c].iter().all(|&x| x == owner as u8));
-        at += c;
+    for choice in [Choice::Named("circulant-allgatherv"), Choice::Auto] {
+        recv.fill(0);
+        let mine: usize = counts[..rank].iter().sum();
+        recv[mine..mine + counts[rank]].fill(rank as u8);
+        comm.allgatherv_in_place_using(&mut recv, &counts, choice)
+            .unwrap();
+        let mut at = 0;
+        for (owner, &c) in counts.iter().enumerate() {
+            assert!(recv.bytes()[at..at + c].iter().all(|&x| x == owner as u8));
+            at += c;
+        }
     }
     assert_eq!(
         comm.bytes_copied(),
