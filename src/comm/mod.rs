@@ -21,13 +21,18 @@
 
 mod buffer;
 mod config;
+mod persistent;
+mod split;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use buffer::{Buffer, Element, Payload, PayloadMut};
 pub use config::{
     Config, ConfigError, ALGORITHM_ENV, ALPHA_ENV, BETA_ENV, PROVIDER_ENV, TIMEOUT_ENV,
 };
+pub use persistent::Persistent;
+pub use split::{InterCommunicator, Side};
 
 use crate::bootstrap::{Bootstrap, BootstrapError};
 use crate::fabric::{FabricError, Hints, Info, RegisteredMemory};
@@ -59,6 +64,13 @@ pub enum CommError {
     },
     #[error("{op}: {what}")]
     Argument { op: &'static str, what: String },
+    /// A persistent request used out of order (start twice, wait without start, buffer
+    /// access while the operation runs).
+    #[error("{op}: {what}")]
+    Request {
+        op: &'static str,
+        what: &'static str,
+    },
 }
 
 pub type Result<T> = std::result::Result<T, CommError>;
@@ -77,7 +89,9 @@ pub enum Choice<'a> {
 /// The ranks of a job, connected over a libfabric endpoint.
 pub struct Communicator {
     transport: Transport,
-    bootstrap: Bootstrap,
+    /// The job's bootstrap, shared by the communicators split from the world one: it is
+    /// finalized when the last of them is dropped, and only the world communicator uses it.
+    job: Arc<Job>,
     config: Config,
     model: CostModel,
     scratch: Option<RegisteredMemory>,
@@ -91,6 +105,18 @@ pub struct Communicator {
 pub struct Executed {
     pub algorithm: &'static str,
     pub stats: OpStats,
+}
+
+/// Membership in the launcher's job: leaves it when dropped.
+struct Job {
+    bootstrap: Bootstrap,
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        // Leaving the job is best effort: a launcher that is gone cannot be told.
+        let _ = self.bootstrap.finalize();
+    }
 }
 
 impl std::fmt::Debug for Communicator {
@@ -139,7 +165,7 @@ impl Communicator {
         let model = config.model_for(&info.provider());
         let mut comm = Communicator {
             transport,
-            bootstrap,
+            job: Arc::new(Job { bootstrap }),
             config,
             model,
             scratch: None,
@@ -167,7 +193,7 @@ impl Communicator {
 
     /// `"pmi-1"` or `"singleton"`.
     pub fn launcher(&self) -> &'static str {
-        self.bootstrap.kind()
+        self.job.bootstrap.kind()
     }
 
     /// The α-β model used to choose algorithms.
@@ -623,11 +649,7 @@ impl Communicator {
         let algorithm = self.choose(&problem, choice)?;
         let plan = algorithm.rank_plan(self.rank())?;
         let need = plan.buffers;
-        let digest = Digest::default()
-            .text(op)
-            .text(algorithm.name())
-            .text(&format!("{problem:?}"))
-            .finish();
+        let digest = digest(op, algorithm.name(), &problem);
 
         ensure(&self.transport, &mut self.scratch, need.scratch)?;
         let mut copied = 0usize;
@@ -703,13 +725,6 @@ impl Communicator {
     }
 }
 
-impl Drop for Communicator {
-    fn drop(&mut self) {
-        // Leaving the job is best effort: a launcher that is gone cannot be told.
-        let _ = self.bootstrap.finalize();
-    }
-}
-
 /// Makes `slot` hold registered memory of at least `len` bytes (kept for later calls).
 fn ensure(transport: &Transport, slot: &mut Option<RegisteredMemory>, len: usize) -> Result<()> {
     if len > 0 && slot.as_ref().map_or(true, |m| m.len() < len) {
@@ -718,6 +733,15 @@ fn ensure(transport: &Transport, slot: &mut Option<RegisteredMemory>, len: usize
         *slot = Some(transport.alloc(len)?);
     }
     Ok(())
+}
+
+/// What must agree between the ranks of one operation.
+fn digest(op: &str, algorithm: &str, problem: &Problem) -> u64 {
+    Digest::default()
+        .text(op)
+        .text(algorithm)
+        .text(&format!("{problem:?}"))
+        .finish()
 }
 
 fn argument(op: &'static str, what: String) -> CommError {
