@@ -551,6 +551,100 @@ impl Communicator {
         self.run("scatter", problem, choice, Some(send), Some(recv), false)
     }
 
+    /// Rank r's `send` (`counts[r]` bytes) into root's `recv` at the sum of the counts before
+    /// r; other ranks' `recv` is not touched (it may be empty there).
+    pub fn gatherv<S, R>(
+        &mut self,
+        send: &S,
+        recv: &mut R,
+        counts: &[usize],
+        root: usize,
+    ) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        self.gatherv_using(send, recv, counts, root, Choice::Auto)
+    }
+
+    pub fn gatherv_using<S, R>(
+        &mut self,
+        send: &S,
+        recv: &mut R,
+        counts: &[usize],
+        root: usize,
+        choice: Choice<'_>,
+    ) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        let op = "gatherv";
+        let problem = Problem::Gatherv {
+            root,
+            counts: counts.to_vec(),
+        };
+        self.check_rooted(op, &problem, counts)?;
+        expect_len(op, "send", send.bytes().len(), Some(counts[self.rank()]))?;
+        if self.rank() == root {
+            self.check_counts(op, counts, recv.bytes().len())?;
+        }
+        self.run(op, problem, choice, Some(send), Some(recv), false)
+    }
+
+    /// Part r of root's `send` (cut at the counts) into rank r's `recv` (`counts[r]` bytes);
+    /// other ranks' `send` is not read (it may be empty there).
+    pub fn scatterv<S, R>(
+        &mut self,
+        send: &S,
+        recv: &mut R,
+        counts: &[usize],
+        root: usize,
+    ) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        self.scatterv_using(send, recv, counts, root, Choice::Auto)
+    }
+
+    pub fn scatterv_using<S, R>(
+        &mut self,
+        send: &S,
+        recv: &mut R,
+        counts: &[usize],
+        root: usize,
+        choice: Choice<'_>,
+    ) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        let op = "scatterv";
+        let problem = Problem::Scatterv {
+            root,
+            counts: counts.to_vec(),
+        };
+        self.check_rooted(op, &problem, counts)?;
+        expect_len(op, "recv", recv.bytes().len(), Some(counts[self.rank()]))?;
+        if self.rank() == root {
+            let total = counts.iter().try_fold(0usize, |a, &c| a.checked_add(c));
+            expect_len(op, "send", send.bytes().len(), total)?;
+        }
+        self.run(op, problem, choice, Some(send), Some(recv), false)
+    }
+
+    /// A rooted problem with one count per rank and the root in range.
+    fn check_rooted(&self, op: &'static str, problem: &Problem, counts: &[usize]) -> Result<()> {
+        if counts.len() != self.size() {
+            return Err(argument(
+                op,
+                format!("{} counts for {} ranks", counts.len(), self.size()),
+            ));
+        }
+        Ok(problem.validate()?)
+    }
+
     /// Block j of rank i's `send` into block i of rank j's `recv` (p blocks each).
     pub fn alltoall<S, R>(&mut self, send: &S, recv: &mut R) -> Result<()>
     where
