@@ -14,6 +14,19 @@
 //! # Ok::<(), circulant::comm::CommError>(())
 //! ```
 //!
+//! The collectives: [`Communicator::barrier`], [`bcast`](Communicator::bcast),
+//! [`allgather`](Communicator::allgather), [`allgatherv`](Communicator::allgatherv) (also in
+//! place), [`allreduce`](Communicator::allreduce), [`reduce`](Communicator::reduce),
+//! [`scan`](Communicator::scan), [`exscan`](Communicator::exscan),
+//! [`gather`](Communicator::gather), [`gatherv`](Communicator::gatherv),
+//! [`scatter`](Communicator::scatter), [`scatterv`](Communicator::scatterv),
+//! [`alltoall`](Communicator::alltoall); each has a `*_using` form that forces an algorithm.
+//! Persistent broadcast and allgatherv ([`Communicator::bcast_init`],
+//! [`Communicator::allgatherv_init`], [`Persistent`]) choose, plan and register once and are
+//! then started many times. [`Communicator::split`] makes sub-communicators,
+//! [`Communicator::intercomm`] an [`InterCommunicator`] between two groups (intergroup
+//! allgather(v), seed 003).
+//!
 //! Every collective must be called by every rank of the communicator in the same order with
 //! matching arguments; ranks that disagree (different counts, sizes, roots or algorithms) get
 //! an error on every rank instead of corrupted memory. After any error the communicator is
