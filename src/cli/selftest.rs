@@ -179,11 +179,16 @@ pub fn run(args: Args) -> CliResult {
         // Zeros included: the distributions give empty parts, and the root's may be empty.
         let bytes = bytes.min(64 << 10);
         for &root in &roots {
-            for dist in [
-                Distribution::Regular,
-                Distribution::HalfFull,
-                Distribution::Mod3,
-            ] {
+            let dists: &[Distribution] = if args.quick {
+                &[Distribution::Mod3]
+            } else {
+                &[
+                    Distribution::Regular,
+                    Distribution::HalfFull,
+                    Distribution::Mod3,
+                ]
+            };
+            for &dist in dists {
                 let counts = dist.counts(p, dist.base_for_total(p, bytes));
                 if wanted("gatherv") {
                     cases.push((
