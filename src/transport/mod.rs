@@ -12,6 +12,11 @@
 //!    writes are in and every earlier round is complete; then its local steps run;
 //! 4. the operation is done when every round is complete and every local write has completed.
 //!
+//! An operation is [`Transport::prepare`]d (the plan materialised once into a [`Prepared`],
+//! which persistent operations keep and reuse), [`Transport::start`]ed (setup steps, ready
+//! tokens, the writes already allowed) and [`Transport::finish`]ed (driven to completion);
+//! [`Transport::execute`] does all three. Only one operation is in progress at a time.
+//!
 //! Zero-length pieces (signals, as in the barrier) carry no data, go into the target's control
 //! region and need no token; one that arrives before its target reached its operation is kept
 //! for later. A rank that finds a digest that differs from its own, or fails in any other way,
