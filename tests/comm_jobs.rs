@@ -1,7 +1,8 @@
 //! Collectives between real processes: `circulant selftest` under the built-in launcher on every
 //! provider and under Hydra, and scenarios that run this test binary itself as the ranks of a
 //! job (`rank_role`, selected by CIRCULANT_TEST_ROLE): back-to-back operations, a rank killed in
-//! the middle of an operation, ranks that disagree on counts, and the zero-copy counter.
+//! the middle of an operation, ranks that disagree on counts, the zero-copy counter, and the
+//! use and misuse of persistent requests.
 //!
 //! Every job is bounded by the launcher's `--timeout`, and the launcher stops every rank it
 //! started; each test also checks that no rank process is left.
@@ -9,7 +10,7 @@
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use circulant::comm::{Choice, Communicator, Payload};
+use circulant::comm::{Choice, CommError, Communicator, Payload};
 use circulant::plan::distribution::Distribution;
 
 const BIN: &str = env!("CARGO_BIN_EXE_circulant");
@@ -92,17 +93,22 @@ fn selftest(n: usize, provider: &str, only: Option<&str>) {
     assert!(all.contains(&format!("provider {provider}")), "{all}");
 }
 
+/// The one-call collectives; persistent requests, split and inter-communicators open more
+/// endpoints and have their own test below.
+const COLLECTIVES: &str = "barrier,bcast,allgather,allgatherv,allreduce,reduce,scan,exscan,\
+    gather,scatter,gatherv,scatterv,alltoall";
+
 #[test]
 fn selftest_tcp() {
     for n in [1, 2, 3, 4, 5, 8] {
-        selftest(n, "tcp;ofi_rxm", None);
+        selftest(n, "tcp;ofi_rxm", Some(COLLECTIVES));
     }
 }
 
 #[test]
 fn selftest_shm() {
     for n in [1, 2, 3, 4, 5, 8] {
-        selftest(n, "shm", None);
+        selftest(n, "shm", Some(COLLECTIVES));
     }
 }
 
@@ -136,6 +142,43 @@ fn selftest_under_hydra() {
         .unwrap_or_default()
         .to_string();
     assert!(last.ends_with(" passed, 0 failed"), "{all}");
+}
+
+#[test]
+fn persistent_split_intercomm_gatherv_scatterv() {
+    selftest(
+        3,
+        "shm",
+        Some("persistent,split,intercomm,gatherv,scatterv"),
+    );
+    selftest(4, "tcp;ofi_rxm", Some("persistent,intercomm"));
+    selftest(5, "shm", Some("split,intercomm"));
+}
+
+#[test]
+fn persistent_requests_refuse_misuse_and_finish_when_dropped() {
+    let out = roles(3, "shm", "persistent", &[], "30");
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        text(&out).matches("persistent ok").count(),
+        3,
+        "{}",
+        text(&out)
+    );
+}
+
+/// Prints what a persistent allgatherv saves per operation against plain calls on the same
+/// registered buffers (figures only: no timed assertion).
+#[test]
+fn persistent_allgatherv_time_per_operation() {
+    let out = roles(4, "shm", "timing", &[], "60");
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    let line = all
+        .lines()
+        .find(|l| l.contains("per operation"))
+        .unwrap_or_else(|| panic!("no figures:\n{all}"));
+    println!("{line}");
 }
 
 /// This test binary as rank `role` of a job.
@@ -225,6 +268,8 @@ fn rank_role() {
         "kill" => kill(&mut comm),
         "mismatch" => mismatch(&mut comm),
         "zero-copy" => zero_copy(&mut comm),
+        "persistent" => persistent(&mut comm),
+        "timing" => timing(&mut comm),
         other => panic!("unknown role {other}"),
     }
 }
@@ -375,4 +420,104 @@ fn zero_copy(comm: &mut Communicator) {
         "staging a plain slice is counted"
     );
     println!("zero copy ok on rank {rank}");
+}
+
+fn misuse(result: Result<impl Sized, CommError>, what: &str) {
+    match result {
+        Err(CommError::Request { .. }) => {}
+        Err(other) => panic!("{what}: {other}"),
+        Ok(_) => panic!("{what} was accepted"),
+    }
+}
+
+/// Start twice, wait without start and buffer access while active are typed errors that leave
+/// the request usable; other collectives run between operations; a request dropped while
+/// active finishes its operation first; a broadcast on registered buffers copies nothing.
+fn persistent(comm: &mut Communicator) {
+    let (rank, p) = (comm.rank(), comm.size());
+    let mut buf = comm.alloc(10_000).unwrap();
+    let before = comm.bytes_copied();
+    {
+        let mut bcast = comm.bcast_init(&mut buf, 1).unwrap();
+        misuse(bcast.wait(), "wait without start");
+        for step in 0..5u8 {
+            if rank == 1 {
+                bcast.buffer_mut().unwrap().fill(step);
+            }
+            bcast.start().unwrap();
+            misuse(bcast.start(), "start twice");
+            misuse(bcast.buffer_mut(), "buffer access while active");
+            misuse(bcast.comm(), "the communicator while active");
+            bcast.wait().unwrap();
+            assert!(bcast.buffer().unwrap().iter().all(|&x| x == step));
+            // Another collective between two starts.
+            bcast.comm().unwrap().barrier().unwrap();
+        }
+        misuse(bcast.send_buffer_mut(), "a send buffer of a broadcast");
+        assert_eq!(bcast.starts(), 5);
+        if rank == 1 {
+            bcast.buffer_mut().unwrap().fill(99);
+        }
+        bcast.start().unwrap();
+        // Dropped while active: the operation completes before the buffer is given back.
+    }
+    assert!(
+        buf.iter().all(|&x| x == 99),
+        "the dropped operation completed"
+    );
+    assert_eq!(comm.bytes_copied(), before, "persistent bcast copied");
+
+    // Wrong lengths are refused up front.
+    let mut short = comm.alloc(3).unwrap();
+    let mut recv = comm.alloc(10).unwrap();
+    let counts = vec![4; p];
+    assert!(matches!(
+        comm.allgatherv_init(&mut short, &mut recv, &counts),
+        Err(CommError::Argument { .. })
+    ));
+    let mut recv = comm.alloc(4 * p).unwrap();
+    let mut send = comm.alloc(4).unwrap();
+    let mut gather = comm.allgatherv_init(&mut send, &mut recv, &counts).unwrap();
+    gather.send_buffer_mut().unwrap().fill(rank as u8);
+    gather.run().unwrap();
+    let got = gather.buffer().unwrap().to_vec();
+    drop(gather);
+    assert!((0..p).all(|r| got[4 * r..4 * r + 4].iter().all(|&x| x == r as u8)));
+    println!("persistent ok on rank {rank}");
+}
+
+/// Plain and persistent circulant allgatherv, 4 KiB in all, 2000 operations each; rank 0
+/// prints the mean time per operation of both.
+fn timing(comm: &mut Communicator) {
+    use circulant::comm::Choice;
+    let (rank, p) = (comm.rank(), comm.size());
+    let counts = vec![1024; p];
+    let mut send = comm.alloc(1024).unwrap();
+    let mut recv = comm.alloc(1024 * p).unwrap();
+    send.fill(rank as u8);
+    let choice = Choice::Named("circulant-allgatherv");
+    let n = 2000;
+    comm.barrier().unwrap();
+    let started = Instant::now();
+    for _ in 0..n {
+        comm.allgatherv_using(&send, &mut recv, &counts, choice)
+            .unwrap();
+    }
+    let plain = started.elapsed() / n;
+    let mut request = comm
+        .allgatherv_init_using(&mut send, &mut recv, &counts, choice)
+        .unwrap();
+    request.comm().unwrap().barrier().unwrap();
+    let started = Instant::now();
+    for _ in 0..n {
+        request.run().unwrap();
+    }
+    let persistent = started.elapsed() / n;
+    assert!((0..p).all(|r| request.buffer().unwrap()[1024 * r] == r as u8));
+    if rank == 0 {
+        println!(
+            "allgatherv of {} B on {p} ranks per operation: plain {plain:?}, persistent {persistent:?}",
+            1024 * p
+        );
+    }
 }

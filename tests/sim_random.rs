@@ -61,6 +61,10 @@ proptest! {
         let root = root_seed % p;
         run_all(&Problem::Scatter { p, root, block })?;
         run_all(&Problem::Gather { p, root, block })?;
+        // Per-rank counts with zeros.
+        let counts: Vec<usize> = (0..p).map(|r| (r * 7 + block + root) % 5).collect();
+        run_all(&Problem::Gatherv { root, counts: counts.clone() })?;
+        run_all(&Problem::Scatterv { root, counts })?;
         if p <= 200 {
             run_all(&Problem::Alltoall { p, block })?;
         }

@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use circulant::comm::{Choice, CommError, Communicator, Payload};
+use circulant::comm::{Choice, CommError, Communicator, Payload, Side};
 use circulant::plan::distribution::Distribution;
 use circulant::plan::registry;
 use circulant::plan::{Dtype, Problem, ReduceOp, Reduction};
@@ -18,7 +18,8 @@ pub struct Args {
     #[arg(long)]
     quick: bool,
     /// Only these collectives (comma-separated: barrier, bcast, allgather, allgatherv,
-    /// allreduce, reduce, scan, exscan, gather, scatter, alltoall).
+    /// allreduce, reduce, scan, exscan, gather, scatter, gatherv, scatterv, alltoall,
+    /// persistent, split, intercomm).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Print every case, not only failures.
@@ -174,7 +175,42 @@ pub fn run(args: Args) -> CliResult {
         }
     }
 
+    for &bytes in sizes {
+        // Zeros included: the distributions give empty parts, and the root's may be empty.
+        let bytes = bytes.min(64 << 10);
+        for &root in &roots {
+            let dists: &[Distribution] = if args.quick {
+                &[Distribution::Mod3]
+            } else {
+                &[
+                    Distribution::Regular,
+                    Distribution::HalfFull,
+                    Distribution::Mod3,
+                ]
+            };
+            for &dist in dists {
+                let counts = dist.counts(p, dist.base_for_total(p, bytes));
+                if wanted("gatherv") {
+                    cases.push((
+                        format!("gatherv {dist} {bytes} B root {root}"),
+                        Problem::Gatherv {
+                            root,
+                            counts: counts.clone(),
+                        },
+                    ));
+                }
+                if wanted("scatterv") {
+                    cases.push((
+                        format!("scatterv {dist} {bytes} B root {root}"),
+                        Problem::Scatterv { root, counts },
+                    ));
+                }
+            }
+        }
+    }
+
     let model = comm.model();
+    let mut broken = false;
     'cases: for (name, problem) in cases {
         for algorithm in registry::applicable(&problem, &model)? {
             let case = Case {
@@ -203,8 +239,38 @@ pub fn run(args: Args) -> CliResult {
                         case.name, case.algorithm
                     );
                     // The communicator is unusable after an error.
+                    broken = true;
                     break 'cases;
                 }
+            }
+        }
+    }
+
+    // Operations beyond the one-call collectives, each checked as a whole.
+    let extras: [(&str, Extra); 3] = [
+        ("persistent", persistent),
+        ("split", split),
+        ("intercomm", intercomm),
+    ];
+    for (name, extra) in extras {
+        if broken || !wanted(name) {
+            continue;
+        }
+        match extra(&mut comm) {
+            Ok(None) => {
+                tally.passed += 1;
+                if args.verbose && rank == 0 {
+                    println!("ok   {name}");
+                }
+            }
+            Ok(Some(wrong)) => {
+                tally.failed += 1;
+                println!("FAIL rank {rank}: {name}: {wrong}");
+            }
+            Err(err) => {
+                tally.failed += 1;
+                println!("FAIL rank {rank}: {name}: {err}");
+                broken = true;
             }
         }
     }
@@ -387,8 +453,247 @@ fn check(comm: &mut Communicator, case: &Case) -> Result<Option<String>, CommErr
                 .collect();
             Ok(compare(&recv, &expected))
         }
+        Problem::Gatherv { root, counts } => {
+            let send: Vec<u8> = (0..counts[rank]).map(|k| pattern(rank, k)).collect();
+            let expected: Vec<u8> = counts
+                .iter()
+                .enumerate()
+                .flat_map(|(r, &c)| (0..c).map(move |k| pattern(r, k)))
+                .collect();
+            // Registered receive memory at the root in one case of two: both paths.
+            if rank == *root && root % 2 == 0 {
+                let mut recv = comm.alloc(expected.len())?;
+                comm.gatherv_using(&send[..], &mut recv, counts, *root, choice)?;
+                return Ok(compare(&recv, &expected));
+            }
+            let mut recv = vec![0u8; if rank == *root { expected.len() } else { 0 }];
+            comm.gatherv_using(&send[..], &mut recv[..], counts, *root, choice)?;
+            Ok(if rank == *root {
+                compare(&recv, &expected)
+            } else {
+                None
+            })
+        }
+        Problem::Scatterv { root, counts } => {
+            let send: Vec<u8> = if rank == *root {
+                counts
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(r, &c)| (0..c).map(move |k| pattern(r, k)))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let expected: Vec<u8> = (0..counts[rank]).map(|k| pattern(rank, k)).collect();
+            let mut recv = comm.alloc(counts[rank])?;
+            comm.scatterv_using(&send[..], &mut recv, counts, *root, choice)?;
+            Ok(compare(&recv, &expected))
+        }
         Problem::Intergroup { .. } => Ok(None),
     }
+}
+
+/// A check of a whole feature: `Ok(Some(what))` if data came out wrong.
+type Extra = fn(&mut Communicator) -> Result<Option<String>, CommError>;
+
+fn fill(buf: &mut [u8], owner: usize, step: usize) {
+    for (k, x) in buf.iter_mut().enumerate() {
+        *x = (owner * 131 + k * 7 + step * 31 + 1) as u8;
+    }
+}
+
+fn expect_fill(got: &[u8], owner: usize, step: usize) -> Option<String> {
+    let mut want = vec![0u8; got.len()];
+    fill(&mut want, owner, step);
+    compare(got, &want)
+}
+
+/// Persistent broadcast and allgatherv (separate and in place) with every algorithm that
+/// applies: several starts, the data changed between them.
+fn persistent(comm: &mut Communicator) -> Result<Option<String>, CommError> {
+    let (rank, p) = (comm.rank(), comm.size());
+    let model = comm.model();
+    let bytes = 4096 + 3;
+    let root = p / 2;
+    let problem = Problem::Broadcast { p, root, bytes };
+    for algorithm in registry::applicable(&problem, &model)? {
+        let name = algorithm.name();
+        let mut buf = comm.alloc(bytes)?;
+        let mut request = comm.bcast_init_using(&mut buf, root, Choice::Named(name))?;
+        for step in 0..4 {
+            if rank == root {
+                fill(request.buffer_mut()?, root, step);
+            }
+            request.start()?;
+            request.wait()?;
+            if let Some(wrong) = expect_fill(request.buffer()?, root, step) {
+                return Ok(Some(format!("bcast [{name}] start {step}: {wrong}")));
+            }
+        }
+    }
+    let counts = Distribution::Mod3.counts(p, 1000);
+    let total: usize = counts.iter().sum();
+    let offset: usize = counts[..rank].iter().sum();
+    let problem = Problem::Allgatherv {
+        counts: counts.clone(),
+    };
+    for algorithm in registry::applicable(&problem, &model)? {
+        let name = algorithm.name();
+        let mut send = comm.alloc(counts[rank])?;
+        let mut recv = comm.alloc(total)?;
+        let mut request =
+            comm.allgatherv_init_using(&mut send, &mut recv, &counts, Choice::Named(name))?;
+        for step in 0..3 {
+            fill(request.send_buffer_mut()?, rank, step);
+            request.run()?;
+            let got = request.buffer()?;
+            let mut at = 0;
+            for (owner, &c) in counts.iter().enumerate() {
+                if let Some(wrong) = expect_fill(&got[at..at + c], owner, step) {
+                    return Ok(Some(format!(
+                        "allgatherv [{name}] start {step}, rank {owner}'s part: {wrong}"
+                    )));
+                }
+                at += c;
+            }
+        }
+        drop(request);
+        let mut recv = comm.alloc(total)?;
+        let mut request =
+            comm.allgatherv_in_place_init_using(&mut recv, &counts, Choice::Named(name))?;
+        for step in 0..3 {
+            fill(
+                &mut request.buffer_mut()?[offset..offset + counts[rank]],
+                rank,
+                step,
+            );
+            request.start()?;
+            request.wait()?;
+            let got = request.buffer()?;
+            let mut at = 0;
+            for (owner, &c) in counts.iter().enumerate() {
+                if let Some(wrong) = expect_fill(&got[at..at + c], owner, step) {
+                    return Ok(Some(format!(
+                        "allgatherv in place [{name}] start {step}, rank {owner}'s part: {wrong}"
+                    )));
+                }
+                at += c;
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// `split(rank % 2, p − rank)`: each group ordered by descending old rank, then an allgather
+/// inside each group.
+fn split(comm: &mut Communicator) -> Result<Option<String>, CommError> {
+    let (rank, p) = (comm.rank(), comm.size());
+    let color = (rank % 2) as u32;
+    let mut sub =
+        comm.split(Some(color), (p - rank) as i64)?
+            .ok_or_else(|| CommError::Argument {
+                op: "split",
+                what: "no communicator for a rank with a color".into(),
+            })?;
+    // Members: old ranks of the same parity, highest first.
+    let members: Vec<usize> = (0..p).rev().filter(|r| r % 2 == rank % 2).collect();
+    let want_rank = members
+        .iter()
+        .position(|&r| r == rank)
+        .unwrap_or(usize::MAX);
+    if sub.size() != members.len() || sub.rank() != want_rank {
+        return Ok(Some(format!(
+            "rank {} of {} in the new group, {want_rank} of {} expected",
+            sub.rank(),
+            sub.size(),
+            members.len()
+        )));
+    }
+    let mine = [rank as u8; 3];
+    let mut all = vec![0u8; 3 * sub.size()];
+    sub.allgather(&mine[..], &mut all[..])?;
+    let expected: Vec<u8> = members.iter().flat_map(|&r| [r as u8; 3]).collect();
+    if let Some(wrong) = compare(&all, &expected) {
+        return Ok(Some(format!("allgather in the group: {wrong}")));
+    }
+    // A rank without a color gets no communicator; the others go on working.
+    let none = comm.split((rank != 0).then_some(7), 0)?;
+    if none.is_some() == (rank == 0) {
+        return Ok(Some("split with no color on rank 0".into()));
+    }
+    // The parent still works after its children.
+    comm.barrier()?;
+    Ok(None)
+}
+
+/// An inter-communicator of the even ranks (A) and the odd ranks (B): allgatherv and allgather
+/// with every intergroup algorithm, each rank receiving the other group's data.
+fn intercomm(comm: &mut Communicator) -> Result<Option<String>, CommError> {
+    let (rank, p) = (comm.rank(), comm.size());
+    if p < 2 {
+        return Ok(None);
+    }
+    let side = if rank % 2 == 0 { Side::A } else { Side::B };
+    let mut inter = comm.intercomm(side)?;
+    let group =
+        |s: Side| -> Vec<usize> { (0..p).filter(|r| (r % 2 == 0) == (s == Side::A)).collect() };
+    let (local, remote) = match side {
+        Side::A => (group(Side::A), group(Side::B)),
+        Side::B => (group(Side::B), group(Side::A)),
+    };
+    if inter.local_size() != local.len()
+        || inter.remote_size() != remote.len()
+        || local.get(inter.local_rank()) != Some(&rank)
+    {
+        return Ok(Some(format!(
+            "local rank {} of {}, remote size {}",
+            inter.local_rank(),
+            inter.local_size(),
+            inter.remote_size()
+        )));
+    }
+    let count = |r: usize| (r * 37) % 100 + usize::from(r % 3 == 0) * 300;
+    let local_counts: Vec<usize> = local.iter().map(|&r| count(r)).collect();
+    let remote_counts: Vec<usize> = remote.iter().map(|&r| count(r)).collect();
+    let problem = Problem::Intergroup {
+        a: group(Side::A).iter().map(|&r| count(r)).collect(),
+        b: group(Side::B).iter().map(|&r| count(r)).collect(),
+    };
+    let model = inter.comm().model();
+    for algorithm in registry::applicable(&problem, &model)? {
+        let name = algorithm.name();
+        let mut send = vec![0u8; count(rank)];
+        fill(&mut send, rank, 0);
+        let mut recv = inter.comm().alloc(remote_counts.iter().sum())?;
+        inter.allgatherv_using(
+            &send[..],
+            &mut recv,
+            &local_counts,
+            &remote_counts,
+            Choice::Named(name),
+        )?;
+        let mut at = 0;
+        for (&r, &c) in remote.iter().zip(&remote_counts) {
+            if let Some(wrong) = expect_fill(&recv[at..at + c], r, 0) {
+                return Ok(Some(format!("allgatherv [{name}] from rank {r}: {wrong}")));
+            }
+            at += c;
+        }
+    }
+    // Allgather: each group has its own block size.
+    let block = |s: Side| if s == Side::A { 5 } else { 9 };
+    let mut send = vec![0u8; block(side)];
+    fill(&mut send, rank, 1);
+    let other = if side == Side::A { Side::B } else { Side::A };
+    let mut recv = vec![0u8; block(other) * remote.len()];
+    inter.allgather(&send[..], &mut recv[..])?;
+    for (i, &r) in remote.iter().enumerate() {
+        let b = block(other);
+        if let Some(wrong) = expect_fill(&recv[i * b..(i + 1) * b], r, 1) {
+            return Ok(Some(format!("allgather from rank {r}: {wrong}")));
+        }
+    }
+    Ok(None)
 }
 
 /// This rank's input of a reduction and the result over the ranks `include` accepts.

@@ -14,6 +14,19 @@
 //! # Ok::<(), circulant::comm::CommError>(())
 //! ```
 //!
+//! The collectives: [`Communicator::barrier`], [`bcast`](Communicator::bcast),
+//! [`allgather`](Communicator::allgather), [`allgatherv`](Communicator::allgatherv) (also in
+//! place), [`allreduce`](Communicator::allreduce), [`reduce`](Communicator::reduce),
+//! [`scan`](Communicator::scan), [`exscan`](Communicator::exscan),
+//! [`gather`](Communicator::gather), [`gatherv`](Communicator::gatherv),
+//! [`scatter`](Communicator::scatter), [`scatterv`](Communicator::scatterv),
+//! [`alltoall`](Communicator::alltoall); each has a `*_using` form that forces an algorithm.
+//! Persistent broadcast and allgatherv ([`Communicator::bcast_init`],
+//! [`Communicator::allgatherv_init`], [`Persistent`]) choose, plan and register once and are
+//! then started many times. [`Communicator::split`] makes sub-communicators,
+//! [`Communicator::intercomm`] an [`InterCommunicator`] between two groups (intergroup
+//! allgather(v), seed 003).
+//!
 //! Every collective must be called by every rank of the communicator in the same order with
 //! matching arguments; ranks that disagree (different counts, sizes, roots or algorithms) get
 //! an error on every rank instead of corrupted memory. After any error the communicator is
@@ -21,13 +34,18 @@
 
 mod buffer;
 mod config;
+mod persistent;
+mod split;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use buffer::{Buffer, Element, Payload, PayloadMut};
 pub use config::{
     Config, ConfigError, ALGORITHM_ENV, ALPHA_ENV, BETA_ENV, PROVIDER_ENV, TIMEOUT_ENV,
 };
+pub use persistent::Persistent;
+pub use split::{InterCommunicator, Side};
 
 use crate::bootstrap::{Bootstrap, BootstrapError};
 use crate::fabric::{FabricError, Hints, Info, RegisteredMemory};
@@ -59,6 +77,13 @@ pub enum CommError {
     },
     #[error("{op}: {what}")]
     Argument { op: &'static str, what: String },
+    /// A persistent request used out of order (start twice, wait without start, buffer
+    /// access while the operation runs).
+    #[error("{op}: {what}")]
+    Request {
+        op: &'static str,
+        what: &'static str,
+    },
 }
 
 pub type Result<T> = std::result::Result<T, CommError>;
@@ -77,7 +102,9 @@ pub enum Choice<'a> {
 /// The ranks of a job, connected over a libfabric endpoint.
 pub struct Communicator {
     transport: Transport,
-    bootstrap: Bootstrap,
+    /// The job's bootstrap, shared by the communicators split from the world one: it is
+    /// finalized when the last of them is dropped, and only the world communicator uses it.
+    job: Arc<Job>,
     config: Config,
     model: CostModel,
     scratch: Option<RegisteredMemory>,
@@ -91,6 +118,18 @@ pub struct Communicator {
 pub struct Executed {
     pub algorithm: &'static str,
     pub stats: OpStats,
+}
+
+/// Membership in the launcher's job: leaves it when dropped.
+struct Job {
+    bootstrap: Bootstrap,
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        // Leaving the job is best effort: a launcher that is gone cannot be told.
+        let _ = self.bootstrap.finalize();
+    }
 }
 
 impl std::fmt::Debug for Communicator {
@@ -139,7 +178,7 @@ impl Communicator {
         let model = config.model_for(&info.provider());
         let mut comm = Communicator {
             transport,
-            bootstrap,
+            job: Arc::new(Job { bootstrap }),
             config,
             model,
             scratch: None,
@@ -167,7 +206,7 @@ impl Communicator {
 
     /// `"pmi-1"` or `"singleton"`.
     pub fn launcher(&self) -> &'static str {
-        self.bootstrap.kind()
+        self.job.bootstrap.kind()
     }
 
     /// The α-β model used to choose algorithms.
@@ -525,6 +564,100 @@ impl Communicator {
         self.run("scatter", problem, choice, Some(send), Some(recv), false)
     }
 
+    /// Rank r's `send` (`counts[r]` bytes) into root's `recv` at the sum of the counts before
+    /// r; other ranks' `recv` is not touched (it may be empty there).
+    pub fn gatherv<S, R>(
+        &mut self,
+        send: &S,
+        recv: &mut R,
+        counts: &[usize],
+        root: usize,
+    ) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        self.gatherv_using(send, recv, counts, root, Choice::Auto)
+    }
+
+    pub fn gatherv_using<S, R>(
+        &mut self,
+        send: &S,
+        recv: &mut R,
+        counts: &[usize],
+        root: usize,
+        choice: Choice<'_>,
+    ) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        let op = "gatherv";
+        let problem = Problem::Gatherv {
+            root,
+            counts: counts.to_vec(),
+        };
+        self.check_rooted(op, &problem, counts)?;
+        expect_len(op, "send", send.bytes().len(), Some(counts[self.rank()]))?;
+        if self.rank() == root {
+            self.check_counts(op, counts, recv.bytes().len())?;
+        }
+        self.run(op, problem, choice, Some(send), Some(recv), false)
+    }
+
+    /// Part r of root's `send` (cut at the counts) into rank r's `recv` (`counts[r]` bytes);
+    /// other ranks' `send` is not read (it may be empty there).
+    pub fn scatterv<S, R>(
+        &mut self,
+        send: &S,
+        recv: &mut R,
+        counts: &[usize],
+        root: usize,
+    ) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        self.scatterv_using(send, recv, counts, root, Choice::Auto)
+    }
+
+    pub fn scatterv_using<S, R>(
+        &mut self,
+        send: &S,
+        recv: &mut R,
+        counts: &[usize],
+        root: usize,
+        choice: Choice<'_>,
+    ) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        let op = "scatterv";
+        let problem = Problem::Scatterv {
+            root,
+            counts: counts.to_vec(),
+        };
+        self.check_rooted(op, &problem, counts)?;
+        expect_len(op, "recv", recv.bytes().len(), Some(counts[self.rank()]))?;
+        if self.rank() == root {
+            let total = counts.iter().try_fold(0usize, |a, &c| a.checked_add(c));
+            expect_len(op, "send", send.bytes().len(), total)?;
+        }
+        self.run(op, problem, choice, Some(send), Some(recv), false)
+    }
+
+    /// A rooted problem with one count per rank and the root in range.
+    fn check_rooted(&self, op: &'static str, problem: &Problem, counts: &[usize]) -> Result<()> {
+        if counts.len() != self.size() {
+            return Err(argument(
+                op,
+                format!("{} counts for {} ranks", counts.len(), self.size()),
+            ));
+        }
+        Ok(problem.validate()?)
+    }
+
     /// Block j of rank i's `send` into block i of rank j's `recv` (p blocks each).
     pub fn alltoall<S, R>(&mut self, send: &S, recv: &mut R) -> Result<()>
     where
@@ -623,11 +756,7 @@ impl Communicator {
         let algorithm = self.choose(&problem, choice)?;
         let plan = algorithm.rank_plan(self.rank())?;
         let need = plan.buffers;
-        let digest = Digest::default()
-            .text(op)
-            .text(algorithm.name())
-            .text(&format!("{problem:?}"))
-            .finish();
+        let digest = digest(op, algorithm.name(), &problem);
 
         ensure(&self.transport, &mut self.scratch, need.scratch)?;
         let mut copied = 0usize;
@@ -703,13 +832,6 @@ impl Communicator {
     }
 }
 
-impl Drop for Communicator {
-    fn drop(&mut self) {
-        // Leaving the job is best effort: a launcher that is gone cannot be told.
-        let _ = self.bootstrap.finalize();
-    }
-}
-
 /// Makes `slot` hold registered memory of at least `len` bytes (kept for later calls).
 fn ensure(transport: &Transport, slot: &mut Option<RegisteredMemory>, len: usize) -> Result<()> {
     if len > 0 && slot.as_ref().map_or(true, |m| m.len() < len) {
@@ -718,6 +840,15 @@ fn ensure(transport: &Transport, slot: &mut Option<RegisteredMemory>, len: usize
         *slot = Some(transport.alloc(len)?);
     }
     Ok(())
+}
+
+/// What must agree between the ranks of one operation.
+fn digest(op: &str, algorithm: &str, problem: &Problem) -> u64 {
+    Digest::default()
+        .text(op)
+        .text(algorithm)
+        .text(&format!("{problem:?}"))
+        .finish()
 }
 
 fn argument(op: &'static str, what: String) -> CommError {

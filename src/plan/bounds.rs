@@ -27,6 +27,11 @@ pub fn lower_bound(problem: &Problem, model: &CostModel) -> f64 {
         Problem::Scatter { block, .. } | Problem::Gather { block, .. } => {
             lat + b * ((p - 1) * block) as f64
         }
+        Problem::Scatterv { root, counts } | Problem::Gatherv { root, counts } => {
+            // The root sends or receives everything but its own part.
+            let total: f64 = counts.iter().map(|&c| c as f64).sum();
+            lat + b * (total - counts[*root] as f64)
+        }
         Problem::Alltoall { block, .. } => lat + b * ((p - 1) * block) as f64,
         Problem::Barrier { .. } => lat,
         Problem::Intergroup { a, b: bg } => {

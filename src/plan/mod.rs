@@ -38,6 +38,7 @@ pub mod intergroup;
 pub mod reduce;
 pub mod registry;
 pub mod ring;
+pub mod rootedv;
 pub mod roundrobin;
 pub mod scan;
 pub mod tree;
@@ -277,6 +278,12 @@ pub enum Problem {
     Scatter { p: usize, root: usize, block: usize },
     /// Rank r's `send` (`block`) ends up at block r of root's `recv`.
     Gather { p: usize, root: usize, block: usize },
+    /// Root's `send` (the sum of the counts) is cut at the counts; part r ends up in rank r's
+    /// `recv`.
+    Scatterv { root: usize, counts: Vec<usize> },
+    /// Rank r's `send` (`counts[r]` bytes) ends up in root's `recv` at the sum of the counts
+    /// before r.
+    Gatherv { root: usize, counts: Vec<usize> },
     /// Block j of rank i's `send` ends up at block i of rank j's `recv`.
     Alltoall { p: usize, block: usize },
     /// No rank completes before every rank has started.
@@ -302,6 +309,8 @@ pub fn collective_name(problem: &Problem) -> &'static str {
         Problem::Allgatherv { .. } => "allgatherv",
         Problem::Scatter { .. } => "scatter",
         Problem::Gather { .. } => "gather",
+        Problem::Scatterv { .. } => "scatterv",
+        Problem::Gatherv { .. } => "gatherv",
         Problem::Alltoall { .. } => "alltoall",
         Problem::Barrier { .. } => "barrier",
         Problem::Intergroup { .. } => "intergroup allgatherv",
@@ -321,7 +330,9 @@ impl Problem {
             | Problem::Gather { p, .. }
             | Problem::Alltoall { p, .. }
             | Problem::Barrier { p } => *p,
-            Problem::Allgatherv { counts } => counts.len(),
+            Problem::Allgatherv { counts }
+            | Problem::Scatterv { counts, .. }
+            | Problem::Gatherv { counts, .. } => counts.len(),
             Problem::Intergroup { a, b } => a.len() + b.len(),
         }
     }
@@ -338,6 +349,8 @@ impl Problem {
             | Problem::Scatter { root, .. }
             | Problem::Gather { root, .. }
             | Problem::Reduce { root, .. }
+            | Problem::Scatterv { root, .. }
+            | Problem::Gatherv { root, .. }
                 if *root >= p =>
             {
                 return Err(PlanError::RootOutOfRange { root: *root, p });
@@ -377,7 +390,9 @@ impl Problem {
                     .and_then(|x| x.checked_mul(2))
                     .ok_or(PlanError::Overflow)?;
             }
-            Problem::Allgatherv { counts } => {
+            Problem::Allgatherv { counts }
+            | Problem::Scatterv { counts, .. }
+            | Problem::Gatherv { counts, .. } => {
                 checked_sum(counts)?;
             }
             Problem::Intergroup { a, b } => {
@@ -404,7 +419,9 @@ impl Problem {
             | Problem::Scatter { p, block, .. }
             | Problem::Gather { p, block, .. }
             | Problem::Alltoall { p, block } => p.saturating_mul(*block),
-            Problem::Allgatherv { counts } => {
+            Problem::Allgatherv { counts }
+            | Problem::Scatterv { counts, .. }
+            | Problem::Gatherv { counts, .. } => {
                 counts.iter().fold(0usize, |a, &c| a.saturating_add(c))
             }
             Problem::Barrier { .. } => 0,

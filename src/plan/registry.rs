@@ -9,6 +9,7 @@ use super::circulant::{
 };
 use super::intergroup::{IntergroupAllgatherv, RootGathering};
 use super::ring::PipelinedRingAllgatherv;
+use super::rootedv::{BinomialGatherv, BinomialScatterv, LinearGatherv, LinearScatterv};
 use super::roundrobin::RoundRobinBroadcast;
 use super::scan::HypercubeScan;
 use super::tree::{
@@ -54,6 +55,18 @@ pub const ALL: &[(&str, bool, Make)] = &[
     }),
     (BinomialGather::NAME, false, |p, _| {
         boxed(BinomialGather::new(p))
+    }),
+    (BinomialScatterv::NAME, false, |p, _| {
+        boxed(BinomialScatterv::new(p))
+    }),
+    (BinomialGatherv::NAME, false, |p, _| {
+        boxed(BinomialGatherv::new(p))
+    }),
+    (LinearScatterv::NAME, false, |p, _| {
+        boxed(LinearScatterv::new(p))
+    }),
+    (LinearGatherv::NAME, false, |p, _| {
+        boxed(LinearGatherv::new(p))
     }),
     (RingAllgather::NAME, false, |p, _| {
         boxed(RingAllgather::new(p))

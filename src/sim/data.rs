@@ -82,6 +82,14 @@ pub fn send_input(problem: &Problem, rank: usize) -> Vec<u8> {
             }
         }
         Problem::Alltoall { p, block } => bytes_of(rank, p * block, 3),
+        Problem::Gatherv { counts, .. } => bytes_of(rank, counts[rank], 6),
+        Problem::Scatterv { root, counts } => {
+            if rank == *root {
+                bytes_of(rank, counts.iter().sum(), 7)
+            } else {
+                Vec::new()
+            }
+        }
         Problem::Intergroup { a, b } => {
             let len = if rank < a.len() {
                 a[rank]
@@ -134,7 +142,13 @@ pub fn expected(problem: &Problem, rank: usize, sends: &[Vec<u8>]) -> Option<Vec
         Problem::Scatter { root, block, .. } => {
             Some(sends[*root][rank * block..(rank + 1) * block].to_vec())
         }
-        Problem::Gather { root, .. } => (rank == *root).then(|| sends.concat()),
+        Problem::Gather { root, .. } | Problem::Gatherv { root, .. } => {
+            (rank == *root).then(|| sends.concat())
+        }
+        Problem::Scatterv { root, counts } => {
+            let at: usize = counts[..rank].iter().sum();
+            Some(sends[*root][at..at + counts[rank]].to_vec())
+        }
         Problem::Alltoall { p, block } => Some(
             (0..*p)
                 .flat_map(|i| sends[i][rank * block..(rank + 1) * block].to_vec())

@@ -12,6 +12,11 @@
 //!    writes are in and every earlier round is complete; then its local steps run;
 //! 4. the operation is done when every round is complete and every local write has completed.
 //!
+//! An operation is [`Transport::prepare`]d (the plan materialised once into a [`Prepared`],
+//! which persistent operations keep and reuse), [`Transport::start`]ed (setup steps, ready
+//! tokens, the writes already allowed) and [`Transport::finish`]ed (driven to completion);
+//! [`Transport::execute`] does all three. Only one operation is in progress at a time.
+//!
 //! Zero-length pieces (signals, as in the barrier) carry no data, go into the target's control
 //! region and need no token; one that arrives before its target reached its operation is kept
 //! for later. A rank that finds a digest that differs from its own, or fails in any other way,
@@ -21,13 +26,14 @@ pub mod wire;
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::fabric::{
     Address, AddressVector, Completion, CompletionQueue, Domain, Endpoint, FabricError, Info,
     LocalRange, Post, RegisteredMemory, RemoteRegion, REMOTE_REGION_BYTES,
 };
-use crate::plan::{Buf, Local, PlanError, RankPlan, Round, Transfer};
+use crate::plan::{self, Buf, Local, PlanError, RankPlan, Round, Transfer};
 use wire::{wire_seq, Event, Token, TOKEN_BYTES};
 
 /// Default deadline of one operation.
@@ -65,6 +71,8 @@ pub enum TransportError {
     Invalid { op: String, what: String },
     #[error("the communicator is unusable after an earlier failure: {0}")]
     Broken(String),
+    #[error("{op}: operation {seq} is still in progress (wait for it first)")]
+    Busy { op: String, seq: u64 },
 }
 
 pub type Result<T> = std::result::Result<T, TransportError>;
@@ -255,6 +263,7 @@ impl Opened {
             deadline,
             copied: 0,
             broken: None,
+            active: None,
             completions: Vec::with_capacity(64),
         })
     }
@@ -283,6 +292,8 @@ pub struct Transport {
     deadline: Duration,
     copied: u64,
     broken: Option<String>,
+    /// Sequence number of the operation started and not finished yet.
+    active: Option<u64>,
     completions: Vec<Completion>,
 }
 
@@ -342,6 +353,12 @@ impl Transport {
         Ok(RegisteredMemory::for_endpoint(&self.endpoint, len.max(1))?)
     }
 
+    /// Materialises `plan` once for repeated starts ([`Prepared::new`] with this transport's
+    /// size and limits).
+    pub fn prepare(&self, name: &str, plan: RankPlan<'_>) -> Result<Prepared> {
+        Prepared::new(name, plan, self.size, self.limits)
+    }
+
     /// Runs `plan` as operation `name` with `buffers`; `digest` must be equal on every rank
     /// that runs this operation (it summarises the arguments that must agree).
     pub fn execute(
@@ -351,25 +368,83 @@ impl Transport {
         plan: RankPlan<'_>,
         buffers: Buffers<'_>,
     ) -> Result<OpStats> {
-        if let Some(why) = &self.broken {
-            return Err(TransportError::Broken(why.clone()));
-        }
+        self.usable(name)?;
+        let prepared = self.prepare(name, plan)?;
+        let operation = self.start(name, digest, &prepared, buffers)?;
+        self.finish(operation, buffers)
+    }
+
+    /// Starts a prepared plan as the next operation: checks the buffers, runs the setup steps,
+    /// sends the ready tokens and posts every write that is already allowed, then returns.
+    /// [`Self::finish`] with the same buffers completes it; no other operation may start on
+    /// this transport before (an error says so). The buffers must stay registered and
+    /// untouched until then.
+    pub fn start(
+        &mut self,
+        name: &str,
+        digest: u64,
+        prepared: &Prepared,
+        buffers: Buffers<'_>,
+    ) -> Result<Operation> {
+        self.usable(name)?;
         let seq = self.seq;
         self.seq += 1;
         let op = format!("{name} (operation {seq})");
-        let mut run = Run::new(self, &op, seq, digest, plan, buffers)?;
-        let result = run.drive(self);
+        let mut run = Run::new(self, op, seq, digest, prepared, &buffers)?;
+        self.active = Some(seq);
+        let started = run.progress(self, &buffers);
+        match started {
+            Ok(()) => Ok(Operation { run }),
+            Err(err) => Err(self.fail(&mut run, err)),
+        }
+    }
+
+    /// Drives a started operation to completion.
+    pub fn finish(&mut self, operation: Operation, buffers: Buffers<'_>) -> Result<OpStats> {
+        let mut run = operation.run;
+        if self.active != Some(run.seq) {
+            return Err(TransportError::Invalid {
+                op: run.op.clone(),
+                what: "the operation is not the one in progress on this transport".into(),
+            });
+        }
+        // The deadline counts from the wait: a caller may do other work after starting.
+        run.started = Instant::now();
+        let result = run.drive(self, &buffers);
         self.copied += run.stats.bytes_copied;
+        self.active = None;
         match result {
             Ok(()) => Ok(run.stats),
-            Err(err) => {
-                run.abort_all(self);
-                run.drain(self);
-                // Writes of a failed operation may still arrive: nothing later can trust them.
-                self.broken = Some(err.to_string());
-                Err(err)
-            }
+            Err(err) => Err(self.fail(&mut run, err)),
         }
+    }
+
+    /// Whether an operation has been started and not finished.
+    pub fn in_progress(&self) -> bool {
+        self.active.is_some()
+    }
+
+    fn usable(&self, name: &str) -> Result<()> {
+        if let Some(why) = &self.broken {
+            return Err(TransportError::Broken(why.clone()));
+        }
+        if let Some(seq) = self.active {
+            return Err(TransportError::Busy {
+                op: name.to_string(),
+                seq,
+            });
+        }
+        Ok(())
+    }
+
+    /// Tells the peers that `run` failed and marks the transport unusable.
+    fn fail(&mut self, run: &mut Run, err: TransportError) -> TransportError {
+        run.abort_all(self);
+        run.drain(self);
+        // Writes of a failed operation may still arrive: nothing later can trust them.
+        self.broken = Some(err.to_string());
+        self.active = None;
+        err
     }
 
     /// A zero-length write into `peer`'s control region carrying `event`.
@@ -401,60 +476,27 @@ impl Transport {
     }
 }
 
-/// Where a transfer stands.
-struct Pending {
-    position: usize,
-    transfer: usize,
-    /// Pieces posted so far (a post may be refused with EAGAIN half way).
-    posted: usize,
+/// A plan materialised for repeated starts ([`Transport::prepare`]): cloning it is cheap.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    /// Buffer sizes the plan needs.
+    pub buffers: plan::Buffers,
+    setup: Arc<[Local]>,
+    rounds: Arc<[Round]>,
+    /// Writes expected per round.
+    expected: Arc<[usize]>,
+    /// The ranks that write into this one (they get ready tokens).
+    writers: Arc<[usize]>,
 }
 
-/// One operation in progress.
-struct Run<'a, 'b> {
-    op: &'a str,
-    seq: u64,
-    digest: u64,
-    buffers: Buffers<'b>,
-    rounds: Vec<Round>,
-    expected: Vec<usize>,
-    arrived: Vec<usize>,
-    /// Position of the first incomplete round in `rounds`.
-    next: usize,
-    pending: Vec<Pending>,
-    /// Local writes not completed yet.
-    in_flight: usize,
-    stats: OpStats,
-    started: Instant,
-    /// Generation stamps per target, to keep plan order per target while scanning.
-    blocked: Vec<u64>,
-    scan: u64,
-}
-
-impl<'a, 'b> Run<'a, 'b> {
-    fn new(
-        t: &mut Transport,
-        op: &'a str,
-        seq: u64,
-        digest: u64,
-        plan: RankPlan<'_>,
-        buffers: Buffers<'b>,
-    ) -> Result<Self> {
+impl Prepared {
+    /// Materialises `plan` (its rounds, expectations and writers) for `size` ranks, checked
+    /// against the provider's `limits`, so that it can be started many times.
+    pub fn new(name: &str, plan: RankPlan<'_>, size: usize, limits: Limits) -> Result<Prepared> {
         let invalid = |what: String| TransportError::Invalid {
-            op: op.to_string(),
+            op: name.to_string(),
             what,
         };
-        for (buf, need) in [
-            (Buf::Send, plan.buffers.send),
-            (Buf::Recv, plan.buffers.recv),
-            (Buf::Scratch, plan.buffers.scratch),
-        ] {
-            let have = buffers.get(buf).map_or(0, |v| v.len);
-            if have < need {
-                return Err(invalid(format!(
-                    "the {buf} buffer has {have} bytes, the plan needs {need}"
-                )));
-            }
-        }
         let rounds: Vec<Round> = plan.rounds.collect();
         let mut expected = Vec::with_capacity(rounds.len());
         let mut writers = Vec::new();
@@ -468,11 +510,14 @@ impl<'a, 'b> Run<'a, 'b> {
             expected.push(round.expects.iter().map(|e| e.writes).sum());
             writers.extend(round.expects.iter().map(|e| e.from));
             for transfer in &round.sends {
+                if transfer.to >= size {
+                    return Err(invalid(format!("a write to rank {}", transfer.to)));
+                }
                 for piece in &transfer.pieces {
-                    if piece.len > t.limits.max_msg_size && t.limits.max_msg_size > 0 {
+                    if piece.len > limits.max_msg_size && limits.max_msg_size > 0 {
                         return Err(invalid(format!(
                             "a write of {} bytes exceeds the provider's max_msg_size {}",
-                            piece.len, t.limits.max_msg_size
+                            piece.len, limits.max_msg_size
                         )));
                     }
                 }
@@ -480,8 +525,90 @@ impl<'a, 'b> Run<'a, 'b> {
         }
         writers.sort_unstable();
         writers.dedup();
+        if let Some(&w) = writers.last().filter(|&&w| w >= size) {
+            return Err(invalid(format!("writes expected from rank {w}")));
+        }
+        Ok(Prepared {
+            buffers: plan.buffers,
+            setup: plan.setup.into(),
+            rounds: rounds.into(),
+            expected: expected.into(),
+            writers: writers.into(),
+        })
+    }
+
+    /// Rounds in which this rank does something.
+    pub fn rounds(&self) -> usize {
+        self.rounds.len()
+    }
+}
+
+/// An operation started with [`Transport::start`] and not finished yet.
+pub struct Operation {
+    run: Run,
+}
+
+impl fmt::Debug for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Operation")
+            .field("op", &self.run.op)
+            .field("seq", &self.run.seq)
+            .finish()
+    }
+}
+
+/// Where a transfer stands.
+struct Pending {
+    position: usize,
+    transfer: usize,
+    /// Pieces posted so far (a post may be refused with EAGAIN half way).
+    posted: usize,
+}
+
+/// One operation in progress. The buffers are passed to each step rather than held, so that
+/// a persistent request can keep its buffers and a run side by side.
+struct Run {
+    op: String,
+    seq: u64,
+    digest: u64,
+    plan: Prepared,
+    arrived: Vec<usize>,
+    /// Position of the first incomplete round in `rounds`.
+    next: usize,
+    pending: Vec<Pending>,
+    /// Local writes not completed yet.
+    in_flight: usize,
+    stats: OpStats,
+    started: Instant,
+    /// Generation stamps per target, to keep plan order per target while scanning.
+    blocked: Vec<u64>,
+    scan: u64,
+}
+
+impl Run {
+    fn new(
+        t: &mut Transport,
+        op: String,
+        seq: u64,
+        digest: u64,
+        plan: &Prepared,
+        buffers: &Buffers<'_>,
+    ) -> Result<Self> {
+        for (buf, need) in [
+            (Buf::Send, plan.buffers.send),
+            (Buf::Recv, plan.buffers.recv),
+            (Buf::Scratch, plan.buffers.scratch),
+        ] {
+            let have = buffers.get(buf).map_or(0, |v| v.len);
+            if have < need {
+                return Err(TransportError::Invalid {
+                    op,
+                    what: format!("the {buf} buffer has {have} bytes, the plan needs {need}"),
+                });
+            }
+        }
         let mut pending = Vec::new();
-        for (position, round) in rounds.iter().enumerate() {
+        for (position, round) in plan.rounds.iter().enumerate() {
             for transfer in 0..round.sends.len() {
                 pending.push(Pending {
                     position,
@@ -494,10 +621,8 @@ impl<'a, 'b> Run<'a, 'b> {
             op,
             seq,
             digest,
-            buffers,
-            arrived: vec![0; rounds.len()],
-            expected,
-            rounds,
+            plan: plan.clone(),
+            arrived: vec![0; plan.rounds.len()],
             next: 0,
             pending,
             in_flight: 0,
@@ -506,7 +631,7 @@ impl<'a, 'b> Run<'a, 'b> {
             blocked: vec![0; t.size],
             scan: 0,
         };
-        run.local_steps(&plan.setup)?;
+        run.local_steps(&plan.setup, buffers)?;
         run.adopt_early(t)?;
         // Ready tokens: our buffers are free for this operation from now on.
         let has_target =
@@ -523,7 +648,7 @@ impl<'a, 'b> Run<'a, 'b> {
                 recv: buffers.recv.map_or(empty, |v| v.remote()),
                 scratch: buffers.scratch.map_or(empty, |v| v.remote()),
             };
-            for &writer in &writers {
+            for &writer in plan.writers.iter() {
                 run.post_with_retry(t, |t| t.post_token(writer, &token))?;
             }
         }
@@ -541,8 +666,8 @@ impl<'a, 'b> Run<'a, 'b> {
         }
         t.early_aborts.retain(|&(s, _)| is_future_abort(abort, s));
         let seq = wire_seq(self.seq);
-        let rounds: Vec<u32> = self.rounds.iter().map(|r| r.index).collect();
-        for (position, index) in rounds.into_iter().enumerate() {
+        let rounds = Arc::clone(&self.plan.rounds);
+        for (position, index) in rounds.iter().map(|r| r.index).enumerate() {
             if let Some(n) = t.early.remove(&(seq, index)) {
                 self.arrived[position] += n;
             }
@@ -564,7 +689,7 @@ impl<'a, 'b> Run<'a, 'b> {
         }
     }
 
-    fn local_steps(&mut self, steps: &[Local]) -> Result<()> {
+    fn local_steps(&mut self, steps: &[Local], buffers: &Buffers<'_>) -> Result<()> {
         for step in steps {
             match *step {
                 Local::Copy {
@@ -574,7 +699,7 @@ impl<'a, 'b> Run<'a, 'b> {
                     dst_offset,
                     len,
                 } => {
-                    let (s, d) = (self.view(src)?, self.writable(dst)?);
+                    let (s, d) = (self.view(buffers, src)?, self.writable(buffers, dst)?);
                     let (from, to) = (s.offset + src_offset, d.offset + dst_offset);
                     // In place (the send buffer is part of the receive buffer): nothing to copy.
                     if std::ptr::eq(s.mem, d.mem) && from == to {
@@ -590,7 +715,11 @@ impl<'a, 'b> Run<'a, 'b> {
                     dst,
                     len,
                 } => {
-                    let (va, vb, vd) = (self.view(a.0)?, self.view(b.0)?, self.writable(dst.0)?);
+                    let (va, vb, vd) = (
+                        self.view(buffers, a.0)?,
+                        self.view(buffers, b.0)?,
+                        self.writable(buffers, dst.0)?,
+                    );
                     let mut x = vec![0u8; len];
                     let mut y = vec![0u8; len];
                     va.mem.read(va.offset + a.1, &mut x)?;
@@ -604,20 +733,18 @@ impl<'a, 'b> Run<'a, 'b> {
         Ok(())
     }
 
-    fn view(&self, buf: Buf) -> Result<View<'b>> {
-        self.buffers
-            .get(buf)
-            .ok_or_else(|| TransportError::Invalid {
-                op: self.op.to_string(),
-                what: format!("the plan uses a {buf} buffer that was not given"),
-            })
+    fn view<'b>(&self, buffers: &Buffers<'b>, buf: Buf) -> Result<View<'b>> {
+        buffers.get(buf).ok_or_else(|| TransportError::Invalid {
+            op: self.op.to_string(),
+            what: format!("the plan uses a {buf} buffer that was not given"),
+        })
     }
 
-    fn writable(&self, buf: Buf) -> Result<View<'b>> {
+    fn writable<'b>(&self, buffers: &Buffers<'b>, buf: Buf) -> Result<View<'b>> {
         if buf == Buf::Send {
             return Err(self.protocol("the plan writes into the send buffer".into()));
         }
-        self.view(buf)
+        self.view(buffers, buf)
     }
 
     fn protocol(&self, what: String) -> TransportError {
@@ -629,21 +756,41 @@ impl<'a, 'b> Run<'a, 'b> {
 
     /// Index of the first round that is not complete (`u32::MAX` when all are).
     fn complete_below(&self) -> u64 {
-        self.rounds
+        self.plan
+            .rounds
             .get(self.next)
             .map_or(u64::MAX, |r| u64::from(r.index))
     }
 
     fn done(&self) -> bool {
-        self.next == self.rounds.len() && self.pending.is_empty() && self.in_flight == 0
+        self.next == self.plan.rounds.len() && self.pending.is_empty() && self.in_flight == 0
     }
 
-    fn drive(&mut self, t: &mut Transport) -> Result<()> {
+    /// One pass without waiting: completes rounds, posts what is allowed, takes the
+    /// completions that are there.
+    fn progress(&mut self, t: &mut Transport, buffers: &Buffers<'_>) -> Result<()> {
+        self.complete_rounds(buffers)?;
+        self.post_ready(t, buffers)?;
+        if t.cq.poll(&mut t.completions)? > 0 {
+            let completions = std::mem::take(&mut t.completions);
+            let outcome = completions
+                .iter()
+                .try_for_each(|c| self.on_completion(t, c));
+            t.completions = completions;
+            t.completions.clear();
+            outcome?;
+            self.complete_rounds(buffers)?;
+            self.post_ready(t, buffers)?;
+        }
+        Ok(())
+    }
+
+    fn drive(&mut self, t: &mut Transport, buffers: &Buffers<'_>) -> Result<()> {
         let deadline = self.started + t.deadline;
         let mut idle = 0u32;
         loop {
-            let mut progress = self.complete_rounds()?;
-            progress |= self.post_ready(t)?;
+            let mut progress = self.complete_rounds(buffers)?;
+            progress |= self.post_ready(t, buffers)?;
             if self.done() {
                 return Ok(());
             }
@@ -680,11 +827,13 @@ impl<'a, 'b> Run<'a, 'b> {
     }
 
     /// Advances over complete rounds, running their local steps.
-    fn complete_rounds(&mut self) -> Result<bool> {
+    fn complete_rounds(&mut self, buffers: &Buffers<'_>) -> Result<bool> {
         let mut progress = false;
-        while self.next < self.rounds.len() && self.arrived[self.next] >= self.expected[self.next] {
-            let local = std::mem::take(&mut self.rounds[self.next].local);
-            self.local_steps(&local)?;
+        while self.next < self.plan.rounds.len()
+            && self.arrived[self.next] >= self.plan.expected[self.next]
+        {
+            let rounds = Arc::clone(&self.plan.rounds);
+            self.local_steps(&rounds[self.next].local, buffers)?;
             self.next += 1;
             progress = true;
         }
@@ -693,19 +842,19 @@ impl<'a, 'b> Run<'a, 'b> {
 
     /// Posts every transfer whose data is held and whose target is ready, keeping plan order
     /// per target.
-    fn post_ready(&mut self, t: &mut Transport) -> Result<bool> {
+    fn post_ready(&mut self, t: &mut Transport, buffers: &Buffers<'_>) -> Result<bool> {
         self.scan += 1;
         let below = self.complete_below();
         let mut progress = false;
         let mut i = 0;
         while i < self.pending.len() {
             let (position, index) = (self.pending[i].position, self.pending[i].transfer);
-            let to = self.rounds[position].sends[index].to;
+            let to = self.plan.rounds[position].sends[index].to;
             if self.blocked[to] == self.scan {
                 i += 1;
                 continue;
             }
-            let transfer = &self.rounds[position].sends[index];
+            let transfer = &self.plan.rounds[position].sends[index];
             let held = transfer
                 .pieces
                 .iter()
@@ -721,9 +870,10 @@ impl<'a, 'b> Run<'a, 'b> {
                 i += 1;
                 continue;
             }
-            let round = self.rounds[position].index;
-            let transfer = self.rounds[position].sends[index].clone();
-            let finished = self.post_transfer(t, &transfer, round, token, i)?;
+            let rounds = Arc::clone(&self.plan.rounds);
+            let round = rounds[position].index;
+            let transfer = &rounds[position].sends[index];
+            let finished = self.post_transfer(t, buffers, transfer, round, token, i)?;
             progress = true;
             if finished {
                 self.pending.remove(i);
@@ -756,6 +906,7 @@ impl<'a, 'b> Run<'a, 'b> {
     fn post_transfer(
         &mut self,
         t: &mut Transport,
+        buffers: &Buffers<'_>,
         transfer: &Transfer,
         round: u32,
         token: Option<Token>,
@@ -786,7 +937,7 @@ impl<'a, 'b> Run<'a, 'b> {
                         op: self.op.to_string(),
                         peer: transfer.to,
                     })?;
-                let src = self.view(piece.src)?;
+                let src = self.view(buffers, piece.src)?;
                 let local: LocalRange<'_> =
                     src.mem.range(src.offset + piece.src_offset, piece.len)?;
                 t.endpoint
@@ -853,6 +1004,7 @@ impl<'a, 'b> Run<'a, 'b> {
                 let current = wire_seq(self.seq);
                 if seq == current {
                     let position = self
+                        .plan
                         .rounds
                         .binary_search_by_key(&round, |r| r.index)
                         .map_err(|_| {
@@ -862,10 +1014,10 @@ impl<'a, 'b> Run<'a, 'b> {
                         })?;
                     self.arrived[position] += 1;
                     self.stats.arrivals += 1;
-                    if self.arrived[position] > self.expected[position] {
+                    if self.arrived[position] > self.plan.expected[position] {
                         return Err(self.protocol(format!(
                             "{} writes arrived in round {round}, {} expected",
-                            self.arrived[position], self.expected[position]
+                            self.arrived[position], self.plan.expected[position]
                         )));
                     }
                 } else if is_future(current, seq) {
@@ -905,18 +1057,18 @@ impl<'a, 'b> Run<'a, 'b> {
 
     /// What the operation is still waiting for, for a deadline error.
     fn awaited(&self, t: &Transport) -> String {
-        if let Some(round) = self.rounds.get(self.next) {
-            let missing = self.expected[self.next] - self.arrived[self.next];
+        if let Some(round) = self.plan.rounds.get(self.next) {
+            let missing = self.plan.expected[self.next] - self.arrived[self.next];
             let from: Vec<String> = round.expects.iter().map(|e| e.from.to_string()).collect();
             return format!(
                 "waiting for {missing} of {} writes in round {} from rank(s) {}",
-                self.expected[self.next],
+                self.plan.expected[self.next],
                 round.index,
                 from.join(", ")
             );
         }
         if let Some(p) = self.pending.first() {
-            let to = self.rounds[p.position].sends[p.transfer].to;
+            let to = self.plan.rounds[p.position].sends[p.transfer].to;
             let has_token = t.tokens[to].iter().any(|tok| tok.seq == self.seq);
             return if has_token {
                 format!("posting a write to rank {to}")

@@ -1,0 +1,348 @@
+//! Persistent collectives: the algorithm chosen, the plan materialised and the buffers
+//! registered once, then started many times (`*_init` → [`Persistent::start`] /
+//! [`Persistent::wait`]).
+//!
+//! Each start is still a full operation of the one-sided protocol (its own sequence number and
+//! ready tokens), so a fast rank never writes into a buffer a slow one still forwards from.
+//! What a start saves is the algorithm choice, the schedule and plan construction, and the
+//! staging and registration of plain memory: persistent requests work on registered
+//! [`Buffer`]s only.
+//!
+//! ```no_run
+//! use circulant::comm::Communicator;
+//! let mut comm = Communicator::init()?;
+//! let mut data = comm.alloc(1 << 20)?;
+//! let root = 0;
+//! let mut bcast = comm.bcast_init(&mut data, root)?;
+//! for step in 0..10u8 {
+//!     if bcast.rank() == root {
+//!         bcast.buffer_mut()?.fill(step);
+//!     }
+//!     bcast.start()?;
+//!     // ... work that does not touch the buffer or the communicator ...
+//!     bcast.wait()?;
+//!     assert!(bcast.buffer()?.iter().all(|&x| x == step));
+//! }
+//! # Ok::<(), circulant::comm::CommError>(())
+//! ```
+
+use crate::fabric::RegisteredMemory;
+use crate::plan::Problem;
+use crate::transport::{Buffers, Operation, Prepared, View};
+
+use super::{argument, digest, expect_len, Buffer, Choice, CommError, Communicator, Executed};
+use super::{Payload, Result};
+
+/// A collective set up once and run many times. It borrows the communicator, so no other
+/// collective can run while it exists; [`Self::comm`] lends the communicator back between
+/// operations.
+pub struct Persistent<'c, 'b> {
+    comm: &'c mut Communicator,
+    op: &'static str,
+    algorithm: &'static str,
+    digest: u64,
+    prepared: Prepared,
+    recv: &'b mut Buffer,
+    /// The separate send buffer (allgatherv); `None` for broadcast and in place.
+    send: Option<&'b mut Buffer>,
+    /// In place: (offset, length) of this rank's contribution within `recv`.
+    send_in_recv: Option<(usize, usize)>,
+    scratch: Option<RegisteredMemory>,
+    active: Option<Operation>,
+    starts: u64,
+}
+
+impl std::fmt::Debug for Persistent<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Persistent")
+            .field("op", &self.op)
+            .field("algorithm", &self.algorithm)
+            .field("active", &self.active.is_some())
+            .field("starts", &self.starts)
+            .finish()
+    }
+}
+
+impl Communicator {
+    /// A persistent broadcast of `buf` from `root` (see [`Self::bcast`]).
+    pub fn bcast_init<'c, 'b>(
+        &'c mut self,
+        buf: &'b mut Buffer,
+        root: usize,
+    ) -> Result<Persistent<'c, 'b>> {
+        self.bcast_init_using(buf, root, Choice::Auto)
+    }
+
+    pub fn bcast_init_using<'c, 'b>(
+        &'c mut self,
+        buf: &'b mut Buffer,
+        root: usize,
+        choice: Choice<'_>,
+    ) -> Result<Persistent<'c, 'b>> {
+        let problem = Problem::Broadcast {
+            p: self.size(),
+            root,
+            bytes: buf.len(),
+        };
+        Persistent::new(self, "bcast", problem, choice, buf, None, None)
+    }
+
+    /// A persistent allgatherv (see [`Self::allgatherv`]); both buffers stay with the request
+    /// ([`Persistent::send_buffer_mut`], [`Persistent::buffer`]).
+    pub fn allgatherv_init<'c, 'b>(
+        &'c mut self,
+        send: &'b mut Buffer,
+        recv: &'b mut Buffer,
+        counts: &[usize],
+    ) -> Result<Persistent<'c, 'b>> {
+        self.allgatherv_init_using(send, recv, counts, Choice::Auto)
+    }
+
+    pub fn allgatherv_init_using<'c, 'b>(
+        &'c mut self,
+        send: &'b mut Buffer,
+        recv: &'b mut Buffer,
+        counts: &[usize],
+        choice: Choice<'_>,
+    ) -> Result<Persistent<'c, 'b>> {
+        let op = "allgatherv";
+        self.check_counts(op, counts, recv.len())?;
+        expect_len(op, "send", send.len(), Some(counts[self.rank()]))?;
+        let problem = Problem::Allgatherv {
+            counts: counts.to_vec(),
+        };
+        Persistent::new(self, op, problem, choice, recv, Some(send), None)
+    }
+
+    /// A persistent in-place allgatherv (see [`Self::allgatherv_in_place`]): this rank's
+    /// contribution is written into the request's buffer before each start.
+    pub fn allgatherv_in_place_init<'c, 'b>(
+        &'c mut self,
+        recv: &'b mut Buffer,
+        counts: &[usize],
+    ) -> Result<Persistent<'c, 'b>> {
+        self.allgatherv_in_place_init_using(recv, counts, Choice::Auto)
+    }
+
+    pub fn allgatherv_in_place_init_using<'c, 'b>(
+        &'c mut self,
+        recv: &'b mut Buffer,
+        counts: &[usize],
+        choice: Choice<'_>,
+    ) -> Result<Persistent<'c, 'b>> {
+        let op = "allgatherv";
+        self.check_counts(op, counts, recv.len())?;
+        let offset: usize = counts[..self.rank()].iter().sum();
+        let mine = (offset, counts[self.rank()]);
+        let problem = Problem::Allgatherv {
+            counts: counts.to_vec(),
+        };
+        Persistent::new(self, op, problem, choice, recv, None, Some(mine))
+    }
+
+    /// One count per rank, summing to `recv_len` without overflow.
+    pub(super) fn check_counts(
+        &self,
+        op: &'static str,
+        counts: &[usize],
+        recv_len: usize,
+    ) -> Result<()> {
+        if counts.len() != self.size() {
+            return Err(argument(
+                op,
+                format!("{} counts for {} ranks", counts.len(), self.size()),
+            ));
+        }
+        let total = counts.iter().try_fold(0usize, |a, &c| a.checked_add(c));
+        expect_len(op, "recv", recv_len, total)
+    }
+}
+
+impl<'c, 'b> Persistent<'c, 'b> {
+    fn new(
+        comm: &'c mut Communicator,
+        op: &'static str,
+        problem: Problem,
+        choice: Choice<'_>,
+        recv: &'b mut Buffer,
+        send: Option<&'b mut Buffer>,
+        send_in_recv: Option<(usize, usize)>,
+    ) -> Result<Self> {
+        let algorithm = comm.choose(&problem, choice)?;
+        let plan = algorithm.rank_plan(comm.rank())?;
+        let prepared = comm.transport.prepare(op, plan)?;
+        let need = prepared.buffers;
+        let scratch = if need.scratch > 0 {
+            Some(comm.transport.alloc(need.scratch)?)
+        } else {
+            None
+        };
+        Ok(Persistent {
+            op,
+            algorithm: algorithm.name(),
+            digest: digest(op, algorithm.name(), &problem),
+            prepared,
+            recv,
+            send,
+            send_in_recv,
+            scratch,
+            active: None,
+            starts: 0,
+            comm,
+        })
+    }
+
+    /// Starts one operation: posts the ready tokens and every write already allowed, and
+    /// returns. Every rank must start its request in the same order relative to its other
+    /// collectives. Until [`Self::wait`] returns, the buffers must not be touched (the
+    /// accessors refuse).
+    pub fn start(&mut self) -> Result<()> {
+        if self.active.is_some() {
+            return Err(self.misuse("started again before wait"));
+        }
+        let need = self.prepared.buffers;
+        let buffers = views(
+            self.recv,
+            self.send.as_deref(),
+            self.scratch.as_ref(),
+            need.scratch,
+            self.send_in_recv,
+        );
+        let operation = self
+            .comm
+            .transport
+            .start(self.op, self.digest, &self.prepared, buffers)?;
+        self.active = Some(operation);
+        self.starts += 1;
+        Ok(())
+    }
+
+    /// Drives the started operation to completion.
+    pub fn wait(&mut self) -> Result<()> {
+        let Some(operation) = self.active.take() else {
+            return Err(self.misuse("wait without start"));
+        };
+        let need = self.prepared.buffers;
+        let buffers = views(
+            self.recv,
+            self.send.as_deref(),
+            self.scratch.as_ref(),
+            need.scratch,
+            self.send_in_recv,
+        );
+        let stats = self.comm.transport.finish(operation, buffers)?;
+        self.comm.last = Some(Executed {
+            algorithm: self.algorithm,
+            stats,
+        });
+        Ok(())
+    }
+
+    /// [`Self::start`] then [`Self::wait`].
+    pub fn run(&mut self) -> Result<()> {
+        self.start()?;
+        self.wait()
+    }
+
+    /// Whether an operation was started and not waited for.
+    pub fn is_active(&self) -> bool {
+        self.active.is_some()
+    }
+
+    /// Operations started so far.
+    pub fn starts(&self) -> u64 {
+        self.starts
+    }
+
+    /// The algorithm chosen at setup.
+    pub fn algorithm(&self) -> &'static str {
+        self.algorithm
+    }
+
+    pub fn rank(&self) -> usize {
+        self.comm.rank()
+    }
+
+    pub fn size(&self) -> usize {
+        self.comm.size()
+    }
+
+    /// The broadcast buffer, or the allgatherv receive buffer (not while active).
+    pub fn buffer(&self) -> Result<&[u8]> {
+        if self.active.is_some() {
+            return Err(self.misuse("the buffer is in use until wait returns"));
+        }
+        Ok(self.recv.bytes())
+    }
+
+    /// The broadcast buffer (the root writes its data here before a start), or the receive
+    /// buffer (in place: this rank's contribution goes to its place here).
+    pub fn buffer_mut(&mut self) -> Result<&mut [u8]> {
+        if self.active.is_some() {
+            return Err(self.misuse("the buffer is in use until wait returns"));
+        }
+        Ok(&mut self.recv[..])
+    }
+
+    /// The send buffer of an allgatherv that is not in place.
+    pub fn send_buffer_mut(&mut self) -> Result<&mut [u8]> {
+        if self.active.is_some() {
+            return Err(self.misuse("the buffer is in use until wait returns"));
+        }
+        let op = self.op;
+        match self.send.as_deref_mut() {
+            Some(send) => Ok(&mut send[..]),
+            None => Err(CommError::Request {
+                op,
+                what: "this operation has no separate send buffer",
+            }),
+        }
+    }
+
+    /// The communicator, for other collectives between operations (not while active).
+    pub fn comm(&mut self) -> Result<&mut Communicator> {
+        if self.active.is_some() {
+            return Err(self.misuse("the communicator is busy until wait returns"));
+        }
+        Ok(self.comm)
+    }
+
+    fn misuse(&self, what: &'static str) -> CommError {
+        CommError::Request { op: self.op, what }
+    }
+}
+
+impl Drop for Persistent<'_, '_> {
+    fn drop(&mut self) {
+        // Peers may still write into the buffers: finish before the borrow ends. An error
+        // has already marked the communicator unusable, so there is nothing else to do.
+        if self.active.is_some() {
+            let _ = self.wait();
+        }
+    }
+}
+
+/// The transport's view of a request's buffers.
+fn views<'x>(
+    recv: &'x Buffer,
+    send: Option<&'x Buffer>,
+    scratch: Option<&'x RegisteredMemory>,
+    scratch_len: usize,
+    send_in_recv: Option<(usize, usize)>,
+) -> Buffers<'x> {
+    let recv_view = View::prefix(&recv.mem, recv.len());
+    let send_view = match (send, send_in_recv) {
+        (_, Some((offset, len))) => Some(View {
+            mem: &recv.mem,
+            offset,
+            len,
+        }),
+        (Some(send), None) => Some(View::prefix(&send.mem, send.len())),
+        (None, None) => None,
+    };
+    Buffers {
+        send: send_view,
+        recv: Some(recv_view),
+        scratch: scratch.map(|m| View::prefix(m, scratch_len)),
+    }
+}
