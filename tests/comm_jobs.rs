@@ -181,6 +181,41 @@ fn persistent_allgatherv_time_per_operation() {
     println!("{line}");
 }
 
+/// Communicator init, the fabric barrier and an allgather (a ring of one-sided writes among
+/// the algorithms) for 1, 2, 4 and 7 ranks under both launchers on every provider.
+#[test]
+fn init_on_every_provider_under_both_launchers() {
+    for provider in ["tcp;ofi_rxm", "shm", "sockets", "udp;ofi_rxd"] {
+        for n in [1usize, 2, 4, 7] {
+            let cmd = [BIN, "selftest", "--quick", "--only", "barrier,allgather"];
+            let env = [("CIRCULANT_TIMEOUT", "60")];
+            let ours = launch(n, Some(provider), &[], &cmd, &env);
+            let hydra = Command::new("mpiexec.hydra")
+                .args(["-n", &n.to_string(), "-genv", "FI_PROVIDER", provider])
+                .args(cmd)
+                .env("CIRCULANT_TIMEOUT", "60")
+                .output()
+                .expect("mpiexec.hydra (Debian package mpich) runs");
+            for (launcher, out) in [("circulant run", ours), ("mpiexec.hydra", hydra)] {
+                let all = text(&out);
+                let last = String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .last()
+                    .unwrap_or_default()
+                    .to_string();
+                assert!(
+                    out.status.success() && last.ends_with(" passed, 0 failed"),
+                    "{n} ranks on {provider} under {launcher}:\n{all}"
+                );
+                assert!(
+                    all.contains(&format!("{n} rank(s), provider {provider}")),
+                    "{all}"
+                );
+            }
+        }
+    }
+}
+
 /// This test binary as rank `role` of a job.
 fn roles(n: usize, provider: &str, role: &str, extra: &[&str], timeout: &str) -> Output {
     let exe = std::env::current_exe().expect("test binary path");
