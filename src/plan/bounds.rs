@@ -8,7 +8,7 @@
 //! T = α(q−1) + 2√((q−1)αβm) + βm; when n* < 1 the best is n = 1, T = q(α + βm). It lies
 //! between αq + βm (the latency and bandwidth terms, which no algorithm beats either) and the
 //! time of every broadcast in the registry (tests/plan_bounds.rs checks both). p = 2 gives
-//! α + βm.
+//! α + βm; m = 0 gives 0, since nothing needs to be sent.
 
 use super::{ceil_log2, CostModel, Problem};
 
@@ -48,7 +48,8 @@ pub fn lower_bound(problem: &Problem, model: &CostModel) -> f64 {
 
 /// The broadcast bound of seed 000 Theorem 2 for `bytes` on `p` ranks (see the module text).
 pub fn broadcast(p: usize, bytes: usize, model: &CostModel) -> f64 {
-    if p <= 1 {
+    // An empty message needs no communication at all (the algorithms send nothing).
+    if p <= 1 || bytes == 0 {
         return 0.0;
     }
     let (a, b, m) = (model.alpha, model.beta, bytes as f64);
