@@ -33,7 +33,10 @@ fn broadcast_bound_between_latency_bandwidth_and_every_algorithm() {
                     } else {
                         ceil_log2(p) as f64 * model.alpha + model.beta * m as f64
                     };
-                    assert!(bound >= plain * (1.0 - 1e-12), "p={p} m={m}: {bound} < {plain}");
+                    assert!(
+                        bound >= plain * (1.0 - 1e-12),
+                        "p={p} m={m}: {bound} < {plain}"
+                    );
                     for alg in registry::applicable(&problem, model).expect("valid") {
                         let t = alg.predict(model).time;
                         assert!(
