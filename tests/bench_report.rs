@@ -6,7 +6,9 @@ use std::process::Command;
 
 use circulant::bench::csv::{parse, AlphaBeta};
 use circulant::bench::report::{AlphaBetaSource, Series, Statistic};
-use circulant::bench::{bounds, distribution, plot, render_csv, render_table, Comparison};
+use circulant::bench::{plot, render_csv, render_table, row_bound, row_problem, Comparison};
+use circulant::plan::distribution::Distribution;
+use circulant::plan::{CostModel, Problem};
 
 const HEADER: &str = "library,op,algorithm,distribution,p,bytes,total_bytes,reps,min_s,median_s";
 
@@ -407,106 +409,83 @@ fn table_and_csv_forms() {
 // ---------------------------------------------------------------------------------------------
 // Bounds
 
-#[test]
-fn ceil_log2_values() {
-    let cases = [
-        (1, 0),
-        (2, 1),
-        (3, 2),
-        (4, 2),
-        (5, 3),
-        (20, 5),
-        (1024, 10),
-        (1025, 11),
-    ];
-    for (p, q) in cases {
-        assert_eq!(bounds::ceil_log2(p), q, "p = {p}");
-    }
+/// The broadcast bound of plan::bounds (seed 000 Theorem 2) for the α and β of `ab`.
+fn bcast_bound(p: usize, m: usize, ab: AlphaBeta) -> f64 {
+    circulant::plan::bounds::broadcast(
+        p,
+        m,
+        &CostModel {
+            alpha: ab.alpha_s,
+            beta: ab.beta_s_per_byte,
+        },
+    )
 }
 
 #[test]
 fn broadcast_bound_hand_computed() {
     let ab = model(1e-6, 1e-9);
-    assert_eq!(bounds::broadcast(1, 1_000_000, ab), 0.0);
+    assert_eq!(bcast_bound(1, 1_000_000, ab), 0.0);
     // p = 2: one round, α + βm.
-    assert_close(bounds::broadcast(2, 1000, ab), 2e-6);
-    assert_close(bounds::broadcast(2, 0, ab), 1e-6);
+    assert_close(bcast_bound(2, 1000, ab), 2e-6);
     // p = 20, q = 5, α = 2.5 µs, m = 1 MB: (q−1)αβm = 1e-8, T = 10 µs + 200 µs + 1 ms.
-    assert_close(
-        bounds::broadcast(20, 1_000_000, model(2.5e-6, 1e-9)),
-        1.21e-3,
-    );
+    assert_close(bcast_bound(20, 1_000_000, model(2.5e-6, 1e-9)), 1.21e-3);
     // p = 8, q = 3, α = 5 µs: (q−1)αβm = 1e-8 again: T = 10 µs + 200 µs + 1 ms.
-    assert_close(bounds::broadcast(8, 1_000_000, model(5e-6, 1e-9)), 1.21e-3);
+    assert_close(bcast_bound(8, 1_000_000, model(5e-6, 1e-9)), 1.21e-3);
     // p = 1024, q = 10: 9 µs + 2·√(9e-9) s + 1 ms.
     assert_close(
-        bounds::broadcast(1024, 1_000_000, ab),
+        bcast_bound(1024, 1_000_000, ab),
         9e-6 + 2.0 * 9.486_832_980_505_138e-5 + 1e-3,
     );
     // Small m: n* = √(2·1e-9·100/1e-6) < 1, so one block: q(α + βm) = 3 · 1.1 µs.
-    assert_close(bounds::broadcast(8, 100, ab), 3.3e-6);
-    // m = 0 at p = 20: q rounds of α.
-    assert_close(bounds::broadcast(20, 0, ab), 5e-6);
-}
-
-#[test]
-fn allgather_allgatherv_allreduce_bounds_hand_computed() {
-    let ab = model(1e-6, 1e-9);
-    assert_eq!(bounds::allgather(1, 1000, ab).expect("bound"), 0.0);
-    assert_close(bounds::allgather(2, 1000, ab).expect("bound"), 1e-6 + 1e-6);
-    assert_close(bounds::allgather(8, 1000, ab).expect("bound"), 3e-6 + 7e-6);
-    assert_close(
-        bounds::allgather(20, 1000, ab).expect("bound"),
-        5e-6 + 19e-6,
-    );
-
-    assert_eq!(bounds::allgatherv(&[100], ab).expect("bound"), 0.0);
-    assert_close(
-        bounds::allgatherv(&[10, 0, 30, 60], ab).expect("bound"),
-        2e-6 + 100e-9,
-    );
-    assert_close(
-        bounds::allgatherv(&[5, 5, 5], ab).expect("bound"),
-        2e-6 + 10e-9,
-    );
-
-    assert_eq!(bounds::allreduce(1, 4000, ab).expect("bound"), 0.0);
-    assert_close(bounds::allreduce(4, 4000, ab).expect("bound"), 2e-6 + 6e-6);
-    assert_close(
-        bounds::allreduce(20, 2000, ab).expect("bound"),
-        5e-6 + 3.8e-6,
-    );
+    assert_close(bcast_bound(8, 100, ab), 3.3e-6);
+    // m = 0: nothing to send, no bound.
+    assert_eq!(bcast_bound(20, 0, ab), 0.0);
 }
 
 #[test]
 fn bound_per_csv_row() {
     let ab = model(1e-6, 1e-9);
+    let bound = |op: &str, dist: &str, p: u64, bytes: u64, total: u64| {
+        row_bound(op, dist, p, bytes, total, ab)
+    };
+    assert_close(bound("bcast", "-", 2, 1000, 1000).expect("bcast"), 2e-6);
+    assert_eq!(bound("bcast", "-", 1, 1000, 1000), Some(0.0));
+    assert_close(bound("allgather", "-", 8, 1000, 8000).expect("ag"), 1e-5);
     assert_close(
-        bounds::for_row("bcast", "-", 2, 1000, 1000, ab).expect("bcast"),
-        2e-6,
+        bound("allgather", "-", 20, 1000, 20000).expect("ag"),
+        5e-6 + 19e-6,
     );
+    // allreduce uses the exact vector size (total_bytes): 2βm(p−1)/p.
+    assert_close(bound("allreduce", "-", 4, 4003, 4000).expect("ar"), 8e-6);
     assert_close(
-        bounds::for_row("allgather", "-", 8, 1000, 8000, ab).expect("ag"),
-        1e-5,
-    );
-    // allreduce uses the exact vector size (total_bytes).
-    assert_close(
-        bounds::for_row("allreduce", "-", 4, 4003, 4000, ab).expect("ar"),
-        8e-6,
+        bound("allreduce", "-", 20, 2003, 2000).expect("ar"),
+        5e-6 + 3.8e-6,
     );
     // geometric, p = 8, c = 30: counts 80,40,40,20,20,20,20,10 (M = 250, min 10).
     assert_close(
-        bounds::for_row("allgatherv", "geometric", 8, 30, 250, ab).expect("agv"),
+        bound("allgatherv", "geometric", 8, 30, 250).expect("agv"),
         3e-6 + 240e-9,
     );
-    assert!(bounds::for_row("allgatherv", "unknown", 8, 30, 250, ab).is_none());
-    assert!(bounds::for_row("scan", "-", 8, 30, 30, ab).is_none());
+    // broadcast distribution, p = 4: every rank but the root receives c.
+    assert_close(
+        bound("allgatherv", "broadcast", 4, 100, 100).expect("agv"),
+        2e-6 + 100e-9,
+    );
+    assert!(bound("allgatherv", "unknown", 8, 30, 250).is_none());
+    assert!(bound("scan", "-", 8, 30, 30).is_none());
+    assert!(bound("bcast", "-", 0, 30, 30).is_none());
+    assert_eq!(
+        row_problem("allgatherv", "spike", 3, 40, 40),
+        Some(Problem::Allgatherv {
+            counts: vec![20, 10, 10]
+        })
+    );
 }
 
 #[test]
-fn distributions_match_the_peer_benchmark() {
-    // Values printed by `mpi_coll --print-counts -p 8 --bytes 30 --dist NAME`.
-    let cases: [(&str, [u64; 8]); 7] = [
+fn distributions_at_p_8() {
+    // The plan's formulas (seed 001 §3, seed 000 §3.2) with c = 30.
+    let cases: [(&str, [usize; 8]); 7] = [
         ("regular", [30; 8]),
         ("broadcast", [30, 0, 0, 0, 0, 0, 0, 0]),
         ("spike", [15, 2, 2, 2, 2, 2, 2, 2]),
@@ -516,16 +495,18 @@ fn distributions_match_the_peer_benchmark() {
         ("mod3", [0, 30, 60, 0, 30, 60, 0, 30]),
     ];
     for (name, want) in cases {
-        assert_eq!(
-            distribution::counts(name, 8, 30).as_deref(),
-            Some(&want[..]),
-            "{name}"
-        );
+        let d: Distribution = name.parse().expect("known name");
+        assert_eq!(d.counts(8, 30), want, "{name}");
     }
-    assert_eq!(distribution::counts("spike", 1, 30), Some(vec![30]));
-    assert_eq!(distribution::counts("decreasing", 1, 30), Some(vec![30]));
-    assert_eq!(distribution::counts("geometric", 1, 30), Some(vec![30]));
-    assert_eq!(distribution::counts("zipf", 8, 30), None);
+    assert_eq!(Distribution::Spike.counts(1, 30), vec![15]);
+    assert_eq!(Distribution::Decreasing.counts(1, 30), vec![30]);
+    assert_eq!(Distribution::Geometric.counts(1, 30), vec![30]);
+    // ⌊log₂ 5⌋ = 2: groups 1, 2, 4 get 30·5/(g·2).
+    assert_eq!(
+        Distribution::Geometric.counts(5, 30),
+        vec![75, 37, 37, 18, 18]
+    );
+    assert!("zipf".parse::<Distribution>().is_err());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -715,8 +696,9 @@ fn compare_reports_bad_input_missing_font_and_missing_files() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("non-negative"), "{stderr}");
 
-    let output = circulant_bench(&[], None);
-    assert!(!output.status.success(), "bench without --compare accepted");
+    // Without --compare it measures (tests/bench_run.rs); --compare needs files.
+    let output = circulant_bench(&["--compare".as_ref()], None);
+    assert!(!output.status.success(), "--compare without files accepted");
     assert!(String::from_utf8_lossy(&output.stderr).contains("--compare"));
 }
 

@@ -2,10 +2,15 @@
  * Peer benchmark: the MPI library's own collectives, measured with the method of
  * `circulant bench` so that both produce comparable CSV rows.
  *
- * Method (seed 000 §3, seed 001 §3): per size one warm-up call, then REPS repetitions, each
- * between barriers and timed as the slowest rank's time (a MAX allreduce of the local times);
- * the minimum and the median over the repetitions are reported. The received data are checked
- * once per size.
+ * Method (seed 000 §3, seed 001 §3, as `circulant bench`): per size one warm-up call (its
+ * received data are checked), then REPS repetitions, each timed as the slowest rank's time from
+ * a common start: rank 0 broadcasts an instant of CLOCK_MONOTONIC a window ahead, all ranks
+ * wait for it and call the operation, and the repetition's time is the MAX over the ranks of
+ * (return − start). Timing between barriers instead lets a rank that leaves the barrier late
+ * find a broadcast's data already there (Open MPI's small broadcasts then "took" 190 ns).
+ * The clock is common to all ranks of one machine, the emulated cluster included. A rank that
+ * learns the start only after it passed makes the repetition late: it is repeated with the
+ * window doubled. The minimum and the median over the repetitions are reported.
  *
  * Build with either MPI (both come from Debian and coexist):
  *   mpicc.mpich   -O2 -o target/mpi_coll_mpich   benches/peers/mpi_coll.c
@@ -22,11 +27,14 @@
  * CSV columns (header printed once by rank 0):
  *   library,op,algorithm,distribution,p,bytes,total_bytes,reps,min_s,median_s
  */
+#define _GNU_SOURCE
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <time.h>
 
 enum op { OP_BCAST, OP_ALLGATHER, OP_ALLGATHERV, OP_ALLREDUCE };
 
@@ -114,42 +122,48 @@ static void parse_args(int argc, char **argv, struct options *o) {
     }
 }
 
-/* ⌈log2 p⌉, with log of 1 taken as 1 so that the geometric distribution stays defined. */
-static uint64_t ceil_log2_at_least_1(int p) {
+/* ⌊log2 x⌋ for x >= 1. */
+static uint64_t floor_log2(uint64_t x) {
     uint64_t q = 0;
-    while ((1ull << q) < (uint64_t)p) q++;
-    return q ? q : 1;
+    while (x >> (q + 1)) q++;
+    return q;
 }
 
 /*
  * Per-rank byte counts of the seed-001 distributions with base count c, plus seed 000's
- * (r mod 3)·c. Integer division rounds down; what a formula leaves over is not redistributed.
+ * (r mod 3)·c, exactly as circulant::plan::distribution::Distribution::counts computes them
+ * (tests/bench_peer.rs compares the two). Integer division rounds down; what a formula leaves
+ * over is not redistributed.
  *   regular     m_i = c
  *   broadcast   m_0 = c, m_i = 0
- *   spike       m_0 = c/2, m_i = c / (2(p-1))                     (p = 1: m_0 = c)
+ *   spike       m_0 = c/2, m_i = c / (2(p-1))                      (p = 1: m_0 = c/2)
  *   half-full   m_i = 2c for even i, 0 for odd i
  *   decreasing  m_i = 2c(p-1-i) / (p-1)                            (p = 1: m_0 = c)
- *   geometric   m_{i-1+j} = c·p / (i·⌈log2 p⌉) for i = 1, 2, 4, ... and j < i
+ *   geometric   m_{g-1+j} = c·p / (g·L) for g = 1, 2, 4, ... and j < g,
+ *               L = max(1, ⌊log2 max(p, 2)⌋)
  *   mod3        m_i = (i mod 3)·c
+ * Intermediates are 128-bit, as in the plan.
  */
 static void distribution_counts(int dist, int p, uint64_t c, uint64_t *counts) {
+    typedef unsigned __int128 u128;
+    uint64_t logp = floor_log2(p < 2 ? 2 : (uint64_t)p);
+    if (logp < 1) logp = 1;
     for (int i = 0; i < p; i++) {
-        uint64_t m = 0;
+        u128 m = 0;
         switch (dist) {
         case 0: m = c; break;
         case 1: m = i == 0 ? c : 0; break;
-        case 2: m = p == 1 ? c : (i == 0 ? c / 2 : c / (2 * (uint64_t)(p - 1))); break;
-        case 3: m = i % 2 == 0 ? 2 * c : 0; break;
-        case 4: m = p == 1 ? c : 2 * c * (uint64_t)(p - 1 - i) / (uint64_t)(p - 1); break;
+        case 2: m = (i == 0 || p == 1) ? c / 2 : (u128)c / (2 * (u128)(p - 1)); break;
+        case 3: m = i % 2 == 0 ? 2 * (u128)c : 0; break;
+        case 4: m = p == 1 ? c : 2 * (u128)c * (u128)(p - 1 - i) / (u128)(p - 1); break;
         case 5: {
-            uint64_t group = 1;
-            while (2 * group - 1 <= (uint64_t)i) group *= 2; /* i lies in [group-1, 2group-1) */
-            m = c * (uint64_t)p / (group * ceil_log2_at_least_1(p));
+            u128 group = (u128)1 << floor_log2((uint64_t)i + 1); /* i in [group-1, 2group-1) */
+            m = (u128)c * (u128)p / (group * logp);
             break;
         }
-        case 6: m = (uint64_t)(i % 3) * c; break;
+        case 6: m = (u128)(i % 3) * c; break;
         }
-        counts[i] = m;
+        counts[i] = m > UINT64_MAX ? UINT64_MAX : (uint64_t)m;
     }
 }
 
@@ -268,6 +282,63 @@ static uint64_t check(const struct options *o, const struct buffers *b, uint64_t
     return bad;
 }
 
+/* The monotonic clock (CLOCK_MONOTONIC, common to all processes of one kernel) in ns. */
+static uint64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* Sleeps, then yields, until the clock reaches t: no core is spun while ranks outnumber cores. */
+static void wait_until(uint64_t t) {
+    for (;;) {
+        uint64_t now = now_ns();
+        if (now >= t) return;
+        uint64_t left = t - now;
+        if (left > 300000) {
+            uint64_t ns = left - 200000;
+            struct timespec d = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+            nanosleep(&d, NULL);
+        } else {
+            sched_yield();
+        }
+    }
+}
+
+/* How far ahead rank 0 sets the common start; doubled after a late repetition. */
+struct window {
+    uint64_t ahead_ns;
+    uint64_t late;
+};
+enum { WINDOW_FIRST_NS = 200000 };
+static const uint64_t WINDOW_MOST_NS = 2000000000ull;
+
+/*
+ * One repetition: rank 0 broadcasts a start instant ahead of now, every rank waits for it,
+ * calls the operation and takes its time from the common start to its return; the result is
+ * the maximum over the ranks. A rank that learns the start only after it passed marks the
+ * repetition late, and it is repeated with the window doubled.
+ */
+static double timed_call(const struct options *o, struct buffers *b, uint64_t bytes, int p,
+                         int rank, struct window *w) {
+    for (;;) {
+        uint64_t start = rank == 0 ? now_ns() + w->ahead_ns : 0;
+        MPI_Bcast(&start, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+        int late = now_ns() > start;
+        wait_until(start);
+        run_op(o, b, bytes, p);
+        uint64_t end = now_ns();
+        double mine[2] = {end > start ? (double)(end - start) * 1e-9 : 0.0, late}, all[2];
+        MPI_Allreduce(mine, all, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        if (all[1] == 0.0) return all[0];
+        if (w->ahead_ns >= WINDOW_MOST_NS) {
+            w->late++;
+            return all[0];
+        }
+        w->ahead_ns = w->ahead_ns * 2 < WINDOW_MOST_NS ? w->ahead_ns * 2 : WINDOW_MOST_NS;
+    }
+}
+
 static const char *library_name(void) {
     static char name[MPI_MAX_LIBRARY_VERSION_STRING];
     int len = 0;
@@ -314,6 +385,7 @@ int main(int argc, char **argv) {
         printf("library,op,algorithm,distribution,p,bytes,total_bytes,reps,min_s,median_s\n");
 
     int failed = 0;
+    struct window window = {WINDOW_FIRST_NS, 0};
     for (uint64_t bytes = o.min_bytes, step = 0; bytes <= o.max_bytes;
          bytes *= (step++ % 2 == 0) ? 2 : 5) {
         if (o.op == OP_ALLREDUCE && bytes < 4) {
@@ -334,14 +406,7 @@ int main(int argc, char **argv) {
                                    (unsigned long long)all_bad);
             failed = 1;
         }
-        for (int r = 0; r < o.reps; r++) {
-            MPI_Barrier(MPI_COMM_WORLD);
-            double t0 = MPI_Wtime();
-            run_op(&o, &b, bytes, p);
-            double local = MPI_Wtime() - t0, slowest = 0;
-            MPI_Allreduce(&local, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-            times[r] = slowest;
-        }
+        for (int r = 0; r < o.reps; r++) times[r] = timed_call(&o, &b, bytes, p, rank, &window);
         if (rank == 0) {
             qsort(times, (size_t)o.reps, sizeof *times, cmp_double);
             double median = o.reps % 2 ? times[o.reps / 2]
@@ -352,6 +417,9 @@ int main(int argc, char **argv) {
         }
         if (bytes == 0) break;
     }
+    if (rank == 0)
+        printf("# %s: method common start, slowest rank; late repetitions %llu\n", lib,
+               (unsigned long long)window.late);
     free(b.send);
     free(b.recv);
     free(b.counts);

@@ -7,8 +7,10 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::bounds;
 use super::csv::{AlphaBeta, Measurements, Origin, Record};
+use crate::plan::bounds::lower_bound;
+use crate::plan::distribution::Distribution;
+use crate::plan::{CostModel, Dtype, Problem, ReduceOp, Reduction};
 
 /// Which of the two per-size statistics a table or chart shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -309,8 +311,8 @@ fn build_group(
                     .map(|t| ratio(t.as_ref()?.get(stat), best.as_ref()?.time_s))
                     .collect()
             };
-            let bound_s = alpha_beta
-                .and_then(|ab| bounds::for_row(&op, &distribution, p, bytes, total_bytes, ab));
+            let bound_s =
+                alpha_beta.and_then(|ab| row_bound(&op, &distribution, p, bytes, total_bytes, ab));
             let over_bound = |best: &Option<Best>| ratio(best.as_ref()?.time_s, bound_s?);
             SizeRow {
                 bytes,
@@ -611,4 +613,55 @@ pub fn render_csv(cmp: &Comparison) -> String {
         }
     }
     out
+}
+
+/// The problem a CSV row measured, or `None` for an operation or distribution the benchmarks
+/// do not know or sizes beyond `usize`.
+///
+/// `bytes` and `total_bytes` mean what the CSV columns mean: for bcast the message, for
+/// allgather each rank's contribution, for allgatherv the base count c of `distribution`
+/// ([`Distribution::counts`]), for allreduce the vector (whose exact size is `total_bytes`).
+pub fn row_problem(
+    op: &str,
+    distribution: &str,
+    p: u64,
+    bytes: u64,
+    total_bytes: u64,
+) -> Option<Problem> {
+    let p = usize::try_from(p).ok().filter(|&p| p >= 1)?;
+    let bytes = usize::try_from(bytes).ok()?;
+    Some(match op {
+        "bcast" | "broadcast" => Problem::Broadcast { p, root: 0, bytes },
+        "allgather" => Problem::Allgather { p, block: bytes },
+        "allgatherv" => Problem::Allgatherv {
+            counts: distribution.parse::<Distribution>().ok()?.counts(p, bytes),
+        },
+        "allreduce" => Problem::Allreduce {
+            p,
+            // The element type does not enter the bound.
+            reduction: Reduction {
+                dtype: Dtype::I32,
+                op: ReduceOp::Sum,
+            },
+            bytes: usize::try_from(total_bytes).ok()?,
+        },
+        _ => return None,
+    })
+}
+
+/// The α-β lower bound ([`crate::plan::bounds`]) of a CSV row's problem ([`row_problem`]).
+pub fn row_bound(
+    op: &str,
+    distribution: &str,
+    p: u64,
+    bytes: u64,
+    total_bytes: u64,
+    ab: AlphaBeta,
+) -> Option<f64> {
+    let problem = row_problem(op, distribution, p, bytes, total_bytes)?;
+    let model = CostModel {
+        alpha: ab.alpha_s,
+        beta: ab.beta_s_per_byte,
+    };
+    Some(lower_bound(&problem, &model))
 }

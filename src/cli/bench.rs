@@ -1,27 +1,74 @@
-//! `circulant bench`: benchmark reports. `--compare` reads CSV files (of `circulant bench` and
-//! of the MPI peer benchmark) and prints the side-by-side comparison and writes the charts.
+//! `circulant bench`: inside a job it measures collectives (`measure`); with `--compare` it
+//! reads CSV files (of `circulant bench` and of the MPI peer benchmark) and prints the
+//! side-by-side comparison and writes the charts (`compare`).
 
 use std::path::PathBuf;
 
 use super::CliResult;
 
 mod compare;
+mod measure;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Benchmark CSV files to compare (the columns of `circulant bench` and of the MPI peer).
-    #[arg(long, value_name = "FILE", num_args = 1.., required = true)]
+    /// Benchmark CSV files to compare (the columns of `circulant bench` and of the MPI peer);
+    /// without it, `circulant bench` measures inside the job it was started in.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
     pub compare: Vec<PathBuf>,
 
-    /// Directory for the charts (<op>-<distribution>-p<P>.png and .svg).
+    /// Operations to measure (comma-separated): bcast, allgather, allgatherv, allreduce.
+    #[arg(
+        long,
+        value_name = "OPS",
+        value_delimiter = ',',
+        default_value = "bcast,allgather,allgatherv,allreduce"
+    )]
+    pub op: Vec<measure::Op>,
+
+    /// Algorithms to measure (comma-separated names of `circulant model`); default: every one
+    /// that applies. Names that do not apply to an operation are skipped for it.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub algorithms: Vec<String>,
+
+    /// allgatherv distributions (comma-separated): regular, broadcast, spike, half-full,
+    /// decreasing, geometric, mod3; default: all.
+    #[arg(long = "dist", value_name = "NAMES", value_delimiter = ',')]
+    pub distributions: Vec<String>,
+
+    /// Smallest size in bytes; sizes grow by ×2 and ×5 alternately (1, 2, 10, 20, 100, ...).
+    #[arg(long, value_name = "B", default_value_t = 1)]
+    pub min_bytes: u64,
+
+    /// Largest size in bytes (default 256 MiB).
+    #[arg(long, value_name = "B", default_value_t = 256 << 20)]
+    pub max_bytes: u64,
+
+    /// Timed repetitions per size and algorithm.
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub reps: u32,
+
+    /// Untimed calls before the repetitions (the first one's data are checked).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub warmup: u32,
+
+    /// Root of the broadcast.
+    #[arg(long, value_name = "R", default_value_t = 0)]
+    pub root: usize,
+
+    /// No progress bar on stderr.
+    #[arg(long)]
+    pub no_progress: bool,
+
+    /// Directory for the charts (<op>-<distribution>-p<P>.png and .svg) of `--compare`.
     #[arg(long, value_name = "DIR", default_value = "bench-report")]
     pub out: PathBuf,
 
-    /// Latency α in seconds for the lower bounds (overrides the files' `# alpha_s=` comment).
+    /// Latency α in seconds for the bounds (`--compare`: overrides the files' `# alpha_s=`
+    /// comment; measuring: used instead of measuring α and β in the job).
     #[arg(long, value_name = "S", requires = "beta", allow_hyphen_values = true)]
     pub alpha: Option<f64>,
 
-    /// Time per byte β in seconds for the lower bounds (overrides the files' comment).
+    /// Time per byte β in seconds (see --alpha).
     #[arg(
         long,
         value_name = "S_PER_BYTE",
@@ -30,24 +77,27 @@ pub struct Args {
     )]
     pub beta: Option<f64>,
 
-    /// Show and plot the median over the repetitions instead of the minimum.
+    /// Show and plot the median over the repetitions instead of the minimum (`--compare`).
     #[arg(long)]
     pub median: bool,
 
-    /// Also write the comparison as CSV to this file.
+    /// Write CSV to this file: the measurements, or with `--compare` the comparison.
     #[arg(long, value_name = "OUT")]
     pub csv: Option<PathBuf>,
 
-    /// Print the comparison as one JSON object instead of the tables.
+    /// Print JSON instead of the table: the measurements, or the whole comparison.
     #[arg(long)]
     pub json: bool,
 
-    /// The library whose best algorithm per size is the denominator of the ratios.
+    /// The library whose best algorithm per size is the denominator of the ratios (`--compare`).
     #[arg(long, value_name = "LIBRARY", default_value = "circulant")]
     pub reference: String,
 }
 
 pub fn run(args: Args) -> CliResult {
-    // The measuring mode (inside a job) joins here as a second branch.
-    compare::run(args)
+    if args.compare.is_empty() {
+        measure::run(args)
+    } else {
+        compare::run(args)
+    }
 }

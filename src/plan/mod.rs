@@ -559,7 +559,10 @@ pub fn optimal_blocks(p: usize, bytes: usize, model: &CostModel) -> usize {
         return 1;
     }
     let cost = |n: usize| (n as f64 - 1.0 + q as f64) * model.message(bytes.div_ceil(n));
-    let real = if q <= 1 || model.alpha <= 0.0 {
+    // q = 1 (p = 2): T(n) = nα + βm, best with one block; no latency: as many as bytes.
+    let real = if q <= 1 {
+        1.0
+    } else if model.alpha <= 0.0 {
         bytes as f64
     } else {
         (((q - 1) as f64) * model.beta * bytes as f64 / model.alpha).sqrt()

@@ -1,0 +1,713 @@
+//! `circulant bench` inside a job: every chosen operation, size, algorithm and distribution,
+//! measured as the papers do and as the MPI peer (benches/peers/mpi_coll.c) does.
+//!
+//! Method, per (operation, distribution, size, algorithm): `--warmup` untimed calls (the first
+//! one's data are checked on every rank), then `--reps` repetitions. Each repetition starts all
+//! ranks at one instant of the common monotonic clock: rank 0 broadcasts a start time a window
+//! δ ahead, every rank waits for it, calls the collective and takes its own time from the
+//! common start to its return; the repetition's time is the maximum over the ranks (the
+//! slowest rank's time), taken with a MAX allreduce. A rank that received the start time only
+//! after it had passed marks the repetition late; late repetitions are repeated with δ doubled.
+//! Unlike timing between barriers, this does not let a root that leaves the barrier first start
+//! early (then a rank's call can return before the data could have arrived, or include the
+//! barrier's skew). The clock is common to all ranks on one machine, which includes the
+//! emulated cluster of ci/cluster (one kernel); across machines the clocks would have to be
+//! synchronised. Reported: the minimum and the median over the repetitions.
+//!
+//! The library plans every call (algorithm choice and this rank's rounds); `plan_s` is that
+//! time alone, measured outside the call (median over the repetitions of the slowest rank's
+//! time); it is part of the measured time of each call.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use circulant::bench::csv::{header, AlphaBeta, Record};
+use circulant::bench::report::format_seconds;
+use circulant::bench::row_bound;
+use circulant::comm::{Buffer, Choice, CommError, Communicator};
+use circulant::plan::distribution::{Distribution, UnknownDistribution};
+use circulant::plan::{registry, CostModel, Dtype, Problem, ReduceOp, Reduction};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use super::Args;
+use crate::cli::CliResult;
+
+/// The operations `circulant bench` measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Op {
+    Bcast,
+    Allgather,
+    Allgatherv,
+    Allreduce,
+}
+
+impl Op {
+    fn name(self) -> &'static str {
+        match self {
+            Op::Bcast => "bcast",
+            Op::Allgather => "allgather",
+            Op::Allgatherv => "allgatherv",
+            Op::Allreduce => "allreduce",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+enum MeasureError {
+    #[error("--root {root} is not below the number of ranks {p}")]
+    Root { root: usize, p: usize },
+    #[error("--min-bytes {min} exceeds --max-bytes {max}")]
+    Sizes { min: u64, max: u64 },
+    #[error("--alpha {alpha} and --beta {beta} must be finite and non-negative")]
+    BadModel { alpha: f64, beta: f64 },
+    #[error("unknown algorithm {0:?} (see `circulant model`)")]
+    UnknownAlgorithm(String),
+    #[error(transparent)]
+    Distribution(#[from] UnknownDistribution),
+    #[error("{bytes} bytes do not fit this machine's address space")]
+    TooLarge { bytes: u64 },
+    #[error("cannot write {}", path.display())]
+    Write {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// One measured cell: a row of the CSV plus the plan time.
+#[derive(Serialize)]
+struct Measured {
+    #[serde(flatten)]
+    record: Record,
+    plan_s: f64,
+    /// Wrong bytes (or elements) summed over the ranks in the checked call.
+    wrong: u64,
+}
+
+/// The work of one (operation, distribution, size): its problem and the algorithms to run.
+struct Cell {
+    op: Op,
+    distribution: Option<Distribution>,
+    bytes: u64,
+    problem: Problem,
+    algorithms: Vec<&'static str>,
+}
+
+pub fn run(args: Args) -> CliResult {
+    if args.min_bytes > args.max_bytes {
+        return Err(MeasureError::Sizes {
+            min: args.min_bytes,
+            max: args.max_bytes,
+        }
+        .into());
+    }
+    for name in &args.algorithms {
+        if !registry::ALL.iter().any(|(n, _, _)| n == name) {
+            return Err(MeasureError::UnknownAlgorithm(name.clone()).into());
+        }
+    }
+    let distributions = if args.distributions.is_empty() {
+        Distribution::ALL.to_vec()
+    } else {
+        args.distributions
+            .iter()
+            .map(|d| d.parse::<Distribution>())
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    let given_model = match (args.alpha, args.beta) {
+        (Some(alpha), Some(beta)) => {
+            if AlphaBeta::new(alpha, beta).is_none() {
+                return Err(MeasureError::BadModel { alpha, beta }.into());
+            }
+            Some(CostModel { alpha, beta })
+        }
+        _ => None,
+    };
+
+    let mut comm = Communicator::init()?;
+    let (me, p) = (comm.rank(), comm.size());
+    if args.root >= p {
+        return Err(MeasureError::Root { root: args.root, p }.into());
+    }
+    let mut window = Window::new();
+    let model = match given_model {
+        Some(m) => m,
+        None => measure_model(&mut comm, &mut window)?,
+    };
+    comm.set_model(model);
+
+    let cells = plan_cells(&args, &distributions, p, &model)?;
+    let total: u64 = cells.iter().map(|c| c.algorithms.len() as u64).sum();
+    let progress = Progress::new(me == 0 && !args.no_progress, total);
+
+    let mut send = comm.alloc(1)?;
+    let mut recv = comm.alloc(1)?;
+    let mut results = Vec::new();
+    for cell in &cells {
+        let counts = match &cell.problem {
+            Problem::Allgatherv { counts } => counts.clone(),
+            _ => Vec::new(),
+        };
+        let (send_len, recv_len) = lengths(&cell.problem, me);
+        fit(&comm, &mut send, send_len)?;
+        fit(&comm, &mut recv, recv_len)?;
+        for &name in &cell.algorithms {
+            progress.start(cell, name);
+            fill(cell, me, args.root, &mut send, &mut recv);
+            call(
+                &mut comm, cell.op, &send, &mut recv, &counts, args.root, name,
+            )?;
+            let wrong = wrong_bytes(cell, p, args.root, &recv);
+            let mut run =
+                |c: &mut Communicator| call(c, cell.op, &send, &mut recv, &counts, args.root, name);
+            for _ in 1..args.warmup {
+                run(&mut comm)?;
+            }
+            let mut times = Vec::with_capacity(args.reps as usize);
+            for _ in 0..args.reps {
+                times.push(window.time(&mut comm, &mut run)?);
+            }
+            let mut plan_times = Vec::with_capacity(args.reps as usize);
+            for _ in 0..args.reps {
+                plan_times.push(plan_time(&comm, &cell.problem, name, me)?);
+            }
+            let plan_s = slowest(&mut comm, median(&mut plan_times))?;
+            let wrong = sum(&mut comm, wrong)?;
+            times.sort_by(f64::total_cmp);
+            results.push(Measured {
+                record: Record {
+                    library: "circulant".into(),
+                    op: cell.op.name().into(),
+                    algorithm: name.into(),
+                    distribution: cell.distribution.map_or("-", |d| d.name()).into(),
+                    p: p as u64,
+                    bytes: cell.bytes,
+                    total_bytes: total_bytes(&cell.problem),
+                    reps: u64::from(args.reps),
+                    min_s: times.first().copied().unwrap_or(0.0),
+                    median_s: median(&mut times),
+                    origin: Default::default(),
+                },
+                plan_s,
+                wrong,
+            });
+            progress.done();
+        }
+    }
+    progress.finish();
+
+    let wrong: u64 = results.iter().map(|r| r.wrong).sum();
+    if me == 0 {
+        let ab = AlphaBeta::new(model.alpha, model.beta);
+        if let Some(path) = &args.csv {
+            let text = render_csv(&comm, &model, window.late, &results);
+            std::fs::write(path, text).map_err(|source| MeasureError::Write {
+                path: path.clone(),
+                source,
+            })?;
+        }
+        let text = if args.json {
+            let doc = serde_json::json!({
+                "provider": comm.provider(),
+                "launcher": comm.launcher(),
+                "p": p,
+                "alpha_s": model.alpha,
+                "beta_s_per_byte": model.beta,
+                "late_repetitions": window.late,
+                "rows": results,
+            });
+            format!("{doc}\n")
+        } else {
+            render_table(&comm, &model, ab, window.late, &results)
+        };
+        let mut stdout = std::io::stdout().lock();
+        match stdout.write_all(text.as_bytes()) {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+            _ => {}
+        }
+        for r in results.iter().filter(|r| r.wrong > 0) {
+            eprintln!(
+                "circulant bench: {} {} {} bytes with {}: {} wrong bytes",
+                r.record.op, r.record.distribution, r.record.bytes, r.record.algorithm, r.wrong
+            );
+        }
+    }
+    Ok(if wrong == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Sizes from `min` to `max` multiplying alternately by 2 and 5 (seed 000 §3): 1, 2, 10, 20,
+/// 100, ... A size of 0 is measured once and ends the list.
+pub fn sizes(min: u64, max: u64) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut bytes = min;
+    for step in 0u32.. {
+        if bytes > max {
+            break;
+        }
+        out.push(bytes);
+        let factor = if step % 2 == 0 { 2 } else { 5 };
+        match bytes.checked_mul(factor) {
+            Some(next) if bytes > 0 => bytes = next,
+            _ => break,
+        }
+    }
+    out
+}
+
+/// Every (operation, distribution, size) with the algorithms that apply to it.
+fn plan_cells(
+    args: &Args,
+    distributions: &[Distribution],
+    p: usize,
+    model: &CostModel,
+) -> Result<Vec<Cell>, Box<dyn std::error::Error>> {
+    let mut cells = Vec::new();
+    for &op in &args.op {
+        let dists: Vec<Option<Distribution>> = if op == Op::Allgatherv {
+            distributions.iter().copied().map(Some).collect()
+        } else {
+            vec![None]
+        };
+        for distribution in dists {
+            for bytes in sizes(args.min_bytes, args.max_bytes) {
+                // int32 elements, as the peer benchmark reduces them.
+                if op == Op::Allreduce && bytes < 4 {
+                    continue;
+                }
+                let m = usize::try_from(bytes).map_err(|_| MeasureError::TooLarge { bytes })?;
+                let problem = match (op, distribution) {
+                    (Op::Bcast, _) => Problem::Broadcast {
+                        p,
+                        root: args.root,
+                        bytes: m,
+                    },
+                    (Op::Allgather, _) => Problem::Allgather { p, block: m },
+                    (Op::Allgatherv, Some(d)) => Problem::Allgatherv {
+                        counts: d.counts(p, m),
+                    },
+                    (Op::Allgatherv, None) => continue,
+                    (Op::Allreduce, _) => Problem::Allreduce {
+                        p,
+                        reduction: int32_sum(),
+                        bytes: m / 4 * 4,
+                    },
+                };
+                let algorithms: Vec<&'static str> = registry::applicable(&problem, model)?
+                    .iter()
+                    .map(|a| a.name())
+                    .filter(|n| {
+                        args.algorithms.is_empty() || args.algorithms.iter().any(|a| a == n)
+                    })
+                    .collect();
+                if !algorithms.is_empty() {
+                    cells.push(Cell {
+                        op,
+                        distribution,
+                        bytes,
+                        problem,
+                        algorithms,
+                    });
+                }
+            }
+        }
+    }
+    Ok(cells)
+}
+
+fn int32_sum() -> Reduction {
+    Reduction {
+        dtype: Dtype::I32,
+        op: ReduceOp::Sum,
+    }
+}
+
+/// Send and receive lengths of `rank` for `problem`.
+fn lengths(problem: &Problem, rank: usize) -> (usize, usize) {
+    match problem {
+        Problem::Broadcast { bytes, .. } => (0, *bytes),
+        Problem::Allgather { p, block } => (*block, p * block),
+        Problem::Allgatherv { counts } => (counts[rank], counts.iter().sum()),
+        Problem::Allreduce { bytes, .. } => (*bytes, *bytes),
+        _ => (0, 0),
+    }
+}
+
+/// The bytes every rank ends up with (the CSV's `total_bytes`).
+fn total_bytes(problem: &Problem) -> u64 {
+    match problem {
+        Problem::Allgather { p, block } => (p * block) as u64,
+        Problem::Allgatherv { counts } => counts.iter().sum::<usize>() as u64,
+        Problem::Broadcast { bytes, .. } | Problem::Allreduce { bytes, .. } => *bytes as u64,
+        _ => 0,
+    }
+}
+
+/// Makes `buf` present `len` bytes, registering a larger buffer when it is too small.
+fn fit(comm: &Communicator, buf: &mut Buffer, len: usize) -> Result<(), CommError> {
+    if !buf.set_len(len) {
+        // Release the old registration before making the larger one.
+        *buf = comm.alloc(1)?;
+        *buf = comm.alloc(len)?;
+    }
+    Ok(())
+}
+
+/// The byte every rank contributes at position k (the same pattern as the peer benchmark).
+fn pattern(rank: usize, k: usize) -> u8 {
+    (rank
+        .wrapping_mul(131)
+        .wrapping_add(k.wrapping_mul(7))
+        .wrapping_add(1)) as u8
+}
+
+/// One int32 element of rank `rank`'s allreduce input.
+fn element(rank: usize, k: usize) -> i32 {
+    (rank + k % 17) as i32
+}
+
+fn fill(cell: &Cell, me: usize, root: usize, send: &mut Buffer, recv: &mut Buffer) {
+    recv.fill(0);
+    match cell.op {
+        Op::Bcast if me == root => {
+            for (k, x) in recv.iter_mut().enumerate() {
+                *x = pattern(root, k);
+            }
+        }
+        Op::Bcast => {}
+        Op::Allgather | Op::Allgatherv => {
+            for (k, x) in send.iter_mut().enumerate() {
+                *x = pattern(me, k);
+            }
+        }
+        Op::Allreduce => {
+            for (k, x) in send.chunks_exact_mut(4).enumerate() {
+                x.copy_from_slice(&element(me, k).to_ne_bytes());
+            }
+        }
+    }
+}
+
+/// Wrong bytes (allreduce: elements) in this rank's result of the checked call.
+fn wrong_bytes(cell: &Cell, p: usize, root: usize, recv: &[u8]) -> u64 {
+    let mismatches = |owner_of: &dyn Fn(usize) -> (usize, usize)| {
+        recv.iter()
+            .enumerate()
+            .filter(|&(i, &x)| {
+                let (owner, k) = owner_of(i);
+                x != pattern(owner, k)
+            })
+            .count() as u64
+    };
+    match &cell.problem {
+        Problem::Broadcast { .. } => mismatches(&|i| (root, i)),
+        Problem::Allgather { block, .. } => {
+            let block = (*block).max(1);
+            mismatches(&|i| (i / block, i % block))
+        }
+        Problem::Allgatherv { counts } => {
+            let mut owner = Vec::with_capacity(recv.len());
+            for (r, &c) in counts.iter().enumerate() {
+                owner.extend((0..c).map(|k| (r, k)));
+            }
+            mismatches(&|i| owner.get(i).copied().unwrap_or((usize::MAX, 0)))
+        }
+        Problem::Allreduce { .. } => recv
+            .chunks_exact(4)
+            .enumerate()
+            .filter(|(k, x)| {
+                let want: i32 = (0..p).map(|r| element(r, *k)).fold(0, i32::wrapping_add);
+                x != &want.to_ne_bytes()
+            })
+            .count() as u64,
+        _ => 0,
+    }
+}
+
+/// One call of the operation with algorithm `name`.
+fn call(
+    comm: &mut Communicator,
+    op: Op,
+    send: &Buffer,
+    recv: &mut Buffer,
+    counts: &[usize],
+    root: usize,
+    name: &str,
+) -> Result<(), CommError> {
+    let choice = Choice::Named(name);
+    match op {
+        Op::Bcast => comm.bcast_using(recv, root, choice),
+        Op::Allgather => comm.allgather_using(send, recv, choice),
+        Op::Allgatherv => comm.allgatherv_using(send, recv, counts, choice),
+        Op::Allreduce => comm.allreduce_bytes(send, recv, int32_sum(), choice),
+    }
+}
+
+/// This rank's planning time for one call: the algorithm's choice and construction and all of
+/// this rank's rounds.
+fn plan_time(
+    comm: &Communicator,
+    problem: &Problem,
+    name: &str,
+    me: usize,
+) -> Result<f64, CommError> {
+    let start = now_ns();
+    let algorithm = comm.choose(problem, Choice::Named(name))?;
+    let rounds = algorithm.rank_plan(me)?.rounds.count();
+    std::hint::black_box(rounds);
+    Ok(now_ns().saturating_sub(start) as f64 * 1e-9)
+}
+
+/// The common-start timing of [`run`]'s method.
+struct Window {
+    /// How far ahead rank 0 sets the start, in nanoseconds; doubled after a late repetition.
+    ahead_ns: u64,
+    /// Repetitions accepted although still late after the window stopped growing.
+    late: u64,
+}
+
+impl Window {
+    const FIRST_NS: u64 = 200_000;
+    const MOST_NS: u64 = 2_000_000_000;
+
+    fn new() -> Self {
+        Window {
+            ahead_ns: Self::FIRST_NS,
+            late: 0,
+        }
+    }
+
+    /// The slowest rank's time of one call, all ranks started at one instant.
+    fn time(
+        &mut self,
+        comm: &mut Communicator,
+        call: &mut impl FnMut(&mut Communicator) -> Result<(), CommError>,
+    ) -> Result<f64, CommError> {
+        loop {
+            let mut start = (now_ns() + self.ahead_ns).to_le_bytes();
+            comm.bcast(&mut start[..], 0)?;
+            let start = u64::from_le_bytes(start);
+            let late = now_ns() > start;
+            wait_until(start);
+            call(comm)?;
+            let mine = [
+                now_ns().saturating_sub(start) as f64 * 1e-9,
+                f64::from(u8::from(late)),
+            ];
+            let mut all = [0.0f64; 2];
+            comm.allreduce(&mine, &mut all, ReduceOp::Max)?;
+            if all[1] == 0.0 {
+                return Ok(all[0]);
+            }
+            if self.ahead_ns >= Self::MOST_NS {
+                self.late += 1;
+                return Ok(all[0]);
+            }
+            self.ahead_ns = (self.ahead_ns * 2).min(Self::MOST_NS);
+        }
+    }
+}
+
+/// The monotonic clock (CLOCK_MONOTONIC, common to all processes of one kernel) in ns.
+fn now_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    (t.tv_sec as u64).saturating_mul(1_000_000_000) + t.tv_nsec as u64
+}
+
+/// Sleeps, then yields, until the monotonic clock reaches `t_ns` (no core is spun while
+/// ranks may outnumber cores).
+fn wait_until(t_ns: u64) {
+    loop {
+        let now = now_ns();
+        if now >= t_ns {
+            return;
+        }
+        let left = t_ns - now;
+        if left > 300_000 {
+            std::thread::sleep(Duration::from_nanos(left - 200_000));
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn slowest(comm: &mut Communicator, mine: f64) -> Result<f64, CommError> {
+    let mut all = [0.0f64];
+    comm.allreduce(&[mine], &mut all, ReduceOp::Max)?;
+    Ok(all[0])
+}
+
+fn sum(comm: &mut Communicator, mine: u64) -> Result<u64, CommError> {
+    let mut all = [0u64];
+    comm.allreduce(&[mine], &mut all, ReduceOp::Sum)?;
+    Ok(all[0])
+}
+
+/// α and β of this job from binomial broadcasts of 1 byte and 4 MiB, each ⌈log₂ p⌉(α + βm) in
+/// the model, timed like the measurements (minimum of 5). One rank: the configured model.
+fn measure_model(comm: &mut Communicator, window: &mut Window) -> Result<CostModel, CommError> {
+    let p = comm.size();
+    if p == 1 {
+        return Ok(comm.model());
+    }
+    let rounds = (usize::BITS - (p - 1).leading_zeros()) as f64;
+    let big_len = 4usize << 20;
+    let mut small = comm.alloc(1)?;
+    let mut big = comm.alloc(big_len)?;
+    let name = Choice::Named("binomial-bcast");
+    let (mut t_small, mut t_big) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..5 {
+        t_small = t_small.min(window.time(comm, &mut |c| c.bcast_using(&mut small, 0, name))?);
+        t_big = t_big.min(window.time(comm, &mut |c| c.bcast_using(&mut big, 0, name))?);
+    }
+    let alpha = (t_small / rounds).max(1e-8);
+    let beta = ((t_big / rounds - alpha) / big_len as f64).max(1e-13);
+    Ok(CostModel { alpha, beta })
+}
+
+fn render_csv(comm: &Communicator, model: &CostModel, late: u64, rows: &[Measured]) -> String {
+    let mut out = format!(
+        "# circulant bench: p = {}, provider {}, launcher {}, method: common start, slowest rank; late repetitions {late}\n",
+        comm.size(),
+        comm.provider(),
+        comm.launcher()
+    );
+    if let Some(ab) = AlphaBeta::new(model.alpha, model.beta) {
+        out.push_str(&ab.comment());
+        out.push('\n');
+    }
+    out.push_str(&header());
+    out.push_str(",plan_s\n");
+    for r in rows {
+        out.push_str(&format!("{},{:.9}\n", r.record.csv_line(), r.plan_s));
+    }
+    out
+}
+
+fn render_table(
+    comm: &Communicator,
+    model: &CostModel,
+    ab: Option<AlphaBeta>,
+    late: u64,
+    rows: &[Measured],
+) -> String {
+    let mut out = format!(
+        "circulant bench: p = {} over {} ({}); α = {}, β = {:.4} ns/B (1/β = {:.3} GB/s)\n",
+        comm.size(),
+        comm.provider(),
+        comm.launcher(),
+        format_seconds(model.alpha),
+        model.beta * 1e9,
+        1e-9 / model.beta.max(f64::MIN_POSITIVE)
+    );
+    out.push_str(&format!(
+        "{:<11} {:<10} {:>11} {:>11}  {:<28} {:>10} {:>10} {:>10} {:>10} {:>8}\n",
+        "op", "dist", "bytes", "total", "algorithm", "min", "median", "plan", "bound", "min/bnd"
+    ));
+    for r in rows {
+        let x = &r.record;
+        let bound =
+            ab.and_then(|ab| row_bound(&x.op, &x.distribution, x.p, x.bytes, x.total_bytes, ab));
+        let over = bound
+            .filter(|b| *b > 0.0)
+            .map_or_else(|| "-".to_string(), |b| format!("{:.2}", x.min_s / b));
+        out.push_str(&format!(
+            "{:<11} {:<10} {:>11} {:>11}  {:<28} {:>10} {:>10} {:>10} {:>10} {:>8}{}\n",
+            x.op,
+            x.distribution,
+            x.bytes,
+            x.total_bytes,
+            x.algorithm,
+            format_seconds(x.min_s),
+            format_seconds(x.median_s),
+            format_seconds(r.plan_s),
+            bound.map_or_else(|| "-".to_string(), format_seconds),
+            over,
+            if r.wrong > 0 { "  WRONG DATA" } else { "" }
+        ));
+    }
+    out.push_str(&format!(
+        "times: {} repetitions, each the slowest rank's time from a common start; min and median over them; plan: included in the time{}\n",
+        rows.first().map_or(0, |r| r.record.reps),
+        if late > 0 {
+            format!("; {late} repetitions late")
+        } else {
+            String::new()
+        }
+    ));
+    out
+}
+
+/// The progress bar (a terminal) or progress lines (a pipe, as under a launcher), on stderr.
+struct Progress {
+    bar: Option<ProgressBar>,
+    lines: bool,
+    total: u64,
+    done: std::cell::Cell<u64>,
+}
+
+impl Progress {
+    fn new(show: bool, total: u64) -> Self {
+        let terminal = std::io::stderr().is_terminal();
+        let bar = (show && terminal).then(|| {
+            let bar = ProgressBar::new(total);
+            if let Ok(style) =
+                ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed_precise} {msg}")
+            {
+                bar.set_style(style);
+            }
+            bar
+        });
+        Progress {
+            bar,
+            lines: show && !terminal,
+            total,
+            done: std::cell::Cell::new(0),
+        }
+    }
+
+    fn start(&self, cell: &Cell, algorithm: &str) {
+        let what = format!(
+            "{} {}{} B {algorithm}",
+            cell.op.name(),
+            cell.distribution.map_or(String::new(), |d| format!("{d} ")),
+            cell.bytes
+        );
+        if let Some(bar) = &self.bar {
+            bar.set_message(what);
+        } else if self.lines {
+            eprintln!("bench [{}/{}] {what}", self.done.get() + 1, self.total);
+        }
+    }
+
+    fn done(&self) {
+        self.done.set(self.done.get() + 1);
+        if let Some(bar) = &self.bar {
+            bar.inc(1);
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! `circulant bench` measuring inside real jobs under the built-in launcher: its argument
+//! handling and its CSV, read back with the bench csv module. No timing is asserted.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use circulant::bench::csv::read_file;
+use circulant::plan::distribution::Distribution;
+
+const BIN: &str = env!("CARGO_BIN_EXE_circulant");
+
+/// `circulant run -n N --timeout 120 -- circulant bench ARGS...`.
+fn bench_job(n: usize, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args([
+            "run",
+            "-n",
+            &n.to_string(),
+            "--timeout",
+            "120",
+            "--",
+            BIN,
+            "bench",
+        ])
+        .args(args)
+        .env("CIRCULANT_TIMEOUT", "60")
+        .output()
+        .expect("circulant run starts")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bench_run");
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    let path = dir.join(name);
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+#[test]
+fn bcast_job_writes_a_csv_the_report_reads() {
+    let csv = scratch("bcast.csv");
+    let out = bench_job(
+        2,
+        &[
+            "--op",
+            "bcast",
+            "--max-bytes",
+            "1000",
+            "--reps",
+            "2",
+            "--csv",
+            csv.to_str().expect("utf-8 path"),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    // The table on stdout, once (rank 0).
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.matches("circulant bench: p = 2").count(),
+        1,
+        "{stdout}"
+    );
+
+    let m = read_file(&csv).expect("the CSV parses");
+    assert!(m.alpha_beta.is_some(), "the run's α and β are in the file");
+    let sizes = [1u64, 2, 10, 20, 100, 200, 1000];
+    for &bytes in &sizes {
+        let rows: Vec<_> = m.records.iter().filter(|r| r.bytes == bytes).collect();
+        let names: Vec<&str> = rows.iter().map(|r| r.algorithm.as_str()).collect();
+        for want in ["circulant-bcast", "binomial-bcast"] {
+            assert!(names.contains(&want), "{bytes} B: {names:?}");
+        }
+        for r in rows {
+            assert_eq!(
+                (r.library.as_str(), r.op.as_str(), r.distribution.as_str()),
+                ("circulant", "bcast", "-")
+            );
+            assert_eq!((r.p, r.total_bytes, r.reps), (2, bytes, 2));
+            assert!(r.min_s > 0.0 && r.min_s <= r.median_s, "{r:?}");
+        }
+    }
+    assert!(m.records.iter().all(|r| sizes.contains(&r.bytes)));
+}
+
+#[test]
+fn chosen_algorithms_and_distributions_only() {
+    let csv = scratch("agv.csv");
+    let out = bench_job(
+        3,
+        &[
+            "--op",
+            "allgatherv,allreduce",
+            "--dist",
+            "spike,geometric",
+            "--algorithms",
+            "circulant-allgatherv,recursive-doubling-allreduce",
+            "--min-bytes",
+            "10",
+            "--max-bytes",
+            "100",
+            "--reps",
+            "2",
+            "--alpha",
+            "1e-5",
+            "--beta",
+            "1e-9",
+            "--no-progress",
+            "--csv",
+            csv.to_str().expect("utf-8 path"),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.stderr.is_empty(), "--no-progress: {}", text(&out));
+    let m = read_file(&csv).expect("the CSV parses");
+    let (ab, _) = m.alpha_beta.expect("α and β");
+    assert_eq!((ab.alpha_s, ab.beta_s_per_byte), (1e-5, 1e-9));
+    let mut seen: Vec<(String, String, String, u64, u64)> = m
+        .records
+        .iter()
+        .map(|r| {
+            (
+                r.op.clone(),
+                r.algorithm.clone(),
+                r.distribution.clone(),
+                r.bytes,
+                r.total_bytes,
+            )
+        })
+        .collect();
+    seen.sort();
+    let mut want = Vec::new();
+    for d in [Distribution::Geometric, Distribution::Spike] {
+        for c in [10usize, 20, 100] {
+            let total = d.counts(3, c).iter().sum::<usize>() as u64;
+            want.push((
+                "allgatherv".to_string(),
+                "circulant-allgatherv".to_string(),
+                d.name().to_string(),
+                c as u64,
+                total,
+            ));
+        }
+    }
+    // allreduce: int32 elements, so the size is rounded down to a multiple of 4.
+    for (bytes, total) in [(10u64, 8u64), (20, 20), (100, 100)] {
+        want.push((
+            "allreduce".into(),
+            "recursive-doubling-allreduce".into(),
+            "-".into(),
+            bytes,
+            total,
+        ));
+    }
+    want.sort();
+    assert_eq!(seen, want);
+}
+
+#[test]
+fn json_output() {
+    let out = bench_job(
+        2,
+        &[
+            "--op",
+            "allgather",
+            "--max-bytes",
+            "10",
+            "--reps",
+            "1",
+            "--json",
+            "--no-progress",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("one JSON object on stdout");
+    assert_eq!(v["p"], 2);
+    let rows = v["rows"].as_array().expect("rows");
+    assert!(!rows.is_empty());
+    for r in rows {
+        assert_eq!(r["op"], "allgather");
+        assert_eq!(r["wrong"], 0);
+        assert!(r["plan_s"].as_f64().is_some());
+    }
+}
+
+#[test]
+fn bad_arguments_are_clear_errors() {
+    let cases: [(&[&str], &str); 5] = [
+        (&["--op", "scan"], "invalid value 'scan'"),
+        (
+            &["--dist", "zipf", "--op", "allgatherv"],
+            "unknown distribution",
+        ),
+        (&["--algorithms", "fastest-bcast"], "unknown algorithm"),
+        (
+            &["--min-bytes", "100", "--max-bytes", "10"],
+            "exceeds --max-bytes",
+        ),
+        (&["--root", "5", "--op", "bcast"], "--root 5 is not below"),
+    ];
+    for (args, message) in cases {
+        let out = bench_job(2, args);
+        assert!(!out.status.success(), "{args:?} was accepted");
+        assert!(text(&out).contains(message), "{args:?}: {}", text(&out));
+    }
+}
