@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use super::CliResult;
 
 mod compare;
-mod measure;
+pub(super) mod measure;
 
 #[derive(clap::Args)]
 pub struct Args {

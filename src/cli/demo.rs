@@ -5,14 +5,14 @@
 
 use std::ffi::OsString;
 use std::process::ExitCode;
-use std::time::Instant;
 
 use circulant::comm::{Choice, Communicator};
 use circulant::launch::{run_job, JobSpec};
 use circulant::plan::bounds::lower_bound;
 use circulant::plan::distribution::Distribution;
-use circulant::plan::{registry, CostModel, Problem};
+use circulant::plan::{registry, Problem};
 
+use super::bench::measure::{measure_model, Window};
 use super::CliResult;
 
 #[derive(clap::Args)]
@@ -67,7 +67,8 @@ struct Row {
 fn rank(args: &Args) -> CliResult {
     let mut comm = Communicator::init()?;
     let (me, p) = (comm.rank(), comm.size());
-    let model = measure_model(&mut comm)?;
+    let mut window = Window::new();
+    let model = measure_model(&mut comm, &mut window)?;
     comm.set_model(model);
     if me == 0 {
         println!(
@@ -96,7 +97,7 @@ fn rank(args: &Args) -> CliResult {
                         *x = value(k);
                     }
                 }
-                let t = timed(&mut comm, |c| {
+                let t = window.time(&mut comm, &mut |c| {
                     c.bcast_using(&mut buf, 0, Choice::Named(name))
                 })?;
                 best = best.min(t);
@@ -132,7 +133,7 @@ fn rank(args: &Args) -> CliResult {
                     for (k, x) in send.iter_mut().enumerate() {
                         *x = value(me, k);
                     }
-                    let t = timed(&mut comm, |c| {
+                    let t = window.time(&mut comm, &mut |c| {
                         c.allgatherv_using(&send, &mut recv, &counts, Choice::Named(name))
                     })?;
                     best = best.min(t);
@@ -183,7 +184,8 @@ fn rank(args: &Args) -> CliResult {
         }
         println!();
         println!(
-            "times: minimum over {reps} repetitions of the slowest rank; bound: α-β lower bound"
+            "times: minimum over {reps} repetitions of the slowest rank, all ranks started at one \
+             instant (as circulant bench); bound: α-β lower bound"
         );
         println!(
             "{} passed, {failures} failed",
@@ -195,46 +197,6 @@ fn rank(args: &Args) -> CliResult {
     } else {
         ExitCode::FAILURE
     })
-}
-
-/// Time of one call as the slowest rank saw it, between barriers.
-fn timed(
-    comm: &mut Communicator,
-    call: impl FnOnce(&mut Communicator) -> circulant::comm::Result<()>,
-) -> Result<f64, circulant::comm::CommError> {
-    comm.barrier()?;
-    let start = Instant::now();
-    call(comm)?;
-    let mine = [start.elapsed().as_secs_f64()];
-    let mut slowest = [0.0f64];
-    comm.allreduce(&mine, &mut slowest, circulant::plan::ReduceOp::Max)?;
-    Ok(slowest[0])
-}
-
-/// α and β of this job, from binomial broadcasts of 1 byte and 4 MiB: each costs
-/// ⌈log₂ p⌉ (α + βm) in the model. With one rank there is nothing to measure: the defaults.
-fn measure_model(comm: &mut Communicator) -> Result<CostModel, circulant::comm::CommError> {
-    let p = comm.size();
-    if p == 1 {
-        return Ok(comm.model());
-    }
-    let rounds = (usize::BITS - (p - 1).leading_zeros()) as f64;
-    let mut small = comm.alloc(1)?;
-    let big_len = 4 << 20;
-    let mut big = comm.alloc(big_len)?;
-    let mut t_small = f64::INFINITY;
-    let mut t_big = f64::INFINITY;
-    for _ in 0..5 {
-        t_small = t_small.min(timed(comm, |c| {
-            c.bcast_using(&mut small, 0, Choice::Named("binomial-bcast"))
-        })?);
-        t_big = t_big.min(timed(comm, |c| {
-            c.bcast_using(&mut big, 0, Choice::Named("binomial-bcast"))
-        })?);
-    }
-    let alpha = (t_small / rounds).max(1e-8);
-    let beta = ((t_big / rounds - alpha) / big_len as f64).max(1e-13);
-    Ok(CostModel { alpha, beta })
 }
 
 fn seconds(s: f64) -> String {

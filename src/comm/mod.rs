@@ -318,15 +318,8 @@ impl Communicator {
         R: PayloadMut + ?Sized,
     {
         let op = "allgatherv";
-        if counts.len() != self.size() {
-            return Err(argument(
-                op,
-                format!("{} counts for {} ranks", counts.len(), self.size()),
-            ));
-        }
+        self.check_counts(op, counts, recv.bytes().len())?;
         expect_len(op, "send", send.bytes().len(), Some(counts[self.rank()]))?;
-        let total = counts.iter().try_fold(0usize, |a, &c| a.checked_add(c));
-        expect_len(op, "recv", recv.bytes().len(), total)?;
         let problem = Problem::Allgatherv {
             counts: counts.to_vec(),
         };
@@ -352,14 +345,7 @@ impl Communicator {
         R: PayloadMut + ?Sized,
     {
         let op = "allgatherv";
-        if counts.len() != self.size() {
-            return Err(argument(
-                op,
-                format!("{} counts for {} ranks", counts.len(), self.size()),
-            ));
-        }
-        let total = counts.iter().try_fold(0usize, |a, &c| a.checked_add(c));
-        expect_len(op, "recv", recv.bytes().len(), total)?;
+        self.check_counts(op, counts, recv.bytes().len())?;
         let offset: usize = counts[..self.rank()].iter().sum();
         let mine = (offset, counts[self.rank()]);
         let problem = Problem::Allgatherv {
@@ -641,21 +627,34 @@ impl Communicator {
         self.check_rooted(op, &problem, counts)?;
         expect_len(op, "recv", recv.bytes().len(), Some(counts[self.rank()]))?;
         if self.rank() == root {
-            let total = counts.iter().try_fold(0usize, |a, &c| a.checked_add(c));
-            expect_len(op, "send", send.bytes().len(), total)?;
+            let total = self.counts_total(op, counts)?;
+            expect_len(op, "send", send.bytes().len(), Some(total))?;
         }
         self.run(op, problem, choice, Some(send), Some(recv), false)
     }
 
     /// A rooted problem with one count per rank and the root in range.
     fn check_rooted(&self, op: &'static str, problem: &Problem, counts: &[usize]) -> Result<()> {
+        self.counts_total(op, counts)?;
+        Ok(problem.validate()?)
+    }
+
+    /// The sum of per-rank `counts`, checking there is one per rank and the sum fits.
+    fn counts_total(&self, op: &'static str, counts: &[usize]) -> Result<usize> {
         if counts.len() != self.size() {
             return Err(argument(
                 op,
                 format!("{} counts for {} ranks", counts.len(), self.size()),
             ));
         }
-        Ok(problem.validate()?)
+        crate::plan::checked_sum(counts)
+            .map_err(|_| argument(op, "the counts overflow".to_string()))
+    }
+
+    /// One count per rank, and a receive buffer of exactly their sum.
+    fn check_counts(&self, op: &'static str, counts: &[usize], recv_len: usize) -> Result<()> {
+        let total = self.counts_total(op, counts)?;
+        expect_len(op, "recv", recv_len, Some(total))
     }
 
     /// Block j of rank i's `send` into block i of rank j's `recv` (p blocks each).

@@ -30,7 +30,7 @@ use crate::fabric::RegisteredMemory;
 use crate::plan::Problem;
 use crate::transport::{Buffers, Operation, Prepared, View};
 
-use super::{argument, digest, expect_len, Buffer, Choice, CommError, Communicator, Executed};
+use super::{digest, expect_len, Buffer, Choice, CommError, Communicator, Executed};
 use super::{Payload, Result};
 
 /// A collective set up once and run many times. It borrows the communicator, so no other
@@ -138,23 +138,6 @@ impl Communicator {
             counts: counts.to_vec(),
         };
         Persistent::new(self, op, problem, choice, recv, None, Some(mine))
-    }
-
-    /// One count per rank, summing to `recv_len` without overflow.
-    pub(super) fn check_counts(
-        &self,
-        op: &'static str,
-        counts: &[usize],
-        recv_len: usize,
-    ) -> Result<()> {
-        if counts.len() != self.size() {
-            return Err(argument(
-                op,
-                format!("{} counts for {} ranks", counts.len(), self.size()),
-            ));
-        }
-        let total = counts.iter().try_fold(0usize, |a, &c| a.checked_add(c));
-        expect_len(op, "recv", recv_len, total)
     }
 }
 

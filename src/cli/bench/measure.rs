@@ -463,8 +463,8 @@ fn plan_time(
     Ok(now_ns().saturating_sub(start) as f64 * 1e-9)
 }
 
-/// The common-start timing of [`run`]'s method.
-struct Window {
+/// The common-start timing of [`run`]'s method (also the demo's).
+pub(in crate::cli) struct Window {
     /// How far ahead rank 0 sets the start, in nanoseconds; doubled after a late repetition.
     ahead_ns: u64,
     /// Repetitions accepted although still late after the window stopped growing.
@@ -475,7 +475,7 @@ impl Window {
     const FIRST_NS: u64 = 200_000;
     const MOST_NS: u64 = 2_000_000_000;
 
-    fn new() -> Self {
+    pub(in crate::cli) fn new() -> Self {
         Window {
             ahead_ns: Self::FIRST_NS,
             late: 0,
@@ -483,7 +483,7 @@ impl Window {
     }
 
     /// The slowest rank's time of one call, all ranks started at one instant.
-    fn time(
+    pub(in crate::cli) fn time(
         &mut self,
         comm: &mut Communicator,
         call: &mut impl FnMut(&mut Communicator) -> Result<(), CommError>,
@@ -563,7 +563,10 @@ fn sum(comm: &mut Communicator, mine: u64) -> Result<u64, CommError> {
 
 /// α and β of this job from binomial broadcasts of 1 byte and 4 MiB, each ⌈log₂ p⌉(α + βm) in
 /// the model, timed like the measurements (minimum of 5). One rank: the configured model.
-fn measure_model(comm: &mut Communicator, window: &mut Window) -> Result<CostModel, CommError> {
+pub(in crate::cli) fn measure_model(
+    comm: &mut Communicator,
+    window: &mut Window,
+) -> Result<CostModel, CommError> {
     let p = comm.size();
     if p == 1 {
         return Ok(comm.model());
