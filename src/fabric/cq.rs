@@ -147,6 +147,10 @@ pub struct CompletionQueue {
 /// Entries read per call into the provider.
 const BATCH: usize = 32;
 
+/// How long [`CompletionQueue::wait`] polls with `sched_yield` before it sleeps, where the
+/// provider has no wait object.
+const YIELD_PHASE: Duration = Duration::from_millis(1);
+
 impl CompletionQueue {
     /// Opens a CQ of `size` entries (0: provider default) with format `FI_CQ_FORMAT_DATA`, with a
     /// file-descriptor wait object where the provider has one (for [`Self::wait`]).
@@ -228,20 +232,23 @@ impl CompletionQueue {
             }
             return self.collect(ret, &entries, out);
         }
-        let deadline = Instant::now() + timeout;
-        let mut pause = Duration::from_micros(1);
+        let start = Instant::now();
+        let deadline = start + timeout;
+        let mut pause = Duration::from_micros(50);
         loop {
             let n = self.poll(out)?;
             let now = Instant::now();
             if n > 0 || now >= deadline {
                 return Ok(n);
             }
-            if pause < Duration::from_micros(50) {
+            // Yielding keeps the latency of a message that comes soon at a few µs and lets
+            // the sender run when ranks outnumber cores; a longer wait sleeps instead.
+            if now - start < YIELD_PHASE {
                 std::thread::yield_now();
             } else {
                 std::thread::sleep(pause.min(deadline - now));
+                pause = (pause * 2).min(Duration::from_millis(1));
             }
-            pause = (pause * 2).min(Duration::from_millis(1));
         }
     }
 

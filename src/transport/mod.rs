@@ -42,8 +42,10 @@ pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(60);
 /// How long a failed operation waits for its own writes to complete before giving up on them.
 const DRAIN: Duration = Duration::from_secs(2);
 
-/// Polls of the completion queue before a blocking wait.
-const SPINS: u32 = 64;
+/// How long an idle rank polls the completion queue, yielding its core between polls, before
+/// it blocks: a message that comes within this time is seen at once, and when ranks outnumber
+/// cores the yield lets the rank that sends it run.
+const POLL_PHASE: Duration = Duration::from_micros(50);
 
 /// Longest single blocking wait, so that deadlines are checked often.
 const WAIT_SLICE: Duration = Duration::from_millis(20);
@@ -787,14 +789,18 @@ impl Run {
 
     fn drive(&mut self, t: &mut Transport, buffers: &Buffers<'_>) -> Result<()> {
         let deadline = self.started + t.deadline;
-        let mut idle = 0u32;
+        let mut idle_since = Instant::now();
+        let mut idle = false;
         loop {
             let mut progress = self.complete_rounds(buffers)?;
             progress |= self.post_ready(t, buffers)?;
             if self.done() {
                 return Ok(());
             }
-            let got = if idle < SPINS {
+            let got = if !idle || idle_since.elapsed() < POLL_PHASE {
+                if idle {
+                    std::thread::yield_now();
+                }
                 t.cq.poll(&mut t.completions)
             } else {
                 let left = deadline.saturating_duration_since(Instant::now());
@@ -812,9 +818,12 @@ impl Run {
                 outcome?;
             }
             if progress {
-                idle = 0;
+                idle = false;
             } else {
-                idle = idle.saturating_add(1);
+                if !idle {
+                    idle = true;
+                    idle_since = Instant::now();
+                }
                 if Instant::now() >= deadline {
                     return Err(TransportError::Timeout {
                         op: self.op.to_string(),
