@@ -6,7 +6,9 @@ use std::process::Command;
 
 use circulant::bench::csv::{parse, AlphaBeta};
 use circulant::bench::report::{AlphaBetaSource, Series, Statistic};
-use circulant::bench::{plot, render_csv, render_table, row_bound, row_problem, Comparison};
+use circulant::bench::{
+    plot, render_csv, render_markdown, render_table, row_bound, row_problem, Comparison,
+};
 use circulant::plan::distribution::Distribution;
 use circulant::plan::{CostModel, Problem};
 
@@ -404,6 +406,33 @@ fn table_and_csv_forms() {
     assert_eq!(fields[12], "circulant");
     // 4 bcast series rows with data at 1 kB and 1 MB (3 + 3), 1 at 2 MB, 1 allgatherv.
     assert_eq!(csv.lines().count(), 1 + 3 + 3 + 1 + 1);
+}
+
+#[test]
+fn markdown_summary() {
+    let cmp = sample();
+    let md = render_markdown(&cmp, Statistic::Min);
+    assert!(
+        md.contains("**bcast, p = 4** (minimum over the repetitions"),
+        "{md}"
+    );
+    assert!(md.contains("**allgatherv spike, p = 4**"), "{md}");
+    assert!(
+        md.contains("| bytes | circulant best | mpich/native | mpich/native / circulant |"),
+        "{md}"
+    );
+    // 1 MB: circulant best 1.00 ms (circulant), mpich 1.50 ms, ratio 1.50; no bound (no model).
+    assert!(
+        md.contains("| 1000000 | 1.00 ms (circulant) | 1.50 ms | 1.50 |"),
+        "{md}"
+    );
+    // 2 MB: only mpich measured: no best, no ratio.
+    assert!(md.contains("| 2000000 | – | "), "{md}");
+    // Every table row has as many cells as its header.
+    for table in md.split("\n\n").filter(|t| t.starts_with('|')) {
+        let widths: Vec<usize> = table.lines().map(|l| l.matches('|').count()).collect();
+        assert!(widths.iter().all(|&w| w == widths[0]), "{table}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -11,5 +11,6 @@ pub mod report;
 pub use csv::{read_file, AlphaBeta, CsvError, Measurements, Record};
 pub use plot::{write_charts, PlotError};
 pub use report::{
-    render_csv, render_table, row_bound, row_problem, Comparison, ReportError, Statistic,
+    render_csv, render_markdown, render_table, row_bound, row_problem, Comparison, ReportError,
+    Statistic,
 };

@@ -572,6 +572,71 @@ fn render_group(out: &mut String, cmp: &Comparison, group: &Group, stat: Statist
     }
 }
 
+/// A Markdown summary of `cmp` for `stat`, one table per group: the reference's best
+/// algorithm per size, every other series' time and its ratio to that best, and the best over
+/// the bound (for documents; the plain tables have every series).
+pub fn render_markdown(cmp: &Comparison, stat: Statistic) -> String {
+    let mut out = String::new();
+    let reference = &cmp.reference;
+    for group in &cmp.groups {
+        let others: Vec<usize> = (0..group.series.len())
+            .filter(|&i| !group.is_reference(i, reference))
+            .collect();
+        let has_bound = group.sizes.iter().any(|s| s.bound_s.is_some());
+        let what = match group.op.as_str() {
+            "allgatherv" => format!("allgatherv {}", group.distribution),
+            op => op.to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "**{what}, p = {}** ({} over the repetitions; ratios > 1: {reference} faster)\n",
+            group.p,
+            stat.name()
+        );
+        let mut header = vec!["bytes".to_string(), format!("{reference} best")];
+        header.extend(others.iter().map(|&i| group.series[i].label()));
+        header.extend(
+            others
+                .iter()
+                .map(|&i| format!("{} / {reference}", group.series[i].label())),
+        );
+        if has_bound {
+            header.push(format!("{reference} / bound"));
+        }
+        let _ = writeln!(out, "| {} |", header.join(" | "));
+        let align: Vec<&str> = (0..header.len())
+            .map(|c| if c == 1 { "---" } else { "---:" })
+            .collect();
+        let _ = writeln!(out, "|{}|", align.join("|"));
+        let dash = || "–".to_string();
+        for row in &group.sizes {
+            let mut cells = vec![row.bytes.to_string()];
+            cells.push(row.best(stat).map_or_else(dash, |b| {
+                format!("{} ({})", format_seconds(b.time_s), b.algorithm)
+            }));
+            cells.extend(
+                others
+                    .iter()
+                    .map(|&i| row.times[i].map_or_else(dash, |t| format_seconds(t.get(stat)))),
+            );
+            cells.extend(
+                others
+                    .iter()
+                    .map(|&i| row.ratio(i, stat).map_or_else(dash, |r| format!("{r:.2}"))),
+            );
+            if has_bound {
+                cells.push(
+                    row.best_over_bound(stat)
+                        .map_or_else(dash, |r| format!("{r:.2}")),
+                );
+            }
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// The comparison as CSV for scripts: one line per (group, size, series) with both statistics,
 /// the ratios to the reference's best and the bound. Empty fields where a value is unknown.
 pub fn render_csv(cmp: &Comparison) -> String {

@@ -77,6 +77,12 @@ pub struct Args {
     )]
     pub beta: Option<f64>,
 
+    /// Print a Markdown summary instead of the full tables (`--compare`): per size the best
+    /// algorithm of the reference library, the other series and their ratios to it, and the
+    /// bound.
+    #[arg(long, conflicts_with = "json")]
+    pub markdown: bool,
+
     /// Show and plot the median over the repetitions instead of the minimum (`--compare`).
     #[arg(long)]
     pub median: bool,

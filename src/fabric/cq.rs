@@ -171,7 +171,7 @@ impl CompletionQueue {
         };
         // A file descriptor is a wait the kernel does. FI_WAIT_UNSPEC is not asked for: shm in
         // libfabric 1.17 then picks a sched_yield loop that spins a core and ignores the
-        // timeout of fi_cq_sread. Without an fd, `wait` polls with a growing sleep.
+        // timeout of fi_cq_sread. Without an fd, `wait` polls, yielding, then sleeping.
         let (fid, has_wait) = match open(sys::FI_WAIT_FD) {
             Ok(fid) => (fid, true),
             Err(_) => (open(sys::FI_WAIT_NONE)?, false),
@@ -187,7 +187,7 @@ impl CompletionQueue {
         })
     }
 
-    /// Whether [`Self::wait`] blocks on a wait object (else it polls with backoff).
+    /// Whether [`Self::wait`] blocks on a wait object (else it polls, yielding, then sleeping).
     pub fn has_wait_object(&self) -> bool {
         self.inner.has_wait
     }
@@ -212,7 +212,8 @@ impl CompletionQueue {
 
     /// Like [`Self::poll`] but waits up to `timeout` for at least one completion; 0 after the
     /// timeout. Blocks on the CQ's wait object (`fi_cq_sread`) where there is one, else polls
-    /// with a growing sleep, so that waiting never spins a core.
+    /// with `sched_yield` for [`YIELD_PHASE`], then with a growing sleep, so that a long wait
+    /// does not hold a core.
     pub fn wait(&self, out: &mut Vec<Completion>, timeout: Duration) -> Result<usize> {
         if self.inner.has_wait {
             let mut entries = [sys::fi_cq_data_entry::default(); BATCH];

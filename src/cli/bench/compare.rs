@@ -50,6 +50,8 @@ pub fn run(args: Args) -> CliResult {
     let mut stdout = std::io::stdout().lock();
     let printed = if args.json {
         writeln!(stdout, "{}", serde_json::to_string(&cmp)?)
+    } else if args.markdown {
+        write!(stdout, "{}", bench::render_markdown(&cmp, stat))
     } else {
         let mut text = bench::render_table(&cmp, stat);
         text.push_str(&format!(
