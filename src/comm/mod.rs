@@ -583,10 +583,10 @@ impl Communicator {
             root,
             counts: counts.to_vec(),
         };
-        self.check_rooted(op, &problem, counts)?;
+        let total = self.check_rooted(op, &problem, counts)?;
         expect_len(op, "send", send.bytes().len(), Some(counts[self.rank()]))?;
         if self.rank() == root {
-            self.check_counts(op, counts, recv.bytes().len())?;
+            expect_len(op, "recv", recv.bytes().len(), Some(total))?;
         }
         self.run(op, problem, choice, Some(send), Some(recv), false)
     }
@@ -624,19 +624,19 @@ impl Communicator {
             root,
             counts: counts.to_vec(),
         };
-        self.check_rooted(op, &problem, counts)?;
+        let total = self.check_rooted(op, &problem, counts)?;
         expect_len(op, "recv", recv.bytes().len(), Some(counts[self.rank()]))?;
         if self.rank() == root {
-            let total = self.counts_total(op, counts)?;
             expect_len(op, "send", send.bytes().len(), Some(total))?;
         }
         self.run(op, problem, choice, Some(send), Some(recv), false)
     }
 
-    /// A rooted problem with one count per rank and the root in range.
-    fn check_rooted(&self, op: &'static str, problem: &Problem, counts: &[usize]) -> Result<()> {
-        self.counts_total(op, counts)?;
-        Ok(problem.validate()?)
+    /// A rooted problem with one count per rank and the root in range; the counts' sum.
+    fn check_rooted(&self, op: &'static str, problem: &Problem, counts: &[usize]) -> Result<usize> {
+        let total = self.counts_total(op, counts)?;
+        problem.validate()?;
+        Ok(total)
     }
 
     /// The sum of per-rank `counts`, checking there is one per rank and the sum fits.

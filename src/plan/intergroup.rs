@@ -326,11 +326,7 @@ impl Group<'_> {
         self.counts.len()
     }
     fn subtree_end(&self, v: usize) -> usize {
-        if v == 0 {
-            self.size()
-        } else {
-            (v + (1usize << v.trailing_zeros())).min(self.size())
-        }
+        super::tree::subtree_end(self.size(), v)
     }
     /// Bytes of members [lo, hi).
     fn span(&self, lo: usize, hi: usize) -> usize {

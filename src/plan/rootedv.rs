@@ -96,11 +96,7 @@ impl Tree {
 
     /// One past the last virtual rank of v's subtree.
     fn end(&self, v: usize) -> usize {
-        if v == 0 {
-            self.p
-        } else {
-            (v + (1usize << v.trailing_zeros())).min(self.p)
-        }
+        super::tree::subtree_end(self.p, v)
     }
 
     /// Bytes of the blocks of virtual ranks `[lo, hi)`.

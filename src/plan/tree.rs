@@ -26,6 +26,16 @@ fn wrong(algorithm: &'static str, collective: &'static str) -> PlanError {
     }
 }
 
+/// One past the last virtual rank of v's subtree in a binomial tree on p ranks rooted at 0:
+/// v's subtree is `[v, v + 2^bit) ∩ [0, p)` with bit its lowest set bit; the root's is all.
+pub(super) fn subtree_end(p: usize, v: usize) -> usize {
+    if v == 0 {
+        p
+    } else {
+        (v + (1usize << v.trailing_zeros())).min(p)
+    }
+}
+
 /// The round (counted from the top bit down) in which virtual rank v ≠ 0 receives in a
 /// top-down binomial tree, and the bit it receives on.
 fn top_down_receive(v: usize, q: usize) -> (u32, usize) {
@@ -316,15 +326,6 @@ impl BinomialScatter {
             _ => Err(wrong(Self::NAME, "scatter")),
         }
     }
-
-    /// Virtual ranks whose blocks v holds: `[v, v + 2^bit) ∩ [0, p)`.
-    fn subtree_end(&self, v: usize) -> usize {
-        if v == 0 {
-            self.p
-        } else {
-            (v + (1usize << v.trailing_zeros())).min(self.p)
-        }
-    }
 }
 
 impl Algorithm for BinomialScatter {
@@ -342,7 +343,7 @@ impl Algorithm for BinomialScatter {
             scratch: if v == 0 {
                 0
             } else {
-                (self.subtree_end(v) - v - 1) * self.block
+                (subtree_end(self.p, v) - v - 1) * self.block
             },
         }
     }
@@ -376,7 +377,7 @@ impl Algorithm for BinomialScatter {
         } else {
             let (j, bit) = top_down_receive(v, q);
             let parent = v - (1 << bit);
-            let pieces = scatter_pieces(v, self.subtree_end(v), b, None, |u| {
+            let pieces = scatter_pieces(v, subtree_end(self.p, v), b, None, |u| {
                 if parent == 0 {
                     (Buf::Send, real(u, root, p) * b)
                 } else {
@@ -392,7 +393,7 @@ impl Algorithm for BinomialScatter {
             let t = v + (1 << bit);
             if t < p {
                 let mut r = Round::new((q - 1 - bit) as u32);
-                let pieces = scatter_pieces(t, self.subtree_end(t), b, after, src);
+                let pieces = scatter_pieces(t, subtree_end(self.p, t), b, after, src);
                 r.send(real(t, root, p), pieces);
                 out.push(r);
             }
@@ -450,14 +451,6 @@ impl BinomialGather {
         }
     }
 
-    fn subtree_end(&self, v: usize) -> usize {
-        if v == 0 {
-            self.p
-        } else {
-            (v + (1usize << v.trailing_zeros())).min(self.p)
-        }
-    }
-
     /// Where block of virtual rank u lives at virtual rank w (w ≠ u).
     fn slot(&self, w: usize, u: usize) -> (Buf, usize) {
         if w == 0 {
@@ -472,7 +465,7 @@ impl BinomialGather {
         let parent = v - (1 << v.trailing_zeros());
         let b = self.block;
         let mut out: Vec<super::Piece> = Vec::new();
-        for u in v..self.subtree_end(v) {
+        for u in v..subtree_end(self.p, v) {
             let (sb, so) = if u == v {
                 (Buf::Send, 0)
             } else {
@@ -513,7 +506,7 @@ impl Algorithm for BinomialGather {
             scratch: if v == 0 {
                 0
             } else {
-                (self.subtree_end(v) - v - 1) * self.block
+                (subtree_end(self.p, v) - v - 1) * self.block
             },
         }
     }
@@ -603,14 +596,6 @@ impl ScatterAllgatherBroadcast {
         let (c, l) = s.range(hi - 1);
         (a, c + l - a)
     }
-
-    fn subtree_end(&self, v: usize) -> usize {
-        if v == 0 {
-            self.p
-        } else {
-            (v + (1usize << v.trailing_zeros())).min(self.p)
-        }
-    }
 }
 
 impl Algorithm for ScatterAllgatherBroadcast {
@@ -637,7 +622,7 @@ impl Algorithm for ScatterAllgatherBroadcast {
         } else {
             let (j, bit) = top_down_receive(v, q);
             let parent = v - (1 << bit);
-            let (_, len) = self.span(v, self.subtree_end(v));
+            let (_, len) = self.span(v, subtree_end(self.p, v));
             let mut r = Round::new(j);
             r.expect(real(parent, root, p), usize::from(len > 0));
             scatter.push(r);
@@ -647,7 +632,7 @@ impl Algorithm for ScatterAllgatherBroadcast {
             let t = v + (1 << bit);
             if t < p {
                 let mut r = Round::new((q - 1 - bit) as u32);
-                let (off, len) = self.span(t, self.subtree_end(t));
+                let (off, len) = self.span(t, subtree_end(self.p, t));
                 r.send(
                     real(t, root, p),
                     vec![piece(Buf::Recv, off, Buf::Recv, off, len, after)],

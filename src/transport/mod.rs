@@ -774,17 +774,23 @@ impl Run {
         self.complete_rounds(buffers)?;
         self.post_ready(t, buffers)?;
         if t.cq.poll(&mut t.completions)? > 0 {
-            let completions = std::mem::take(&mut t.completions);
-            let outcome = completions
-                .iter()
-                .try_for_each(|c| self.on_completion(t, c));
-            t.completions = completions;
-            t.completions.clear();
-            outcome?;
+            self.take_completions(t)?;
             self.complete_rounds(buffers)?;
             self.post_ready(t, buffers)?;
         }
         Ok(())
+    }
+
+    /// Handles the completions read into `t.completions` and empties it (keeping its
+    /// allocation for the next read).
+    fn take_completions(&mut self, t: &mut Transport) -> Result<()> {
+        let completions = std::mem::take(&mut t.completions);
+        let outcome = completions
+            .iter()
+            .try_for_each(|c| self.on_completion(t, c));
+        t.completions = completions;
+        t.completions.clear();
+        outcome
     }
 
     fn drive(&mut self, t: &mut Transport, buffers: &Buffers<'_>) -> Result<()> {
@@ -809,13 +815,7 @@ impl Run {
             let got = got?;
             if got > 0 {
                 progress = true;
-                let completions = std::mem::take(&mut t.completions);
-                let outcome = completions
-                    .iter()
-                    .try_for_each(|c| self.on_completion(t, c));
-                t.completions = completions;
-                t.completions.clear();
-                outcome?;
+                self.take_completions(t)?;
             }
             if progress {
                 idle = false;
@@ -979,13 +979,7 @@ impl Run {
             }
             let n = t.cq.wait(&mut t.completions, WAIT_SLICE)?;
             if n > 0 {
-                let completions = std::mem::take(&mut t.completions);
-                let outcome = completions
-                    .iter()
-                    .try_for_each(|c| self.on_completion(t, c));
-                t.completions = completions;
-                t.completions.clear();
-                outcome?;
+                self.take_completions(t)?;
             }
             if Instant::now() >= deadline {
                 return Err(TransportError::Timeout {
