@@ -388,12 +388,13 @@ fn check(comm: &mut Communicator, case: &Case) -> Result<Option<String>, CommErr
             ..
         } => {
             let (send, expected) = reduction_data(*reduction, *bytes, rank, p, |_| true);
-            let mut recv = vec![0u8; *bytes];
+            // Other ranks pass a full buffer too, as MPI codes do: it must be left alone.
+            let mut recv = vec![UNTOUCHED; *bytes];
             comm.reduce_bytes(&send[..], &mut recv[..], *reduction, *root, choice)?;
             Ok(if rank == *root {
                 compare(&recv, &expected)
             } else {
-                None
+                untouched(&recv)
             })
         }
         Problem::Scan {
@@ -404,18 +405,18 @@ fn check(comm: &mut Communicator, case: &Case) -> Result<Option<String>, CommErr
         } => {
             let upto = if *exclusive { rank } else { rank + 1 };
             let (send, expected) = reduction_data(*reduction, *bytes, rank, p, |r| r < upto);
-            let sentinel = 0xa5u8;
-            let mut recv = vec![sentinel; *bytes];
+            let mut recv = vec![UNTOUCHED; *bytes];
             comm.scan_bytes(&send[..], &mut recv[..], *reduction, *exclusive, choice)?;
             if *exclusive && rank == 0 {
                 // Rank 0's result is undefined for an exclusive scan: it must be left alone.
-                return Ok(compare(&recv, &vec![sentinel; *bytes]));
+                return Ok(untouched(&recv));
             }
             Ok(compare(&recv, &expected))
         }
         Problem::Gather { root, block, .. } => {
             let send: Vec<u8> = (0..*block).map(|k| pattern(rank, k)).collect();
-            let mut recv = vec![0u8; if rank == *root { p * block } else { 0 }];
+            // Non-roots pass a buffer of the root's size, which must be left alone.
+            let mut recv = vec![UNTOUCHED; p * block];
             comm.gather_using(&send[..], &mut recv[..], *root, choice)?;
             let expected: Vec<u8> = (0..p)
                 .flat_map(|r| (0..*block).map(move |k| pattern(r, k)))
@@ -423,7 +424,7 @@ fn check(comm: &mut Communicator, case: &Case) -> Result<Option<String>, CommErr
             Ok(if rank == *root {
                 compare(&recv, &expected)
             } else {
-                None
+                untouched(&recv)
             })
         }
         Problem::Scatter { root, block, .. } => {
@@ -466,12 +467,12 @@ fn check(comm: &mut Communicator, case: &Case) -> Result<Option<String>, CommErr
                 comm.gatherv_using(&send[..], &mut recv, counts, *root, choice)?;
                 return Ok(compare(&recv, &expected));
             }
-            let mut recv = vec![0u8; if rank == *root { expected.len() } else { 0 }];
+            let mut recv = vec![UNTOUCHED; expected.len()];
             comm.gatherv_using(&send[..], &mut recv[..], counts, *root, choice)?;
             Ok(if rank == *root {
                 compare(&recv, &expected)
             } else {
-                None
+                untouched(&recv)
             })
         }
         Problem::Scatterv { root, counts } => {
@@ -733,6 +734,16 @@ fn reduction_data(
         }
     }
     (send, expected)
+}
+
+/// What a receive buffer holds before a collective that must not write into it.
+const UNTOUCHED: u8 = 0xa5;
+
+/// A complaint if a buffer filled with [`UNTOUCHED`] was written into.
+fn untouched(buf: &[u8]) -> Option<String> {
+    buf.iter()
+        .position(|&b| b != UNTOUCHED)
+        .map(|at| format!("wrote into a receive buffer it must leave alone, at byte {at}"))
 }
 
 /// `None` if equal, else where they first differ.

@@ -751,7 +751,6 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        let copy_in_recv = copy_in_recv || send_in_recv.is_some();
         let algorithm = self.choose(&problem, choice)?;
         let plan = algorithm.rank_plan(self.rank())?;
         let need = plan.buffers;
@@ -776,13 +775,28 @@ impl Communicator {
             .and_then(|r| r.registered())
             .filter(|m| m.len() >= need.recv)
             .is_some();
-        let recv_len = need.recv.max(user_len);
-        if !recv_direct && recv_len > 0 {
+        // Only what the plan receives is staged: a rank that receives nothing (a non-root of
+        // reduce or gather) keeps its buffer as it was.
+        let recv_len = need.recv;
+        let staged = !recv_direct && recv_len > 0;
+        let user_part = recv_len.min(user_len);
+        if staged {
             ensure(&self.transport, &mut self.stage_recv, recv_len)?;
-            if copy_in_recv {
-                if let (Some(stage), Some(r)) = (&self.stage_recv, recv.as_ref()) {
-                    stage.store(0, r.bytes())?;
-                    copied += user_len;
+            if let (Some(stage), Some(r)) = (&self.stage_recv, recv.as_ref()) {
+                match send_in_recv {
+                    // In place: only this rank's part is input, the plan writes the rest.
+                    Some((offset, len)) => {
+                        let part = r.bytes().get(offset..offset + len).ok_or_else(|| {
+                            argument(op, "the in-place part lies outside recv".to_string())
+                        })?;
+                        stage.store(offset, part)?;
+                        copied += len;
+                    }
+                    None if copy_in_recv => {
+                        stage.store(0, &r.bytes()[..user_part])?;
+                        copied += user_part;
+                    }
+                    None => {}
                 }
             }
         }
@@ -816,10 +830,10 @@ impl Communicator {
             self.transport.execute(op, digest, plan, buffers)?
         };
 
-        if !recv_direct && user_len > 0 {
+        if staged {
             if let (Some(stage), Some(r)) = (&self.stage_recv, recv.as_mut()) {
-                stage.read(0, r.bytes_mut())?;
-                copied += user_len;
+                stage.read(0, &mut r.bytes_mut()[..user_part])?;
+                copied += user_part;
             }
         }
         self.transport.count_copied(copied);
