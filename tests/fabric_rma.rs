@@ -1015,3 +1015,16 @@ two_process_tests!(
     Some("127.0.0.1"),
     false
 );
+
+#[test]
+fn remote_range_whose_address_wraps_is_an_error() {
+    // A peer's base near the top of the address space: no offset may wrap around it.
+    let region = |base| circulant::fabric::RemoteRegion {
+        base,
+        len: 16,
+        key: 0,
+    };
+    assert!(region(u64::MAX - 1).range(4, 4).is_err());
+    let ok = region(0x1000).range(4, 4).expect("in range");
+    assert_eq!(ok.addr, 0x1004);
+}

@@ -302,6 +302,12 @@ fn corrupt_put_bytes_data_is_detected() {
     steps.push(reply("get", "cmd=get_result rc=0 msg=success value=c2.5\n"));
     steps.push(reply("get", "cmd=get_result rc=0 msg=success value=0102\n"));
     steps.push(reply("get", "cmd=get_result rc=0 msg=success value=03\n"));
+    // A header claiming an impossible length: an error, not an allocation failure.
+    steps.push(reply(
+        "get",
+        "cmd=get_result rc=0 msg=success value=c1.18446744073709551615\n",
+    ));
+    steps.push(reply("get", "cmd=get_result rc=0 msg=success value=0102\n"));
     let (address, server) = fake_server(steps);
     let mut boot = connect(&address, 5000).expect("start-up");
     let error = boot.get_bytes("a").expect_err("not hex");
@@ -315,6 +321,11 @@ fn corrupt_put_bytes_data_is_detected() {
             .to_string()
             .contains("pieces hold 3 bytes, the header says 5"),
         "{error}"
+    );
+    let error = boot.get_bytes("c").expect_err("huge length");
+    assert!(
+        matches!(error, BootstrapError::CorruptBytes { .. }),
+        "{error:?}"
     );
     drop(boot);
     server.join().expect("server");

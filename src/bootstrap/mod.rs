@@ -388,7 +388,8 @@ impl Bootstrap {
             .and_then(|rest| rest.split_once('.'))
             .and_then(|(c, l)| Some((c.parse::<usize>().ok()?, l.parse::<usize>().ok()?)))
             .ok_or_else(|| corrupt("neither `h<hex>` nor `c<pieces>.<length>`"))?;
-        let mut bytes = Vec::with_capacity(len);
+        // The length is a peer's word: it is checked at the end, not trusted for allocation.
+        let mut bytes = Vec::new();
         for i in 0..count {
             let piece = self.get(&format!("{key}.{i}"))?;
             bytes.extend(from_hex(&piece).ok_or_else(|| corrupt("a piece is not hex"))?);

@@ -147,10 +147,6 @@ pub struct CompletionQueue {
 /// Entries read per call into the provider.
 const BATCH: usize = 32;
 
-/// How long [`CompletionQueue::wait`] polls with `sched_yield` before it sleeps, where the
-/// provider has no wait object.
-const YIELD_PHASE: Duration = Duration::from_millis(1);
-
 impl CompletionQueue {
     /// Opens a CQ of `size` entries (0: provider default) with format `FI_CQ_FORMAT_DATA`, with a
     /// file-descriptor wait object where the provider has one (for [`Self::wait`]).
@@ -171,7 +167,7 @@ impl CompletionQueue {
         };
         // A file descriptor is a wait the kernel does. FI_WAIT_UNSPEC is not asked for: shm in
         // libfabric 1.17 then picks a sched_yield loop that spins a core and ignores the
-        // timeout of fi_cq_sread. Without an fd, `wait` polls, yielding, then sleeping.
+        // timeout of fi_cq_sread. Without an fd, `wait` polls with a growing sleep.
         let (fid, has_wait) = match open(sys::FI_WAIT_FD) {
             Ok(fid) => (fid, true),
             Err(_) => (open(sys::FI_WAIT_NONE)?, false),
@@ -187,7 +183,7 @@ impl CompletionQueue {
         })
     }
 
-    /// Whether [`Self::wait`] blocks on a wait object (else it polls, yielding, then sleeping).
+    /// Whether [`Self::wait`] blocks on a wait object (else it polls with a growing sleep).
     pub fn has_wait_object(&self) -> bool {
         self.inner.has_wait
     }
@@ -212,8 +208,8 @@ impl CompletionQueue {
 
     /// Like [`Self::poll`] but waits up to `timeout` for at least one completion; 0 after the
     /// timeout. Blocks on the CQ's wait object (`fi_cq_sread`) where there is one, else polls
-    /// with `sched_yield` for [`YIELD_PHASE`], then with a growing sleep, so that a long wait
-    /// does not hold a core.
+    /// with a growing sleep, so that waiting does not hold a core (a caller that expects a
+    /// completion soon polls before it waits).
     pub fn wait(&self, out: &mut Vec<Completion>, timeout: Duration) -> Result<usize> {
         if self.inner.has_wait {
             let mut entries = [sys::fi_cq_data_entry::default(); BATCH];
@@ -233,8 +229,7 @@ impl CompletionQueue {
             }
             return self.collect(ret, &entries, out);
         }
-        let start = Instant::now();
-        let deadline = start + timeout;
+        let deadline = Instant::now() + timeout;
         let mut pause = Duration::from_micros(50);
         loop {
             let n = self.poll(out)?;
@@ -242,14 +237,8 @@ impl CompletionQueue {
             if n > 0 || now >= deadline {
                 return Ok(n);
             }
-            // Yielding keeps the latency of a message that comes soon at a few µs and lets
-            // the sender run when ranks outnumber cores; a longer wait sleeps instead.
-            if now - start < YIELD_PHASE {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(pause.min(deadline - now));
-                pause = (pause * 2).min(Duration::from_millis(1));
-            }
+            std::thread::sleep(pause.min(deadline - now));
+            pause = (pause * 2).min(Duration::from_millis(1));
         }
     }
 

@@ -131,7 +131,13 @@ impl Endpoint {
                 0 => CQ_DATA_RECEIVES,
                 size => size.min(CQ_DATA_RECEIVES),
             };
-            endpoint.post_cq_data_receives(depth)?;
+            let posted = endpoint.post_cq_data_receives(depth)?;
+            // A shortfall (-FI_EAGAIN) is made up by the next replenish.
+            if let Some(receives) = &endpoint.inner.cq_data_receives {
+                receives
+                    .consumed
+                    .fetch_add(depth - posted, Ordering::Relaxed);
+            }
         }
         Ok(endpoint)
     }
@@ -179,10 +185,9 @@ impl Endpoint {
         };
         let consumed = receives.consumed.swap(0, Ordering::Relaxed);
         let posted = self.post_cq_data_receives(consumed);
-        if let Ok(n) = posted {
-            // Those not posted (-FI_EAGAIN) are tried again on the next call.
-            receives.consumed.fetch_add(consumed - n, Ordering::Relaxed);
-        }
+        // Those not posted (-FI_EAGAIN or an error) are tried again on the next call.
+        let left = consumed - posted.as_ref().map_or(0, |&n| n);
+        receives.consumed.fetch_add(left, Ordering::Relaxed);
         posted
     }
 

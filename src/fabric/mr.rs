@@ -317,15 +317,17 @@ pub const REMOTE_REGION_BYTES: usize = 24;
 impl RemoteRegion {
     /// `offset..offset + len` of the peer's region, bounds-checked against its length.
     pub fn range(&self, offset: u64, len: u64) -> Result<RemoteRange> {
-        match offset.checked_add(len) {
-            Some(end) if end <= self.len => Ok(RemoteRange {
-                addr: self.base + offset,
+        // The base comes from a peer: its sum with the offset must not wrap either.
+        let end = offset.checked_add(len).filter(|&end| end <= self.len);
+        match (end, self.base.checked_add(offset)) {
+            (Some(_), Some(addr)) => Ok(RemoteRange {
+                addr,
                 len,
                 key: self.key,
             }),
             _ => Err(FabricError::invalid(format!(
-                "range {offset}+{len} outside a remote region of {} bytes",
-                self.len
+                "range {offset}+{len} outside a remote region of {} bytes at {:#x}",
+                self.len, self.base
             ))),
         }
     }

@@ -47,6 +47,10 @@ const DRAIN: Duration = Duration::from_secs(2);
 /// cores the yield lets the rank that sends it run.
 const POLL_PHASE: Duration = Duration::from_micros(50);
 
+/// The same where the completion queue has no wait object (shm): blocking is then a sleep,
+/// which wakes late, so polling goes on longer.
+const POLL_PHASE_WITHOUT_WAIT_OBJECT: Duration = Duration::from_millis(1);
+
 /// Longest single blocking wait, so that deadlines are checked often.
 const WAIT_SLICE: Duration = Duration::from_millis(20);
 
@@ -370,7 +374,6 @@ impl Transport {
         plan: RankPlan<'_>,
         buffers: Buffers<'_>,
     ) -> Result<OpStats> {
-        self.usable(name)?;
         let prepared = self.prepare(name, plan)?;
         let operation = self.start(name, digest, &prepared, buffers)?;
         self.finish(operation, buffers)
@@ -392,9 +395,12 @@ impl Transport {
         let seq = self.seq;
         self.seq += 1;
         let op = format!("{name} (operation {seq})");
-        let mut run = Run::new(self, op, seq, digest, prepared, &buffers)?;
+        let mut run = Run::new(self, op, seq, digest, prepared);
         self.active = Some(seq);
-        let started = run.progress(self, &buffers);
+        // From here on the peers count on this operation: any failure goes through `fail`.
+        let started = run
+            .begin(self, &buffers)
+            .and_then(|()| run.progress(self, &buffers));
         match started {
             Ok(()) => Ok(Operation { run }),
             Err(err) => Err(self.fail(&mut run, err)),
@@ -410,8 +416,6 @@ impl Transport {
                 what: "the operation is not the one in progress on this transport".into(),
             });
         }
-        // The deadline counts from the wait: a caller may do other work after starting.
-        run.started = Instant::now();
         let result = run.drive(self, &buffers);
         self.copied += run.stats.bytes_copied;
         self.active = None;
@@ -441,6 +445,13 @@ impl Transport {
 
     /// Tells the peers that `run` failed and marks the transport unusable.
     fn fail(&mut self, run: &mut Run, err: TransportError) -> TransportError {
+        // A local write that failed has completed: draining must not wait for it.
+        if let TransportError::Fabric(FabricError::Completion {
+            context: Some(_), ..
+        }) = &err
+        {
+            run.in_flight = run.in_flight.saturating_sub(1);
+        }
         run.abort_all(self);
         run.drain(self);
         // Writes of a failed operation may still arrive: nothing later can trust them.
@@ -581,34 +592,13 @@ struct Run {
     /// Local writes not completed yet.
     in_flight: usize,
     stats: OpStats,
-    started: Instant,
     /// Generation stamps per target, to keep plan order per target while scanning.
     blocked: Vec<u64>,
     scan: u64,
 }
 
 impl Run {
-    fn new(
-        t: &mut Transport,
-        op: String,
-        seq: u64,
-        digest: u64,
-        plan: &Prepared,
-        buffers: &Buffers<'_>,
-    ) -> Result<Self> {
-        for (buf, need) in [
-            (Buf::Send, plan.buffers.send),
-            (Buf::Recv, plan.buffers.recv),
-            (Buf::Scratch, plan.buffers.scratch),
-        ] {
-            let have = buffers.get(buf).map_or(0, |v| v.len);
-            if have < need {
-                return Err(TransportError::Invalid {
-                    op,
-                    what: format!("the {buf} buffer has {have} bytes, the plan needs {need}"),
-                });
-            }
-        }
+    fn new(t: &Transport, op: String, seq: u64, digest: u64, plan: &Prepared) -> Self {
         let mut pending = Vec::new();
         for (position, round) in plan.rounds.iter().enumerate() {
             for transfer in 0..round.sends.len() {
@@ -619,7 +609,7 @@ impl Run {
                 });
             }
         }
-        let mut run = Run {
+        Run {
             op,
             seq,
             digest,
@@ -629,12 +619,30 @@ impl Run {
             pending,
             in_flight: 0,
             stats: OpStats::default(),
-            started: Instant::now(),
             blocked: vec![0; t.size],
             scan: 0,
-        };
-        run.local_steps(&plan.setup, buffers)?;
-        run.adopt_early(t)?;
+        }
+    }
+
+    /// Checks the buffers, runs the setup steps, counts what arrived early and sends the ready
+    /// tokens.
+    fn begin(&mut self, t: &mut Transport, buffers: &Buffers<'_>) -> Result<()> {
+        let plan = self.plan.clone();
+        for (buf, need) in [
+            (Buf::Send, plan.buffers.send),
+            (Buf::Recv, plan.buffers.recv),
+            (Buf::Scratch, plan.buffers.scratch),
+        ] {
+            let have = buffers.get(buf).map_or(0, |v| v.len);
+            if have < need {
+                return Err(TransportError::Invalid {
+                    op: self.op.clone(),
+                    what: format!("the {buf} buffer has {have} bytes, the plan needs {need}"),
+                });
+            }
+        }
+        self.local_steps(&plan.setup, buffers)?;
+        self.adopt_early(t)?;
         // Ready tokens: our buffers are free for this operation from now on.
         let has_target =
             buffers.recv.is_some_and(|v| v.len > 0) || buffers.scratch.is_some_and(|v| v.len > 0);
@@ -645,16 +653,16 @@ impl Run {
                 key: 0,
             };
             let token = Token {
-                seq,
-                digest,
+                seq: self.seq,
+                digest: self.digest,
                 recv: buffers.recv.map_or(empty, |v| v.remote()),
                 scratch: buffers.scratch.map_or(empty, |v| v.remote()),
             };
             for &writer in plan.writers.iter() {
-                run.post_with_retry(t, |t| t.post_token(writer, &token))?;
+                self.post_with_retry(t, |t| t.post_token(writer, &token))?;
             }
         }
-        Ok(run)
+        Ok(())
     }
 
     /// Counts signals and aborts of this operation that arrived during earlier ones.
@@ -668,11 +676,15 @@ impl Run {
         }
         t.early_aborts.retain(|&(s, _)| is_future_abort(abort, s));
         let seq = wire_seq(self.seq);
-        let rounds = Arc::clone(&self.plan.rounds);
-        for (position, index) in rounds.iter().map(|r| r.index).enumerate() {
-            if let Some(n) = t.early.remove(&(seq, index)) {
-                self.arrived[position] += n;
-            }
+        let early: Vec<(u32, usize)> = t
+            .early
+            .iter()
+            .filter(|((s, _), _)| *s == seq)
+            .map(|(&(_, round), &n)| (round, n))
+            .collect();
+        for (round, n) in early {
+            t.early.remove(&(seq, round));
+            self.count_arrivals(round, n)?;
         }
         Ok(())
     }
@@ -756,7 +768,7 @@ impl Run {
         }
     }
 
-    /// Index of the first round that is not complete (`u32::MAX` when all are).
+    /// Index of the first round that is not complete (`u64::MAX` when all are).
     fn complete_below(&self) -> u64 {
         self.plan
             .rounds
@@ -782,19 +794,35 @@ impl Run {
     }
 
     /// Handles the completions read into `t.completions` and empties it (keeping its
-    /// allocation for the next read).
+    /// allocation for the next read). After an error the rest are still counted as local
+    /// writes done, so that draining does not wait for them; receives consumed by remote CQ
+    /// data are posted again.
     fn take_completions(&mut self, t: &mut Transport) -> Result<()> {
         let completions = std::mem::take(&mut t.completions);
-        let outcome = completions
-            .iter()
-            .try_for_each(|c| self.on_completion(t, c));
+        let mut outcome = Ok(());
+        for c in &completions {
+            if outcome.is_ok() {
+                outcome = self.on_completion(t, c);
+            } else if c.context.is_some() {
+                self.in_flight = self.in_flight.saturating_sub(1);
+            }
+        }
         t.completions = completions;
         t.completions.clear();
+        if t.endpoint.needs_cq_data_receives() {
+            t.endpoint.replenish_cq_data_receives()?;
+        }
         outcome
     }
 
     fn drive(&mut self, t: &mut Transport, buffers: &Buffers<'_>) -> Result<()> {
-        let deadline = self.started + t.deadline;
+        // The deadline counts from the wait: a caller may do other work after starting.
+        let deadline = Instant::now() + t.deadline;
+        let poll_phase = if t.cq.has_wait_object() {
+            POLL_PHASE
+        } else {
+            POLL_PHASE_WITHOUT_WAIT_OBJECT
+        };
         let mut idle_since = Instant::now();
         let mut idle = false;
         loop {
@@ -803,7 +831,7 @@ impl Run {
             if self.done() {
                 return Ok(());
             }
-            let got = if !idle || idle_since.elapsed() < POLL_PHASE {
+            let got = if !idle || idle_since.elapsed() < poll_phase {
                 if idle {
                     std::thread::yield_now();
                 }
@@ -1006,23 +1034,7 @@ impl Run {
             Event::Data { seq, round } => {
                 let current = wire_seq(self.seq);
                 if seq == current {
-                    let position = self
-                        .plan
-                        .rounds
-                        .binary_search_by_key(&round, |r| r.index)
-                        .map_err(|_| {
-                            self.protocol(format!(
-                                "a write for round {round}, in which this rank expects none"
-                            ))
-                        })?;
-                    self.arrived[position] += 1;
-                    self.stats.arrivals += 1;
-                    if self.arrived[position] > self.plan.expected[position] {
-                        return Err(self.protocol(format!(
-                            "{} writes arrived in round {round}, {} expected",
-                            self.arrived[position], self.plan.expected[position]
-                        )));
-                    }
+                    self.count_arrivals(round, 1)?;
                 } else if is_future(current, seq) {
                     *t.early.entry((seq, round)).or_insert(0) += 1;
                 } else {
@@ -1054,6 +1066,28 @@ impl Run {
                     t.early_aborts.push((seq, from));
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Counts `n` writes of this operation that arrived for `round`.
+    fn count_arrivals(&mut self, round: u32, n: usize) -> Result<()> {
+        let position = self
+            .plan
+            .rounds
+            .binary_search_by_key(&round, |r| r.index)
+            .map_err(|_| {
+                self.protocol(format!(
+                    "a write for round {round}, in which this rank expects none"
+                ))
+            })?;
+        self.arrived[position] += n;
+        self.stats.arrivals += n as u64;
+        if self.arrived[position] > self.plan.expected[position] {
+            return Err(self.protocol(format!(
+                "{} writes arrived in round {round}, {} expected",
+                self.arrived[position], self.plan.expected[position]
+            )));
         }
         Ok(())
     }
