@@ -20,7 +20,8 @@
 //! [`scan`](Communicator::scan), [`exscan`](Communicator::exscan),
 //! [`gather`](Communicator::gather), [`gatherv`](Communicator::gatherv),
 //! [`scatter`](Communicator::scatter), [`scatterv`](Communicator::scatterv),
-//! [`alltoall`](Communicator::alltoall); each has a `*_using` form that forces an algorithm.
+//! [`alltoall`](Communicator::alltoall); the non-reducing ones have a `*_using` form that
+//! forces an algorithm, the reducing ones take a choice in their `*_bytes` form.
 //! Persistent broadcast and allgatherv ([`Communicator::bcast_init`],
 //! [`Communicator::allgatherv_init`], [`Persistent`]) choose, plan and register once and are
 //! then started many times. [`Communicator::split`] makes sub-communicators,
@@ -226,7 +227,8 @@ impl Communicator {
     }
 
     /// Bytes this communicator copied locally so far: plan copy steps and the staging of
-    /// plain (unregistered) slices. Stays 0 for broadcast and allgatherv on [`Buffer`]s.
+    /// plain (unregistered) slices. Stays 0 for broadcast and in-place allgatherv on
+    /// [`Buffer`]s.
     pub fn bytes_copied(&self) -> u64 {
         self.transport.bytes_copied()
     }

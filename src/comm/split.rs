@@ -65,9 +65,13 @@ impl Communicator {
         // Every rank opens its new endpoint (if any) and publishes its card; all ranks of the
         // parent take part in the exchange. A rank that failed to open publishes nothing, so
         // that its group fails too instead of waiting for it.
-        let opened = place.map(|(rank, size)| Opened::open(self.transport.info(), rank, size));
+        // A card that cannot be read is that rank's failure, reported after the exchange.
+        let opened = place.map(|(rank, size)| {
+            Opened::open(self.transport.info(), rank, size)
+                .and_then(|o| o.card().map(|card| (o, card.to_bytes())))
+        });
         let card = match &opened {
-            Some(Ok(o)) => o.card().map(|c| c.to_bytes()).unwrap_or_default(),
+            Some(Ok((_, card))) => card.clone(),
             _ => Vec::new(),
         };
         let lengths = {
@@ -82,17 +86,15 @@ impl Communicator {
                 })
                 .collect::<Vec<usize>>()
         };
-        let total = lengths
-            .iter()
-            .try_fold(0usize, |a, &c| a.checked_add(c))
-            .ok_or_else(|| argument("split", "address cards too long".into()))?;
+        let total = crate::plan::checked_sum(&lengths)
+            .map_err(|_| argument("split", "address cards too long".into()))?;
         let mut cards = vec![0u8; total];
         self.allgatherv(&card[..], &mut cards[..], &lengths)?;
 
         let (Some(group), Some(opened)) = (group, opened) else {
             return Ok(None);
         };
-        let opened = opened?;
+        let (opened, _) = opened?;
         let offsets = crate::plan::displacements(&lengths);
         let cards = group
             .iter()
@@ -202,7 +204,7 @@ impl Communicator {
             (counts_b[rank - counts_a.len()], counts_a)
         };
         expect_len(op, "send", send.bytes().len(), Some(own))?;
-        let total = other.iter().try_fold(0usize, |a, &c| a.checked_add(c));
+        let total = crate::plan::checked_sum(other).ok();
         expect_len(op, "recv", recv.bytes().len(), total)?;
         let problem = Problem::Intergroup {
             a: counts_a.to_vec(),
