@@ -592,6 +592,8 @@ struct Run {
     /// Local writes not completed yet.
     in_flight: usize,
     stats: OpStats,
+    /// The result of a combine step, kept for the next one.
+    combined: Vec<u8>,
     /// Generation stamps per target, to keep plan order per target while scanning.
     blocked: Vec<u64>,
     scan: u64,
@@ -619,6 +621,7 @@ impl Run {
             pending,
             in_flight: 0,
             stats: OpStats::default(),
+            combined: Vec::new(),
             blocked: vec![0; t.size],
             scan: 0,
         }
@@ -734,17 +737,25 @@ impl Run {
                         self.view(buffers, b.0)?,
                         self.writable(buffers, dst.0)?,
                     );
-                    let mut x = vec![0u8; len];
-                    let mut y = vec![0u8; len];
-                    va.mem.read(va.offset + a.1, &mut x)?;
-                    vb.mem.read(vb.offset + b.1, &mut y)?;
-                    let mut out = vec![0u8; len];
-                    reduction.combine(&x, &y, &mut out)?;
-                    vd.mem.store(vd.offset + dst.1, &out)?;
+                    // The result goes through a buffer kept by the run: dst may overlap a or b.
+                    let x = self.bytes(va, a.1, len)?;
+                    let y = self.bytes(vb, b.1, len)?;
+                    self.combined.resize(len, 0);
+                    reduction.combine(x, y, &mut self.combined)?;
+                    vd.mem.store(vd.offset + dst.1, &self.combined)?;
                 }
             }
         }
         Ok(())
+    }
+
+    /// `len` bytes at `offset` of a view, read in place.
+    fn bytes<'b>(&self, view: View<'b>, offset: usize, len: usize) -> Result<&'b [u8]> {
+        let start = view.offset + offset;
+        view.mem
+            .as_slice()
+            .get(start..start + len)
+            .ok_or_else(|| self.protocol(format!("a local step reads past a buffer at {start}")))
     }
 
     fn view<'b>(&self, buffers: &Buffers<'b>, buf: Buf) -> Result<View<'b>> {
