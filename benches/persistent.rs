@@ -18,7 +18,6 @@ const MODEL: CostModel = CostModel {
 
 const LIMITS: Limits = Limits {
     max_msg_size: 1 << 30,
-    cq_data_size: 8,
 };
 
 /// Per call: choose by name, build the algorithm, plan one rank, materialise.

@@ -149,7 +149,6 @@ pub struct OpStats {
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     pub max_msg_size: usize,
-    pub cq_data_size: usize,
 }
 
 /// What a rank publishes so that others can reach it: its endpoint name and its control
@@ -250,7 +249,6 @@ impl Opened {
         let info = self.endpoint.info();
         let limits = Limits {
             max_msg_size: info.max_msg_size(),
-            cq_data_size: info.cq_data_size(),
         };
         Ok(Transport {
             rank: self.rank,
