@@ -27,7 +27,7 @@ use circulant::bench::report::format_seconds;
 use circulant::bench::row_bound;
 use circulant::comm::{Buffer, Choice, CommError, Communicator};
 use circulant::plan::distribution::{Distribution, UnknownDistribution};
-use circulant::plan::{registry, CostModel, Dtype, Problem, ReduceOp, Reduction};
+use circulant::plan::{displacements, registry, CostModel, Dtype, Problem, ReduceOp, Reduction};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
@@ -410,13 +410,20 @@ fn wrong_bytes(cell: &Cell, p: usize, root: usize, recv: &[u8]) -> u64 {
             let block = (*block).max(1);
             mismatches(&|i| (i / block, i % block))
         }
-        Problem::Allgatherv { counts } => {
-            let mut owner = Vec::with_capacity(recv.len());
-            for (r, &c) in counts.iter().enumerate() {
-                owner.extend((0..c).map(|k| (r, k)));
-            }
-            mismatches(&|i| owner.get(i).copied().unwrap_or((usize::MAX, 0)))
-        }
+        // Each rank's slice against its pattern; a slice beyond the buffer is wrong throughout.
+        Problem::Allgatherv { counts } => counts
+            .iter()
+            .zip(displacements(counts))
+            .enumerate()
+            .map(|(r, (&c, at))| match recv.get(at..at.saturating_add(c)) {
+                Some(slice) => slice
+                    .iter()
+                    .enumerate()
+                    .filter(|&(k, &x)| x != pattern(r, k))
+                    .count() as u64,
+                None => c as u64,
+            })
+            .sum(),
         Problem::Allreduce { .. } => recv
             .chunks_exact(4)
             .enumerate()
