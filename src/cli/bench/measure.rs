@@ -27,7 +27,9 @@ use circulant::bench::report::format_seconds;
 use circulant::bench::row_bound;
 use circulant::comm::{Buffer, Choice, CommError, Communicator};
 use circulant::plan::distribution::{Distribution, UnknownDistribution};
-use circulant::plan::{displacements, registry, CostModel, Dtype, Problem, ReduceOp, Reduction};
+use circulant::plan::{
+    ceil_log2, displacements, registry, CostModel, Dtype, Problem, ReduceOp, Reduction,
+};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
@@ -184,7 +186,7 @@ pub fn run(args: Args) -> CliResult {
                     distribution: cell.distribution.map_or("-", |d| d.name()).into(),
                     p: p as u64,
                     bytes: cell.bytes,
-                    total_bytes: total_bytes(&cell.problem),
+                    total_bytes: cell.problem.total_bytes() as u64,
                     reps: u64::from(args.reps),
                     min_s: times.first().copied().unwrap_or(0.0),
                     median_s: median(&mut times),
@@ -335,16 +337,6 @@ fn lengths(problem: &Problem, rank: usize) -> (usize, usize) {
         Problem::Allgatherv { counts } => (counts[rank], counts.iter().sum()),
         Problem::Allreduce { bytes, .. } => (*bytes, *bytes),
         _ => (0, 0),
-    }
-}
-
-/// The bytes every rank ends up with (the CSV's `total_bytes`).
-fn total_bytes(problem: &Problem) -> u64 {
-    match problem {
-        Problem::Allgather { p, block } => (p * block) as u64,
-        Problem::Allgatherv { counts } => counts.iter().sum::<usize>() as u64,
-        Problem::Broadcast { bytes, .. } | Problem::Allreduce { bytes, .. } => *bytes as u64,
-        _ => 0,
     }
 }
 
@@ -578,7 +570,7 @@ pub(in crate::cli) fn measure_model(
     if p == 1 {
         return Ok(comm.model());
     }
-    let rounds = (usize::BITS - (p - 1).leading_zeros()) as f64;
+    let rounds = ceil_log2(p) as f64;
     let big_len = 4usize << 20;
     let mut small = comm.alloc(1)?;
     let mut big = comm.alloc(big_len)?;
