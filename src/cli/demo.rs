@@ -49,7 +49,7 @@ pub fn run(args: Args) -> CliResult {
     let report = run_job(&spec)?;
     if let Some(failure) = report.failure() {
         eprintln!("circulant demo: {failure}");
-        return Ok(ExitCode::from(report.exit_code().clamp(1, 255) as u8));
+        return Ok(ExitCode::from(report.exit_code()));
     }
     Ok(ExitCode::SUCCESS)
 }
