@@ -731,6 +731,57 @@ fn compare_reports_bad_input_missing_font_and_missing_files() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("--compare"));
 }
 
+/// --json and --markdown write charts only when --out is given, so they need no font; the
+/// tables write them to bench-report/ by default.
+#[test]
+fn compare_writes_charts_with_json_or_markdown_only_into_a_given_out() {
+    let dir = scratch("charts_when");
+    let file = dir.join("mpich.csv");
+    std::fs::write(&file, MPI_RUN).expect("write");
+    let run = |extra: &[&str], font: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_circulant"));
+        command
+            .current_dir(&dir)
+            .args(["bench", "--compare"])
+            .arg(&file)
+            .args(extra);
+        match font {
+            Some(f) => command.env(plot::FONT_VARIABLE, f),
+            None => command.env_remove(plot::FONT_VARIABLE),
+        };
+        command.output().expect("run circulant bench")
+    };
+    let default_out = dir.join("bench-report");
+    for flag in ["--json", "--markdown"] {
+        let output = run(&[flag], Some("/nonexistent/font.ttf"));
+        assert!(
+            output.status.success(),
+            "{flag}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(!output.stdout.is_empty(), "{flag} printed nothing");
+        assert!(!default_out.exists(), "{flag} wrote charts");
+    }
+
+    let output = run(&["--markdown", "--out", "given"], None);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(dir.join("given").join("bcast-p4.svg").exists());
+    assert!(!default_out.exists());
+
+    let output = run(&[], None);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("charts written to bench-report"));
+    assert!(default_out.join("bcast-p4.svg").exists());
+}
+
 #[test]
 fn charts_of_degenerate_groups_are_drawn() {
     // p = 1 (bound 0), a zero-byte size and zero times: nothing positive to put on log axes

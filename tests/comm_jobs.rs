@@ -125,6 +125,24 @@ fn selftest_udp() {
     selftest(3, "udp;ofi_rxd", Some("barrier,bcast,allgatherv"));
 }
 
+/// A misspelt `--only` name is refused before the job is joined instead of selecting nothing.
+#[test]
+fn selftest_refuses_unknown_collectives() {
+    let out = Command::new(BIN)
+        .args(["selftest", "--quick", "--only", "bcast,bcats"])
+        .env("CIRCULANT_TIMEOUT", "30")
+        .output()
+        .expect("circulant starts");
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(!all.contains("passed"), "{all}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown collective \"bcats\""), "{all}");
+    for name in ["barrier", "allgatherv", "exscan", "alltoall", "intercomm"] {
+        assert!(err.contains(name), "{name} not listed:\n{all}");
+    }
+}
+
 #[test]
 fn selftest_under_hydra() {
     let out = Command::new("mpiexec.hydra")

@@ -59,9 +59,11 @@ pub struct Args {
     #[arg(long)]
     pub no_progress: bool,
 
-    /// Directory for the charts (<op>-<distribution>-p<P>.png and .svg) of `--compare`.
-    #[arg(long, value_name = "DIR", default_value = "bench-report")]
-    pub out: PathBuf,
+    /// Directory for the charts (<op>-<distribution>-p<P>.png and .svg) of `--compare`
+    /// (default bench-report; with --json or --markdown charts are written only when it is
+    /// given).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 
     /// Latency α in seconds for the bounds (`--compare`: overrides the files' `# alpha_s=`
     /// comment; measuring: used instead of measuring α and β in the job).

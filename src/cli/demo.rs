@@ -6,6 +6,7 @@
 use std::ffi::OsString;
 use std::process::ExitCode;
 
+use circulant::bench::report::format_seconds;
 use circulant::comm::{Choice, Communicator};
 use circulant::launch::{run_job, JobSpec};
 use circulant::plan::bounds::lower_bound;
@@ -48,7 +49,7 @@ pub fn run(args: Args) -> CliResult {
     let report = run_job(&spec)?;
     if let Some(failure) = report.failure() {
         eprintln!("circulant demo: {failure}");
-        return Ok(ExitCode::from(report.exit_code().clamp(1, 255) as u8));
+        return Ok(ExitCode::from(report.exit_code()));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -175,9 +176,9 @@ fn rank(args: &Args) -> CliResult {
                 r.op,
                 r.bytes,
                 r.algorithm,
-                seconds(r.time),
-                seconds(r.predicted),
-                seconds(r.bound),
+                format_seconds(r.time),
+                format_seconds(r.predicted),
+                format_seconds(r.bound),
                 r.time / r.bound.max(f64::MIN_POSITIVE),
                 if r.ok { "ok" } else { "WRONG" }
             );
@@ -197,14 +198,4 @@ fn rank(args: &Args) -> CliResult {
     } else {
         ExitCode::FAILURE
     })
-}
-
-fn seconds(s: f64) -> String {
-    if s >= 1.0 {
-        format!("{s:.2} s")
-    } else if s >= 1e-3 {
-        format!("{:.2} ms", s * 1e3)
-    } else {
-        format!("{:.1} µs", s * 1e6)
-    }
 }

@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use clap::ValueEnum;
 
 use super::CliResult;
+use circulant::bench::csv::AlphaBeta;
+use circulant::bench::report::format_seconds;
 use circulant::plan::bounds::lower_bound;
 use circulant::plan::distribution::Distribution;
 use circulant::plan::{registry, CostModel, Dtype, Problem, ReduceOp, Reduction};
@@ -117,12 +119,12 @@ fn problem(args: &Args) -> Result<Problem, Box<dyn std::error::Error>> {
 }
 
 pub fn run(args: Args) -> CliResult {
-    if !(args.alpha.is_finite() && args.alpha >= 0.0 && args.beta.is_finite() && args.beta >= 0.0) {
+    let Some(ab) = AlphaBeta::new(args.alpha, args.beta) else {
         return Err("alpha and beta must be finite and non-negative".into());
-    }
+    };
     let model = CostModel {
-        alpha: args.alpha,
-        beta: args.beta,
+        alpha: ab.alpha_s,
+        beta: ab.beta_s_per_byte,
     };
     let problem = problem(&args)?;
     let algs = registry::applicable(&problem, &model)?;
@@ -158,7 +160,7 @@ pub fn run(args: Args) -> CliResult {
             problem.total_bytes(),
             args.alpha,
             args.beta,
-            seconds(bound)
+            format_seconds(bound)
         );
         println!(
             "{:<32} {:>10} {:>14} {:>8}",
@@ -170,23 +172,10 @@ pub fn run(args: Args) -> CliResult {
                 "{:<32} {:>10} {:>14} {:>8.3}",
                 name,
                 rounds,
-                seconds(time),
+                format_seconds(time),
                 ratio
             );
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Seconds with a readable unit.
-fn seconds(s: f64) -> String {
-    if s == 0.0 {
-        "0 s".into()
-    } else if s < 1e-3 {
-        format!("{:.3} µs", s * 1e6)
-    } else if s < 1.0 {
-        format!("{:.3} ms", s * 1e3)
-    } else {
-        format!("{s:.3} s")
-    }
 }

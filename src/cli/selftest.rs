@@ -27,6 +27,32 @@ pub struct Args {
     verbose: bool,
 }
 
+/// The names `--only` accepts.
+const COLLECTIVES: [&str; 16] = [
+    "barrier",
+    "bcast",
+    "allgather",
+    "allgatherv",
+    "allreduce",
+    "reduce",
+    "scan",
+    "exscan",
+    "gather",
+    "scatter",
+    "gatherv",
+    "scatterv",
+    "alltoall",
+    "persistent",
+    "split",
+    "intercomm",
+];
+
+#[derive(Debug, thiserror::Error)]
+#[error("--only: unknown collective {name:?} (known: {})", COLLECTIVES.join(", "))]
+struct UnknownCollective {
+    name: String,
+}
+
 /// One checked case.
 struct Case {
     name: String,
@@ -42,6 +68,14 @@ struct Tally {
 }
 
 pub fn run(args: Args) -> CliResult {
+    // Before joining the job: a misspelt name would otherwise select nothing and pass.
+    if let Some(name) = args
+        .only
+        .iter()
+        .find(|o| !COLLECTIVES.contains(&o.as_str()))
+    {
+        return Err(UnknownCollective { name: name.clone() }.into());
+    }
     let started = Instant::now();
     let mut comm = Communicator::init()?;
     let (rank, p) = (comm.rank(), comm.size());

@@ -2,7 +2,6 @@
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Instant;
 
 use circulant::schedule::verify::{block_counts, verify_with_threads};
@@ -70,7 +69,7 @@ pub fn run(args: Args) -> CliResult {
     // Largest p first, so the workers finish together.
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
-    let failures = Mutex::new(Vec::new());
+    let failed = AtomicUsize::new(0);
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             scope.spawn(|| loop {
@@ -81,9 +80,7 @@ pub fn run(args: Args) -> CliResult {
                 let p = hi - i;
                 if let Err(reason) = check(p, inner) {
                     bar.println(format!("p = {p}: {reason}"));
-                    if let Ok(mut f) = failures.lock() {
-                        f.push(p);
-                    }
+                    failed.fetch_add(1, Ordering::Relaxed);
                 }
                 let d = done.fetch_add(1, Ordering::Relaxed) + 1;
                 bar.set_message(format!("{d}/{count} p"));
@@ -92,7 +89,7 @@ pub fn run(args: Args) -> CliResult {
         }
     });
     bar.finish_and_clear();
-    let failed = failures.lock().map_or(0, |f| f.len());
+    let failed = failed.into_inner();
     eprintln!(
         "verified p = {lo}..={hi} with {} threads in {:.1} s",
         jobs * inner,

@@ -1,12 +1,16 @@
 //! `circulant bench --compare FILE...`.
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use circulant::bench::{self, AlphaBeta, Comparison, Statistic};
 
 use super::Args;
 use crate::cli::CliResult;
+
+/// The charts' directory when the tables are printed and --out is not given.
+const DEFAULT_OUT: &str = "bench-report";
 
 #[derive(Debug, thiserror::Error)]
 enum CompareError {
@@ -45,7 +49,17 @@ pub fn run(args: Args) -> CliResult {
             source,
         })?;
     }
-    let charts = bench::write_charts(&cmp, stat, &args.out)?;
+    // Charts go with the tables, or wherever --out asks for them; --json and --markdown are
+    // for other programs and documents and need no font.
+    let out = match (args.out, args.json || args.markdown) {
+        (Some(dir), _) => Some(dir),
+        (None, false) => Some(PathBuf::from(DEFAULT_OUT)),
+        (None, true) => None,
+    };
+    let charts = match &out {
+        Some(dir) => bench::write_charts(&cmp, stat, dir)?,
+        None => Vec::new(),
+    };
 
     let mut stdout = std::io::stdout().lock();
     let printed = if args.json {
@@ -54,11 +68,13 @@ pub fn run(args: Args) -> CliResult {
         write!(stdout, "{}", bench::render_markdown(&cmp, stat))
     } else {
         let mut text = bench::render_table(&cmp, stat);
-        text.push_str(&format!(
-            "\n{} charts written to {}\n",
-            charts.len(),
-            args.out.display()
-        ));
+        if let Some(dir) = &out {
+            text.push_str(&format!(
+                "\n{} charts written to {}\n",
+                charts.len(),
+                dir.display()
+            ));
+        }
         write!(stdout, "{text}")
     };
     match printed {

@@ -27,7 +27,9 @@ use circulant::bench::report::format_seconds;
 use circulant::bench::row_bound;
 use circulant::comm::{Buffer, Choice, CommError, Communicator};
 use circulant::plan::distribution::{Distribution, UnknownDistribution};
-use circulant::plan::{registry, CostModel, Dtype, Problem, ReduceOp, Reduction};
+use circulant::plan::{
+    ceil_log2, displacements, registry, CostModel, Dtype, Problem, ReduceOp, Reduction,
+};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
@@ -184,7 +186,7 @@ pub fn run(args: Args) -> CliResult {
                     distribution: cell.distribution.map_or("-", |d| d.name()).into(),
                     p: p as u64,
                     bytes: cell.bytes,
-                    total_bytes: total_bytes(&cell.problem),
+                    total_bytes: cell.problem.total_bytes() as u64,
                     reps: u64::from(args.reps),
                     min_s: times.first().copied().unwrap_or(0.0),
                     median_s: median(&mut times),
@@ -338,16 +340,6 @@ fn lengths(problem: &Problem, rank: usize) -> (usize, usize) {
     }
 }
 
-/// The bytes every rank ends up with (the CSV's `total_bytes`).
-fn total_bytes(problem: &Problem) -> u64 {
-    match problem {
-        Problem::Allgather { p, block } => (p * block) as u64,
-        Problem::Allgatherv { counts } => counts.iter().sum::<usize>() as u64,
-        Problem::Broadcast { bytes, .. } | Problem::Allreduce { bytes, .. } => *bytes as u64,
-        _ => 0,
-    }
-}
-
 /// Makes `buf` present `len` bytes, registering a larger buffer when it is too small.
 fn fit(comm: &Communicator, buf: &mut Buffer, len: usize) -> Result<(), CommError> {
     if !buf.set_len(len) {
@@ -410,13 +402,20 @@ fn wrong_bytes(cell: &Cell, p: usize, root: usize, recv: &[u8]) -> u64 {
             let block = (*block).max(1);
             mismatches(&|i| (i / block, i % block))
         }
-        Problem::Allgatherv { counts } => {
-            let mut owner = Vec::with_capacity(recv.len());
-            for (r, &c) in counts.iter().enumerate() {
-                owner.extend((0..c).map(|k| (r, k)));
-            }
-            mismatches(&|i| owner.get(i).copied().unwrap_or((usize::MAX, 0)))
-        }
+        // Each rank's slice against its pattern; a slice beyond the buffer is wrong throughout.
+        Problem::Allgatherv { counts } => counts
+            .iter()
+            .zip(displacements(counts))
+            .enumerate()
+            .map(|(r, (&c, at))| match recv.get(at..at.saturating_add(c)) {
+                Some(slice) => slice
+                    .iter()
+                    .enumerate()
+                    .filter(|&(k, &x)| x != pattern(r, k))
+                    .count() as u64,
+                None => c as u64,
+            })
+            .sum(),
         Problem::Allreduce { .. } => recv
             .chunks_exact(4)
             .enumerate()
@@ -571,7 +570,7 @@ pub(in crate::cli) fn measure_model(
     if p == 1 {
         return Ok(comm.model());
     }
-    let rounds = (usize::BITS - (p - 1).leading_zeros()) as f64;
+    let rounds = ceil_log2(p) as f64;
     let big_len = 4usize << 20;
     let mut small = comm.alloc(1)?;
     let mut big = comm.alloc(big_len)?;
