@@ -453,6 +453,18 @@ pub fn displacements(counts: &[usize]) -> Vec<usize> {
     d
 }
 
+/// Round indices are `u32`: a plan of `rounds` rounds (indices 0..rounds) must not exceed
+/// 2^32 of them. Beyond that `algorithm` cannot plan the problem (not applicable).
+pub(crate) fn check_rounds(algorithm: &'static str, rounds: usize) -> Result<(), PlanError> {
+    if rounds as u64 > u64::from(u32::MAX) + 1 {
+        return Err(PlanError::Unsupported {
+            algorithm,
+            reason: format!("{rounds} rounds do not fit the 32-bit round index"),
+        });
+    }
+    Ok(())
+}
+
 /// ⌈log₂ p⌉ (0 for p ≤ 1).
 pub fn ceil_log2(p: usize) -> usize {
     if p <= 1 {
@@ -508,12 +520,18 @@ pub trait Algorithm: Send + Sync {
     fn rounds(&self, rank: usize) -> Box<dyn Iterator<Item = Round> + Send + '_>;
     /// The closed-form cost from the seed, priced by rounds.
     fn predict(&self, model: &CostModel) -> Prediction;
-    /// The plan of `rank`, with the rank checked.
+    /// Work shared by the plans of all ranks that can fail (building a table); done once,
+    /// lazily. [`Algorithm::rank_plan`] returns its error instead of an empty plan.
+    fn prepare(&self) -> Result<(), PlanError> {
+        Ok(())
+    }
+    /// The plan of `rank`, with the rank checked and [`Algorithm::prepare`] done.
     fn rank_plan(&self, rank: usize) -> Result<RankPlan<'_>, PlanError> {
         let p = self.problem().p();
         if rank >= p {
             return Err(PlanError::RankOutOfRange { rank, p });
         }
+        self.prepare()?;
         Ok(RankPlan {
             rank,
             buffers: self.buffers(rank),
