@@ -193,6 +193,26 @@ pub fn piece(
     }
 }
 
+/// Appends a piece, dropping it if empty and
+/// merging it into the previous one when both are contiguous on both sides.
+pub(super) fn push_piece(out: &mut Vec<Piece>, p: Piece) {
+    if p.len == 0 {
+        return;
+    }
+    if let Some(last) = out.last_mut() {
+        if last.src == p.src
+            && last.dst == p.dst
+            && last.src_offset + last.len == p.src_offset
+            && last.dst_offset + last.len == p.dst_offset
+        {
+            last.len += p.len;
+            last.after = last.after.max(p.after);
+            return;
+        }
+    }
+    out.push(p);
+}
+
 /// Sizes in bytes of one rank's buffers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Buffers {

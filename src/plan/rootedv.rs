@@ -9,8 +9,8 @@
 //! block lands at its final offset and nothing is reordered.
 
 use super::{
-    ceil_log2, displacements, piece, Algorithm, Buf, Buffers, CostModel, Local, Piece, PlanError,
-    Prediction, Problem, Round,
+    ceil_log2, displacements, piece, push_piece, Algorithm, Buf, Buffers, CostModel, Local, Piece,
+    PlanError, Prediction, Problem, Round,
 };
 
 /// (root, counts, displacements) of a gatherv or scatterv problem.
@@ -32,25 +32,6 @@ fn rooted(
             collective: if gather { "gatherv" } else { "scatterv" },
         }),
     }
-}
-
-/// Appends a piece, merging it into the previous one when both are contiguous on both sides.
-fn push_piece(out: &mut Vec<Piece>, p: Piece) {
-    if p.len == 0 {
-        return;
-    }
-    if let Some(last) = out.last_mut() {
-        if last.src == p.src
-            && last.dst == p.dst
-            && last.src_offset + last.len == p.src_offset
-            && last.dst_offset + last.len == p.dst_offset
-        {
-            last.len += p.len;
-            last.after = last.after.max(p.after);
-            return;
-        }
-    }
-    out.push(p);
 }
 
 /// The geometry shared by the binomial gatherv and scatterv.

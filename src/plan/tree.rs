@@ -7,8 +7,8 @@
 //! for any p follow the hypercube template and skip partners ≥ p.
 
 use super::{
-    ceil_log2, piece, Algorithm, Blocks, Buf, Buffers, CostModel, Local, PlanError, Prediction,
-    Problem, Round,
+    ceil_log2, piece, push_piece, Algorithm, Blocks, Buf, Buffers, CostModel, Local, PlanError,
+    Prediction, Problem, Round,
 };
 
 fn virt(r: usize, root: usize, p: usize) -> usize {
@@ -286,19 +286,8 @@ fn scatter_pieces(
         } else {
             (Buf::Scratch, (u - lo - 1) * b)
         };
-        if let Some(last) = out.last_mut() {
-            if last.src == sb
-                && last.dst == db
-                && last.src_offset + last.len == so
-                && last.dst_offset + last.len == dofs
-            {
-                last.len += b;
-                continue;
-            }
-        }
-        out.push(piece(sb, so, db, dofs, b, after));
+        push_piece(&mut out, piece(sb, so, db, dofs, b, after));
     }
-    out.retain(|p| p.len > 0);
     out
 }
 
@@ -473,20 +462,8 @@ impl BinomialGather {
             };
             let (db, dofs) = self.slot(parent, u);
             let dep = if u == v { None } else { after };
-            if let Some(last) = out.last_mut() {
-                if last.src == sb
-                    && last.dst == db
-                    && last.src_offset + last.len == so
-                    && last.dst_offset + last.len == dofs
-                {
-                    last.len += b;
-                    last.after = last.after.max(dep);
-                    continue;
-                }
-            }
-            out.push(piece(sb, so, db, dofs, b, dep));
+            push_piece(&mut out, piece(sb, so, db, dofs, b, dep));
         }
-        out.retain(|p| p.len > 0);
         out
     }
 }
