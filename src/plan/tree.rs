@@ -36,9 +36,15 @@ pub(super) fn subtree_end(p: usize, v: usize) -> usize {
     }
 }
 
+/// The parent of virtual rank v ≠ 0 in a binomial tree rooted at 0: v without its lowest set
+/// bit.
+pub(super) fn parent(v: usize) -> usize {
+    v - (1 << v.trailing_zeros())
+}
+
 /// The round (counted from the top bit down) in which virtual rank v ≠ 0 receives in a
 /// top-down binomial tree, and the bit it receives on.
-fn top_down_receive(v: usize, q: usize) -> (u32, usize) {
+pub(super) fn top_down_receive(v: usize, q: usize) -> (u32, usize) {
     let bit = v.trailing_zeros() as usize;
     ((q - 1 - bit) as u32, bit)
 }
@@ -94,7 +100,7 @@ impl Algorithm for BinomialBroadcast {
         } else {
             let (j, bit) = top_down_receive(v, q);
             let mut r = Round::new(j);
-            r.expect(real(v - (1 << bit), root, p), usize::from(m > 0));
+            r.expect(real(parent(v), root, p), usize::from(m > 0));
             out.push(r);
             (bit, Some(j))
         };
@@ -237,7 +243,7 @@ impl Algorithm for BinomialReduce {
         if v != 0 {
             let bit = v.trailing_zeros();
             let mut r = Round::new(bit);
-            let parent = v - (1 << bit);
+            let parent = parent(v);
             // The parent's k-th child slot.
             let k = self
                 .children(parent)
@@ -365,7 +371,7 @@ impl Algorithm for BinomialScatter {
             (q, None)
         } else {
             let (j, bit) = top_down_receive(v, q);
-            let parent = v - (1 << bit);
+            let parent = parent(v);
             let pieces = scatter_pieces(v, subtree_end(self.p, v), b, None, |u| {
                 if parent == 0 {
                     (Buf::Send, real(u, root, p) * b)
@@ -451,7 +457,7 @@ impl BinomialGather {
 
     /// Pieces of v's subtree for its parent.
     fn pieces(&self, v: usize, after: Option<u32>) -> Vec<super::Piece> {
-        let parent = v - (1 << v.trailing_zeros());
+        let parent = parent(v);
         let b = self.block;
         let mut out: Vec<super::Piece> = Vec::new();
         for u in v..subtree_end(self.p, v) {
@@ -523,7 +529,7 @@ impl Algorithm for BinomialGather {
         if v != 0 {
             let bit = v.trailing_zeros() as usize;
             let mut r = Round::new(bit as u32);
-            let parent = v - (1 << bit);
+            let parent = parent(v);
             r.send(real(parent, root, p), self.pieces(v, after));
             out.push(r);
         }
@@ -598,7 +604,7 @@ impl Algorithm for ScatterAllgatherBroadcast {
             (q, None)
         } else {
             let (j, bit) = top_down_receive(v, q);
-            let parent = v - (1 << bit);
+            let parent = parent(v);
             let (_, len) = self.span(v, subtree_end(self.p, v));
             let mut r = Round::new(j);
             r.expect(real(parent, root, p), usize::from(len > 0));
