@@ -18,7 +18,7 @@ const MODEL: CostModel = CostModel {
 fn all_errors(problem: &Problem) -> Vec<PlanError> {
     registry::ALL
         .iter()
-        .filter_map(|(_, _, make)| make(problem, &MODEL).err())
+        .filter_map(|(_, make)| make(problem, &MODEL).err())
         .collect()
 }
 

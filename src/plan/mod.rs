@@ -485,13 +485,9 @@ pub(crate) fn check_rounds(algorithm: &'static str, rounds: usize) -> Result<(),
     Ok(())
 }
 
-/// ⌈log₂ p⌉ (0 for p ≤ 1).
+/// ⌈log₂ p⌉ (0 for p ≤ 1), the q of the circulant skips.
 pub fn ceil_log2(p: usize) -> usize {
-    if p <= 1 {
-        0
-    } else {
-        (usize::BITS - (p - 1).leading_zeros()) as usize
-    }
+    crate::schedule::ceil_log2(p)
 }
 
 /// ⌊log₂ p⌋ (0 for p ≤ 1).
