@@ -659,9 +659,8 @@ impl Algorithm for ScatterAllgatherBroadcast {
         }
         let q = ceil_log2(p);
         let s = self.bytes.div_ceil(p);
-        let scatter: f64 = (0..q)
-            .map(|i| model.message(s * (1usize << i).min(p - (1 << i))))
-            .sum();
+        // The binomial scatter of p blocks of s ≥ 1 bytes.
+        let scatter = tree_row_cost(p, s, model).time;
         Prediction {
             rounds: (q + p - 1) as u64,
             time: scatter + (p - 1) as f64 * model.message(s),
