@@ -4,9 +4,10 @@ use circulant::plan::circulant::{Blocking, CirculantAllgatherv, CirculantBroadca
 use circulant::plan::intergroup::IntergroupAllgatherv;
 use circulant::plan::registry;
 use circulant::plan::ring::PipelinedRingAllgatherv;
+use circulant::plan::roundrobin::RoundRobinBroadcast;
 use circulant::plan::tree::BinomialBroadcast;
 use circulant::plan::{Algorithm, CostModel, Dtype, PlanError, Problem, ReduceOp, Reduction};
-use circulant::schedule::ScheduleTable;
+use circulant::schedule::{ScheduleError, ScheduleTable};
 use circulant::sim::{simulate, SimError};
 
 const MODEL: CostModel = CostModel {
@@ -17,7 +18,7 @@ const MODEL: CostModel = CostModel {
 fn all_errors(problem: &Problem) -> Vec<PlanError> {
     registry::ALL
         .iter()
-        .filter_map(|(_, _, make)| make(problem, &MODEL).err())
+        .filter_map(|(_, make)| make(problem, &MODEL).err())
         .collect()
 }
 
@@ -223,4 +224,61 @@ fn the_simulator_reports_invalid_problems() {
     // Buffers that do not fit the collective.
     let err = simulate(&Broken(Problem::Allgather { p: 2, block: 3 }), &MODEL).unwrap_err();
     assert!(matches!(err, SimError::Rule { .. }));
+}
+
+/// Round indices are 32 bits: a plan with more rounds is refused, never cut short or wrapped.
+#[test]
+fn too_many_rounds_are_refused() {
+    let unsupported = |r: Result<(), PlanError>| matches!(r, Err(PlanError::Unsupported { .. }));
+    let bcast = |p: usize, bytes: usize, n: usize| {
+        CirculantBroadcast::new(
+            &Problem::Broadcast { p, root: 0, bytes },
+            Blocking::Fixed(n),
+        )
+        .map(|_| ())
+    };
+    // p = 2: n − 1 + 1 = 2^32 rounds, indices up to 2^32 − 1; p = 4: one more.
+    assert_eq!(bcast(2, 1 << 32, 1 << 32), Ok(()));
+    assert!(unsupported(bcast(4, 1 << 32, 1 << 32)));
+    // More blocks than the schedule counts: an error, not an empty plan.
+    assert_eq!(
+        bcast(4, 1 << 49, 1 << 49),
+        Err(PlanError::Schedule(ScheduleError::TooManyBlocks {
+            n: 1 << 49
+        }))
+    );
+    let counts = Problem::Allgatherv {
+        counts: vec![1 << 33, 0],
+    };
+    assert!(unsupported(
+        CirculantAllgatherv::new(&counts, Blocking::Fixed(1 << 33)).map(|_| ())
+    ));
+    assert!(unsupported(
+        PipelinedRingAllgatherv::new(&counts, Some(1), &MODEL).map(|_| ())
+    ));
+    let bcast = Problem::Broadcast {
+        p: 4,
+        root: 0,
+        bytes: 3 << 33,
+    };
+    assert!(unsupported(
+        RoundRobinBroadcast::new(&bcast, Some(1 << 33), &MODEL).map(|_| ())
+    ));
+    // Not applicable is not an error of the problem: the others are still offered.
+    let names: Vec<&str> = registry::applicable(&bcast, &MODEL)
+        .unwrap()
+        .iter()
+        .map(|a| a.name())
+        .collect();
+    assert!(names.contains(&CirculantBroadcast::NAME));
+}
+
+#[test]
+fn schedule_table_size_is_checked() {
+    assert_eq!(ScheduleTable::bytes_for(1152), Ok(2 * 1152 * 11 * 4));
+    assert_eq!(
+        ScheduleTable::bytes_for(usize::MAX),
+        Err(ScheduleError::TableTooLarge { p: usize::MAX })
+    );
+    assert_eq!(ScheduleTable::bytes_for(0), Err(ScheduleError::ZeroRanks));
 }

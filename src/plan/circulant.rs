@@ -7,10 +7,10 @@ use std::sync::OnceLock;
 
 use super::allgather::{doubling_cost, doubling_rounds, own_copy, Gathered};
 use super::{
-    ceil_log2, optimal_blocks, piece, Algorithm, Blocks, Buf, Buffers, CostModel, Local, PlanError,
-    Prediction, Problem, Reduction, Round,
+    ceil_log2, check_rounds, optimal_blocks, piece, Algorithm, Blocks, Buf, Buffers, CostModel,
+    Local, PlanError, Prediction, Problem, Reduction, Round,
 };
-use crate::schedule::{Schedule, ScheduleTable, Skips};
+use crate::schedule::{rounds_count, Schedule, ScheduleError, ScheduleTable, Skips};
 
 /// How many blocks a pipelined algorithm cuts its data into.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -57,7 +57,7 @@ impl CirculantBroadcast {
                 } else {
                     bytes.div_ceil(bytes.div_ceil(n))
                 };
-                Skips::new(p)?;
+                check_rounds(Self::NAME, rounds_count(p, n)?)?;
                 Ok(CirculantBroadcast {
                     problem: problem.clone(),
                     p,
@@ -95,14 +95,17 @@ impl Algorithm for CirculantBroadcast {
     fn rounds(&self, rank: usize) -> Box<dyn Iterator<Item = Round> + Send + '_> {
         let blocks = self.blocks;
         let n = blocks.n;
-        // Validated in `new`: p ≥ 1, rank and root in range, n ≥ 1.
-        let rounds: Vec<crate::schedule::Round> = Schedule::new(self.p, rank, self.root)
-            .and_then(|s| s.rounds(n).map(|r| r.collect()))
-            .unwrap_or_default();
+        // p, root and n are checked in `new`, so only a rank out of range (which
+        // `rank_plan` rejects) can fail here.
+        let Ok(rounds) = Schedule::new(self.p, rank, self.root).and_then(|s| s.into_rounds(n))
+        else {
+            return Box::new(std::iter::empty());
+        };
         let is_root = rank == self.root;
         // Round in which this rank first received each block.
         let mut got: Vec<Option<u32>> = vec![None; n];
-        Box::new(rounds.into_iter().filter_map(move |sr| {
+        Box::new(rounds.filter_map(move |sr| {
+            // Fits: `new` checked the round count.
             let index = sr.index as u32;
             let mut r = Round::new(index);
             if let Some(b) = sr.send {
@@ -336,7 +339,7 @@ impl Algorithm for CirculantCensus {
 pub struct CirculantAllgatherv {
     g: Gathered,
     n: usize,
-    table: OnceLock<Option<ScheduleTable>>,
+    table: OnceLock<Result<ScheduleTable, ScheduleError>>,
 }
 
 impl CirculantAllgatherv {
@@ -344,13 +347,14 @@ impl CirculantAllgatherv {
 
     pub fn new(problem: &Problem, blocking: Blocking) -> Result<Self, PlanError> {
         let g = Gathered::new(problem, Self::NAME)?;
-        Skips::new(g.p())?;
+        ScheduleTable::bytes_for(g.p())?;
         let max = g.counts.iter().copied().max().unwrap_or(0);
         let n = match blocking {
             Blocking::Model(model) => best_allgatherv_blocks(&g.counts, g.total, &model),
             fixed => fixed.blocks(g.p(), g.total)?,
         }
         .min(max.max(1));
+        check_rounds(Self::NAME, rounds_count(g.p(), n)?)?;
         Ok(CirculantAllgatherv {
             g,
             n,
@@ -371,7 +375,7 @@ impl CirculantAllgatherv {
                 got: table.p(),
             });
         }
-        let _ = a.table.set(Some(table));
+        let _ = a.table.set(Ok(table));
         Ok(a)
     }
 
@@ -379,10 +383,12 @@ impl CirculantAllgatherv {
         self.n
     }
 
-    fn table(&self) -> Option<&ScheduleTable> {
+    /// The table, built on first use; an error if it does not fit in memory.
+    fn table(&self) -> Result<&ScheduleTable, ScheduleError> {
         self.table
-            .get_or_init(|| ScheduleTable::new(self.g.p()).ok())
+            .get_or_init(|| ScheduleTable::new(self.g.p()))
             .as_ref()
+            .map_err(|e| *e)
     }
 }
 
@@ -422,8 +428,13 @@ impl Algorithm for CirculantAllgatherv {
     fn setup(&self, rank: usize) -> Vec<Local> {
         own_copy(&self.g.counts, &self.g.displs, rank)
     }
+    fn prepare(&self) -> Result<(), PlanError> {
+        self.table()?;
+        Ok(())
+    }
     fn rounds(&self, rank: usize) -> Box<dyn Iterator<Item = Round> + Send + '_> {
-        let Some(table) = self.table() else {
+        // `rank_plan` reports a table that could not be built (see `prepare`).
+        let Ok(table) = self.table() else {
             return Box::new(std::iter::empty());
         };
         let p = self.g.p();

@@ -7,6 +7,7 @@
 //! intragroup allgather needs no reordering.
 
 use super::allgather::{doubling_cost, doubling_rounds, power_skips, Gathered};
+use super::tree::{parent, top_down_receive};
 use super::{
     ceil_log2, checked_sum, displacements, piece, Algorithm, Buf, Buffers, CostModel, Local, Piece,
     PlanError, Prediction, Problem, Round,
@@ -474,10 +475,7 @@ impl Algorithm for RootGathering {
         if v != 0 {
             let bit = v.trailing_zeros() as usize;
             let mut r = Round::new(bit as u32);
-            r.send(
-                mine.base + v - (1 << bit),
-                gather_pieces(v, v - (1 << bit), after),
-            );
+            r.send(mine.base + parent(v), gather_pieces(v, parent(v), after));
             out.push(r);
         }
         // Roots swap; then binomial broadcast of the other group's data in each group.
@@ -492,10 +490,10 @@ impl Algorithm for RootGathering {
             (Some(g), ceil_log2(mine.size()))
         } else {
             let q = ceil_log2(mine.size());
-            let bit = v.trailing_zeros() as usize;
-            let j = g + 1 + (q - 1 - bit) as u32;
+            let (j, bit) = top_down_receive(v, q);
+            let j = g + 1 + j;
             let mut r = Round::new(j);
-            r.expect(mine.base + v - (1 << bit), usize::from(other.total > 0));
+            r.expect(mine.base + parent(v), usize::from(other.total > 0));
             out.push(r);
             (Some(j), bit)
         };

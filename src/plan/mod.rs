@@ -193,6 +193,26 @@ pub fn piece(
     }
 }
 
+/// Appends a piece, dropping it if empty and
+/// merging it into the previous one when both are contiguous on both sides.
+pub(super) fn push_piece(out: &mut Vec<Piece>, p: Piece) {
+    if p.len == 0 {
+        return;
+    }
+    if let Some(last) = out.last_mut() {
+        if last.src == p.src
+            && last.dst == p.dst
+            && last.src_offset + last.len == p.src_offset
+            && last.dst_offset + last.len == p.dst_offset
+        {
+            last.len += p.len;
+            last.after = last.after.max(p.after);
+            return;
+        }
+    }
+    out.push(p);
+}
+
 /// Sizes in bytes of one rank's buffers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Buffers {
@@ -453,13 +473,21 @@ pub fn displacements(counts: &[usize]) -> Vec<usize> {
     d
 }
 
-/// ⌈log₂ p⌉ (0 for p ≤ 1).
-pub fn ceil_log2(p: usize) -> usize {
-    if p <= 1 {
-        0
-    } else {
-        (usize::BITS - (p - 1).leading_zeros()) as usize
+/// Round indices are `u32`: a plan of `rounds` rounds (indices 0..rounds) must not exceed
+/// 2^32 of them. Beyond that `algorithm` cannot plan the problem (not applicable).
+pub(crate) fn check_rounds(algorithm: &'static str, rounds: usize) -> Result<(), PlanError> {
+    if rounds as u64 > u64::from(u32::MAX) + 1 {
+        return Err(PlanError::Unsupported {
+            algorithm,
+            reason: format!("{rounds} rounds do not fit the 32-bit round index"),
+        });
     }
+    Ok(())
+}
+
+/// ⌈log₂ p⌉ (0 for p ≤ 1), the q of the circulant skips.
+pub fn ceil_log2(p: usize) -> usize {
+    crate::schedule::ceil_log2(p)
 }
 
 /// ⌊log₂ p⌋ (0 for p ≤ 1).
@@ -508,12 +536,18 @@ pub trait Algorithm: Send + Sync {
     fn rounds(&self, rank: usize) -> Box<dyn Iterator<Item = Round> + Send + '_>;
     /// The closed-form cost from the seed, priced by rounds.
     fn predict(&self, model: &CostModel) -> Prediction;
-    /// The plan of `rank`, with the rank checked.
+    /// Work shared by the plans of all ranks that can fail (building a table); done once,
+    /// lazily. [`Algorithm::rank_plan`] returns its error instead of an empty plan.
+    fn prepare(&self) -> Result<(), PlanError> {
+        Ok(())
+    }
+    /// The plan of `rank`, with the rank checked and [`Algorithm::prepare`] done.
     fn rank_plan(&self, rank: usize) -> Result<RankPlan<'_>, PlanError> {
         let p = self.problem().p();
         if rank >= p {
             return Err(PlanError::RankOutOfRange { rank, p });
         }
+        self.prepare()?;
         Ok(RankPlan {
             rank,
             buffers: self.buffers(rank),

@@ -23,84 +23,62 @@ fn boxed<A: Algorithm + 'static>(a: Result<A, PlanError>) -> Result<Box<dyn Algo
     a.map(|a| Box::new(a) as Box<dyn Algorithm>)
 }
 
-/// Every algorithm: (name, whether it is one of seed 000's circulant algorithms, constructor
-/// with the block count chosen from the model where the algorithm has one).
-pub const ALL: &[(&str, bool, Make)] = &[
-    (CirculantBroadcast::NAME, true, |p, m| {
+/// Every algorithm: (name, constructor with the block count chosen from the model where the
+/// algorithm has one).
+pub const ALL: &[(&str, Make)] = &[
+    (CirculantBroadcast::NAME, |p, m| {
         boxed(CirculantBroadcast::new(p, Blocking::Model(*m)))
     }),
-    (CirculantAllgather::NAME, true, |p, _| {
+    (CirculantAllgather::NAME, |p, _| {
         boxed(CirculantAllgather::new(p))
     }),
-    (CirculantCensus::NAME, true, |p, _| {
-        boxed(CirculantCensus::new(p))
-    }),
-    (CirculantAllgatherv::NAME, true, |p, m| {
+    (CirculantCensus::NAME, |p, _| boxed(CirculantCensus::new(p))),
+    (CirculantAllgatherv::NAME, |p, m| {
         boxed(CirculantAllgatherv::new(p, Blocking::Model(*m)))
     }),
-    (BinomialBroadcast::NAME, false, |p, _| {
+    (BinomialBroadcast::NAME, |p, _| {
         boxed(BinomialBroadcast::new(p))
     }),
-    (ScatterAllgatherBroadcast::NAME, false, |p, _| {
+    (ScatterAllgatherBroadcast::NAME, |p, _| {
         boxed(ScatterAllgatherBroadcast::new(p))
     }),
-    (RoundRobinBroadcast::NAME, false, |p, m| {
+    (RoundRobinBroadcast::NAME, |p, m| {
         boxed(RoundRobinBroadcast::new(p, None, m))
     }),
-    (BinomialReduce::NAME, false, |p, _| {
-        boxed(BinomialReduce::new(p))
-    }),
-    (BinomialScatter::NAME, false, |p, _| {
-        boxed(BinomialScatter::new(p))
-    }),
-    (BinomialGather::NAME, false, |p, _| {
-        boxed(BinomialGather::new(p))
-    }),
-    (BinomialScatterv::NAME, false, |p, _| {
+    (BinomialReduce::NAME, |p, _| boxed(BinomialReduce::new(p))),
+    (BinomialScatter::NAME, |p, _| boxed(BinomialScatter::new(p))),
+    (BinomialGather::NAME, |p, _| boxed(BinomialGather::new(p))),
+    (BinomialScatterv::NAME, |p, _| {
         boxed(BinomialScatterv::new(p))
     }),
-    (BinomialGatherv::NAME, false, |p, _| {
-        boxed(BinomialGatherv::new(p))
-    }),
-    (LinearScatterv::NAME, false, |p, _| {
-        boxed(LinearScatterv::new(p))
-    }),
-    (LinearGatherv::NAME, false, |p, _| {
-        boxed(LinearGatherv::new(p))
-    }),
-    (RingAllgather::NAME, false, |p, _| {
-        boxed(RingAllgather::new(p))
-    }),
-    (RecursiveDoublingAllgather::NAME, false, |p, _| {
+    (BinomialGatherv::NAME, |p, _| boxed(BinomialGatherv::new(p))),
+    (LinearScatterv::NAME, |p, _| boxed(LinearScatterv::new(p))),
+    (LinearGatherv::NAME, |p, _| boxed(LinearGatherv::new(p))),
+    (RingAllgather::NAME, |p, _| boxed(RingAllgather::new(p))),
+    (RecursiveDoublingAllgather::NAME, |p, _| {
         boxed(RecursiveDoublingAllgather::new(p))
     }),
-    (BruckAllgather::NAME, false, |p, _| {
-        boxed(BruckAllgather::new(p))
-    }),
-    (PipelinedRingAllgatherv::NAME, false, |p, m| {
+    (BruckAllgather::NAME, |p, _| boxed(BruckAllgather::new(p))),
+    (PipelinedRingAllgatherv::NAME, |p, m| {
         boxed(PipelinedRingAllgatherv::new(p, None, m))
     }),
-    (RecursiveDoublingAllreduce::NAME, false, |p, _| {
+    (RecursiveDoublingAllreduce::NAME, |p, _| {
         boxed(RecursiveDoublingAllreduce::new(p))
     }),
-    (ReduceScatterAllgather::NAME, false, |p, _| {
+    (ReduceScatterAllgather::NAME, |p, _| {
         boxed(ReduceScatterAllgather::new(p))
     }),
-    (HypercubeScan::NAME, false, |p, _| {
-        boxed(HypercubeScan::new(p))
-    }),
-    (PairwiseAlltoall::NAME, false, |p, _| {
+    (HypercubeScan::NAME, |p, _| boxed(HypercubeScan::new(p))),
+    (PairwiseAlltoall::NAME, |p, _| {
         boxed(PairwiseAlltoall::new(p))
     }),
-    (DisseminationBarrier::NAME, false, |p, _| {
+    (DisseminationBarrier::NAME, |p, _| {
         boxed(DisseminationBarrier::new(p))
     }),
-    (IntergroupAllgatherv::NAME, false, |p, _| {
+    (IntergroupAllgatherv::NAME, |p, _| {
         boxed(IntergroupAllgatherv::new(p))
     }),
-    (RootGathering::NAME, false, |p, _| {
-        boxed(RootGathering::new(p))
-    }),
+    (RootGathering::NAME, |p, _| boxed(RootGathering::new(p))),
 ];
 
 /// The algorithm called `name` for `problem`.
@@ -109,9 +87,9 @@ pub fn by_name(
     problem: &Problem,
     model: &CostModel,
 ) -> Result<Box<dyn Algorithm>, PlanError> {
-    let (_, _, make) = ALL
+    let (_, make) = ALL
         .iter()
-        .find(|(n, _, _)| *n == name)
+        .find(|(n, _)| *n == name)
         .ok_or_else(|| PlanError::UnknownAlgorithm(name.to_string()))?;
     make(problem, model)
 }
@@ -124,7 +102,7 @@ pub fn applicable(
 ) -> Result<Vec<Box<dyn Algorithm>>, PlanError> {
     problem.validate()?;
     let mut out = Vec::new();
-    for (_, _, make) in ALL {
+    for (_, make) in ALL {
         match make(problem, model) {
             Ok(a) => out.push(a),
             Err(PlanError::WrongCollective { .. } | PlanError::Unsupported { .. }) => {}
@@ -132,9 +110,4 @@ pub fn applicable(
         }
     }
     Ok(out)
-}
-
-/// Whether `name` is one of the circulant algorithms of seed 000.
-pub fn is_circulant(name: &str) -> bool {
-    ALL.iter().any(|(n, c, _)| *n == name && *c)
 }

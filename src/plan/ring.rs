@@ -11,8 +11,8 @@
 
 use super::allgather::{counts_of, own_copy};
 use super::{
-    displacements, piece, Algorithm, Buf, Buffers, CostModel, Local, PlanError, Prediction,
-    Problem, Round,
+    check_rounds, displacements, piece, Algorithm, Buf, Buffers, CostModel, Local, PlanError,
+    Prediction, Problem, Round,
 };
 
 pub struct PipelinedRingAllgatherv {
@@ -58,10 +58,12 @@ impl PipelinedRingAllgatherv {
         let mut acc = 0usize;
         for &r in &order {
             first.push(acc);
-            acc += counts[r].div_ceil(block).max(1);
+            acc = acc
+                .checked_add(counts[r].div_ceil(block).max(1))
+                .ok_or(PlanError::Overflow)?;
         }
         first.push(acc);
-        Ok(PipelinedRingAllgatherv {
+        let ring = PipelinedRingAllgatherv {
             problem: problem.clone(),
             counts,
             displs,
@@ -70,7 +72,9 @@ impl PipelinedRingAllgatherv {
             order,
             position,
             first,
-        })
+        };
+        check_rounds(Self::NAME, ring.ring_rounds())?;
+        Ok(ring)
     }
 
     /// The block size B.
@@ -182,6 +186,7 @@ impl Algorithm for PipelinedRingAllgatherv {
         let recv_rounds = b - bi;
         let rounds = if p == 1 { 0 } else { self.ring_rounds() };
         Box::new((0..rounds).filter_map(move |t| {
+            // Fits: `new` checked the round count.
             let mut r = Round::new(t as u32);
             if t < send_rounds {
                 let beta = (last + b - t % b) % b;

@@ -8,9 +8,10 @@
 //! receive buffer); the root uses the displacements of the counts in its own buffer, so every
 //! block lands at its final offset and nothing is reordered.
 
+use super::tree::{parent, top_down_receive};
 use super::{
-    ceil_log2, displacements, piece, Algorithm, Buf, Buffers, CostModel, Local, Piece, PlanError,
-    Prediction, Problem, Round,
+    ceil_log2, displacements, piece, push_piece, Algorithm, Buf, Buffers, CostModel, Local, Piece,
+    PlanError, Prediction, Problem, Round,
 };
 
 /// (root, counts, displacements) of a gatherv or scatterv problem.
@@ -32,25 +33,6 @@ fn rooted(
             collective: if gather { "gatherv" } else { "scatterv" },
         }),
     }
-}
-
-/// Appends a piece, merging it into the previous one when both are contiguous on both sides.
-fn push_piece(out: &mut Vec<Piece>, p: Piece) {
-    if p.len == 0 {
-        return;
-    }
-    if let Some(last) = out.last_mut() {
-        if last.src == p.src
-            && last.dst == p.dst
-            && last.src_offset + last.len == p.src_offset
-            && last.dst_offset + last.len == p.dst_offset
-        {
-            last.len += p.len;
-            last.after = last.after.max(p.after);
-            return;
-        }
-    }
-    out.push(p);
 }
 
 /// The geometry shared by the binomial gatherv and scatterv.
@@ -164,7 +146,7 @@ impl BinomialGatherv {
     /// The pieces v's subtree sends to its parent; scratch data is held after `after`.
     fn pieces(&self, v: usize, after: Option<u32>) -> Vec<Piece> {
         let t = &self.tree;
-        let parent = v - (1 << v.trailing_zeros());
+        let parent = parent(v);
         let mut out = Vec::new();
         for u in v..t.end(v) {
             let (sb, so, dep) = if u == v {
@@ -235,7 +217,7 @@ impl Algorithm for BinomialGatherv {
         if v != 0 {
             let bit = v.trailing_zeros() as usize;
             let mut r = Round::new(bit as u32);
-            r.send(t.real(v - (1 << bit)), self.pieces(v, after));
+            r.send(t.real(parent(v)), self.pieces(v, after));
             out.push(r);
         }
         out.retain(|r| !r.is_empty());
@@ -320,9 +302,8 @@ impl Algorithm for BinomialScatterv {
         let (top, after) = if v == 0 {
             (q, None)
         } else {
-            let bit = v.trailing_zeros() as usize;
-            let j = (q - 1 - bit) as u32;
-            let parent = v - (1 << bit);
+            let (j, bit) = top_down_receive(v, q);
+            let parent = parent(v);
             let writes = self.pieces(parent, v, None).len();
             if writes > 0 {
                 let mut r = Round::new(j);

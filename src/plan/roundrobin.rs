@@ -12,7 +12,8 @@
 //! for odd N (Table 1 and §5.3, with the latency term per message).
 
 use super::{
-    piece, Algorithm, Blocks, Buf, Buffers, CostModel, PlanError, Prediction, Problem, Round,
+    check_rounds, piece, Algorithm, Blocks, Buf, Buffers, CostModel, PlanError, Prediction,
+    Problem, Round,
 };
 
 pub struct RoundRobinBroadcast {
@@ -55,6 +56,15 @@ impl RoundRobinBroadcast {
             }
         };
         let count = s.checked_mul(dests).ok_or(PlanError::Overflow)?;
+        if p > 1 {
+            // S + 1 iterations of M − 1 rounds (M − 1 = N for odd N, else N − 1).
+            let per_iteration = if p % 2 == 0 { p - 1 } else { p };
+            let rounds = s
+                .checked_add(1)
+                .and_then(|i| i.checked_mul(per_iteration))
+                .unwrap_or(usize::MAX);
+            check_rounds(Self::NAME, rounds)?;
+        }
         Ok(RoundRobinBroadcast {
             problem: problem.clone(),
             p,
@@ -126,6 +136,7 @@ impl Algorithm for RoundRobinBroadcast {
         let s = self.segments;
         Box::new((0..=s).flat_map(move |k| {
             (0..m1).filter_map(move |t| {
+                // Fits: `new` checked the round count.
                 let index = (k * m1 + t) as u32;
                 let mut r = Round::new(index);
                 let o = self.opponent(me, t);

@@ -7,8 +7,8 @@
 //! for any p follow the hypercube template and skip partners ≥ p.
 
 use super::{
-    ceil_log2, piece, Algorithm, Blocks, Buf, Buffers, CostModel, Local, PlanError, Prediction,
-    Problem, Round,
+    ceil_log2, piece, push_piece, Algorithm, Blocks, Buf, Buffers, CostModel, Local, PlanError,
+    Prediction, Problem, Round,
 };
 
 fn virt(r: usize, root: usize, p: usize) -> usize {
@@ -36,9 +36,15 @@ pub(super) fn subtree_end(p: usize, v: usize) -> usize {
     }
 }
 
+/// The parent of virtual rank v ≠ 0 in a binomial tree rooted at 0: v without its lowest set
+/// bit.
+pub(super) fn parent(v: usize) -> usize {
+    v - (1 << v.trailing_zeros())
+}
+
 /// The round (counted from the top bit down) in which virtual rank v ≠ 0 receives in a
 /// top-down binomial tree, and the bit it receives on.
-fn top_down_receive(v: usize, q: usize) -> (u32, usize) {
+pub(super) fn top_down_receive(v: usize, q: usize) -> (u32, usize) {
     let bit = v.trailing_zeros() as usize;
     ((q - 1 - bit) as u32, bit)
 }
@@ -94,7 +100,7 @@ impl Algorithm for BinomialBroadcast {
         } else {
             let (j, bit) = top_down_receive(v, q);
             let mut r = Round::new(j);
-            r.expect(real(v - (1 << bit), root, p), usize::from(m > 0));
+            r.expect(real(parent(v), root, p), usize::from(m > 0));
             out.push(r);
             (bit, Some(j))
         };
@@ -237,7 +243,7 @@ impl Algorithm for BinomialReduce {
         if v != 0 {
             let bit = v.trailing_zeros();
             let mut r = Round::new(bit);
-            let parent = v - (1 << bit);
+            let parent = parent(v);
             // The parent's k-th child slot.
             let k = self
                 .children(parent)
@@ -286,19 +292,8 @@ fn scatter_pieces(
         } else {
             (Buf::Scratch, (u - lo - 1) * b)
         };
-        if let Some(last) = out.last_mut() {
-            if last.src == sb
-                && last.dst == db
-                && last.src_offset + last.len == so
-                && last.dst_offset + last.len == dofs
-            {
-                last.len += b;
-                continue;
-            }
-        }
-        out.push(piece(sb, so, db, dofs, b, after));
+        push_piece(&mut out, piece(sb, so, db, dofs, b, after));
     }
-    out.retain(|p| p.len > 0);
     out
 }
 
@@ -376,7 +371,7 @@ impl Algorithm for BinomialScatter {
             (q, None)
         } else {
             let (j, bit) = top_down_receive(v, q);
-            let parent = v - (1 << bit);
+            let parent = parent(v);
             let pieces = scatter_pieces(v, subtree_end(self.p, v), b, None, |u| {
                 if parent == 0 {
                     (Buf::Send, real(u, root, p) * b)
@@ -462,7 +457,7 @@ impl BinomialGather {
 
     /// Pieces of v's subtree for its parent.
     fn pieces(&self, v: usize, after: Option<u32>) -> Vec<super::Piece> {
-        let parent = v - (1 << v.trailing_zeros());
+        let parent = parent(v);
         let b = self.block;
         let mut out: Vec<super::Piece> = Vec::new();
         for u in v..subtree_end(self.p, v) {
@@ -473,20 +468,8 @@ impl BinomialGather {
             };
             let (db, dofs) = self.slot(parent, u);
             let dep = if u == v { None } else { after };
-            if let Some(last) = out.last_mut() {
-                if last.src == sb
-                    && last.dst == db
-                    && last.src_offset + last.len == so
-                    && last.dst_offset + last.len == dofs
-                {
-                    last.len += b;
-                    last.after = last.after.max(dep);
-                    continue;
-                }
-            }
-            out.push(piece(sb, so, db, dofs, b, dep));
+            push_piece(&mut out, piece(sb, so, db, dofs, b, dep));
         }
-        out.retain(|p| p.len > 0);
         out
     }
 }
@@ -546,7 +529,7 @@ impl Algorithm for BinomialGather {
         if v != 0 {
             let bit = v.trailing_zeros() as usize;
             let mut r = Round::new(bit as u32);
-            let parent = v - (1 << bit);
+            let parent = parent(v);
             r.send(real(parent, root, p), self.pieces(v, after));
             out.push(r);
         }
@@ -621,7 +604,7 @@ impl Algorithm for ScatterAllgatherBroadcast {
             (q, None)
         } else {
             let (j, bit) = top_down_receive(v, q);
-            let parent = v - (1 << bit);
+            let parent = parent(v);
             let (_, len) = self.span(v, subtree_end(self.p, v));
             let mut r = Round::new(j);
             r.expect(real(parent, root, p), usize::from(len > 0));
@@ -676,9 +659,8 @@ impl Algorithm for ScatterAllgatherBroadcast {
         }
         let q = ceil_log2(p);
         let s = self.bytes.div_ceil(p);
-        let scatter: f64 = (0..q)
-            .map(|i| model.message(s * (1usize << i).min(p - (1 << i))))
-            .sum();
+        // The binomial scatter of p blocks of s ≥ 1 bytes.
+        let scatter = tree_row_cost(p, s, model).time;
         Prediction {
             rounds: (q + p - 1) as u64,
             time: scatter + (p - 1) as f64 * model.message(s),

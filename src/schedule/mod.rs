@@ -25,6 +25,7 @@ pub use baseblock::baseblock;
 pub use phase::{recv_schedule, send_schedule, PhaseBlocks};
 pub use range_blocks::{range_blocks, BlockSet};
 pub use rounds::{rounds_count, Round, Rounds, Schedule, MAX_BLOCKS};
+pub(crate) use skips::ceil_log2;
 pub use skips::{Skips, MAX_Q};
 pub use table::ScheduleTable;
 

@@ -80,8 +80,8 @@ pub(crate) fn sub_mod(a: usize, b: usize, p: usize) -> usize {
     }
 }
 
-/// ⌈log₂ p⌉ for p ≥ 1.
-fn ceil_log2(p: usize) -> usize {
+/// ⌈log₂ p⌉ (0 for p ≤ 1).
+pub(crate) fn ceil_log2(p: usize) -> usize {
     if p <= 1 {
         0
     } else {

@@ -71,6 +71,16 @@ impl ScheduleTable {
         Ok(ScheduleTable { skips, recv, send })
     }
 
+    /// Bytes the table for p ranks takes (both arrays), or [`ScheduleError::TableTooLarge`] if
+    /// that cannot be addressed. Building it can still fail for want of memory.
+    pub fn bytes_for(p: usize) -> Result<usize, ScheduleError> {
+        let q = Skips::new(p)?.q();
+        p.checked_mul(q)
+            .and_then(|len| len.checked_mul(2 * std::mem::size_of::<i32>()))
+            .filter(|&bytes| bytes <= isize::MAX as usize)
+            .ok_or(ScheduleError::TableTooLarge { p })
+    }
+
     pub fn skips(&self) -> &Skips {
         &self.skips
     }

@@ -332,7 +332,6 @@ pub fn simulate(alg: &dyn Algorithm, model: &CostModel) -> Result<Report, SimErr
             bytes: Vec<u8>,
         }
         let mut writes: Vec<Write> = Vec::new();
-        let mut send_cost = vec![0.0f64; 0];
         let mut recv_cost: BTreeMap<usize, f64> = BTreeMap::new();
         let mut round_max = 0.0f64;
         let mut arrivals: BTreeMap<usize, f64> = BTreeMap::new();
@@ -425,7 +424,6 @@ pub fn simulate(alg: &dyn Algorithm, model: &CostModel) -> Result<Report, SimErr
                 }
             }
             round_max = round_max.max(my_send);
-            send_cost.push(my_send);
         }
         for c in recv_cost.values() {
             round_max = round_max.max(*c);
@@ -440,11 +438,11 @@ pub fn simulate(alg: &dyn Algorithm, model: &CostModel) -> Result<Report, SimErr
         for w in writes {
             let st = &mut states[w.to];
             let m = st.mem_mut(w.dst);
-            let end = w
+            let fits = w
                 .off
                 .checked_add(w.bytes.len())
-                .filter(|&e| e <= m.data.len());
-            let Some(end) = end else {
+                .is_some_and(|end| end <= m.data.len());
+            if !fits {
                 return Err(rule(
                     w.from,
                     index,
@@ -457,7 +455,7 @@ pub fn simulate(alg: &dyn Algorithm, model: &CostModel) -> Result<Report, SimErr
                         m.data.len()
                     ),
                 ));
-            };
+            }
             for (i, &b) in w.bytes.iter().enumerate() {
                 let at = w.off + i;
                 if m.held[at] != NOT_HELD {
@@ -476,7 +474,6 @@ pub fn simulate(alg: &dyn Algorithm, model: &CostModel) -> Result<Report, SimErr
                     m.held[at] = marker;
                 }
             }
-            let _ = end;
             *counted.entry((w.to, w.from)).or_insert(0) += 1;
         }
 

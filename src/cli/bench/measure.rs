@@ -106,7 +106,7 @@ pub fn run(args: Args) -> CliResult {
         .into());
     }
     for name in &args.algorithms {
-        if !registry::ALL.iter().any(|(n, _, _)| n == name) {
+        if !registry::ALL.iter().any(|(n, _)| n == name) {
             return Err(MeasureError::UnknownAlgorithm(name.clone()).into());
         }
     }
