@@ -23,6 +23,8 @@ pub enum Op {
     Allgatherv,
     Scatter,
     Gather,
+    Scatterv,
+    Gatherv,
     Alltoall,
     Barrier,
     Intergroup,
@@ -46,8 +48,8 @@ pub struct Args {
     /// Time per byte β in seconds.
     #[arg(long, default_value_t = 1e-10)]
     beta: f64,
-    /// Distribution of the allgatherv contributions (seed 001 §3), scaled to about `bytes` in
-    /// total.
+    /// Distribution of the allgatherv, gatherv and scatterv counts (seed 001 §3), scaled to
+    /// about `bytes` in total.
     #[arg(long, default_value = "regular")]
     dist: String,
     /// Root of rooted collectives.
@@ -88,12 +90,17 @@ fn problem(args: &Args) -> Result<Problem, Box<dyn std::error::Error>> {
             exclusive: args.op == Op::Exscan,
         },
         Op::Allgather => Problem::Allgather { p, block: per },
-        Op::Allgatherv => {
-            let d: Distribution = args.dist.parse()?;
-            Problem::Allgatherv {
-                counts: d.counts(p, d.base_for_total(p, m)),
-            }
-        }
+        Op::Allgatherv => Problem::Allgatherv {
+            counts: counts(args)?,
+        },
+        Op::Scatterv => Problem::Scatterv {
+            root: args.root,
+            counts: counts(args)?,
+        },
+        Op::Gatherv => Problem::Gatherv {
+            root: args.root,
+            counts: counts(args)?,
+        },
         Op::Scatter => Problem::Scatter {
             p,
             root: args.root,
@@ -116,6 +123,12 @@ fn problem(args: &Args) -> Result<Problem, Box<dyn std::error::Error>> {
             }
         }
     })
+}
+
+/// Per-rank counts of the chosen distribution, about `bytes` in total.
+fn counts(args: &Args) -> Result<Vec<usize>, Box<dyn std::error::Error>> {
+    let d: Distribution = args.dist.parse()?;
+    Ok(d.counts(args.p, d.base_for_total(args.p, args.bytes)))
 }
 
 pub fn run(args: Args) -> CliResult {

@@ -6,6 +6,8 @@ use std::ops::{Deref, DerefMut};
 use crate::fabric::RegisteredMemory;
 use crate::plan::Dtype;
 
+use super::CommError;
+
 /// Memory registered with the communicator's fabric domain: collectives read from it and peers
 /// write into it directly, with no copy. Dereferences to `[u8]`.
 pub struct Buffer {
@@ -24,15 +26,20 @@ impl Buffer {
     }
 
     /// Changes the length the buffer presents (and collectives use) within its capacity, so
-    /// that one registration serves calls of different sizes. Returns false if `len` exceeds
-    /// the capacity (the length is then unchanged).
-    pub fn set_len(&mut self, len: usize) -> bool {
-        if len <= self.capacity() {
-            self.len = len;
-            true
-        } else {
-            false
+    /// that one registration serves calls of different sizes. An error if `len` exceeds the
+    /// capacity (the length is then unchanged).
+    pub fn set_len(&mut self, len: usize) -> Result<(), CommError> {
+        if len > self.capacity() {
+            return Err(CommError::Argument {
+                op: "set_len",
+                what: format!(
+                    "{len} bytes exceed the buffer's capacity of {} bytes",
+                    self.capacity()
+                ),
+            });
         }
+        self.len = len;
+        Ok(())
     }
 }
 

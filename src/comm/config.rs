@@ -7,6 +7,7 @@
 //! | `CIRCULANT_TIMEOUT` | deadline of one collective, seconds | 60 |
 //! | `CIRCULANT_ALPHA`, `CIRCULANT_BETA` | α (s) and β (s/byte) of the model that picks algorithms | per provider, see [`Config::model_for`] |
 //! | `CIRCULANT_ALGORITHM` | comma-separated algorithm names forced wherever they apply | none |
+//! | `CIRCULANT_CHECK` | `1`: every collective first checks that all ranks called it with the same arguments | `0` |
 
 use std::time::Duration;
 
@@ -19,6 +20,7 @@ pub const TIMEOUT_ENV: &str = "CIRCULANT_TIMEOUT";
 pub const ALPHA_ENV: &str = "CIRCULANT_ALPHA";
 pub const BETA_ENV: &str = "CIRCULANT_BETA";
 pub const ALGORITHM_ENV: &str = "CIRCULANT_ALGORITHM";
+pub const CHECK_ENV: &str = "CIRCULANT_CHECK";
 
 #[derive(Debug, thiserror::Error)]
 #[error("{var}={value:?}: {reason}")]
@@ -36,6 +38,8 @@ pub struct Config {
     pub alpha: Option<f64>,
     pub beta: Option<f64>,
     pub algorithms: Vec<String>,
+    /// The full argument check before every collective (the same on every rank).
+    pub check: bool,
 }
 
 impl Default for Config {
@@ -47,6 +51,7 @@ impl Default for Config {
             alpha: None,
             beta: None,
             algorithms: Vec::new(),
+            check: false,
         }
     }
 }
@@ -59,17 +64,10 @@ impl Config {
             ..Config::default()
         };
         if let Some(v) = var(LOOPBACK_ENV) {
-            config.loopback = match v.trim() {
-                "0" | "false" | "no" => false,
-                "1" | "true" | "yes" => true,
-                _ => {
-                    return Err(ConfigError {
-                        var: LOOPBACK_ENV,
-                        value: v,
-                        reason: "expected 0 or 1",
-                    })
-                }
-            };
+            config.loopback = flag(LOOPBACK_ENV, &v)?;
+        }
+        if let Some(v) = var(CHECK_ENV) {
+            config.check = flag(CHECK_ENV, &v)?;
         }
         if let Some(v) = var(TIMEOUT_ENV) {
             config.deadline = positive(TIMEOUT_ENV, &v).map(Duration::from_secs_f64)?;
@@ -110,6 +108,18 @@ impl Config {
             alpha: self.alpha.unwrap_or(alpha),
             beta: self.beta.unwrap_or(beta),
         }
+    }
+}
+
+fn flag(var: &'static str, value: &str) -> Result<bool, ConfigError> {
+    match value.trim() {
+        "0" | "false" | "no" => Ok(false),
+        "1" | "true" | "yes" => Ok(true),
+        _ => Err(ConfigError {
+            var,
+            value: value.to_string(),
+            reason: "expected 0 or 1",
+        }),
     }
 }
 

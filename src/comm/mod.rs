@@ -34,6 +34,8 @@
 //! unusable: later calls return [`CommError::Transport`] with the first failure.
 
 mod buffer;
+mod call;
+mod check;
 mod config;
 mod persistent;
 mod split;
@@ -43,7 +45,7 @@ use std::time::Duration;
 
 pub use buffer::{Buffer, Element, Payload, PayloadMut};
 pub use config::{
-    Config, ConfigError, ALGORITHM_ENV, ALPHA_ENV, BETA_ENV, PROVIDER_ENV, TIMEOUT_ENV,
+    Config, ConfigError, ALGORITHM_ENV, ALPHA_ENV, BETA_ENV, CHECK_ENV, PROVIDER_ENV, TIMEOUT_ENV,
 };
 pub use persistent::Persistent;
 pub use split::{InterCommunicator, Side};
@@ -52,8 +54,8 @@ use crate::bootstrap::{Bootstrap, BootstrapError};
 use crate::fabric::{FabricError, Hints, Info, RegisteredMemory};
 use crate::plan::registry;
 use crate::plan::{Algorithm, CostModel, PlanError, Problem, ReduceOp, Reduction};
-use crate::transport::wire::Digest;
 use crate::transport::{Buffers, Card, OpStats, Opened, Transport, TransportError, View};
+use call::{digest, Call};
 
 /// Errors of the user API.
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +80,10 @@ pub enum CommError {
     },
     #[error("{op}: {what}")]
     Argument { op: &'static str, what: String },
+    /// The ranks called an operation with arguments that differ (found by the full check,
+    /// `CIRCULANT_CHECK=1`); every rank gets this error.
+    #[error("{op}: {what}")]
+    Disagree { op: &'static str, what: String },
     /// A persistent request used out of order (start twice, wait without start, buffer
     /// access while the operation runs).
     #[error("{op}: {what}")]
@@ -111,6 +117,8 @@ pub struct Communicator {
     scratch: Option<RegisteredMemory>,
     stage_send: Option<RegisteredMemory>,
     stage_recv: Option<RegisteredMemory>,
+    /// Send and receive memory of the argument check (`CIRCULANT_CHECK`).
+    check_mem: Option<(RegisteredMemory, RegisteredMemory)>,
     last: Option<Executed>,
 }
 
@@ -177,19 +185,25 @@ impl Communicator {
             .collect::<std::result::Result<Vec<_>, _>>()?;
         let transport = opened.connect(&cards, config.deadline)?;
         let model = config.model_for(&info.provider());
-        let mut comm = Communicator {
+        let mut comm = Communicator::new(transport, Arc::new(Job { bootstrap }), config, model);
+        // Every endpoint is up and every address known before the first collective.
+        comm.barrier()?;
+        Ok(comm)
+    }
+
+    /// A communicator over a connected transport (of the world or of a split).
+    fn new(transport: Transport, job: Arc<Job>, config: Config, model: CostModel) -> Self {
+        Communicator {
             transport,
-            job: Arc::new(Job { bootstrap }),
+            job,
             config,
             model,
             scratch: None,
             stage_send: None,
             stage_recv: None,
+            check_mem: None,
             last: None,
-        };
-        // Every endpoint is up and every address known before the first collective.
-        comm.barrier()?;
-        Ok(comm)
+        }
     }
 
     pub fn rank(&self) -> usize {
@@ -226,6 +240,12 @@ impl Communicator {
         self.transport.set_deadline(deadline);
     }
 
+    /// Turns the full argument check on or off (`CIRCULANT_CHECK`): every rank must do the
+    /// same, between the same two collectives. Communicators split from this one inherit it.
+    pub fn set_check(&mut self, on: bool) {
+        self.config.check = on;
+    }
+
     /// Bytes this communicator copied locally so far: plan copy steps and the staging of
     /// plain (unregistered) slices. Stays 0 for broadcast and in-place allgatherv on
     /// [`Buffer`]s.
@@ -246,7 +266,8 @@ impl Communicator {
     /// Blocks until every rank has called it (dissemination barrier over the fabric).
     pub fn barrier(&mut self) -> Result<()> {
         let problem = Problem::Barrier { p: self.size() };
-        self.run::<[u8], [u8]>("barrier", problem, Choice::Auto, None, None, false)
+        let call = Call::new("barrier", problem, Choice::Auto);
+        self.run::<[u8], [u8]>(call, Ok(()), None, None)
     }
 
     /// Root's `buf` ends up in every rank's `buf` (same length everywhere).
@@ -265,8 +286,12 @@ impl Communicator {
             root,
             bytes: buf.bytes().len(),
         };
-        let copy_in = self.rank() == root;
-        self.run::<[u8], B>("bcast", problem, choice, None, Some(buf), copy_in)
+        // The root's buffer is input, and the call leaves it as it is.
+        let is_root = self.rank() == root;
+        let call = Call::new("bcast", problem, choice)
+            .copy_in(is_root)
+            .unchanged(is_root);
+        self.run::<[u8], B>(call, Ok(()), None, Some(buf))
     }
 
     /// Every rank's `send` (all the same length) into `recv` in rank order.
@@ -289,14 +314,15 @@ impl Communicator {
         R: PayloadMut + ?Sized,
     {
         let (p, block) = (self.size(), send.bytes().len());
-        expect_len(
+        let checked = expect_len(
             "allgather",
             "recv",
             recv.bytes().len(),
             p.checked_mul(block),
-        )?;
+        );
         let problem = Problem::Allgather { p, block };
-        self.run("allgather", problem, choice, Some(send), Some(recv), false)
+        let call = Call::new("allgather", problem, choice);
+        self.run(call, checked, Some(send), Some(recv))
     }
 
     /// Rank r's `send` (`counts[r]` bytes) into `recv` at the sum of the counts before r.
@@ -320,12 +346,18 @@ impl Communicator {
         R: PayloadMut + ?Sized,
     {
         let op = "allgatherv";
-        self.check_counts(op, counts, recv.bytes().len())?;
-        expect_len(op, "send", send.bytes().len(), Some(counts[self.rank()]))?;
+        let checked = self
+            .check_counts(op, counts, recv.bytes().len())
+            .and_then(|()| expect_len(op, "send", send.bytes().len(), self.own(counts)));
         let problem = Problem::Allgatherv {
             counts: counts.to_vec(),
         };
-        self.run(op, problem, choice, Some(send), Some(recv), false)
+        self.run(
+            Call::new(op, problem, choice),
+            checked,
+            Some(send),
+            Some(recv),
+        )
     }
 
     /// [`Self::allgatherv`] in place: this rank's contribution is already in `recv` at the sum
@@ -347,13 +379,13 @@ impl Communicator {
         R: PayloadMut + ?Sized,
     {
         let op = "allgatherv";
-        self.check_counts(op, counts, recv.bytes().len())?;
-        let offset: usize = counts[..self.rank()].iter().sum();
-        let mine = (offset, counts[self.rank()]);
+        let checked = self.check_counts(op, counts, recv.bytes().len());
+        let mine = self.own_part(counts);
         let problem = Problem::Allgatherv {
             counts: counts.to_vec(),
         };
-        self.run_in::<[u8], R>(op, problem, choice, None, Some(recv), false, Some(mine))
+        let call = Call::new(op, problem, choice).in_place(mine);
+        self.run::<[u8], R>(call, checked, None, Some(recv))
     }
 
     /// [`Self::allgather`] in place: this rank's block is already at its place in `recv`.
@@ -363,24 +395,19 @@ impl Communicator {
     {
         let p = self.size();
         let len = recv.bytes().len();
-        if len % p != 0 {
-            return Err(argument(
+        let checked = if len % p != 0 {
+            Err(argument(
                 "allgather",
                 format!("recv of {len} bytes is not {p} equal blocks"),
-            ));
-        }
+            ))
+        } else {
+            Ok(())
+        };
         let block = len / p;
         let problem = Problem::Allgather { p, block };
         let mine = (self.rank() * block, block);
-        self.run_in::<[u8], R>(
-            "allgather",
-            problem,
-            Choice::Auto,
-            None,
-            Some(recv),
-            false,
-            Some(mine),
-        )
+        let call = Call::new("allgather", problem, Choice::Auto).in_place(mine);
+        self.run::<[u8], R>(call, checked, None, Some(recv))
     }
 
     /// Every rank's `recv` = `op` over all ranks' `send`, elementwise.
@@ -390,9 +417,19 @@ impl Communicator {
         recv: &mut [T],
         op: ReduceOp,
     ) -> Result<()> {
-        let reduction = Reduction::new(T::DTYPE, op)?;
+        self.allreduce_using(send, recv, op, Choice::Auto)
+    }
+
+    /// [`Self::allreduce`] with a forced algorithm.
+    pub fn allreduce_using<T: Element>(
+        &mut self,
+        send: &[T],
+        recv: &mut [T],
+        op: ReduceOp,
+        choice: Choice<'_>,
+    ) -> Result<()> {
         let (send, recv) = (bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv));
-        self.allreduce_bytes::<[u8], [u8]>(send, recv, reduction, Choice::Auto)
+        self.allreduce_bytes::<[u8], [u8]>(send, recv, typed::<T>(op), choice)
     }
 
     /// [`Self::allreduce`] over raw bytes holding elements of `reduction`'s type.
@@ -408,13 +445,14 @@ impl Communicator {
         R: PayloadMut + ?Sized,
     {
         let bytes = send.bytes().len();
-        expect_len("allreduce", "recv", recv.bytes().len(), Some(bytes))?;
+        let checked = expect_len("allreduce", "recv", recv.bytes().len(), Some(bytes));
         let problem = Problem::Allreduce {
             p: self.size(),
             reduction,
             bytes,
         };
-        self.run("allreduce", problem, choice, Some(send), Some(recv), false)
+        let call = Call::new("allreduce", problem, choice);
+        self.run(call, checked, Some(send), Some(recv))
     }
 
     /// Root's `recv` = `op` over all ranks' `send`; other ranks' `recv` is not touched (it may
@@ -426,9 +464,20 @@ impl Communicator {
         op: ReduceOp,
         root: usize,
     ) -> Result<()> {
-        let reduction = Reduction::new(T::DTYPE, op)?;
+        self.reduce_using(send, recv, op, root, Choice::Auto)
+    }
+
+    /// [`Self::reduce`] with a forced algorithm.
+    pub fn reduce_using<T: Element>(
+        &mut self,
+        send: &[T],
+        recv: &mut [T],
+        op: ReduceOp,
+        root: usize,
+        choice: Choice<'_>,
+    ) -> Result<()> {
         let (send, recv) = (bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv));
-        self.reduce_bytes::<[u8], [u8]>(send, recv, reduction, root, Choice::Auto)
+        self.reduce_bytes::<[u8], [u8]>(send, recv, typed::<T>(op), root, choice)
     }
 
     pub fn reduce_bytes<S, R>(
@@ -444,30 +493,53 @@ impl Communicator {
         R: PayloadMut + ?Sized,
     {
         let bytes = send.bytes().len();
-        if self.rank() == root {
-            expect_len("reduce", "recv", recv.bytes().len(), Some(bytes))?;
-        }
+        let checked = if self.rank() == root {
+            expect_len("reduce", "recv", recv.bytes().len(), Some(bytes))
+        } else {
+            Ok(())
+        };
         let problem = Problem::Reduce {
             p: self.size(),
             root,
             reduction,
             bytes,
         };
-        self.run("reduce", problem, choice, Some(send), Some(recv), false)
+        let call = Call::new("reduce", problem, choice);
+        self.run(call, checked, Some(send), Some(recv))
     }
 
     /// Rank r's `recv` = `op` over the `send` of ranks 0..=r.
     pub fn scan<T: Element>(&mut self, send: &[T], recv: &mut [T], op: ReduceOp) -> Result<()> {
-        let reduction = Reduction::new(T::DTYPE, op)?;
+        self.scan_using(send, recv, op, Choice::Auto)
+    }
+
+    /// [`Self::scan`] with a forced algorithm.
+    pub fn scan_using<T: Element>(
+        &mut self,
+        send: &[T],
+        recv: &mut [T],
+        op: ReduceOp,
+        choice: Choice<'_>,
+    ) -> Result<()> {
         let (send, recv) = (bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv));
-        self.scan_bytes::<[u8], [u8]>(send, recv, reduction, false, Choice::Auto)
+        self.scan_bytes::<[u8], [u8]>(send, recv, typed::<T>(op), false, choice)
     }
 
     /// Rank r's `recv` = `op` over the `send` of ranks 0..r; rank 0's `recv` is not touched.
     pub fn exscan<T: Element>(&mut self, send: &[T], recv: &mut [T], op: ReduceOp) -> Result<()> {
-        let reduction = Reduction::new(T::DTYPE, op)?;
+        self.exscan_using(send, recv, op, Choice::Auto)
+    }
+
+    /// [`Self::exscan`] with a forced algorithm.
+    pub fn exscan_using<T: Element>(
+        &mut self,
+        send: &[T],
+        recv: &mut [T],
+        op: ReduceOp,
+        choice: Choice<'_>,
+    ) -> Result<()> {
         let (send, recv) = (bytemuck::cast_slice(send), bytemuck::cast_slice_mut(recv));
-        self.scan_bytes::<[u8], [u8]>(send, recv, reduction, true, Choice::Auto)
+        self.scan_bytes::<[u8], [u8]>(send, recv, typed::<T>(op), true, choice)
     }
 
     pub fn scan_bytes<S, R>(
@@ -484,7 +556,7 @@ impl Communicator {
     {
         let name = if exclusive { "exscan" } else { "scan" };
         let bytes = send.bytes().len();
-        expect_len(name, "recv", recv.bytes().len(), Some(bytes))?;
+        let checked = expect_len(name, "recv", recv.bytes().len(), Some(bytes));
         let problem = Problem::Scan {
             p: self.size(),
             reduction,
@@ -492,7 +564,8 @@ impl Communicator {
             exclusive,
         };
         let copy_in = exclusive && self.rank() == 0;
-        self.run(name, problem, choice, Some(send), Some(recv), copy_in)
+        let call = Call::new(name, problem, choice).copy_in(copy_in);
+        self.run(call, checked, Some(send), Some(recv))
     }
 
     /// Every rank's `send` (all the same length) into root's `recv` in rank order; other
@@ -517,11 +590,14 @@ impl Communicator {
         R: PayloadMut + ?Sized,
     {
         let (p, block) = (self.size(), send.bytes().len());
-        if self.rank() == root {
-            expect_len("gather", "recv", recv.bytes().len(), p.checked_mul(block))?;
-        }
+        let checked = if self.rank() == root {
+            expect_len("gather", "recv", recv.bytes().len(), p.checked_mul(block))
+        } else {
+            Ok(())
+        };
         let problem = Problem::Gather { p, root, block };
-        self.run("gather", problem, choice, Some(send), Some(recv), false)
+        let call = Call::new("gather", problem, choice);
+        self.run(call, checked, Some(send), Some(recv))
     }
 
     /// Block r of root's `send` (p blocks of `recv.len()` bytes) into rank r's `recv`.
@@ -545,11 +621,14 @@ impl Communicator {
         R: PayloadMut + ?Sized,
     {
         let (p, block) = (self.size(), recv.bytes().len());
-        if self.rank() == root {
-            expect_len("scatter", "send", send.bytes().len(), p.checked_mul(block))?;
-        }
+        let checked = if self.rank() == root {
+            expect_len("scatter", "send", send.bytes().len(), p.checked_mul(block))
+        } else {
+            Ok(())
+        };
         let problem = Problem::Scatter { p, root, block };
-        self.run("scatter", problem, choice, Some(send), Some(recv), false)
+        let call = Call::new("scatter", problem, choice);
+        self.run(call, checked, Some(send), Some(recv))
     }
 
     /// Rank r's `send` (`counts[r]` bytes) into root's `recv` at the sum of the counts before
@@ -585,12 +664,15 @@ impl Communicator {
             root,
             counts: counts.to_vec(),
         };
-        let total = self.check_rooted(op, &problem, counts)?;
-        expect_len(op, "send", send.bytes().len(), Some(counts[self.rank()]))?;
-        if self.rank() == root {
-            expect_len(op, "recv", recv.bytes().len(), Some(total))?;
-        }
-        self.run(op, problem, choice, Some(send), Some(recv), false)
+        let own = ("send", send.bytes().len());
+        let whole = ("recv", recv.bytes().len());
+        let checked = self.check_rooted(op, counts, root, own, whole);
+        self.run(
+            Call::new(op, problem, choice),
+            checked,
+            Some(send),
+            Some(recv),
+        )
     }
 
     /// Part r of root's `send` (cut at the counts) into rank r's `recv` (`counts[r]` bytes);
@@ -626,19 +708,50 @@ impl Communicator {
             root,
             counts: counts.to_vec(),
         };
-        let total = self.check_rooted(op, &problem, counts)?;
-        expect_len(op, "recv", recv.bytes().len(), Some(counts[self.rank()]))?;
-        if self.rank() == root {
-            expect_len(op, "send", send.bytes().len(), Some(total))?;
-        }
-        self.run(op, problem, choice, Some(send), Some(recv), false)
+        let own = ("recv", recv.bytes().len());
+        let whole = ("send", send.bytes().len());
+        let checked = self.check_rooted(op, counts, root, own, whole);
+        self.run(
+            Call::new(op, problem, choice),
+            checked,
+            Some(send),
+            Some(recv),
+        )
     }
 
-    /// A rooted problem with one count per rank and the root in range; the counts' sum.
-    fn check_rooted(&self, op: &'static str, problem: &Problem, counts: &[usize]) -> Result<usize> {
+    /// The buffers of a rooted v-collective: `own` (which, length) holds this rank's count,
+    /// and at the root `whole` holds their sum.
+    fn check_rooted(
+        &self,
+        op: &'static str,
+        counts: &[usize],
+        root: usize,
+        own: (&str, usize),
+        whole: (&str, usize),
+    ) -> Result<()> {
         let total = self.counts_total(op, counts)?;
-        problem.validate()?;
-        Ok(total)
+        expect_len(op, own.0, own.1, self.own(counts))?;
+        if self.rank() == root {
+            expect_len(op, whole.0, whole.1, Some(total))?;
+        }
+        Ok(())
+    }
+
+    /// This rank's count (`None` when there is none: the length check then fails).
+    fn own(&self, counts: &[usize]) -> Option<usize> {
+        counts.get(self.rank()).copied()
+    }
+
+    /// (offset, length) of this rank's part of a buffer cut at `counts`; empty when the
+    /// counts do not fit (the call is refused then).
+    fn own_part(&self, counts: &[usize]) -> (usize, usize) {
+        let offset = counts
+            .get(..self.rank())
+            .and_then(|before| crate::plan::checked_sum(before).ok());
+        match (offset, self.own(counts)) {
+            (Some(offset), Some(len)) => (offset, len),
+            _ => (0, 0),
+        }
     }
 
     /// The sum of per-rank `counts`, checking there is one per rank and the sum fits.
@@ -675,15 +788,17 @@ impl Communicator {
     {
         let p = self.size();
         let len = send.bytes().len();
-        if len % p != 0 {
-            return Err(argument(
+        let checked = if len % p != 0 {
+            Err(argument(
                 "alltoall",
                 format!("send of {len} bytes is not {p} equal blocks"),
-            ));
-        }
-        expect_len("alltoall", "recv", recv.bytes().len(), Some(len))?;
+            ))
+        } else {
+            expect_len("alltoall", "recv", recv.bytes().len(), Some(len))
+        };
         let problem = Problem::Alltoall { p, block: len / p };
-        self.run("alltoall", problem, choice, Some(send), Some(recv), false)
+        let call = Call::new("alltoall", problem, choice);
+        self.run(call, checked, Some(send), Some(recv))
     }
 
     /// The algorithm a call would use for `problem`.
@@ -718,52 +833,84 @@ impl Communicator {
         })
     }
 
-    /// Plans `problem` for this rank and runs it on the given buffers, staging those that are
-    /// not registered.
-    fn run<S, R>(
-        &mut self,
-        op: &'static str,
-        problem: Problem,
-        choice: Choice<'_>,
-        send: Option<&S>,
-        recv: Option<&mut R>,
-        copy_in_recv: bool,
-    ) -> Result<()>
-    where
-        S: Payload + ?Sized,
-        R: PayloadMut + ?Sized,
-    {
-        self.run_in(op, problem, choice, send, recv, copy_in_recv, None)
+    /// The algorithms that apply to `problem` on this communicator, with the time the α-β
+    /// model predicts for each, fastest first: the names a `Choice::Named` call accepts.
+    pub fn algorithms(&self, problem: &Problem) -> Result<Vec<(&'static str, f64)>> {
+        let mut out: Vec<(&'static str, f64)> = registry::applicable(problem, &self.model)?
+            .into_iter()
+            .map(|a| (a.name(), a.predict(&self.model).time))
+            .collect();
+        out.sort_by(|a, b| a.1.total_cmp(&b.1));
+        Ok(out)
     }
 
-    /// [`Self::run`], where `send_in_recv` = (offset, length) says the send data is that part
-    /// of the receive buffer (in place).
-    #[allow(clippy::too_many_arguments)]
-    fn run_in<S, R>(
+    /// Runs one call on this rank: its own checks (`checked`, the buffers' owner, the
+    /// algorithm), the full argument check when it is on, then the plan on the given buffers,
+    /// staging those that are not registered. A call refused on this rank is still consumed
+    /// and given up on every rank ([`Transport::abandon`]), so that no rank pairs the data
+    /// of one call with another.
+    fn run<S, R>(
         &mut self,
-        op: &'static str,
-        problem: Problem,
-        choice: Choice<'_>,
+        call: Call<'_>,
+        checked: Result<()>,
         send: Option<&S>,
-        mut recv: Option<&mut R>,
-        copy_in_recv: bool,
-        send_in_recv: Option<(usize, usize)>,
+        recv: Option<&mut R>,
     ) -> Result<()>
     where
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        let algorithm = self.choose(&problem, choice)?;
-        let plan = algorithm.rank_plan(self.rank())?;
+        let op = call.op;
+        let before = self.transport.next_seq();
+        let result = self.run_call(call, checked, send, recv);
+        if let Err(err) = &result {
+            // Refused before the transport started it: the peers still count on this call.
+            if self.transport.broken().is_none() && self.transport.next_seq() == before {
+                let why = err.to_string();
+                let why = why.strip_prefix(&format!("{op}: ")).unwrap_or(&why);
+                self.transport.abandon(op, why);
+            }
+        }
+        result
+    }
+
+    fn run_call<S, R>(
+        &mut self,
+        call: Call<'_>,
+        checked: Result<()>,
+        send: Option<&S>,
+        mut recv: Option<&mut R>,
+    ) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        if let Some(why) = self.transport.broken() {
+            return Err(TransportError::Broken(why.to_string()).into());
+        }
+        let op = call.op;
+        let chosen = checked
+            .and_then(|()| self.owns(op, "send", send.and_then(|s| s.registered())))
+            .and_then(|()| self.owns(op, "recv", recv.as_ref().and_then(|r| r.registered())))
+            .and_then(|()| self.choose(&call.problem, call.choice))
+            .map_err(|e| in_call(op, e));
+        if self.config.check {
+            let name = chosen.as_ref().map(|a| a.name()).map_err(|e| e.to_string());
+            self.agree(op, &call.problem, name)?;
+        }
+        let algorithm = chosen?;
+        let plan = algorithm
+            .rank_plan(self.rank())
+            .map_err(|e| in_call(op, e.into()))?;
         let need = plan.buffers;
-        let digest = digest(op, algorithm.name(), &problem);
+        let digest = digest(op, algorithm.name(), &call.problem);
 
         ensure(&self.transport, &mut self.scratch, need.scratch)?;
         let mut copied = 0usize;
 
         let send_bytes = send.map_or(&[][..], |s| s.bytes());
         let send_direct = send.and_then(|s| s.registered()).filter(|_| need.send > 0);
-        if send_direct.is_none() && need.send > 0 && send_in_recv.is_none() {
+        if send_direct.is_none() && need.send > 0 && call.send_in_recv.is_none() {
             ensure(&self.transport, &mut self.stage_send, need.send)?;
             if let Some(stage) = &self.stage_send {
                 stage.store(0, &send_bytes[..need.send.min(send_bytes.len())])?;
@@ -785,7 +932,7 @@ impl Communicator {
         if staged {
             ensure(&self.transport, &mut self.stage_recv, recv_len)?;
             if let (Some(stage), Some(r)) = (&self.stage_recv, recv.as_ref()) {
-                match send_in_recv {
+                match call.send_in_recv {
                     // In place: only this rank's part is input, the plan writes the rest.
                     Some((offset, len)) => {
                         let part = r.bytes().get(offset..offset + len).ok_or_else(|| {
@@ -794,7 +941,7 @@ impl Communicator {
                         stage.store(offset, part)?;
                         copied += len;
                     }
-                    None if copy_in_recv => {
+                    None if call.copy_in_recv => {
                         stage.store(0, &r.bytes()[..user_part])?;
                         copied += user_part;
                     }
@@ -813,7 +960,7 @@ impl Communicator {
             } else {
                 self.stage_recv.as_ref().map(|m| View::prefix(m, recv_len))
             };
-            let send_view = match (send_in_recv, send_direct, &self.stage_send) {
+            let send_view = match (call.send_in_recv, send_direct, &self.stage_send) {
                 _ if need.send == 0 => None,
                 (Some((offset, len)), _, _) => recv_view.map(|v| View {
                     mem: v.mem,
@@ -832,7 +979,7 @@ impl Communicator {
             self.transport.execute(op, digest, plan, buffers)?
         };
 
-        if staged {
+        if staged && !call.recv_unchanged {
             if let (Some(stage), Some(r)) = (&self.stage_recv, recv.as_mut()) {
                 stage.read(0, &mut r.bytes_mut()[..user_part])?;
                 copied += user_part;
@@ -845,6 +992,86 @@ impl Communicator {
         });
         Ok(())
     }
+
+    /// Refuses registered memory of another communicator: its keys mean nothing to this
+    /// one's peers.
+    fn owns(&self, op: &'static str, which: &str, mem: Option<&RegisteredMemory>) -> Result<()> {
+        match mem {
+            Some(mem) if !mem.usable_with(self.transport.endpoint()) => Err(argument(
+                op,
+                format!(
+                    "the {which} buffer was allocated by another communicator (use this one's alloc)"
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The full argument check (`CIRCULANT_CHECK=1`): every rank's record of this call is
+    /// exchanged and compared on every rank; a difference, or a rank that refused its call,
+    /// fails the call everywhere with the same message.
+    fn agree(
+        &mut self,
+        op: &'static str,
+        problem: &Problem,
+        chosen: std::result::Result<&str, String>,
+    ) -> Result<()> {
+        let record = check::Record::new(op, problem, chosen);
+        let p = self.size();
+        let exchange = check::exchange_problem(p);
+        let algorithm = check::exchange_algorithm(p, &self.model)?;
+        let plan = algorithm.rank_plan(self.rank())?;
+        let need = plan.buffers;
+        if self.check_mem.is_none() {
+            let send = self.transport.alloc(check::RECORD_BYTES)?;
+            let recv = self.transport.alloc(p * check::RECORD_BYTES)?;
+            self.check_mem = Some((send, recv));
+        }
+        ensure(&self.transport, &mut self.scratch, need.scratch)?;
+        let Some((send, recv)) = &self.check_mem else {
+            return Ok(());
+        };
+        send.store(0, &record.to_bytes())?;
+        let buffers = Buffers {
+            send: Some(View::prefix(send, check::RECORD_BYTES)),
+            recv: Some(View::prefix(recv, p * check::RECORD_BYTES)),
+            scratch: self.scratch.as_ref().map(|m| View::prefix(m, need.scratch)),
+        };
+        let digest = digest(check::CHECK_OP, algorithm.name(), &exchange);
+        let stats = self
+            .transport
+            .execute(check::CHECK_OP, digest, plan, buffers)?;
+        // The check's own copies are not the user's.
+        self.transport.discount_copied(stats.bytes_copied);
+        let records: Vec<Option<check::Record>> = recv
+            .to_vec()
+            .chunks_exact(check::RECORD_BYTES)
+            .map(check::Record::from_bytes)
+            .collect();
+        match check::compare(&records) {
+            None => Ok(()),
+            Some(what) => {
+                self.transport.abandon(op, &what);
+                Err(CommError::Disagree { op, what })
+            }
+        }
+    }
+}
+
+/// A plan error of a call, named after the operation the user called.
+fn in_call(op: &'static str, err: CommError) -> CommError {
+    match err {
+        CommError::Plan(e) => argument(op, e.to_string()),
+        other => other,
+    }
+}
+
+/// The reduction of `op` over `T` (checked when the call is planned).
+fn typed<T: Element>(op: ReduceOp) -> Reduction {
+    Reduction {
+        dtype: T::DTYPE,
+        op,
+    }
 }
 
 /// Makes `slot` hold registered memory of at least `len` bytes (kept for later calls).
@@ -855,15 +1082,6 @@ fn ensure(transport: &Transport, slot: &mut Option<RegisteredMemory>, len: usize
         *slot = Some(transport.alloc(len)?);
     }
     Ok(())
-}
-
-/// What must agree between the ranks of one operation.
-fn digest(op: &str, algorithm: &str, problem: &Problem) -> u64 {
-    Digest::default()
-        .text(op)
-        .text(algorithm)
-        .text(&format!("{problem:?}"))
-        .finish()
 }
 
 fn argument(op: &'static str, what: String) -> CommError {

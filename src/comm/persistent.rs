@@ -30,7 +30,9 @@ use crate::fabric::RegisteredMemory;
 use crate::plan::Problem;
 use crate::transport::{Buffers, Operation, Prepared, View};
 
-use super::{digest, expect_len, Buffer, Choice, CommError, Communicator, Executed};
+use crate::transport::TransportError;
+
+use super::{digest, expect_len, in_call, Buffer, Choice, CommError, Communicator, Executed};
 use super::{Payload, Result};
 
 /// A collective set up once and run many times. It borrows the communicator, so no other
@@ -41,6 +43,8 @@ pub struct Persistent<'c, 'b> {
     op: &'static str,
     algorithm: &'static str,
     digest: u64,
+    /// The call's arguments, for the full argument check of each start.
+    problem: Problem,
     prepared: Prepared,
     recv: &'b mut Buffer,
     /// The separate send buffer (allgatherv); `None` for broadcast and in place.
@@ -84,7 +88,7 @@ impl Communicator {
             root,
             bytes: buf.len(),
         };
-        Persistent::new(self, "bcast", problem, choice, buf, None, None)
+        Persistent::new(self, "bcast", Ok((problem, None)), choice, buf, None)
     }
 
     /// A persistent allgatherv (see [`Self::allgatherv`]); both buffers stay with the request
@@ -106,12 +110,14 @@ impl Communicator {
         choice: Choice<'_>,
     ) -> Result<Persistent<'c, 'b>> {
         let op = "allgatherv";
-        self.check_counts(op, counts, recv.len())?;
-        expect_len(op, "send", send.len(), Some(counts[self.rank()]))?;
+        let checked = self
+            .check_counts(op, counts, recv.len())
+            .and_then(|()| expect_len(op, "send", send.len(), self.own(counts)));
         let problem = Problem::Allgatherv {
             counts: counts.to_vec(),
         };
-        Persistent::new(self, op, problem, choice, recv, Some(send), None)
+        let setup = checked.map(|()| (problem, None));
+        Persistent::new(self, op, setup, choice, recv, Some(send))
     }
 
     /// A persistent in-place allgatherv (see [`Self::allgatherv_in_place`]): this rank's
@@ -131,39 +137,62 @@ impl Communicator {
         choice: Choice<'_>,
     ) -> Result<Persistent<'c, 'b>> {
         let op = "allgatherv";
-        self.check_counts(op, counts, recv.len())?;
-        let offset: usize = counts[..self.rank()].iter().sum();
-        let mine = (offset, counts[self.rank()]);
+        let checked = self.check_counts(op, counts, recv.len());
+        let mine = self.own_part(counts);
         let problem = Problem::Allgatherv {
             counts: counts.to_vec(),
         };
-        Persistent::new(self, op, problem, choice, recv, None, Some(mine))
+        let setup = checked.map(|()| (problem, Some(mine)));
+        Persistent::new(self, op, setup, choice, recv, None)
     }
 }
 
 impl<'c, 'b> Persistent<'c, 'b> {
+    /// Sets up `op` on the checked arguments `setup` (the problem and, in place, this rank's
+    /// part of the receive buffer). A request refused here gives up the first start on every
+    /// rank, as a refused call does ([`crate::transport::Transport::abandon`]): the peers
+    /// count on it.
     fn new(
         comm: &'c mut Communicator,
         op: &'static str,
-        problem: Problem,
+        setup: Result<(Problem, Option<(usize, usize)>)>,
         choice: Choice<'_>,
         recv: &'b mut Buffer,
         send: Option<&'b mut Buffer>,
-        send_in_recv: Option<(usize, usize)>,
     ) -> Result<Self> {
-        let algorithm = comm.choose(&problem, choice)?;
-        let plan = algorithm.rank_plan(comm.rank())?;
-        let prepared = comm.transport.prepare(op, plan)?;
-        let need = prepared.buffers;
-        let scratch = if need.scratch > 0 {
-            Some(comm.transport.alloc(need.scratch)?)
-        } else {
-            None
+        if let Some(why) = comm.transport.broken() {
+            return Err(TransportError::Broken(why.to_string()).into());
+        }
+        let prepared = setup.and_then(|(problem, send_in_recv)| {
+            comm.owns(op, "recv", Some(&recv.mem))?;
+            if let Some(send) = &send {
+                comm.owns(op, "send", Some(&send.mem))?;
+            }
+            let algorithm = comm.choose(&problem, choice).map_err(|e| in_call(op, e))?;
+            let plan = algorithm
+                .rank_plan(comm.rank())
+                .map_err(|e| in_call(op, e.into()))?;
+            let prepared = comm.transport.prepare(op, plan)?;
+            let need = prepared.buffers;
+            let scratch = if need.scratch > 0 {
+                Some(comm.transport.alloc(need.scratch)?)
+            } else {
+                None
+            };
+            Ok((problem, send_in_recv, algorithm.name(), prepared, scratch))
+        });
+        let (problem, send_in_recv, algorithm, prepared, scratch) = match prepared {
+            Ok(set) => set,
+            Err(err) => {
+                comm.transport.abandon(op, &err.to_string());
+                return Err(err);
+            }
         };
         Ok(Persistent {
             op,
-            algorithm: algorithm.name(),
-            digest: digest(op, algorithm.name(), &problem),
+            algorithm,
+            digest: digest(op, algorithm, &problem),
+            problem,
             prepared,
             recv,
             send,
@@ -182,6 +211,10 @@ impl<'c, 'b> Persistent<'c, 'b> {
     pub fn start(&mut self) -> Result<()> {
         if self.active.is_some() {
             return Err(self.misuse("started again before wait"));
+        }
+        if self.comm.config.check {
+            let problem = self.problem.clone();
+            self.comm.agree(self.op, &problem, Ok(self.algorithm))?;
         }
         let need = self.prepared.buffers;
         let buffers = views(

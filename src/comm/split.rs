@@ -11,6 +11,7 @@ use std::sync::Arc;
 use crate::plan::Problem;
 use crate::transport::{Card, Opened};
 
+use super::call::Call;
 use super::{argument, expect_len, Choice, CommError, Communicator, Payload, PayloadMut, Result};
 
 /// The two groups of an inter-communicator.
@@ -91,29 +92,41 @@ impl Communicator {
         let mut cards = vec![0u8; total];
         self.allgatherv(&card[..], &mut cards[..], &lengths)?;
 
-        let (Some(group), Some(opened)) = (group, opened) else {
-            return Ok(None);
-        };
-        let (opened, _) = opened?;
-        let offsets = crate::plan::displacements(&lengths);
-        let cards = group
-            .iter()
-            .map(|&r| Card::from_bytes(&cards[offsets[r]..offsets[r] + lengths[r]]))
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        let transport = opened.connect(&cards, self.transport.deadline())?;
-        let mut comm = Communicator {
-            transport,
-            job: Arc::clone(&self.job),
-            config: self.config.clone(),
-            model: self.model,
-            scratch: None,
-            stage_send: None,
-            stage_recv: None,
-            last: None,
-        };
-        // Every endpoint of the group is up before its first collective.
-        comm.barrier()?;
-        Ok(Some(comm))
+        let built: Result<Option<Communicator>> = (|| {
+            let (Some(group), Some(opened)) = (group, opened) else {
+                return Ok(None);
+            };
+            let (opened, _) = opened?;
+            let offsets = crate::plan::displacements(&lengths);
+            let cards = group
+                .iter()
+                .map(|&r| Card::from_bytes(&cards[offsets[r]..offsets[r] + lengths[r]]))
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            let transport = opened.connect(&cards, self.transport.deadline())?;
+            Ok(Some(Communicator::new(
+                transport,
+                Arc::clone(&self.job),
+                self.config.clone(),
+                self.model,
+            )))
+        })();
+        // Every rank learns whether all others joined their new communicator, so that none
+        // waits for a member that failed.
+        let joined = [u8::from(built.is_ok())];
+        let mut all = vec![0u8; p];
+        self.allgather(&joined[..], &mut all[..])?;
+        let mut comm = built?;
+        if let Some(r) = all.iter().position(|&j| j == 0) {
+            return Err(argument(
+                "split",
+                format!("rank {r} could not join its new communicator"),
+            ));
+        }
+        if let Some(comm) = comm.as_mut() {
+            // Every endpoint of the group is up before its first collective.
+            comm.barrier()?;
+        }
+        Ok(comm)
     }
 
     /// An inter-communicator between the ranks that pass [`Side::A`] and those that pass
@@ -177,40 +190,47 @@ impl Communicator {
     {
         let op = "intergroup allgatherv";
         let (rank, p) = (self.rank(), self.size());
-        if counts_a.len().checked_add(counts_b.len()) != Some(p) {
-            return Err(argument(
-                op,
-                format!(
-                    "{} + {} counts for {p} ranks",
-                    counts_a.len(),
-                    counts_b.len()
-                ),
-            ));
-        }
-        let in_a = rank < counts_a.len();
-        if in_a != (side == Side::A) {
-            return Err(argument(
-                op,
-                format!(
-                    "rank {rank} is not in group {side:?} of {} + {}",
-                    counts_a.len(),
-                    counts_b.len()
-                ),
-            ));
-        }
-        let (own, other) = if in_a {
-            (counts_a[rank], counts_b)
-        } else {
-            (counts_b[rank - counts_a.len()], counts_a)
-        };
-        expect_len(op, "send", send.bytes().len(), Some(own))?;
-        let total = crate::plan::checked_sum(other).ok();
-        expect_len(op, "recv", recv.bytes().len(), total)?;
+        let checked = (|| {
+            if counts_a.len().checked_add(counts_b.len()) != Some(p) {
+                return Err(argument(
+                    op,
+                    format!(
+                        "{} + {} counts for {p} ranks",
+                        counts_a.len(),
+                        counts_b.len()
+                    ),
+                ));
+            }
+            let in_a = rank < counts_a.len();
+            if in_a != (side == Side::A) {
+                return Err(argument(
+                    op,
+                    format!(
+                        "rank {rank} is not in group {side:?} of {} + {}",
+                        counts_a.len(),
+                        counts_b.len()
+                    ),
+                ));
+            }
+            let (own, other) = if in_a {
+                (counts_a[rank], counts_b)
+            } else {
+                (counts_b[rank - counts_a.len()], counts_a)
+            };
+            expect_len(op, "send", send.bytes().len(), Some(own))?;
+            let total = crate::plan::checked_sum(other).ok();
+            expect_len(op, "recv", recv.bytes().len(), total)
+        })();
         let problem = Problem::Intergroup {
             a: counts_a.to_vec(),
             b: counts_b.to_vec(),
         };
-        self.run(op, problem, choice, Some(send), Some(recv), false)
+        self.run(
+            Call::new(op, problem, choice),
+            checked,
+            Some(send),
+            Some(recv),
+        )
     }
 }
 

@@ -179,6 +179,18 @@ impl RegisteredMemory {
         self.len == 0
     }
 
+    /// Whether writes through `endpoint` may use this region: it was registered in the
+    /// endpoint's domain (and bound to that endpoint where the provider binds regions).
+    pub fn usable_with(&self, endpoint: &Endpoint) -> bool {
+        let same_domain = Arc::ptr_eq(&self.inner._domain, &endpoint.inner.domain);
+        let bound_elsewhere = self
+            .inner
+            ._endpoint
+            .as_ref()
+            .is_some_and(|e| !Arc::ptr_eq(e, &endpoint.inner));
+        same_domain && !bound_elsewhere
+    }
+
     /// Key peers use to access the region.
     pub fn key(&self) -> u64 {
         self.inner.key

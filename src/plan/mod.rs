@@ -246,7 +246,7 @@ pub enum PlanError {
     OpNotDefined { op: ReduceOp, dtype: Dtype },
     #[error("{bytes} bytes is not a whole number of {dtype} elements")]
     Misaligned { bytes: usize, dtype: Dtype },
-    #[error("{algorithm} does not implement {collective}")]
+    #[error("{algorithm} implements {collective}, not this collective")]
     WrongCollective {
         algorithm: &'static str,
         collective: &'static str,

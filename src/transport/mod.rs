@@ -34,7 +34,7 @@ use crate::fabric::{
     LocalRange, Post, RegisteredMemory, RemoteRegion, REMOTE_REGION_BYTES,
 };
 use crate::plan::{self, Buf, Local, PlanError, RankPlan, Round, Transfer};
-use wire::{wire_seq, Event, Token, TOKEN_BYTES};
+use wire::{order, wire_seq, Event, Order, Token, TOKEN_BYTES};
 
 /// Default deadline of one operation.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(60);
@@ -69,8 +69,12 @@ pub enum TransportError {
     },
     #[error("{op}: rank {rank} aborted the operation (it failed, or was called with different arguments)")]
     AbortedBy { op: String, rank: usize },
-    #[error("{op}: rank {peer} was called with different arguments (counts, sizes, root or algorithm differ)")]
+    #[error("{op}: rank {peer} was called with different arguments (the collective, counts, sizes, root, reduction or algorithm differ)")]
     Mismatch { op: String, peer: usize },
+    #[error("{op}: the ranks were called with different arguments: {what}")]
+    Disagree { op: String, what: String },
+    #[error("{op}: rank {rank} failed an earlier operation, so this one cannot complete")]
+    AbortedEarlier { op: String, rank: usize },
     #[error("{op}: protocol violation: {what}")]
     Protocol { op: String, what: String },
     #[error("{op}: {what}")]
@@ -288,8 +292,9 @@ pub struct Transport {
     seq: u64,
     /// Tokens received and not yet used, per peer (usually at most one).
     tokens: Vec<Vec<Token>>,
-    /// Signals of operations this rank has not reached yet: (wire seq, round) → count.
-    early: HashMap<(u8, u32), usize>,
+    /// Writes and signals of operations this rank has not reached yet:
+    /// (wire seq, round, signal) → count.
+    early: HashMap<(u8, u32, bool), usize>,
     /// Aborts of operations this rank has not reached yet: (wire seq, rank).
     early_aborts: Vec<(u8, usize)>,
     limits: Limits,
@@ -345,6 +350,12 @@ impl Transport {
     /// since the communicator was created.
     pub fn bytes_copied(&self) -> u64 {
         self.copied
+    }
+
+    /// Takes back bytes an operation of the library's own counted (the argument check), so
+    /// that [`Self::bytes_copied`] counts the copies of the user's calls.
+    pub fn discount_copied(&mut self, bytes: u64) {
+        self.copied = self.copied.saturating_sub(bytes);
     }
 
     /// Adds bytes copied outside a plan (staging of plain slices).
@@ -408,6 +419,9 @@ impl Transport {
     /// Drives a started operation to completion.
     pub fn finish(&mut self, operation: Operation, buffers: Buffers<'_>) -> Result<OpStats> {
         let mut run = operation.run;
+        if let Some(why) = &self.broken {
+            return Err(TransportError::Broken(why.clone()));
+        }
         if self.active != Some(run.seq) {
             return Err(TransportError::Invalid {
                 op: run.op.clone(),
@@ -426,6 +440,45 @@ impl Transport {
     /// Whether an operation has been started and not finished.
     pub fn in_progress(&self) -> bool {
         self.active.is_some()
+    }
+
+    /// Sequence number the next operation gets.
+    pub fn next_seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Why the transport is unusable, if it is.
+    pub fn broken(&self) -> Option<&str> {
+        self.broken.as_deref()
+    }
+
+    /// Gives up an operation this rank refused before starting it (its arguments failed a
+    /// check here), as if it had failed: the operation in progress, or else the next one,
+    /// consumes its sequence number, every peer is told (so that each returns an error for
+    /// it instead of pairing its data with another call), and the transport becomes
+    /// unusable. `why` is kept for later calls.
+    pub fn abandon(&mut self, name: &str, why: &str) {
+        if self.broken.is_some() {
+            return;
+        }
+        let seq = match self.active {
+            Some(seq) => seq,
+            None => {
+                self.seq += 1;
+                self.seq - 1
+            }
+        };
+        let mut run = Run::new(
+            self,
+            format!("{name} (operation {seq})"),
+            seq,
+            0,
+            &Prepared::empty(),
+        );
+        run.abort_all(self);
+        run.drain(self);
+        self.broken = Some(format!("{name} (operation {seq}): {why}"));
+        self.active = None;
     }
 
     fn usable(&self, name: &str) -> Result<()> {
@@ -498,6 +551,10 @@ pub struct Prepared {
     expected: Arc<[usize]>,
     /// The ranks that write into this one (they get ready tokens).
     writers: Arc<[usize]>,
+    /// The ranks this one writes data into (it waits for their tokens).
+    targets: Arc<[usize]>,
+    /// Whether what arrives are signals (no receive or scratch buffer) rather than data.
+    receives_signals: bool,
 }
 
 impl Prepared {
@@ -511,11 +568,13 @@ impl Prepared {
         let rounds: Vec<Round> = plan.rounds.collect();
         let mut expected = Vec::with_capacity(rounds.len());
         let mut writers = Vec::new();
+        let mut targets = Vec::new();
         for round in &rounds {
-            if u64::from(round.index) > wire::MAX_FIELD {
+            if u64::from(round.index) > wire::MAX_ROUND {
                 return Err(invalid(format!(
-                    "round {} does not fit the 24 bits of remote CQ data",
-                    round.index
+                    "round {} does not fit the {} bits of remote CQ data",
+                    round.index,
+                    wire::ROUND_BITS
                 )));
             }
             expected.push(round.expects.iter().map(|e| e.writes).sum());
@@ -523,6 +582,9 @@ impl Prepared {
             for transfer in &round.sends {
                 if transfer.to >= size {
                     return Err(invalid(format!("a write to rank {}", transfer.to)));
+                }
+                if transfer.bytes() > 0 {
+                    targets.push(transfer.to);
                 }
                 for piece in &transfer.pieces {
                     if piece.len > limits.max_msg_size && limits.max_msg_size > 0 {
@@ -536,16 +598,33 @@ impl Prepared {
         }
         writers.sort_unstable();
         writers.dedup();
+        targets.sort_unstable();
+        targets.dedup();
         if let Some(&w) = writers.last().filter(|&&w| w >= size) {
             return Err(invalid(format!("writes expected from rank {w}")));
         }
         Ok(Prepared {
+            receives_signals: plan.buffers.recv == 0 && plan.buffers.scratch == 0,
             buffers: plan.buffers,
             setup: plan.setup.into(),
             rounds: rounds.into(),
             expected: expected.into(),
             writers: writers.into(),
+            targets: targets.into(),
         })
+    }
+
+    /// A plan that does nothing (the stand-in for an operation given up before its start).
+    fn empty() -> Prepared {
+        Prepared {
+            buffers: plan::Buffers::default(),
+            setup: Arc::new([]),
+            rounds: Arc::new([]),
+            expected: Arc::new([]),
+            writers: Arc::new([]),
+            targets: Arc::new([]),
+            receives_signals: true,
+        }
     }
 
     /// Rounds in which this rank does something.
@@ -666,7 +745,8 @@ impl Run {
         Ok(())
     }
 
-    /// Counts signals and aborts of this operation that arrived during earlier ones.
+    /// Counts signals and aborts of this operation that arrived during earlier ones, and
+    /// checks the tokens that did.
     fn adopt_early(&mut self, t: &mut Transport) -> Result<()> {
         let abort = wire::abort_seq(self.seq);
         if let Some(&(_, rank)) = t.early_aborts.iter().find(|(s, _)| *s == abort) {
@@ -675,32 +755,82 @@ impl Run {
                 rank,
             });
         }
-        t.early_aborts.retain(|&(s, _)| is_future_abort(abort, s));
+        t.early_aborts
+            .retain(|&(s, _)| order(abort, s, wire::ABORT_SEQ_BITS) == Order::Future);
         let seq = wire_seq(self.seq);
-        let early: Vec<(u32, usize)> = t
+        let early: Vec<(u32, bool, usize)> = t
             .early
             .iter()
-            .filter(|((s, _), _)| *s == seq)
-            .map(|(&(_, round), &n)| (round, n))
+            .filter(|((s, _, _), _)| *s == seq)
+            .map(|(&(_, round, signal), &n)| (round, signal, n))
             .collect();
-        for (round, n) in early {
-            t.early.remove(&(seq, round));
-            self.count_arrivals(round, n)?;
+        for (round, signal, n) in early {
+            t.early.remove(&(seq, round, signal));
+            self.count_arrivals(round, signal, n)?;
+        }
+        for from in 0..t.size {
+            if let Some(token) = t.tokens[from].iter().find(|tok| tok.seq == self.seq) {
+                let token = *token;
+                self.check_token(from, &token)?;
+            }
         }
         Ok(())
     }
 
-    /// Tells every other rank that this operation failed here.
+    /// A token `from` sent for this operation: its digest must be ours, and this rank must
+    /// write into `from` (or the two ranks run different plans).
+    fn check_token(&self, from: usize, token: &Token) -> Result<()> {
+        if token.digest != self.digest {
+            return Err(TransportError::Mismatch {
+                op: self.op.to_string(),
+                peer: from,
+            });
+        }
+        if self.plan.targets.binary_search(&from).is_err() {
+            return Err(TransportError::Disagree {
+                op: self.op.to_string(),
+                what: format!(
+                    "rank {from} expects writes from this rank that this rank's call does not make"
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Tells every other rank that this operation failed here. A full transmit queue is
+    /// progressed and the abort posted again, for as long as draining would wait.
     fn abort_all(&mut self, t: &mut Transport) {
         let event = Event::Abort {
             from: t.rank,
             seq: wire::abort_seq(self.seq),
         };
-        for peer in 0..t.size {
-            // Best effort: a peer that is gone cannot be told.
-            if peer != t.rank && matches!(t.post_signal(peer, event), Ok(Post::Posted)) {
-                self.in_flight += 1;
+        let deadline = Instant::now() + DRAIN;
+        let (rank, size) = (t.rank, t.size);
+        for peer in (0..size).filter(|&peer| peer != rank) {
+            loop {
+                match t.post_signal(peer, event) {
+                    Ok(Post::Posted) => {
+                        self.in_flight += 1;
+                        break;
+                    }
+                    Ok(Post::Again) if Instant::now() < deadline => self.reap(t),
+                    // Best effort: a peer that is gone cannot be told.
+                    _ => break,
+                }
             }
+        }
+    }
+
+    /// Waits a slice for completions after a failure, counting only our own writes.
+    fn reap(&mut self, t: &mut Transport) {
+        match t.cq.wait(&mut t.completions, WAIT_SLICE) {
+            Ok(_) => {
+                let done = t.completions.iter().filter(|c| c.context.is_some()).count();
+                self.in_flight = self.in_flight.saturating_sub(done);
+                t.completions.clear();
+            }
+            // A failed write is a completed one.
+            Err(_) => self.in_flight = self.in_flight.saturating_sub(1),
         }
     }
 
@@ -938,12 +1068,7 @@ impl Run {
         let Some(token) = list.iter().find(|tok| tok.seq == self.seq).copied() else {
             return Ok(None);
         };
-        if token.digest != self.digest {
-            return Err(TransportError::Mismatch {
-                op: self.op.to_string(),
-                peer: transfer.to,
-            });
-        }
+        self.check_token(transfer.to, &token)?;
         Ok(Some(token))
     }
 
@@ -961,6 +1086,7 @@ impl Run {
         let event = Event::Data {
             seq: wire_seq(self.seq),
             round,
+            signal: transfer.bytes() == 0,
         };
         let peer = t.peers[transfer.to];
         let count = transfer.pieces.len();
@@ -1040,16 +1166,16 @@ impl Run {
             return Ok(());
         };
         match Event::decode(word) {
-            Event::Data { seq, round } => {
+            Event::Data { seq, round, signal } => {
                 let current = wire_seq(self.seq);
-                if seq == current {
-                    self.count_arrivals(round, 1)?;
-                } else if is_future(current, seq) {
-                    *t.early.entry((seq, round)).or_insert(0) += 1;
-                } else {
-                    return Err(self.protocol(format!(
-                        "a write of an operation that is over (wire sequence {seq}, current {current})"
-                    )));
+                match order(current, seq, wire::SEQ_BITS) {
+                    Order::Current => self.count_arrivals(round, signal, 1)?,
+                    Order::Future => *t.early.entry((seq, round, signal)).or_insert(0) += 1,
+                    Order::Past => {
+                        return Err(self.protocol(format!(
+                            "a write of an operation that is over (wire sequence {seq}, current {current})"
+                        )));
+                    }
                 }
             }
             Event::Token { from } => {
@@ -1057,6 +1183,18 @@ impl Run {
                     return Err(self.protocol(format!("a token from rank {from}")));
                 }
                 if let Some(token) = t.take_token(from) {
+                    if token.seq < self.seq {
+                        return Err(TransportError::Disagree {
+                            op: self.op.to_string(),
+                            what: format!(
+                                "rank {from} expects writes from this rank in operation {}, which this rank finished without writing to it",
+                                token.seq
+                            ),
+                        });
+                    }
+                    if token.seq == self.seq {
+                        self.check_token(from, &token)?;
+                    }
                     let list = &mut t.tokens[from];
                     if !list.iter().any(|tok| tok.seq == token.seq) {
                         list.push(token);
@@ -1065,22 +1203,43 @@ impl Run {
             }
             Event::Abort { from, seq } => {
                 let current = wire::abort_seq(self.seq);
-                if seq == current {
-                    return Err(TransportError::AbortedBy {
-                        op: self.op.to_string(),
-                        rank: from,
-                    });
-                }
-                if is_future_abort(current, seq) {
-                    t.early_aborts.push((seq, from));
+                match order(current, seq, wire::ABORT_SEQ_BITS) {
+                    Order::Current => {
+                        return Err(TransportError::AbortedBy {
+                            op: self.op.to_string(),
+                            rank: from,
+                        });
+                    }
+                    Order::Future => t.early_aborts.push((seq, from)),
+                    // An operation this rank finished failed elsewhere: that rank is gone
+                    // from this communicator, so this operation cannot complete either.
+                    Order::Past => {
+                        return Err(TransportError::AbortedEarlier {
+                            op: self.op.to_string(),
+                            rank: from,
+                        });
+                    }
                 }
             }
         }
         Ok(())
     }
 
-    /// Counts `n` writes of this operation that arrived for `round`.
-    fn count_arrivals(&mut self, round: u32, n: usize) -> Result<()> {
+    /// Counts `n` writes (or signals) of this operation that arrived for `round`.
+    fn count_arrivals(&mut self, round: u32, signal: bool, n: usize) -> Result<()> {
+        if signal != self.plan.receives_signals {
+            let (got, want) = if signal {
+                ("a signal", "data")
+            } else {
+                ("data", "a signal")
+            };
+            return Err(TransportError::Disagree {
+                op: self.op.to_string(),
+                what: format!(
+                    "{got} arrived in round {round} where this rank's call expects {want} (another rank called a different collective)"
+                ),
+            });
+        }
         let position = self
             .plan
             .rounds
@@ -1131,32 +1290,8 @@ impl Run {
     fn drain(&mut self, t: &mut Transport) -> bool {
         let deadline = Instant::now() + DRAIN;
         while self.in_flight > 0 && Instant::now() < deadline {
-            match t.cq.wait(&mut t.completions, WAIT_SLICE) {
-                Ok(_) => {
-                    let completions = std::mem::take(&mut t.completions);
-                    for c in &completions {
-                        if c.context.is_some() {
-                            self.in_flight = self.in_flight.saturating_sub(1);
-                        }
-                    }
-                    t.completions = completions;
-                    t.completions.clear();
-                }
-                // A failed write is a completed one.
-                Err(_) => self.in_flight = self.in_flight.saturating_sub(1),
-            }
+            self.reap(t);
         }
         self.in_flight == 0
     }
-}
-
-/// Whether wire sequence `seq` lies ahead of `current` (within half the sequence space).
-fn is_future(current: u8, seq: u8) -> bool {
-    let ahead = seq.wrapping_sub(current) & 0x7f;
-    ahead != 0 && ahead < 64
-}
-
-fn is_future_abort(current: u8, seq: u8) -> bool {
-    let ahead = seq.wrapping_sub(current) & 0x3f;
-    ahead != 0 && ahead < 32
 }

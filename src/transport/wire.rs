@@ -4,30 +4,42 @@
 //! Remote CQ data is 4 bytes on verbs and EFA, so everything fits in 32 bits:
 //!
 //! ```text
-//! data write:    0 | seq (7 bits) | round (24 bits)
+//! data write:    0 | signal (1 bit) | seq (7 bits) | round (23 bits)
 //! control write: 1 | abort (1 bit) | seq (6 bits, aborts only) | sender rank (24 bits)
 //! ```
 //!
 //! A data write names its operation (sequence number modulo 128) and its round, so the target
-//! counts it against its plan. A control write names its sender: the target then reads the
-//! sender's slot of its control region (a token) or fails the operation (abort).
+//! counts it against its plan; the signal bit marks the zero-length writes of barriers, which
+//! need no token, so that a target that expects data never counts a signal as data. A control
+//! write names its sender: the target then reads the sender's slot of its control region (a
+//! token) or fails the operation (abort).
 
 use crate::fabric::{RemoteRegion, REMOTE_REGION_BYTES};
 
-/// Largest rank and round index the 24-bit fields hold.
-pub const MAX_FIELD: u64 = (1 << 24) - 1;
+/// Bits of the rank field of control writes.
+pub const RANK_BITS: u32 = 24;
+/// Largest rank the control writes hold.
+pub const MAX_FIELD: u64 = (1 << RANK_BITS) - 1;
+/// Bits of the round field of data writes.
+pub const ROUND_BITS: u32 = 23;
+/// Largest round index the data writes hold.
+pub const MAX_ROUND: u64 = (1 << ROUND_BITS) - 1;
+/// Bits of the sequence number that data writes carry.
+pub const SEQ_BITS: u32 = 7;
+/// Bits of the sequence number that aborts carry.
+pub const ABORT_SEQ_BITS: u32 = 6;
 
 const CONTROL: u64 = 1 << 31;
 const ABORT: u64 = 1 << 30;
-const SEQ_BITS: u32 = 7;
+const SIGNAL: u64 = 1 << 30;
 const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
-const ABORT_SEQ_MASK: u64 = (1 << 6) - 1;
+const ABORT_SEQ_MASK: u64 = (1 << ABORT_SEQ_BITS) - 1;
 
 /// A decoded remote CQ data word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
-    /// A data write of operation `seq` (modulo 128) in `round`.
-    Data { seq: u8, round: u32 },
+    /// A write of operation `seq` (modulo 128) in `round`: data, or a zero-length signal.
+    Data { seq: u8, round: u32, signal: bool },
     /// `from` wrote its ready token into our control region.
     Token { from: usize },
     /// `from` gave up operation `seq` (modulo 64).
@@ -37,14 +49,16 @@ pub enum Event {
 impl Event {
     pub fn encode(self) -> u64 {
         match self {
-            Event::Data { seq, round } => {
-                ((u64::from(seq) & SEQ_MASK) << 24) | (u64::from(round) & MAX_FIELD)
+            Event::Data { seq, round, signal } => {
+                (if signal { SIGNAL } else { 0 })
+                    | ((u64::from(seq) & SEQ_MASK) << ROUND_BITS)
+                    | (u64::from(round) & MAX_ROUND)
             }
             Event::Token { from } => CONTROL | (from as u64 & MAX_FIELD),
             Event::Abort { from, seq } => {
                 CONTROL
                     | ABORT
-                    | ((u64::from(seq) & ABORT_SEQ_MASK) << 24)
+                    | ((u64::from(seq) & ABORT_SEQ_MASK) << RANK_BITS)
                     | (from as u64 & MAX_FIELD)
             }
         }
@@ -54,13 +68,14 @@ impl Event {
         let low = (word & MAX_FIELD) as usize;
         if word & CONTROL == 0 {
             Event::Data {
-                seq: ((word >> 24) & SEQ_MASK) as u8,
-                round: low as u32,
+                seq: ((word >> ROUND_BITS) & SEQ_MASK) as u8,
+                round: (word & MAX_ROUND) as u32,
+                signal: word & SIGNAL != 0,
             }
         } else if word & ABORT != 0 {
             Event::Abort {
                 from: low,
-                seq: ((word >> 24) & ABORT_SEQ_MASK) as u8,
+                seq: ((word >> RANK_BITS) & ABORT_SEQ_MASK) as u8,
             }
         } else {
             Event::Token { from: low }
@@ -76,6 +91,29 @@ pub fn wire_seq(seq: u64) -> u8 {
 /// The sequence number as carried by aborts.
 pub fn abort_seq(seq: u64) -> u8 {
     (seq & ABORT_SEQ_MASK) as u8
+}
+
+/// Where wire sequence `seq` (of `bits` bits) lies from the `current` one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    Past,
+    Current,
+    /// Ahead by less than half the sequence space.
+    Future,
+}
+
+/// Orders wire sequence numbers of `bits` bits: the half of the sequence space ahead of
+/// `current` is the future, the other half the past.
+pub fn order(current: u8, seq: u8, bits: u32) -> Order {
+    let mask = (1u16 << bits) - 1;
+    let ahead = u16::from(seq).wrapping_sub(u16::from(current)) & mask;
+    if ahead == 0 {
+        Order::Current
+    } else if ahead < (1 << (bits - 1)) {
+        Order::Future
+    } else {
+        Order::Past
+    }
 }
 
 /// A receiver's permission to write into its buffers for one operation: the operation's
@@ -155,12 +193,26 @@ mod tests {
     #[test]
     fn events_round_trip_in_32_bits() {
         let events = [
-            Event::Data { seq: 0, round: 0 },
+            Event::Data {
+                seq: 0,
+                round: 0,
+                signal: false,
+            },
             Event::Data {
                 seq: 127,
-                round: MAX_FIELD as u32,
+                round: MAX_ROUND as u32,
+                signal: true,
             },
-            Event::Data { seq: 5, round: 77 },
+            Event::Data {
+                seq: 127,
+                round: MAX_ROUND as u32,
+                signal: false,
+            },
+            Event::Data {
+                seq: 5,
+                round: 77,
+                signal: true,
+            },
             Event::Token { from: 0 },
             Event::Token {
                 from: MAX_FIELD as usize,
@@ -174,6 +226,20 @@ mod tests {
             assert_eq!(Event::decode(word), e);
         }
         assert_eq!(wire_seq(128 + 9), 9);
+    }
+
+    #[test]
+    fn sequence_numbers_order_across_the_wrap() {
+        assert_eq!(order(5, 5, SEQ_BITS), Order::Current);
+        assert_eq!(order(5, 6, SEQ_BITS), Order::Future);
+        assert_eq!(order(5, 4, SEQ_BITS), Order::Past);
+        assert_eq!(order(127, 0, SEQ_BITS), Order::Future);
+        assert_eq!(order(0, 127, SEQ_BITS), Order::Past);
+        assert_eq!(order(0, 63, SEQ_BITS), Order::Future);
+        assert_eq!(order(0, 64, SEQ_BITS), Order::Past);
+        assert_eq!(order(63, 0, ABORT_SEQ_BITS), Order::Future);
+        assert_eq!(order(0, 31, ABORT_SEQ_BITS), Order::Future);
+        assert_eq!(order(0, 32, ABORT_SEQ_BITS), Order::Past);
     }
 
     #[test]

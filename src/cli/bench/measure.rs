@@ -342,7 +342,7 @@ fn lengths(problem: &Problem, rank: usize) -> (usize, usize) {
 
 /// Makes `buf` present `len` bytes, registering a larger buffer when it is too small.
 fn fit(comm: &Communicator, buf: &mut Buffer, len: usize) -> Result<(), CommError> {
-    if !buf.set_len(len) {
+    if buf.set_len(len).is_err() {
         // Release the old registration before making the larger one.
         *buf = comm.alloc(1)?;
         *buf = comm.alloc(len)?;

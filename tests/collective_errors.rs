@@ -1,0 +1,318 @@
+//! Failures are collective: a call refused on one rank, ranks that call with different roots,
+//! algorithms or collectives, a buffer of another communicator. Every case runs on a fresh
+//! communicator split from the job's, at p = 2, 3, 4 and 8 on shm and tcp;ofi_rxm, with and
+//! without the full argument check (`CIRCULANT_CHECK`).
+//!
+//! The ranks check the rules themselves and panic when one is broken, which fails the job:
+//! - no rank ever returns `Ok` with data of another call (a broadcast that returns `Ok` holds
+//!   the data of the root this rank named);
+//! - after a rank refused a call, every rank gets an error for that call or for its next one,
+//!   promptly (an abort, not the deadline);
+//! - with the check on, every rank gets an error for the call itself, naming the difference.
+//!
+//! Only disagreements that leave a rank without any peer to compare with (a root or an
+//! algorithm that differs) may end at the deadline without the check, as the README says.
+
+use std::process::Command;
+use std::time::Duration;
+
+use circulant::comm::{Choice, CommError, Communicator};
+
+const BIN: &str = env!("CARGO_BIN_EXE_circulant");
+
+/// Deadline of one collective on the communicators of the cases: the disagreements that can
+/// only time out wait this long without the check. The job's own communicator has 60 s.
+const DEADLINE: Duration = Duration::from_secs(4);
+
+fn job(n: usize, provider: &str, check: bool) -> String {
+    let exe = std::env::current_exe().expect("test binary path");
+    let out = Command::new(BIN)
+        .args(["run", "-n", &n.to_string(), "--provider", provider])
+        .args(["--timeout", "240", "--"])
+        .arg(exe)
+        .args(["--exact", "rank_cases", "--nocapture", "--test-threads=1"])
+        .env("CIRCULANT_TEST_CASES", "1")
+        .env("CIRCULANT_TIMEOUT", "60")
+        .env("CIRCULANT_CHECK", if check { "1" } else { "0" })
+        .output()
+        .expect("circulant run starts");
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "p = {n} on {provider}:\n{all}");
+    for case in CASES {
+        assert_eq!(
+            all.matches(&format!("case {case} passed")).count(),
+            n,
+            "case {case}, p = {n} on {provider}, check {check}:\n{all}"
+        );
+    }
+    all
+}
+
+const CASES: [&str; 8] = [
+    "refused-by-a-non-root",
+    "refused-by-the-root",
+    "roots-differ",
+    "algorithms-differ",
+    "gather-buffer-short-at-root",
+    "different-collectives",
+    "buffer-of-another-communicator",
+    "algorithm-of-another-collective",
+];
+
+#[test]
+fn every_failure_is_collective_on_shm() {
+    for n in [2, 3, 4, 8] {
+        job(n, "shm", false);
+    }
+}
+
+#[test]
+fn every_failure_is_collective_on_tcp() {
+    for n in [2, 3, 4, 8] {
+        job(n, "tcp;ofi_rxm", false);
+    }
+}
+
+#[test]
+fn the_full_check_fails_every_rank_with_the_difference() {
+    for provider in ["shm", "tcp;ofi_rxm"] {
+        for n in [2, 3, 4, 8] {
+            let all = job(n, provider, true);
+            assert!(
+                all.contains("called bcast with root"),
+                "a root difference is named:\n{all}"
+            );
+        }
+    }
+}
+
+/// The ranks of the jobs above; does nothing when run as an ordinary test.
+#[test]
+fn rank_cases() {
+    if std::env::var("CIRCULANT_TEST_CASES").is_err() {
+        return;
+    }
+    let mut world = Communicator::init().expect("init");
+    let check = std::env::var("CIRCULANT_CHECK").as_deref() == Ok("1");
+    for case in CASES {
+        let rank = world.rank();
+        let mut comm = world
+            .split(Some(0), rank as i64)
+            .expect("split")
+            .expect("a communicator");
+        let p = comm.size();
+        comm.set_deadline(DEADLINE);
+        let fails = Rules { rank, case, check };
+        match case {
+            "refused-by-a-non-root" => refused(&mut comm, &fails, 1 % p),
+            "refused-by-the-root" => refused(&mut comm, &fails, 0),
+            "roots-differ" => roots_differ(&mut comm, &fails),
+            "algorithms-differ" => algorithms_differ(&mut comm, &fails),
+            "gather-buffer-short-at-root" => short_gather(&mut comm, &fails),
+            "different-collectives" => different_collectives(&mut comm, &fails),
+            "buffer-of-another-communicator" => foreign_buffer(&mut world, &mut comm, &fails),
+            "algorithm-of-another-collective" => other_collective(&mut comm, &fails),
+            _ => unreachable!(),
+        }
+        drop(comm);
+        world.barrier().expect("the world is unaffected");
+        println!("rank {rank}: case {case} passed");
+    }
+}
+
+struct Rules {
+    rank: usize,
+    case: &'static str,
+    check: bool,
+}
+
+impl Rules {
+    fn fail(&self, what: String) -> ! {
+        panic!("rank {} case {}: {what}", self.rank, self.case)
+    }
+
+    /// An error that came from the peers or this rank at once, not from the deadline.
+    fn prompt(&self, call: &str, err: &CommError) {
+        if err.to_string().contains("timed out") {
+            self.fail(format!("{call} ended at the deadline: {err}"));
+        }
+    }
+
+    /// The outcome of the call after a failed one: an error, prompt when `prompt`.
+    fn next_fails(&self, result: Result<(), CommError>, prompt: bool) {
+        if let Err(err) = &result {
+            println!("rank {} case {}: next call: {err}", self.rank, self.case);
+        }
+        match result {
+            Ok(()) => self.fail("the call after a failure succeeded".into()),
+            Err(err) if prompt => self.prompt("the next call", &err),
+            Err(_) => {}
+        }
+    }
+
+    /// With the check on: an error for the call itself, naming `what`.
+    fn checked(&self, result: &Result<(), CommError>, what: &str) {
+        if !self.check {
+            return;
+        }
+        match result {
+            Ok(()) => self.fail("the check let the call through".into()),
+            Err(err) => {
+                println!("rank {} case {}: {err}", self.rank, self.case);
+                self.prompt("the checked call", err);
+                if !err.to_string().contains(what) {
+                    self.fail(format!("the check's error does not say {what:?}: {err}"));
+                }
+            }
+        }
+    }
+}
+
+fn fill(root: usize) -> u8 {
+    0xa0 + root as u8
+}
+
+/// A broadcast from `root` as this rank names it; `Ok` must hold that root's data.
+fn bcast(
+    comm: &mut Communicator,
+    root: usize,
+    choice: Choice<'_>,
+    r: &Rules,
+) -> Result<(), CommError> {
+    let mut buf = vec![0u8; 1000];
+    if comm.rank() == root {
+        buf.fill(fill(root));
+    }
+    let result = comm.bcast_using(&mut buf[..], root, choice);
+    if result.is_ok() && buf.iter().any(|&x| x != fill(root)) {
+        r.fail(format!("bcast returned Ok without root {root}'s data"));
+    }
+    result
+}
+
+/// Rank `bad` names a root out of range; the others broadcast from 0.
+fn refused(comm: &mut Communicator, r: &Rules, bad: usize) {
+    let p = comm.size();
+    let root = if comm.rank() == bad { p + 3 } else { 0 };
+    let first = bcast(comm, root, Choice::Auto, r);
+    r.checked(&first, "root");
+    if let Err(err) = &first {
+        println!("rank {} case {}: {err}", r.rank, r.case);
+    }
+    match &first {
+        Err(err) => r.prompt("the refused call", err),
+        Ok(()) if comm.rank() == bad => r.fail("a root out of range was accepted".into()),
+        Ok(()) => {}
+    }
+    r.next_fails(bcast(comm, 0, Choice::Auto, r), true);
+}
+
+/// Rank 0 broadcasts from 0, the others from 1.
+fn roots_differ(comm: &mut Communicator, r: &Rules) {
+    if comm.size() < 2 {
+        return;
+    }
+    let root = usize::from(comm.rank() != 0);
+    let first = bcast(comm, root, Choice::Auto, r);
+    r.checked(&first, "called bcast with root");
+    later(comm, r);
+}
+
+/// After a disagreement that only the deadline may reveal: with the check, the next call
+/// fails at once; without it, later calls may still succeed among the ranks that agree (with
+/// the right data), but once the deadline has passed everywhere, a call fails.
+fn later(comm: &mut Communicator, r: &Rules) {
+    if r.check {
+        r.next_fails(bcast(comm, 0, Choice::Auto, r), true);
+        return;
+    }
+    let _ = bcast(comm, 0, Choice::Auto, r);
+    std::thread::sleep(DEADLINE);
+    r.next_fails(bcast(comm, 0, Choice::Auto, r), false);
+}
+
+/// The last rank forces the binomial broadcast, the others the circulant one.
+fn algorithms_differ(comm: &mut Communicator, r: &Rules) {
+    let last = comm.size() - 1;
+    let name = if comm.rank() == last {
+        "binomial-bcast"
+    } else {
+        "circulant-bcast"
+    };
+    let first = bcast(comm, 0, Choice::Named(name), r);
+    r.checked(&first, "algorithm");
+    if comm.size() > 1 {
+        later(comm, r);
+    }
+}
+
+/// The root's gather receive buffer is one byte short.
+fn short_gather(comm: &mut Communicator, r: &Rules) {
+    let p = comm.size();
+    let send = [comm.rank() as u8; 100];
+    let len = if comm.rank() == 0 {
+        100 * p - 1
+    } else {
+        100 * p
+    };
+    let mut recv = vec![0u8; len];
+    let first = comm.gather(&send[..], &mut recv[..], 0);
+    r.checked(&first, "refused its arguments");
+    match &first {
+        Err(err) => r.prompt("the refused gather", err),
+        Ok(()) if comm.rank() == 0 => r.fail("a short receive buffer was accepted".into()),
+        Ok(()) => {}
+    }
+    r.next_fails(comm.barrier(), true);
+}
+
+/// Rank 0 calls a barrier, the others a broadcast from the last rank.
+fn different_collectives(comm: &mut Communicator, r: &Rules) {
+    let p = comm.size();
+    let first = if comm.rank() == 0 {
+        comm.barrier()
+    } else {
+        bcast(comm, p - 1, Choice::Auto, r)
+    };
+    r.checked(&first, "rank 1 called bcast, rank 0 called barrier");
+    if comm.rank() == 0 {
+        if let Err(err) = &first {
+            r.prompt("the barrier", err);
+        } else {
+            r.fail("a barrier paired with broadcasts succeeded".into());
+        }
+    }
+    r.next_fails(comm.barrier(), true);
+}
+
+/// Every rank passes a buffer allocated by the parent communicator.
+fn foreign_buffer(world: &mut Communicator, comm: &mut Communicator, r: &Rules) {
+    let mut buf = world.alloc(64).expect("alloc");
+    match comm.bcast(&mut buf, 0) {
+        Ok(()) => r.fail("a buffer of another communicator was accepted".into()),
+        Err(err) if !err.to_string().contains("another communicator") => {
+            r.fail(format!("the error does not say why: {err}"))
+        }
+        Err(err) => r.prompt("the refused call", &err),
+    }
+    r.next_fails(comm.barrier(), true);
+}
+
+/// Every rank forces an allgather algorithm on a broadcast.
+fn other_collective(comm: &mut Communicator, r: &Rules) {
+    let mut buf = [0u8; 10];
+    match comm.bcast_using(&mut buf[..], 0, Choice::Named("ring-allgather")) {
+        Ok(()) => r.fail("an allgather algorithm ran a broadcast".into()),
+        Err(err) => {
+            let text = err.to_string();
+            if !text.starts_with("bcast") || !text.contains("ring-allgather implements allgather") {
+                r.fail(format!("the error names the wrong collective: {text}"));
+            }
+        }
+    }
+    r.next_fails(comm.barrier(), true);
+}
