@@ -7,7 +7,7 @@
 //! a job of size 1, with a private key-value space (as MPI's singleton init).
 //!
 //! Every wait for the server has a deadline: [`BootstrapOptions::timeout`], 60 s unless the
-//! environment variable `CIRCULANT_BOOTSTRAP_TIMEOUT` (seconds) says otherwise.
+//! environment variable `CIRCULANT_BOOTSTRAP_TIMEOUT` (seconds, at most 7 days) says otherwise.
 
 mod pmi1;
 pub mod wire;
@@ -16,6 +16,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use thiserror::Error;
+
+use crate::limits::parse_positive_seconds;
 
 use pmi1::Pmi1Client;
 pub use pmi1::{Endpoint, KvsLimits};
@@ -120,19 +122,11 @@ impl BootstrapOptions {
     pub fn from_env() -> Result<Self, BootstrapError> {
         let mut options = BootstrapOptions::default();
         if let Ok(text) = std::env::var(TIMEOUT_ENV) {
-            let seconds: f64 = text.trim().parse().map_err(|_| BootstrapError::Env {
+            options.timeout = parse_positive_seconds(&text).map_err(|e| BootstrapError::Env {
                 var: TIMEOUT_ENV,
                 value: text.clone(),
-                reason: "not a number of seconds".into(),
+                reason: e.to_string(),
             })?;
-            options.timeout = Duration::try_from_secs_f64(seconds)
-                .ok()
-                .filter(|t| !t.is_zero())
-                .ok_or_else(|| BootstrapError::Env {
-                    var: TIMEOUT_ENV,
-                    value: text.clone(),
-                    reason: "must be a positive number of seconds".into(),
-                })?;
         }
         Ok(options)
     }

@@ -64,6 +64,45 @@ pub fn run(cli: Cli) -> CliResult {
     }
 }
 
+/// Largest number of ranks any subcommand takes: the largest job the transport carries (rank
+/// numbers travel in 24-bit fields).
+pub const MAX_RANKS: usize = circulant::transport::wire::MAX_FIELD as usize;
+
+/// A number of ranks in 1 ..= [`MAX_RANKS`], for clap.
+pub fn parse_ranks(text: &str) -> Result<usize, String> {
+    let p: u64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a whole number of ranks"))?;
+    match usize::try_from(p) {
+        Ok(p) if (1..=MAX_RANKS).contains(&p) => Ok(p),
+        _ => Err(format!(
+            "{text} ranks: the number of ranks must be between 1 and {MAX_RANKS} (2^24 - 1, the \
+             largest job the transport carries)"
+        )),
+    }
+}
+
+/// A number of seconds in 0 ..= 7 days, for clap.
+pub fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
+    circulant::limits::parse_seconds(text).map_err(|e| format!("`{text}`: {e}"))
+}
+
+/// A positive number of seconds up to 7 days, for clap.
+pub fn parse_positive_seconds(text: &str) -> Result<std::time::Duration, String> {
+    circulant::limits::parse_positive_seconds(text).map_err(|e| format!("`{text}`: {e}"))
+}
+
+/// `time / bound` with `decimals` digits, or `-` when there is no bound to compare with (a
+/// single rank needs no communication, so its bound is 0).
+pub fn ratio_to_bound(time: f64, bound: f64, decimals: usize) -> String {
+    if bound > 0.0 && time.is_finite() {
+        format!("{:.*}", decimals, time / bound)
+    } else {
+        "-".to_owned()
+    }
+}
+
 /// Schedule constructions; only the circulant one of seed 000 so far.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum Algorithm {

@@ -11,8 +11,8 @@ use super::CliResult;
 #[derive(clap::Args)]
 pub struct Args {
     /// Deadline of each PMI wait in seconds (default: CIRCULANT_BOOTSTRAP_TIMEOUT or 60).
-    #[arg(long, value_name = "SECONDS")]
-    timeout: Option<f64>,
+    #[arg(long, value_name = "SECONDS", value_parser = super::parse_positive_seconds)]
+    timeout: Option<Duration>,
     /// Fault injection for tests: this rank exits with status 0 right after PMI init, without
     /// finalize, leaving the others alone in the barrier.
     #[arg(long, value_name = "RANK")]
@@ -45,11 +45,8 @@ pub fn run(args: Args) -> CliResult {
         return Ok(ExitCode::FAILURE);
     }
     let mut options = BootstrapOptions::from_env()?;
-    if let Some(seconds) = args.timeout {
-        options.timeout = Duration::try_from_secs_f64(seconds)
-            .ok()
-            .filter(|t| !t.is_zero())
-            .ok_or("--timeout must be a positive number of seconds")?;
+    if let Some(timeout) = args.timeout {
+        options.timeout = timeout;
     }
     let mut boot = Bootstrap::from_env_with(&options)?;
     let (rank, size) = (boot.rank(), boot.size());
