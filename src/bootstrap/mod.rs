@@ -9,6 +9,7 @@
 //! Every wait for the server has a deadline: [`BootstrapOptions::timeout`], 60 s unless the
 //! environment variable `CIRCULANT_BOOTSTRAP_TIMEOUT` (seconds, at most 7 days) says otherwise.
 
+mod hangup;
 mod pmi1;
 pub mod wire;
 
@@ -106,6 +107,9 @@ pub struct BootstrapOptions {
     pub timeout: Duration,
     /// Without PMI variables, become rank 0 of 1 (true) or fail with `NotInJob` (false).
     pub allow_singleton: bool,
+    /// Until finalize, end this process with SIGTERM if the PMI channel hangs up (the launcher
+    /// died): a rank must not outlive its job.
+    pub end_with_launcher: bool,
 }
 
 impl Default for BootstrapOptions {
@@ -113,6 +117,7 @@ impl Default for BootstrapOptions {
         BootstrapOptions {
             timeout: DEFAULT_TIMEOUT,
             allow_singleton: true,
+            end_with_launcher: true,
         }
     }
 }
@@ -204,7 +209,7 @@ impl Bootstrap {
         size: Option<String>,
         options: &BootstrapOptions,
     ) -> Result<Self, BootstrapError> {
-        let client = Pmi1Client::connect(endpoint, options.timeout)?;
+        let client = Pmi1Client::connect(endpoint, options.timeout, options.end_with_launcher)?;
         let (told_rank, told_size) = client.assigned();
         let rank = match (told_rank, rank) {
             (Some(r), _) => r,

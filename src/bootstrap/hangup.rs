@@ -1,0 +1,58 @@
+//! Ends a rank whose launcher is gone: a thread waits for the PMI channel to hang up (the
+//! launcher, or the proxy that started the rank, died) and then sends this process SIGTERM,
+//! so that no rank outlives its job. A program that handles SIGTERM gets to clean up.
+
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
+use std::thread;
+
+use rustix::event::{poll, PollFd, PollFlags};
+use rustix::io::Errno;
+use rustix::process::{getpid, kill_process, Signal};
+
+/// Watches the PMI channel while it lives; dropping it ends the watch (before a finalize,
+/// after which a server may close the channel).
+pub struct HangupWatch {
+    _stop: UnixStream,
+}
+
+impl HangupWatch {
+    /// Starts watching `channel` (a duplicate of the PMI socket).
+    pub fn start(channel: OwnedFd) -> std::io::Result<HangupWatch> {
+        let (stop, stopped) = UnixStream::pair()?;
+        thread::Builder::new()
+            .name("pmi-hangup-watch".into())
+            .spawn(move || watch(channel, stopped))?;
+        Ok(HangupWatch { _stop: stop })
+    }
+}
+
+fn watch(channel: OwnedFd, stopped: UnixStream) {
+    loop {
+        // Data from the server is not asked for, so replies do not wake the thread.
+        let mut fds = [
+            PollFd::new(&channel, PollFlags::RDHUP),
+            PollFd::new(&stopped, PollFlags::IN),
+        ];
+        match poll(&mut fds, None) {
+            Err(Errno::INTR) => continue,
+            Err(_) => return,
+            Ok(_) => {}
+        }
+        if !fds[1].revents().is_empty() {
+            return;
+        }
+        let hangup = PollFlags::RDHUP | PollFlags::HUP | PollFlags::ERR;
+        if fds[0].revents().intersects(hangup) {
+            eprintln!(
+                "circulant: the PMI channel to the launcher closed before PMI finalize (the \
+                 launcher is gone); ending this rank"
+            );
+            let _ = kill_process(getpid(), Signal::TERM);
+            return;
+        }
+        if fds[0].revents().contains(PollFlags::NVAL) {
+            return;
+        }
+    }
+}
