@@ -1,10 +1,30 @@
-//! Ranges of the durations that users give on the command line or in the environment: every
-//! one is checked here into a clear error, so that no deadline can overflow a clock.
+//! Ranges of the durations and rank counts that users give on the command line or in the
+//! environment: every one is checked here into a clear error, so that no deadline can overflow
+//! a clock and no table is sized beyond what a job can be.
 
 use std::time::Duration;
 
 /// Longest duration accepted anywhere (timeouts, deadlines, grace periods): 7 days.
 pub const MAX_SECONDS: u64 = 7 * 24 * 3600;
+
+/// Largest number of ranks: the largest job the transport carries (rank numbers travel in
+/// 24-bit fields).
+pub const MAX_RANKS: usize = crate::transport::wire::MAX_FIELD as usize;
+
+/// Parses a number of ranks in 1 ..= [`MAX_RANKS`].
+pub fn parse_ranks(text: &str) -> Result<usize, String> {
+    let p: u64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a whole number of ranks"))?;
+    match usize::try_from(p) {
+        Ok(p) if (1..=MAX_RANKS).contains(&p) => Ok(p),
+        _ => Err(format!(
+            "{text} ranks: the number of ranks must be between 1 and {MAX_RANKS} (2^24 - 1, the \
+             largest job the transport carries)"
+        )),
+    }
+}
 
 /// Why a text is not an acceptable number of seconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -93,6 +113,19 @@ mod tests {
             assert_eq!(error.reason(), error.to_string());
         }
         assert_eq!(parse_positive_seconds("0"), Err(SecondsError::Zero));
+        assert_eq!(parse_ranks("1"), Ok(1));
+        assert_eq!(parse_ranks("16777215"), Ok(MAX_RANKS));
+        for text in [
+            "0",
+            "16777216",
+            "18446744073709551615",
+            "1e12",
+            "-1",
+            "x",
+            "",
+        ] {
+            assert!(parse_ranks(text).is_err(), "{text:?}");
+        }
         assert_eq!(parse_positive_seconds("-0"), Err(SecondsError::Zero));
     }
 }

@@ -1,14 +1,21 @@
 //! Ends a rank whose launcher is gone: a thread waits for the PMI channel to hang up (the
 //! launcher, or the proxy that started the rank, died) and then sends this process SIGTERM,
-//! so that no rank outlives its job. A program that handles SIGTERM gets to clean up.
+//! and SIGKILL [`GRACE`] later, so that no rank outlives its job. A program that handles
+//! SIGTERM gets the grace period to clean up (libraries linked with libfabric may install a
+//! SIGTERM handler that does not end the process, hence the SIGKILL).
 
+use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::thread;
+use std::time::Duration;
 
 use rustix::event::{poll, PollFd, PollFlags};
 use rustix::io::Errno;
 use rustix::process::{getpid, kill_process, Signal};
+
+/// Time between SIGTERM and SIGKILL.
+pub const GRACE: Duration = Duration::from_secs(2);
 
 /// Watches the PMI channel while it lives; dropping it ends the watch (before a finalize,
 /// after which a server may close the channel).
@@ -44,11 +51,16 @@ fn watch(channel: OwnedFd, stopped: UnixStream) {
         }
         let hangup = PollFlags::RDHUP | PollFlags::HUP | PollFlags::ERR;
         if fds[0].revents().intersects(hangup) {
-            eprintln!(
+            // Not eprintln: stderr is likely a pipe to the dead launcher, and a failed write
+            // must not end this thread before it ends the process.
+            let _ = writeln!(
+                std::io::stderr(),
                 "circulant: the PMI channel to the launcher closed before PMI finalize (the \
                  launcher is gone); ending this rank"
             );
             let _ = kill_process(getpid(), Signal::TERM);
+            thread::sleep(GRACE);
+            let _ = kill_process(getpid(), Signal::KILL);
             return;
         }
         if fds[0].revents().contains(PollFlags::NVAL) {

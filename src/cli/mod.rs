@@ -64,23 +64,9 @@ pub fn run(cli: Cli) -> CliResult {
     }
 }
 
-/// Largest number of ranks any subcommand takes: the largest job the transport carries (rank
-/// numbers travel in 24-bit fields).
-pub const MAX_RANKS: usize = circulant::transport::wire::MAX_FIELD as usize;
-
-/// A number of ranks in 1 ..= [`MAX_RANKS`], for clap.
+/// A number of ranks in 1 ..= 2^24 - 1 (the largest job), for clap.
 pub fn parse_ranks(text: &str) -> Result<usize, String> {
-    let p: u64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{text}` is not a whole number of ranks"))?;
-    match usize::try_from(p) {
-        Ok(p) if (1..=MAX_RANKS).contains(&p) => Ok(p),
-        _ => Err(format!(
-            "{text} ranks: the number of ranks must be between 1 and {MAX_RANKS} (2^24 - 1, the \
-             largest job the transport carries)"
-        )),
-    }
+    circulant::limits::parse_ranks(text)
 }
 
 /// A number of seconds in 0 ..= 7 days, for clap.

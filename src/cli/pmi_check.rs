@@ -23,6 +23,10 @@ pub struct Args {
     /// Fault injection for tests: this rank never initializes PMI; it sleeps until stopped.
     #[arg(long, value_name = "RANK")]
     skip_init_rank: Option<usize>,
+    /// Fault injection for tests: every rank sleeps this long after PMI init, outside any PMI
+    /// call (a rank busy with other work).
+    #[arg(long, value_name = "SECONDS", value_parser = super::parse_seconds)]
+    sleep_after_init: Option<Duration>,
 }
 
 /// Exit code a rank told to abort asks for.
@@ -57,6 +61,9 @@ pub fn run(args: Args) -> CliResult {
         boot.limits(),
         std::process::id()
     );
+    if let Some(pause) = args.sleep_after_init {
+        std::thread::sleep(pause);
+    }
     if args.exit_early_rank == Some(rank) {
         println!("rank {rank}: exiting early as asked, without finalize");
         return Ok(ExitCode::SUCCESS);
