@@ -324,7 +324,7 @@ fn a_rank_killed_during_a_shm_job_leaves_no_shm_files() {
     let done = job.finish(LIMIT);
     assert_ne!(done.code(), Some(0), "{done:?}");
     assert!(
-        done.stderr.contains(&format!("killed by signal 9")),
+        done.stderr.contains("killed by signal 9"),
         "{}",
         done.stderr
     );

@@ -811,3 +811,50 @@ fn write_piece(out: &mut impl Write, prefix: Option<&str>, piece: &[u8]) -> std:
     }
     out.flush()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
+    #[test]
+    fn shm_region_names_are_matched_exactly() {
+        assert!(is_shm_region_of("1234:0:0", 1234));
+        assert!(is_shm_region_of("1234:12:7", 1234));
+        for name in [
+            "12345:0:0",
+            "234:0:0",
+            "1234:0",
+            "1234:0:0:0",
+            "1234:a:0",
+            "1234::0",
+        ] {
+            assert!(!is_shm_region_of(name, 1234), "{name}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn output_pieces_are_bounded_and_keep_every_byte(
+            bytes in vec(prop_oneof![Just(b'\n'), any::<u8>()], 0..3000),
+            limit in 1usize..500,
+        ) {
+            let mut chunker = Chunker::new(&bytes[..], limit);
+            let mut all = Vec::new();
+            let mut short_unterminated = 0;
+            while let Some(piece) = chunker.next_piece() {
+                prop_assert!(!piece.is_empty() && piece.len() <= limit);
+                match piece.iter().position(|&c| c == b'\n') {
+                    Some(i) => prop_assert_eq!(i, piece.len() - 1),
+                    None if piece.len() < limit => short_unterminated += 1,
+                    None => {}
+                }
+                all.extend_from_slice(piece);
+            }
+            // Only the last piece may be cut short without a line end.
+            prop_assert!(short_unterminated <= 1);
+            prop_assert_eq!(all, bytes);
+        }
+    }
+}

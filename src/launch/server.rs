@@ -542,3 +542,58 @@ impl Outbox {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+    use std::io::Read;
+    use std::time::Duration;
+
+    fn request() -> impl Strategy<Value = Vec<u8>> {
+        let command =
+            "(init|get_maxes|get_my_kvsname|put|get|barrier_in|finalize|abort|[a-z_]{1,8})";
+        let field = ("(kvsname|key|value|exitcode|[a-z]{1,3})", "[!-~]{0,12}");
+        prop_oneof![
+            (command, vec(field, 0..4)).prop_map(|(cmd, fields)| {
+                let mut line = format!("cmd={cmd}");
+                for (key, value) in fields {
+                    line.push_str(&format!(" {key}={value}"));
+                }
+                line.push('\n');
+                line.into_bytes()
+            }),
+            vec(any::<u8>(), 0..120),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Whatever a rank sends, the server neither panics nor answers with something that is
+        /// not a PMI line.
+        #[test]
+        fn arbitrary_requests_never_panic_the_server(requests in vec(request(), 0..24)) {
+            let server = PmiServer::new(2, "kvs".into());
+            let (ours, mut theirs) = UnixStream::pair().expect("socketpair");
+            let serving = server.clone();
+            let handle = thread::spawn(move || serving.serve(0, ours, |_| {}));
+            for request in &requests {
+                if theirs.write_all(request).is_err() {
+                    break;
+                }
+            }
+            let _ = theirs.shutdown(std::net::Shutdown::Write);
+            theirs.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+            let mut replies = Vec::new();
+            let _ = theirs.read_to_end(&mut replies);
+            prop_assert!(handle.join().is_ok(), "the server panicked");
+            for line in replies.split_inclusive(|&c| c == b'\n') {
+                prop_assert!(Message::parse(line).is_ok(), "{:?}", String::from_utf8_lossy(line));
+            }
+            let phases = server.phases();
+            prop_assert_eq!(phases[1], PmiPhase::NotInitialized);
+        }
+    }
+}
