@@ -131,6 +131,7 @@ fn rank_counts_are_range_checked() {
         &[],
         &["between 1 and 16777215"],
     );
+    assert_refused(&["run", "-n", "4097", "--", "true"], &[], &["4097"]);
     for jobs in ["0", "1025", "18446744073709551615"] {
         assert_refused(&["verify", "--max-p", "4", "--jobs", jobs], &[], &[jobs]);
     }
@@ -142,6 +143,26 @@ fn rank_counts_are_range_checked() {
         &[],
     );
     assert!(out.status.success(), "{out:?}");
+}
+
+#[test]
+fn verify_reports_progress_without_a_terminal() {
+    let out = circulant(
+        &[
+            "verify",
+            "--max-p",
+            "2000",
+            "--jobs",
+            "1",
+            "--progress-every",
+            "0.2",
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/2000 p done ("), "{err}");
+    assert!(err.contains("% of the work) after "), "{err}");
 }
 
 #[test]

@@ -332,3 +332,19 @@ fn a_rank_killed_during_a_shm_job_leaves_no_shm_files() {
         assert_eq!(shm_files_of(rank), Vec::<String>::new(), "rank pid {rank}");
     }
 }
+
+#[test]
+fn an_overlong_pmi_line_ends_the_job_naming_the_rank() {
+    let script = format!(
+        "if [ \"$PMI_RANK\" = 1 ]; then printf 'cmd=put key=k value=%05000d\\n' 0 >&\"$PMI_FD\"; fi; {WAIT}"
+    );
+    let done = run(circulant(&["run", "-n", "2", "--", "bash", "-c", &script]));
+    assert_eq!(done.code(), Some(1), "{done:?}");
+    assert!(
+        done.stderr
+            .contains("rank 1 broke the PMI protocol: reading its PMI socket failed: no end of line within 4096 bytes"),
+        "{}",
+        done.stderr
+    );
+    assert_all_gone(&done.pids());
+}

@@ -12,9 +12,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{parse_ranks, Algorithm, CliResult};
 
-/// How often progress is reported when stderr is not a terminal.
-const PROGRESS_EVERY: Duration = Duration::from_secs(10);
-
 #[derive(clap::Args)]
 pub struct Args {
     /// Check every p from --min-p up to this (at most 16777215).
@@ -26,6 +23,9 @@ pub struct Args {
     /// Schedule construction.
     #[arg(long, value_enum, default_value_t = Algorithm::Circulant)]
     algorithm: Algorithm,
+    /// Seconds between progress lines when stderr is not a terminal.
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = super::parse_positive_seconds, hide = true)]
+    progress_every: Duration,
     /// Worker threads (default: all cores; at most 1024).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     jobs: Option<u16>,
@@ -71,7 +71,7 @@ pub fn run(args: Args) -> CliResult {
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let failed = AtomicUsize::new(0);
-    // Without a terminal the bar is hidden: a line every PROGRESS_EVERY shows that long runs
+    // Without a terminal the bar is hidden: a line every --progress-every shows that long runs
     // are advancing.
     let (finished, progress_wait) = std::sync::mpsc::channel::<()>();
     std::thread::scope(|scope| {
@@ -79,7 +79,7 @@ pub fn run(args: Args) -> CliResult {
             let (done, bar) = (&done, &bar);
             scope.spawn(move || {
                 while let Err(RecvTimeoutError::Timeout) =
-                    progress_wait.recv_timeout(PROGRESS_EVERY)
+                    progress_wait.recv_timeout(args.progress_every)
                 {
                     let percent = bar.position() as f64 * 100.0 / weight.max(1) as f64;
                     eprintln!(
