@@ -10,11 +10,10 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{alive, assert_all_gone, bin, circulant, pids_in, run, Started, LIMIT};
+use common::{
+    alive, assert_all_gone, assert_failed_with, bin, circulant, pids_in, run, Started, LIMIT, WAIT,
+};
 use rustix::process::{kill_process, Pid, Signal};
-
-/// A shell rank that prints its pid and then waits to be stopped.
-const WAIT: &str = "echo pid $$; exec sleep 30";
 
 /// bash functions speaking PMI-1 on `$PMI_FD`: `ask LINE` sends a request and puts the reply
 /// in `$reply`.
@@ -29,17 +28,6 @@ fn signal(pid: u32, signal: Signal) {
     let _ = kill_process(pid, signal);
 }
 
-/// Waits for `count` `pid N` lines of a started job.
-fn pids_of(job: &Started, count: usize) -> Vec<u32> {
-    let deadline = Instant::now() + LIMIT;
-    let mut pids = Vec::new();
-    while pids.len() < count {
-        let (_, line) = job.next_line(deadline).expect("ranks to print their pids");
-        pids.extend(pids_in(&line));
-    }
-    pids
-}
-
 #[test]
 fn a_rank_flooding_the_pmi_server_does_not_delay_another_ranks_failure() {
     // Rank 0 sends requests without ever reading a reply; rank 1 fails after a second.
@@ -49,14 +37,8 @@ fn a_rank_flooding_the_pmi_server_does_not_delay_another_ranks_failure() {
     let started = Instant::now();
     let done = run(circulant(&["run", "-n", "2", "--", "bash", "-c", script]));
     let took = started.elapsed();
-    assert_eq!(done.code(), Some(3), "{done:?}");
-    assert!(
-        done.stderr.contains("rank 1 exited with code 3"),
-        "{}",
-        done.stderr
-    );
+    assert_failed_with(&done, 3, "rank 1 exited with code 3");
     assert!(took < Duration::from_secs(6), "the job took {took:?}");
-    assert_all_gone(&done.pids());
 }
 
 /// Runs one rank that puts keys `k0`, `k1`, ... with values of `value_len` bytes until the
@@ -218,7 +200,7 @@ fn ranks_die_with_a_killed_launcher() {
         bin()
     );
     let job = Started::new(circulant(&["run", "-n", "2", "--", "sh", "-c", &script]));
-    let mut pids = pids_of(&job, 2);
+    let mut pids = job.pids(2);
     // The grandchild prints its pid once it has initialized PMI.
     let deadline = Instant::now() + LIMIT;
     while pids.len() < 3 {
@@ -253,7 +235,7 @@ fn a_stopped_rank_is_stopped_with_the_job() {
         "run", "-n", "2", "--grace", "30", "--", "sh", "-c", &script,
     ]));
     let started = Instant::now();
-    let pids = pids_of(&job, 2);
+    let pids = job.pids(2);
     for &pid in &pids {
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
         if comm.trim() == "sleep" {
@@ -339,12 +321,10 @@ fn an_overlong_pmi_line_ends_the_job_naming_the_rank() {
         "if [ \"$PMI_RANK\" = 1 ]; then printf 'cmd=put key=k value=%05000d\\n' 0 >&\"$PMI_FD\"; fi; {WAIT}"
     );
     let done = run(circulant(&["run", "-n", "2", "--", "bash", "-c", &script]));
-    assert_eq!(done.code(), Some(1), "{done:?}");
-    assert!(
-        done.stderr
-            .contains("rank 1 broke the PMI protocol: reading its PMI socket failed: no end of line within 4096 bytes"),
-        "{}",
-        done.stderr
+    assert_failed_with(
+        &done,
+        1,
+        "rank 1 broke the PMI protocol: reading its PMI socket failed: no end of line within \
+         4096 bytes",
     );
-    assert_all_gone(&done.pids());
 }
