@@ -13,6 +13,7 @@ pub mod comm;
 #[allow(unsafe_code)]
 pub mod fabric;
 pub mod launch;
+pub mod limits;
 pub mod plan;
 pub mod schedule;
 pub mod sim;

@@ -2,12 +2,7 @@
 
 mod common;
 
-use std::time::Instant;
-
-use common::{assert_all_gone, bin, circulant, clean_summaries, run, Started, LIMIT};
-
-/// A shell rank that prints its pid and then waits to be stopped.
-const WAIT: &str = "echo pid $$; exec sleep 30";
+use common::{assert_all_gone, bin, circulant, clean_summaries, run, Started, LIMIT, WAIT};
 
 #[test]
 fn pmi_check_passes_on_1_2_4_7_ranks() {
@@ -220,12 +215,7 @@ fn timeout_bounds_the_job() {
 #[test]
 fn interrupt_stops_every_rank() {
     let job = Started::new(circulant(&["run", "-n", "3", "--", "sh", "-c", WAIT]));
-    let deadline = Instant::now() + LIMIT;
-    let mut pids = Vec::new();
-    while pids.len() < 3 {
-        let (_, line) = job.next_line(deadline).expect("ranks to start");
-        pids.extend(common::pids_in(&line));
-    }
+    let pids = job.pids(3);
     let launcher = rustix::process::Pid::from_child(&job.child);
     rustix::process::kill_process(launcher, rustix::process::Signal::INT).expect("SIGINT");
     let done = job.finish(LIMIT);

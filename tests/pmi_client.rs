@@ -97,6 +97,8 @@ fn options(timeout_ms: u64) -> BootstrapOptions {
     BootstrapOptions {
         timeout: Duration::from_millis(timeout_ms),
         allow_singleton: false,
+        // The fake servers close the connection when their script ends.
+        end_with_launcher: false,
     }
 }
 

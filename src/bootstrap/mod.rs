@@ -7,8 +7,9 @@
 //! a job of size 1, with a private key-value space (as MPI's singleton init).
 //!
 //! Every wait for the server has a deadline: [`BootstrapOptions::timeout`], 60 s unless the
-//! environment variable `CIRCULANT_BOOTSTRAP_TIMEOUT` (seconds) says otherwise.
+//! environment variable `CIRCULANT_BOOTSTRAP_TIMEOUT` (seconds, at most 7 days) says otherwise.
 
+mod hangup;
 mod pmi1;
 pub mod wire;
 
@@ -16,6 +17,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use thiserror::Error;
+
+use crate::limits::parse_positive_seconds;
 
 use pmi1::Pmi1Client;
 pub use pmi1::{Endpoint, KvsLimits};
@@ -104,6 +107,9 @@ pub struct BootstrapOptions {
     pub timeout: Duration,
     /// Without PMI variables, become rank 0 of 1 (true) or fail with `NotInJob` (false).
     pub allow_singleton: bool,
+    /// Until finalize, end this process with SIGTERM if the PMI channel hangs up (the launcher
+    /// died): a rank must not outlive its job.
+    pub end_with_launcher: bool,
 }
 
 impl Default for BootstrapOptions {
@@ -111,6 +117,7 @@ impl Default for BootstrapOptions {
         BootstrapOptions {
             timeout: DEFAULT_TIMEOUT,
             allow_singleton: true,
+            end_with_launcher: true,
         }
     }
 }
@@ -120,19 +127,11 @@ impl BootstrapOptions {
     pub fn from_env() -> Result<Self, BootstrapError> {
         let mut options = BootstrapOptions::default();
         if let Ok(text) = std::env::var(TIMEOUT_ENV) {
-            let seconds: f64 = text.trim().parse().map_err(|_| BootstrapError::Env {
+            options.timeout = parse_positive_seconds(&text).map_err(|e| BootstrapError::Env {
                 var: TIMEOUT_ENV,
                 value: text.clone(),
-                reason: "not a number of seconds".into(),
+                reason: e.to_string(),
             })?;
-            options.timeout = Duration::try_from_secs_f64(seconds)
-                .ok()
-                .filter(|t| !t.is_zero())
-                .ok_or_else(|| BootstrapError::Env {
-                    var: TIMEOUT_ENV,
-                    value: text.clone(),
-                    reason: "must be a positive number of seconds".into(),
-                })?;
         }
         Ok(options)
     }
@@ -210,7 +209,7 @@ impl Bootstrap {
         size: Option<String>,
         options: &BootstrapOptions,
     ) -> Result<Self, BootstrapError> {
-        let client = Pmi1Client::connect(endpoint, options.timeout)?;
+        let client = Pmi1Client::connect(endpoint, options.timeout, options.end_with_launcher)?;
         let (told_rank, told_size) = client.assigned();
         let rank = match (told_rank, rank) {
             (Some(r), _) => r,

@@ -4,9 +4,11 @@
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
+use super::hangup::HangupWatch;
 use super::wire::{check_token, excerpt, LineRead, LineReader, Message};
 use super::BootstrapError;
 
@@ -38,6 +40,13 @@ impl Stream {
         match self {
             Stream::Unix(s) => s.set_write_timeout(Some(timeout)),
             Stream::Tcp(s) => s.set_write_timeout(Some(timeout)),
+        }
+    }
+    /// Another descriptor of the same connection.
+    fn duplicate(&self) -> io::Result<OwnedFd> {
+        match self {
+            Stream::Unix(s) => s.as_fd().try_clone_to_owned(),
+            Stream::Tcp(s) => s.as_fd().try_clone_to_owned(),
         }
     }
 }
@@ -85,15 +94,30 @@ pub struct Pmi1Client {
     appnum: i64,
     rank: Option<usize>,
     size: Option<usize>,
+    /// Ends the process if the server goes away before finalize.
+    watch: Option<HangupWatch>,
 }
 
 impl Pmi1Client {
     /// Connects and runs the PMI-1 start-up: `init`, `get_maxes`, `get_appnum`,
     /// `get_my_kvsname`. In port mode with an id, the server also tells rank and size.
-    pub fn connect(endpoint: &Endpoint, timeout: Duration) -> Result<Self, BootstrapError> {
+    pub fn connect(
+        endpoint: &Endpoint,
+        timeout: Duration,
+        end_with_launcher: bool,
+    ) -> Result<Self, BootstrapError> {
         let stream = match endpoint {
             Endpoint::Fd(fd) => Stream::Unix(UnixStream::from(inherited_fd(*fd)?)),
             Endpoint::Port { address, .. } => Stream::Tcp(connect_tcp(address, timeout)?),
+        };
+        let watch = if end_with_launcher {
+            let watched = stream.duplicate().and_then(HangupWatch::start);
+            Some(watched.map_err(|source| BootstrapError::Io {
+                during: "starting the watch on the PMI channel".into(),
+                source,
+            })?)
+        } else {
+            None
         };
         stream
             .set_write_timeout(timeout)
@@ -114,6 +138,7 @@ impl Pmi1Client {
             appnum: 0,
             rank: None,
             size: None,
+            watch,
         };
         if let Endpoint::Port { id: Some(id), .. } = endpoint {
             client.port_handshake(id)?;
@@ -239,6 +264,8 @@ impl Pmi1Client {
     }
 
     pub fn finalize(&mut self) -> Result<(), BootstrapError> {
+        // The server may close the channel once the rank finalized.
+        self.watch = None;
         self.call(&Message::new("finalize"), "finalize_ack")?;
         Ok(())
     }

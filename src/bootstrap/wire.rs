@@ -167,10 +167,18 @@ fn truncate(token: &str) -> String {
 }
 
 /// Splits a byte stream into lines, keeping a partial line across reads (a read may time out
-/// between two halves of a line) and refusing lines longer than [`MAX_LINE`].
-#[derive(Debug, Default)]
+/// between two halves of a line) and refusing lines longer than its limit ([`MAX_LINE`]
+/// unless set).
+#[derive(Debug)]
 pub struct LineReader {
     buffer: Vec<u8>,
+    limit: usize,
+}
+
+impl Default for LineReader {
+    fn default() -> Self {
+        LineReader::with_limit(MAX_LINE)
+    }
 }
 
 /// What [`LineReader::read_line`] found.
@@ -186,22 +194,32 @@ impl LineReader {
         Self::default()
     }
 
+    /// A reader that refuses lines longer than `limit` bytes (the end of line included).
+    pub fn with_limit(limit: usize) -> Self {
+        LineReader {
+            buffer: Vec::new(),
+            limit,
+        }
+    }
+
     /// Reads until a whole line is buffered. I/O errors (timeouts included) are returned as they
     /// are; the partial line stays buffered.
     pub fn read_line(&mut self, source: &mut impl Read) -> io::Result<LineRead> {
         loop {
-            if let Some(end) = self.buffer.iter().position(|&c| c == b'\n') {
-                let rest = self.buffer.split_off(end + 1);
-                return Ok(LineRead::Line(std::mem::replace(&mut self.buffer, rest)));
-            }
-            if self.buffer.len() > MAX_LINE {
+            let end = self.buffer.iter().position(|&c| c == b'\n');
+            if end.map_or(self.buffer.len(), |end| end + 1) > self.limit {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
                     format!(
-                        "no end of line within {MAX_LINE} bytes: {}",
+                        "no end of line within {} bytes: {}",
+                        self.limit,
                         excerpt(&self.buffer)
                     ),
                 ));
+            }
+            if let Some(end) = end {
+                let rest = self.buffer.split_off(end + 1);
+                return Ok(LineRead::Line(std::mem::replace(&mut self.buffer, rest)));
             }
             let mut chunk = [0u8; 4096];
             match source.read(&mut chunk) {

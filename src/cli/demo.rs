@@ -14,7 +14,7 @@ use circulant::plan::distribution::Distribution;
 use circulant::plan::{registry, Problem};
 
 use super::bench::measure::{measure_model, Window};
-use super::CliResult;
+use super::{ratio_to_bound, CliResult};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -172,14 +172,14 @@ fn rank(args: &Args) -> CliResult {
         );
         for r in &rows {
             println!(
-                "{:<22} {:>10}  {:<28} {:>11} {:>11} {:>11} {:>8.2}×  {}",
+                "{:<22} {:>10}  {:<28} {:>11} {:>11} {:>11} {:>8}×  {}",
                 r.op,
                 r.bytes,
                 r.algorithm,
                 format_seconds(r.time),
                 format_seconds(r.predicted),
                 format_seconds(r.bound),
-                r.time / r.bound.max(f64::MIN_POSITIVE),
+                ratio_to_bound(r.time, r.bound, 2),
                 if r.ok { "ok" } else { "WRONG" }
             );
         }

@@ -64,6 +64,31 @@ pub fn run(cli: Cli) -> CliResult {
     }
 }
 
+/// A number of ranks in 1 ..= 2^24 - 1 (the largest job), for clap.
+pub fn parse_ranks(text: &str) -> Result<usize, String> {
+    circulant::limits::parse_ranks(text)
+}
+
+/// A number of seconds in 0 ..= 7 days, for clap.
+pub fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
+    circulant::limits::parse_seconds(text).map_err(|e| format!("`{text}`: {e}"))
+}
+
+/// A positive number of seconds up to 7 days, for clap.
+pub fn parse_positive_seconds(text: &str) -> Result<std::time::Duration, String> {
+    circulant::limits::parse_positive_seconds(text).map_err(|e| format!("`{text}`: {e}"))
+}
+
+/// `time / bound` with `decimals` digits, or `-` when there is no bound to compare with (a
+/// single rank needs no communication, so its bound is 0).
+pub fn ratio_to_bound(time: f64, bound: f64, decimals: usize) -> String {
+    if bound > 0.0 && time.is_finite() {
+        format!("{:.*}", decimals, time / bound)
+    } else {
+        "-".to_owned()
+    }
+}
+
 /// Schedule constructions; only the circulant one of seed 000 so far.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum Algorithm {

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::ValueEnum;
 
-use super::CliResult;
+use super::{parse_ranks, ratio_to_bound, CliResult};
 use circulant::bench::csv::AlphaBeta;
 use circulant::bench::report::format_seconds;
 use circulant::plan::bounds::lower_bound;
@@ -35,8 +35,8 @@ pub struct Args {
     /// The collective.
     #[arg(long)]
     op: Op,
-    /// Number of ranks.
-    #[arg(short = 'p', long = "ranks")]
+    /// Number of ranks (at most 16777215).
+    #[arg(short = 'p', long = "ranks", value_parser = parse_ranks)]
     p: usize,
     /// Bytes every rank ends up with: the broadcast or vector size, the whole gathered buffer
     /// (allgather(v), gather), the whole row (scatter, alltoall).
@@ -180,13 +180,12 @@ pub fn run(args: Args) -> CliResult {
             "algorithm", "rounds", "time", "/bound"
         );
         for (name, rounds, time) in rows {
-            let ratio = if bound > 0.0 { time / bound } else { f64::NAN };
             println!(
-                "{:<32} {:>10} {:>14} {:>8.3}",
+                "{:<32} {:>10} {:>14} {:>8}",
                 name,
                 rounds,
                 format_seconds(time),
-                ratio
+                ratio_to_bound(time, bound, 3)
             );
         }
     }

@@ -11,8 +11,8 @@ use super::CliResult;
 #[derive(clap::Args)]
 pub struct Args {
     /// Deadline of each PMI wait in seconds (default: CIRCULANT_BOOTSTRAP_TIMEOUT or 60).
-    #[arg(long, value_name = "SECONDS")]
-    timeout: Option<f64>,
+    #[arg(long, value_name = "SECONDS", value_parser = super::parse_positive_seconds)]
+    timeout: Option<Duration>,
     /// Fault injection for tests: this rank exits with status 0 right after PMI init, without
     /// finalize, leaving the others alone in the barrier.
     #[arg(long, value_name = "RANK")]
@@ -23,6 +23,10 @@ pub struct Args {
     /// Fault injection for tests: this rank never initializes PMI; it sleeps until stopped.
     #[arg(long, value_name = "RANK")]
     skip_init_rank: Option<usize>,
+    /// Fault injection for tests: every rank sleeps this long after PMI init, outside any PMI
+    /// call (a rank busy with other work).
+    #[arg(long, value_name = "SECONDS", value_parser = super::parse_seconds)]
+    sleep_after_init: Option<Duration>,
 }
 
 /// Exit code a rank told to abort asks for.
@@ -45,11 +49,8 @@ pub fn run(args: Args) -> CliResult {
         return Ok(ExitCode::FAILURE);
     }
     let mut options = BootstrapOptions::from_env()?;
-    if let Some(seconds) = args.timeout {
-        options.timeout = Duration::try_from_secs_f64(seconds)
-            .ok()
-            .filter(|t| !t.is_zero())
-            .ok_or("--timeout must be a positive number of seconds")?;
+    if let Some(timeout) = args.timeout {
+        options.timeout = timeout;
     }
     let mut boot = Bootstrap::from_env_with(&options)?;
     let (rank, size) = (boot.rank(), boot.size());
@@ -60,6 +61,9 @@ pub fn run(args: Args) -> CliResult {
         boot.limits(),
         std::process::id()
     );
+    if let Some(pause) = args.sleep_after_init {
+        std::thread::sleep(pause);
+    }
     if args.exit_early_rank == Some(rank) {
         println!("rank {rank}: exiting early as asked, without finalize");
         return Ok(ExitCode::SUCCESS);

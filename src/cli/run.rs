@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use circulant::launch::{run_job, JobSpec};
 
-use super::CliResult;
+use super::{parse_positive_seconds, parse_seconds, CliResult};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -15,13 +15,13 @@ pub struct Args {
     #[arg(short = 'n', long = "np", value_parser = clap::value_parser!(u32).range(1..=4096))]
     ranks: u32,
     /// libfabric provider for the ranks (sets FI_PROVIDER), e.g. `shm`, `tcp;ofi_rxm`.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_provider)]
     provider: Option<String>,
-    /// Stop the job after this many seconds (exit status 124).
-    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    /// Stop the job after this many seconds (exit status 124; at most 604800, 7 days).
+    #[arg(long, value_name = "SECONDS", value_parser = parse_positive_seconds)]
     timeout: Option<Duration>,
     /// Seconds a rank gets between SIGTERM and SIGKILL when the job is stopped (0: SIGKILL at
-    /// once).
+    /// once; at most 604800, 7 days).
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, default_value = "2")]
     grace: Duration,
     /// Prefix every line of output with `[rank] `.
@@ -41,11 +41,12 @@ pub struct Args {
     command: Vec<OsString>,
 }
 
-fn parse_seconds(text: &str) -> Result<Duration, String> {
-    let seconds: f64 = text
-        .parse()
-        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
-    Duration::try_from_secs_f64(seconds).map_err(|_| format!("`{text}` is not a valid duration"))
+/// An empty FI_PROVIDER makes libfabric offer no provider at all.
+fn parse_provider(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        return Err("the provider name is empty (`circulant info` lists the providers)".into());
+    }
+    Ok(text.to_owned())
 }
 
 pub fn run(args: Args) -> CliResult {

@@ -11,7 +11,7 @@ use super::{Algorithm, CliResult};
 #[derive(clap::Args)]
 pub struct Args {
     /// Number of ranks.
-    #[arg(short = 'p', value_name = "P")]
+    #[arg(short = 'p', value_name = "P", value_parser = super::parse_ranks)]
     p: usize,
     /// Schedule construction.
     #[arg(long, value_enum, default_value_t = Algorithm::Circulant)]

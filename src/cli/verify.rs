@@ -1,44 +1,44 @@
 //! `circulant verify`: the verifier on the schedules of every p in a range, on all cores.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::{Duration, Instant};
 
 use circulant::schedule::verify::{block_counts, verify_with_threads};
 use circulant::schedule::{recv_schedule, send_schedule, ScheduleTable};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::{Algorithm, CliResult};
+use super::{parse_ranks, Algorithm, CliResult};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Check every p from --min-p up to this.
-    #[arg(long, value_name = "N")]
+    /// Check every p from --min-p up to this (at most 16777215).
+    #[arg(long, value_name = "N", value_parser = parse_ranks)]
     max_p: usize,
     /// First p to check.
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_ranks)]
     min_p: usize,
     /// Schedule construction.
     #[arg(long, value_enum, default_value_t = Algorithm::Circulant)]
     algorithm: Algorithm,
-    /// Worker threads (default: all cores).
-    #[arg(long)]
-    jobs: Option<usize>,
+    /// Seconds between progress lines when stderr is not a terminal.
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = super::parse_positive_seconds, hide = true)]
+    progress_every: Duration,
+    /// Worker threads (default: all cores; at most 1024).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    jobs: Option<u16>,
 }
 
 #[derive(Debug, thiserror::Error)]
 enum RangeError {
-    #[error("--min-p must be at least 1")]
-    ZeroMinP,
     #[error("--max-p {max} is below --min-p {min}: nothing to check")]
     Empty { min: usize, max: usize },
 }
 
 pub fn run(args: Args) -> CliResult {
     let Algorithm::Circulant = args.algorithm;
-    if args.min_p == 0 {
-        return Err(RangeError::ZeroMinP.into());
-    }
     if args.max_p < args.min_p {
         return Err(RangeError::Empty {
             min: args.min_p,
@@ -48,6 +48,7 @@ pub fn run(args: Args) -> CliResult {
     }
     let jobs = args
         .jobs
+        .map(usize::from)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
     let (lo, hi) = (args.min_p, args.max_p);
@@ -70,7 +71,26 @@ pub fn run(args: Args) -> CliResult {
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let failed = AtomicUsize::new(0);
+    // Without a terminal the bar is hidden: a line every --progress-every shows that long runs
+    // are advancing.
+    let (finished, progress_wait) = std::sync::mpsc::channel::<()>();
     std::thread::scope(|scope| {
+        if !std::io::stderr().is_terminal() {
+            let (done, bar) = (&done, &bar);
+            scope.spawn(move || {
+                while let Err(RecvTimeoutError::Timeout) =
+                    progress_wait.recv_timeout(args.progress_every)
+                {
+                    let percent = bar.position() as f64 * 100.0 / weight.max(1) as f64;
+                    eprintln!(
+                        "verify: {}/{count} p done ({percent:.1}% of the work) after {:.0} s",
+                        done.load(Ordering::Relaxed),
+                        started.elapsed().as_secs_f64()
+                    );
+                }
+            });
+        }
+        let finished = &finished;
         for _ in 0..jobs {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
@@ -85,6 +105,9 @@ pub fn run(args: Args) -> CliResult {
                 let d = done.fetch_add(1, Ordering::Relaxed) + 1;
                 bar.set_message(format!("{d}/{count} p"));
                 bar.inc(p as u64);
+                if d == count {
+                    let _ = finished.send(());
+                }
             });
         }
     });

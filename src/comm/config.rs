@@ -4,13 +4,14 @@
 //! | --- | --- | --- |
 //! | `CIRCULANT_PROVIDER` (or `FI_PROVIDER`) | libfabric provider, e.g. `shm`, `tcp;ofi_rxm`, `verbs;ofi_rxm` | `shm` on one host, else the first RMA-capable provider |
 //! | `CIRCULANT_LOOPBACK` | `0`: do not pin network providers to 127.0.0.1 when all ranks share a host | `1` |
-//! | `CIRCULANT_TIMEOUT` | deadline of one collective, seconds | 60 |
+//! | `CIRCULANT_TIMEOUT` | deadline of one collective, seconds (at most 604800, 7 days) | 60 |
 //! | `CIRCULANT_ALPHA`, `CIRCULANT_BETA` | α (s) and β (s/byte) of the model that picks algorithms | per provider, see [`Config::model_for`] |
 //! | `CIRCULANT_ALGORITHM` | comma-separated algorithm names forced wherever they apply | none |
 //! | `CIRCULANT_CHECK` | `1`: every collective first checks that all ranks called it with the same arguments | `0` |
 
 use std::time::Duration;
 
+use crate::limits::parse_positive_seconds;
 use crate::plan::CostModel;
 use crate::transport::DEFAULT_DEADLINE;
 
@@ -59,6 +60,18 @@ impl Default for Config {
 impl Config {
     pub fn from_env() -> Result<Config, ConfigError> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        // libfabric reads FI_PROVIDER itself, and an empty value excludes every provider.
+        if let Some(empty) = std::env::var("FI_PROVIDER")
+            .ok()
+            .filter(|v| v.trim().is_empty())
+        {
+            return Err(ConfigError {
+                var: "FI_PROVIDER",
+                value: empty,
+                reason: "the value is empty, and libfabric then offers no provider at all; \
+                         unset it or name a provider (`circulant info` lists them)",
+            });
+        }
         let mut config = Config {
             provider: var(PROVIDER_ENV).or_else(|| var("FI_PROVIDER")),
             ..Config::default()
@@ -70,7 +83,11 @@ impl Config {
             config.check = flag(CHECK_ENV, &v)?;
         }
         if let Some(v) = var(TIMEOUT_ENV) {
-            config.deadline = positive(TIMEOUT_ENV, &v).map(Duration::from_secs_f64)?;
+            config.deadline = parse_positive_seconds(&v).map_err(|e| ConfigError {
+                var: TIMEOUT_ENV,
+                value: v.clone(),
+                reason: e.reason(),
+            })?;
         }
         if let Some(v) = var(ALPHA_ENV) {
             config.alpha = Some(positive(ALPHA_ENV, &v)?);

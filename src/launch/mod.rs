@@ -9,7 +9,7 @@
 mod server;
 
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -301,6 +301,57 @@ struct Rank {
     ended: Option<Termination>,
 }
 
+impl Rank {
+    /// Records how the rank ended, and removes the shared-memory files it can no longer remove
+    /// itself (a rank killed by SIGKILL leaves them).
+    fn reaped(&mut self, status: ExitStatus) -> Termination {
+        let termination = Termination::from(status);
+        self.ended = Some(termination);
+        remove_shm_files(self.pid);
+        termination
+    }
+}
+
+/// Where libfabric's shm provider keeps its per-endpoint regions.
+const SHM_DIR: &str = "/dev/shm";
+
+/// Removes the shm provider's regions of the (reaped) process `pid`: files named
+/// `PID:DOMAIN:ENDPOINT` and owned by this user. The pid cannot have been reused yet: this runs
+/// right after the reap, from the thread that reaped it.
+fn remove_shm_files(pid: u32) {
+    let Ok(entries) = std::fs::read_dir(SHM_DIR) else {
+        return;
+    };
+    let me = rustix::process::geteuid();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !name.to_str().is_some_and(|n| is_shm_region_of(n, pid)) {
+            continue;
+        }
+        let path = entry.path();
+        let ours = rustix::fs::lstat(&path).is_ok_and(|st| {
+            st.st_uid == me.as_raw()
+                && rustix::fs::FileType::from_raw_mode(st.st_mode)
+                    == rustix::fs::FileType::RegularFile
+        });
+        if ours {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
+
+/// Whether `name` is `PID:N:M` with the given pid and decimal N and M.
+fn is_shm_region_of(name: &str, pid: u32) -> bool {
+    let mut parts = name.split(':');
+    let decimal = |part: Option<&str>| {
+        part.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    };
+    parts.next() == Some(pid.to_string().as_str())
+        && decimal(parts.next())
+        && decimal(parts.next())
+        && parts.next().is_none()
+}
+
 /// Runs the job to its end and reports how it ended. Errors are failures to start it; a failing
 /// rank is an outcome in the report.
 pub fn run_job(spec: &JobSpec) -> Result<JobReport, LaunchError> {
@@ -487,6 +538,8 @@ fn spawn_rank(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    // A launcher killed outright takes its ranks with it.
+    circulant_sys::process::die_with_parent(&mut command, Signal::KILL.as_raw());
     let child = command.spawn().map_err(|source| LaunchError::Spawn {
         rank,
         program: spec.program.to_string_lossy().into_owned(),
@@ -615,17 +668,15 @@ fn try_reap(rank: &mut Rank) -> Option<Termination> {
     let Ok(Some(status)) = rank.child.try_wait() else {
         return None;
     };
-    let termination = Termination::from(status);
-    rank.ended = Some(termination);
-    Some(termination)
+    Some(rank.reaped(status))
 }
 
-/// Stops every rank still running: SIGTERM to its group, SIGKILL after `grace`.
+/// Stops every rank still running: SIGTERM and SIGCONT to its group, SIGKILL after `grace`.
 fn stop(ranks: &mut [Rank], inbox: &mpsc::Receiver<Event>, grace: Duration) {
     let running = |ranks: &mut [Rank]| {
         for rank in ranks.iter_mut().filter(|r| r.ended.is_none()) {
             if let Ok(Some(status)) = rank.child.try_wait() {
-                rank.ended = Some(status.into());
+                rank.reaped(status);
             }
         }
         ranks.iter().any(|r| r.ended.is_none())
@@ -635,6 +686,8 @@ fn stop(ranks: &mut [Rank], inbox: &mpsc::Receiver<Event>, grace: Duration) {
     }
     for rank in ranks.iter().filter(|r| r.ended.is_none()) {
         kill_group(rank.pid, Signal::TERM);
+        // A stopped rank acts on SIGTERM only once it runs again.
+        kill_group(rank.pid, Signal::CONT);
     }
     let deadline = Instant::now() + grace;
     while running(ranks) {
@@ -648,7 +701,7 @@ fn stop(ranks: &mut [Rank], inbox: &mpsc::Receiver<Event>, grace: Duration) {
     for rank in ranks.iter_mut().filter(|r| r.ended.is_none()) {
         kill_group(rank.pid, Signal::KILL);
         if let Ok(status) = rank.child.wait() {
-            rank.ended = Some(status.into());
+            rank.reaped(status);
         }
     }
 }
@@ -661,6 +714,9 @@ fn kill_group(pid: u32, signal: Signal) {
     }
 }
 
+/// Most bytes of a rank's output held at once: a longer line is forwarded in pieces.
+pub const OUTPUT_CHUNK: usize = 64 * 1024;
+
 /// Copies a rank's output to ours line by line, so that lines of different ranks do not mix.
 fn forward(
     source: impl Read + Send + 'static,
@@ -670,34 +726,135 @@ fn forward(
     drained: Sender<()>,
 ) {
     thread::spawn(move || {
-        let mut reader = BufReader::new(source);
-        let mut line = Vec::new();
         let prefix = format!("[{rank}] ");
-        loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-            // Write errors (a closed pipe downstream) are ignored: the rank's output must still
-            // be drained so that it never blocks on a full pipe.
+        let prefix = tag.then_some(prefix.as_str());
+        let mut lines = Chunker::new(source, OUTPUT_CHUNK);
+        // Write errors (a closed pipe downstream) are ignored: the rank's output must still be
+        // drained so that it never blocks on a full pipe.
+        while let Some(piece) = lines.next_piece() {
             let _ = if to_stderr {
-                write_line(&mut std::io::stderr().lock(), tag.then_some(&prefix), &line)
+                write_piece(&mut std::io::stderr().lock(), prefix, piece)
             } else {
-                write_line(&mut std::io::stdout().lock(), tag.then_some(&prefix), &line)
+                write_piece(&mut std::io::stdout().lock(), prefix, piece)
             };
         }
         let _ = drained.send(());
     });
 }
 
-fn write_line(out: &mut impl Write, prefix: Option<&String>, line: &[u8]) -> std::io::Result<()> {
+/// Splits a stream into lines of at most `limit` bytes: a longer line comes in pieces of
+/// `limit` bytes, so that memory stays bounded whatever a rank writes.
+struct Chunker<R> {
+    source: R,
+    buffer: Vec<u8>,
+    /// Bytes at the front of `buffer` already handed out.
+    consumed: usize,
+    limit: usize,
+    ended: bool,
+}
+
+impl<R: Read> Chunker<R> {
+    fn new(source: R, limit: usize) -> Self {
+        Chunker {
+            source,
+            buffer: Vec::with_capacity(limit),
+            consumed: 0,
+            limit: limit.max(1),
+            ended: false,
+        }
+    }
+
+    /// The next line (with its `\n`), piece of a long line, or unterminated last bytes; `None`
+    /// at the end of the stream (or on a read error).
+    fn next_piece(&mut self) -> Option<&[u8]> {
+        self.buffer.drain(..self.consumed);
+        self.consumed = 0;
+        loop {
+            let end = self.buffer.iter().position(|&c| c == b'\n').map(|i| i + 1);
+            let take = match end {
+                Some(end) => Some(end),
+                None if self.buffer.len() >= self.limit => Some(self.limit),
+                None if self.ended && !self.buffer.is_empty() => Some(self.buffer.len()),
+                None if self.ended => return None,
+                None => None,
+            };
+            if let Some(take) = take {
+                self.consumed = take;
+                return Some(&self.buffer[..take]);
+            }
+            let start = self.buffer.len();
+            self.buffer.resize(self.limit, 0);
+            match self.source.read(&mut self.buffer[start..]) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+                    self.buffer.truncate(start)
+                }
+                Ok(0) | Err(_) => {
+                    self.buffer.truncate(start);
+                    self.ended = true;
+                }
+                Ok(n) => self.buffer.truncate(start + n),
+            }
+        }
+    }
+}
+
+/// Writes one piece of a rank's output; with a prefix every piece becomes a line of its own.
+fn write_piece(out: &mut impl Write, prefix: Option<&str>, piece: &[u8]) -> std::io::Result<()> {
     if let Some(prefix) = prefix {
         out.write_all(prefix.as_bytes())?;
-    }
-    out.write_all(line)?;
-    if !line.ends_with(b"\n") {
-        out.write_all(b"\n")?;
+        out.write_all(piece)?;
+        if !piece.ends_with(b"\n") {
+            out.write_all(b"\n")?;
+        }
+    } else {
+        out.write_all(piece)?;
     }
     out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
+    #[test]
+    fn shm_region_names_are_matched_exactly() {
+        assert!(is_shm_region_of("1234:0:0", 1234));
+        assert!(is_shm_region_of("1234:12:7", 1234));
+        for name in [
+            "12345:0:0",
+            "234:0:0",
+            "1234:0",
+            "1234:0:0:0",
+            "1234:a:0",
+            "1234::0",
+        ] {
+            assert!(!is_shm_region_of(name, 1234), "{name}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn output_pieces_are_bounded_and_keep_every_byte(
+            bytes in vec(prop_oneof![Just(b'\n'), any::<u8>()], 0..3000),
+            limit in 1usize..500,
+        ) {
+            let mut chunker = Chunker::new(&bytes[..], limit);
+            let mut all = Vec::new();
+            let mut short_unterminated = 0;
+            while let Some(piece) = chunker.next_piece() {
+                prop_assert!(!piece.is_empty() && piece.len() <= limit);
+                match piece.iter().position(|&c| c == b'\n') {
+                    Some(i) => prop_assert_eq!(i, piece.len() - 1),
+                    None if piece.len() < limit => short_unterminated += 1,
+                    None => {}
+                }
+                all.extend_from_slice(piece);
+            }
+            // Only the last piece may be cut short without a line end.
+            prop_assert!(short_unterminated <= 1);
+            prop_assert_eq!(all, bytes);
+        }
+    }
 }

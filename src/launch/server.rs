@@ -1,11 +1,16 @@
 //! The PMI-1 server of the built-in launcher: one job-wide key-value space and barrier, one
-//! thread per rank reading that rank's private socket.
+//! thread per rank reading that rank's private socket and one writing to it.
+//!
+//! Replies go through a per-rank queue that the rank's writer thread drains, so no write ever
+//! happens under the job-wide lock: a rank that stops reading its replies stalls only itself
+//! (its reader stops taking requests once [`QUEUED_REPLIES_MAX`] bytes wait for it). What one
+//! rank may store is bounded ([`KEYS_PER_RANK`], [`BYTES_PER_RANK`], [`REQUEST_LINE_MAX`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 use std::os::unix::net::UnixStream;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread;
 
 use crate::bootstrap::wire::{check_token, excerpt, LineRead, LineReader, Message};
 
@@ -14,6 +19,15 @@ use crate::bootstrap::wire::{check_token, excerpt, LineRead, LineReader, Message
 pub const KVSNAME_MAX: usize = 256;
 pub const KEY_MAX: usize = 64;
 pub const VALUE_MAX: usize = 1024;
+
+/// Most keys one rank may put (a key put again counts once).
+pub const KEYS_PER_RANK: usize = 2048;
+/// Most bytes of keys and values one rank may hold in the key-value space.
+pub const BYTES_PER_RANK: usize = 512 * 1024;
+/// Longest request line: room for the longest kvsname, key and value with the field names.
+pub const REQUEST_LINE_MAX: usize = 4096;
+/// Reply bytes that may wait for a rank before its reader stops taking its requests.
+const QUEUED_REPLIES_MAX: usize = 64 * 1024;
 
 /// How far a rank has come in the PMI-1 life cycle, as this server saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,12 +68,26 @@ pub enum PmiEvent {
     ProtocolError { detail: String },
 }
 
+/// A stored value and the rank that put it (which pays for it in its quota).
+struct Entry {
+    owner: usize,
+    value: String,
+}
+
+/// What one rank holds in the key-value space.
+#[derive(Clone, Copy, Default)]
+struct Usage {
+    keys: usize,
+    bytes: usize,
+}
+
 struct State {
     kvsname: String,
-    kvs: HashMap<String, String>,
+    kvs: HashMap<String, Entry>,
+    usage: Vec<Usage>,
     phases: Vec<PmiPhase>,
-    /// Reply channels, for the barrier's release of every rank.
-    writers: Vec<Option<UnixStream>>,
+    /// Reply queues, for the barrier's release of every rank.
+    outboxes: Vec<Option<Arc<Outbox>>>,
     /// The first rank that left without finalize: no barrier can complete after it.
     departed: Option<usize>,
     /// Ranks that left without finalize, in the order they left.
@@ -82,8 +110,9 @@ impl PmiServer {
             state: Arc::new(Mutex::new(State {
                 kvsname,
                 kvs: HashMap::new(),
+                usage: vec![Usage::default(); size],
                 phases: vec![PmiPhase::NotInitialized; size],
-                writers: (0..size).map(|_| None).collect(),
+                outboxes: (0..size).map(|_| None).collect(),
                 departed: None,
                 departures: Vec::new(),
                 initialized: vec![false; size],
@@ -134,12 +163,15 @@ impl PmiServer {
                 return;
             }
         };
-        // A rank that stops reading must not stall the barrier release of the others.
-        let _ = writer.set_write_timeout(Some(Duration::from_secs(10)));
-        self.lock().writers[rank] = Some(writer);
-        let mut reader = LineReader::new();
+        let outbox = Arc::new(Outbox::default());
+        let drain = Arc::clone(&outbox);
+        thread::spawn(move || drain.run(writer));
+        self.lock().outboxes[rank] = Some(Arc::clone(&outbox));
+        let mut reader = LineReader::with_limit(REQUEST_LINE_MAX);
         let mut stream = stream;
         loop {
+            // A rank that does not read its replies gets no further service.
+            outbox.wait_below(QUEUED_REPLIES_MAX);
             let line = match reader.read_line(&mut stream) {
                 Ok(LineRead::Line(line)) => line,
                 Ok(LineRead::Closed(rest)) => {
@@ -167,20 +199,42 @@ impl PmiServer {
                 }
             };
             match self.handle(rank, &request) {
-                Ok(Some(event)) => report(event),
-                Ok(None) => {}
+                Ok(Handled { replies, event }) => {
+                    for (to, reply) in replies {
+                        to.push(reply.encode().into_bytes());
+                    }
+                    if let Some(event) = event {
+                        report(event);
+                    }
+                }
                 Err(detail) => {
                     report(PmiEvent::ProtocolError { detail });
                     break;
                 }
             }
         }
-        self.depart(rank);
+        let replies = self.depart(rank);
+        for (to, reply) in replies {
+            to.push(reply.encode().into_bytes());
+        }
+        outbox.close();
     }
 
-    /// Answers one request. `Err` is a protocol violation that ends the job.
-    fn handle(&self, rank: usize, request: &Message) -> Result<Option<PmiEvent>, String> {
+    /// Answers one request under the lock; the replies are sent after it is released. `Err`
+    /// is a protocol violation that ends the job.
+    fn handle(&self, rank: usize, request: &Message) -> Result<Handled, String> {
         let mut state = self.lock();
+        let mut handled = Handled::default();
+        if state.phases[rank] == PmiPhase::Finalized && request.cmd() != "abort" {
+            // A finalized rank is out of the job: it can neither store nor synchronize.
+            if let Some(name) = reply_name(request.cmd()) {
+                let reply = Message::new(name)
+                    .with("rc", -1)
+                    .with("msg", format!("rank_{rank}_already_finalized_PMI"));
+                handled.reply(&state, rank, reply);
+                return Ok(handled);
+            }
+        }
         let reply = match request.cmd() {
             "init" => {
                 state.initialized[rank] = true;
@@ -209,23 +263,20 @@ impl PmiServer {
                 } else if value.map_or(true, |v| v.len() >= VALUE_MAX) {
                     Some(format!("missing_value_or_not_shorter_than_{VALUE_MAX}"))
                 } else {
-                    None
+                    let value = value.unwrap_or_default();
+                    store(&mut state, rank, key, value).err()
                 };
                 match problem {
                     Some(msg) => Message::new("put_result").with("rc", -1).with("msg", msg),
-                    None => {
-                        let value = value.unwrap_or_default().to_owned();
-                        state.kvs.insert(key.to_owned(), value);
-                        Message::new("put_result")
-                            .with("rc", 0)
-                            .with("msg", "success")
-                    }
+                    None => Message::new("put_result")
+                        .with("rc", 0)
+                        .with("msg", "success"),
                 }
             }
             "get" => {
                 let key = request.get("key").unwrap_or("");
                 let found = if request.get("kvsname") == Some(state.kvsname.as_str()) {
-                    state.kvs.get(key).cloned()
+                    state.kvs.get(key).map(|entry| entry.value.clone())
                 } else {
                     None
                 };
@@ -241,18 +292,24 @@ impl PmiServer {
                 }
             }
             "barrier_in" => {
-                if let Some(gone) = state.departed {
-                    barrier_failure(gone)
+                if let Some(why) = barrier_broken(&state) {
+                    barrier_failure(&why)
                 } else {
                     state.phases[rank] = PmiPhase::InBarrier;
                     if state.phases.iter().all(|p| *p == PmiPhase::InBarrier) {
-                        release_barrier(&mut state, Message::new("barrier_out"));
+                        release_barrier(&mut state, &Message::new("barrier_out"), &mut handled);
                     }
-                    return Ok(None);
+                    return Ok(handled);
                 }
             }
             "finalize" => {
                 state.phases[rank] = PmiPhase::Finalized;
+                // Ranks waiting in a barrier now wait for a rank that will never come.
+                if state.stall.is_none() && state.departed.is_none() {
+                    state.stall = stall_of(&state.phases, None);
+                }
+                let failure = barrier_failure(&format!("rank_{rank}_finalized_PMI"));
+                release_barrier(&mut state, &failure, &mut handled);
                 Message::new("finalize_ack")
             }
             "abort" => {
@@ -260,7 +317,8 @@ impl PmiServer {
                     .get("exitcode")
                     .and_then(|c| c.parse().ok())
                     .unwrap_or(1);
-                return Ok(Some(PmiEvent::Abort { code }));
+                handled.event = Some(PmiEvent::Abort { code });
+                return Ok(handled);
             }
             other => {
                 return Err(format!(
@@ -269,14 +327,16 @@ impl PmiServer {
                 ))
             }
         };
-        send(&mut state, rank, &reply);
-        Ok(None)
+        handled.reply(&state, rank, reply);
+        Ok(handled)
     }
 
     /// The rank's connection closed: without finalize, no barrier can complete any more.
-    fn depart(&self, rank: usize) {
+    /// Returns the failure replies for the ranks waiting in a barrier.
+    fn depart(&self, rank: usize) -> Vec<(Arc<Outbox>, Message)> {
         let mut state = self.lock();
-        state.writers[rank] = None;
+        let mut handled = Handled::default();
+        state.outboxes[rank] = None;
         if state.phases[rank] != PmiPhase::Finalized {
             if state.departed.is_none() {
                 // The leaving rank may itself have been waiting (and given up): count it in.
@@ -286,10 +346,93 @@ impl PmiServer {
             state.departures.push(rank);
             if state.departed.is_none() {
                 state.departed = Some(rank);
-                release_barrier(&mut state, barrier_failure(rank));
+                let failure =
+                    barrier_failure(&format!("rank_{rank}_left_the_job_without_finalize"));
+                release_barrier(&mut state, &failure, &mut handled);
             }
         }
+        handled.replies
     }
+}
+
+/// The outcome of one request: replies to send once the lock is released, and an event for
+/// the launcher.
+#[derive(Default)]
+struct Handled {
+    replies: Vec<(Arc<Outbox>, Message)>,
+    event: Option<PmiEvent>,
+}
+
+impl Handled {
+    fn reply(&mut self, state: &State, rank: usize, reply: Message) {
+        if let Some(outbox) = &state.outboxes[rank] {
+            self.replies.push((Arc::clone(outbox), reply));
+        }
+    }
+}
+
+/// The name of the reply to a request, for refusing it.
+fn reply_name(cmd: &str) -> Option<&'static str> {
+    Some(match cmd {
+        "init" => "response_to_init",
+        "get_maxes" => "maxes",
+        "get_appnum" => "appnum",
+        "get_my_kvsname" => "my_kvsname",
+        "get_universe_size" => "universe_size",
+        "put" => "put_result",
+        "get" => "get_result",
+        "barrier_in" => "barrier_out",
+        "finalize" => "finalize_ack",
+        _ => return None,
+    })
+}
+
+/// Stores `key` for `rank` within its quota; `Err` is the reply's message.
+fn store(state: &mut State, rank: usize, key: &str, value: &str) -> Result<(), String> {
+    let previous = state
+        .kvs
+        .get(key)
+        .map(|entry| (entry.owner, key.len() + entry.value.len()));
+    let mut usage = state.usage[rank];
+    if let Some((_, bytes)) = previous.filter(|(owner, _)| *owner == rank) {
+        usage.keys -= 1;
+        usage.bytes -= bytes;
+    }
+    usage.keys += 1;
+    usage.bytes += key.len() + value.len();
+    if usage.keys > KEYS_PER_RANK {
+        return Err(format!(
+            "quota_exceeded:_rank_{rank}_already_put_{KEYS_PER_RANK}_keys,_the_most_one_rank_may_put"
+        ));
+    }
+    if usage.bytes > BYTES_PER_RANK {
+        return Err(format!(
+            "quota_exceeded:_rank_{rank}_would_hold_more_than_{BYTES_PER_RANK}_bytes_of_keys_and_values"
+        ));
+    }
+    if let Some((owner, bytes)) = previous.filter(|(owner, _)| *owner != rank) {
+        state.usage[owner].keys -= 1;
+        state.usage[owner].bytes -= bytes;
+    }
+    state.usage[rank] = usage;
+    let entry = Entry {
+        owner: rank,
+        value: value.to_owned(),
+    };
+    state.kvs.insert(key.to_owned(), entry);
+    Ok(())
+}
+
+/// Why no barrier can complete any more: a rank left without finalize or finalized.
+fn barrier_broken(state: &State) -> Option<String> {
+    if let Some(gone) = state.departed {
+        return Some(format!("rank_{gone}_left_the_job_without_finalize"));
+    }
+    state
+        .phases
+        .iter()
+        .position(|p| *p == PmiPhase::Finalized)
+        .map(|rank| format!("rank_{rank}_finalized_PMI"))
 }
 
 /// The ranks in the barrier and those absent from it, if any rank is in it. `leaving` is a
@@ -315,25 +458,142 @@ fn stall_of(phases: &[PmiPhase], leaving: Option<usize>) -> Option<BarrierStall>
     Some(BarrierStall { waiting, absent })
 }
 
-fn barrier_failure(gone: usize) -> Message {
-    Message::new("barrier_out")
-        .with("rc", -1)
-        .with("msg", format!("rank_{gone}_left_the_job_without_finalize"))
+fn barrier_failure(why: &str) -> Message {
+    Message::new("barrier_out").with("rc", -1).with("msg", why)
 }
 
-/// Sends `reply` to every rank in the barrier and lets them go on.
-fn release_barrier(state: &mut State, reply: Message) {
+/// Queues `reply` for every rank in the barrier and lets them go on.
+fn release_barrier(state: &mut State, reply: &Message, handled: &mut Handled) {
     for rank in 0..state.phases.len() {
         if state.phases[rank] == PmiPhase::InBarrier {
             state.phases[rank] = PmiPhase::Initialized;
-            send(state, rank, &reply);
+            handled.reply(state, rank, reply.clone());
         }
     }
 }
 
-fn send(state: &mut State, rank: usize, reply: &Message) {
-    // A failed write means the rank is gone; its reader thread reports that.
-    if let Some(writer) = state.writers[rank].as_mut() {
-        let _ = writer.write_all(reply.encode().as_bytes());
+/// Replies waiting for one rank, written by that rank's own thread.
+#[derive(Default)]
+struct Outbox {
+    queue: Mutex<Queue>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct Queue {
+    lines: VecDeque<Vec<u8>>,
+    bytes: usize,
+    /// The rank's connection ended (or a write to it failed): nothing more is sent.
+    closed: bool,
+}
+
+impl Outbox {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn push(&self, line: Vec<u8>) {
+        let mut queue = self.lock();
+        if !queue.closed {
+            queue.bytes += line.len();
+            queue.lines.push_back(line);
+            self.changed.notify_all();
+        }
+    }
+
+    fn close(&self) {
+        self.lock().closed = true;
+        self.changed.notify_all();
+    }
+
+    /// Waits until at most `limit` bytes are queued, or the connection ended.
+    fn wait_below(&self, limit: usize) {
+        let mut queue = self.lock();
+        while queue.bytes > limit && !queue.closed {
+            queue = self.changed.wait(queue).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Writes queued lines to `stream` until the connection ends.
+    fn run(&self, mut stream: UnixStream) {
+        loop {
+            let line = {
+                let mut queue = self.lock();
+                loop {
+                    if let Some(line) = queue.lines.pop_front() {
+                        break line;
+                    }
+                    if queue.closed {
+                        return;
+                    }
+                    queue = self.changed.wait(queue).unwrap_or_else(|p| p.into_inner());
+                }
+            };
+            // A failed write means the rank is gone; its reader reports that.
+            let written = stream.write_all(&line);
+            let mut queue = self.lock();
+            queue.bytes -= line.len();
+            if written.is_err() {
+                queue.closed = true;
+                queue.lines.clear();
+                queue.bytes = 0;
+            }
+            self.changed.notify_all();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+    use std::io::Read;
+    use std::time::Duration;
+
+    fn request() -> impl Strategy<Value = Vec<u8>> {
+        let command =
+            "(init|get_maxes|get_my_kvsname|put|get|barrier_in|finalize|abort|[a-z_]{1,8})";
+        let field = ("(kvsname|key|value|exitcode|[a-z]{1,3})", "[!-~]{0,12}");
+        prop_oneof![
+            (command, vec(field, 0..4)).prop_map(|(cmd, fields)| {
+                let mut line = format!("cmd={cmd}");
+                for (key, value) in fields {
+                    line.push_str(&format!(" {key}={value}"));
+                }
+                line.push('\n');
+                line.into_bytes()
+            }),
+            vec(any::<u8>(), 0..120),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Whatever a rank sends, the server neither panics nor answers with something that is
+        /// not a PMI line.
+        #[test]
+        fn arbitrary_requests_never_panic_the_server(requests in vec(request(), 0..24)) {
+            let server = PmiServer::new(2, "kvs".into());
+            let (ours, mut theirs) = UnixStream::pair().expect("socketpair");
+            let serving = server.clone();
+            let handle = thread::spawn(move || serving.serve(0, ours, |_| {}));
+            for request in &requests {
+                if theirs.write_all(request).is_err() {
+                    break;
+                }
+            }
+            let _ = theirs.shutdown(std::net::Shutdown::Write);
+            theirs.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+            let mut replies = Vec::new();
+            let _ = theirs.read_to_end(&mut replies);
+            prop_assert!(handle.join().is_ok(), "the server panicked");
+            for line in replies.split_inclusive(|&c| c == b'\n') {
+                prop_assert!(Message::parse(line).is_ok(), "{:?}", String::from_utf8_lossy(line));
+            }
+            let phases = server.phases();
+            prop_assert_eq!(phases[1], PmiPhase::NotInitialized);
+        }
     }
 }

@@ -16,6 +16,8 @@
 
 include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
 
+pub mod process;
+
 /// `FI_ADDR_UNSPEC` is `((uint64_t) -1)` in the headers, a cast bindgen does not evaluate.
 pub const FI_ADDR_UNSPEC: fi_addr_t = u64::MAX;
 /// `FI_ADDR_NOTAVAIL` is `((uint64_t) -1)` in the headers as well.

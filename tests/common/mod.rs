@@ -10,6 +10,9 @@ use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::{Duration, Instant};
 
+/// A shell rank that prints its pid and then waits to be stopped.
+pub const WAIT: &str = "echo pid $$; exec sleep 30";
+
 /// Hang guard for one launcher run: generous, as ranks may outnumber cores many times over.
 pub const LIMIT: Duration = Duration::from_secs(60);
 
@@ -69,6 +72,17 @@ impl Started {
     pub fn next_line(&self, deadline: Instant) -> Option<(bool, String)> {
         let left = deadline.saturating_duration_since(Instant::now());
         self.lines.recv_timeout(left).ok()
+    }
+
+    /// Waits until `count` `pid N` lines were printed; returns those pids.
+    pub fn pids(&self, count: usize) -> Vec<u32> {
+        let deadline = Instant::now() + LIMIT;
+        let mut pids = Vec::new();
+        while pids.len() < count {
+            let (_, line) = self.next_line(deadline).expect("ranks to print their pids");
+            pids.extend(pids_in(&line));
+        }
+        pids
     }
 
     /// Waits for the end, collecting output; panics (after killing) past `limit`.
@@ -140,6 +154,17 @@ impl Finished {
     pub fn pids(&self) -> Vec<u32> {
         pids_in(&self.stdout)
     }
+}
+
+/// Fails unless the job ended with `code`, its launcher said `message`, and no rank is left.
+pub fn assert_failed_with(done: &Finished, code: i32, message: &str) {
+    assert_eq!(done.code(), Some(code), "{done:?}");
+    assert!(
+        done.stderr.contains(message),
+        "no `{message}` in {}",
+        done.stderr
+    );
+    assert_all_gone(&done.pids());
 }
 
 pub fn run(command: Command) -> Finished {

@@ -1,0 +1,61 @@
+//! The library's parsing of the environment: every duration is range-checked into an error
+//! that names the variable, the value and the range. One test, as it changes the environment.
+
+use std::time::Duration;
+
+use circulant::bootstrap::{BootstrapError, BootstrapOptions, TIMEOUT_ENV};
+use circulant::comm::{Config, TIMEOUT_ENV as COLLECTIVE_TIMEOUT_ENV};
+
+#[test]
+fn durations_and_providers_from_the_environment_are_checked() {
+    std::env::remove_var("FI_PROVIDER");
+    std::env::remove_var("CIRCULANT_PROVIDER");
+    for (value, reason) in [
+        ("1e30", "more than 604800 seconds"),
+        ("1e19", "more than 604800 seconds"),
+        ("-1", "negative"),
+        ("nan", "not a finite number"),
+        ("inf", "not a finite number"),
+        ("0", "zero seconds"),
+        ("soon", "not a number"),
+    ] {
+        std::env::set_var(COLLECTIVE_TIMEOUT_ENV, value);
+        let error = Config::from_env().expect_err(value);
+        assert_eq!(error.var, COLLECTIVE_TIMEOUT_ENV);
+        assert!(error.reason.contains(reason), "{value}: {error}");
+
+        std::env::set_var(TIMEOUT_ENV, value);
+        match BootstrapOptions::from_env() {
+            Err(BootstrapError::Env { var, reason: r, .. }) => {
+                assert_eq!(var, TIMEOUT_ENV);
+                assert!(r.contains(reason), "{value}: {r}");
+            }
+            other => panic!("{value}: {other:?}"),
+        }
+    }
+    std::env::set_var(COLLECTIVE_TIMEOUT_ENV, "604800");
+    assert_eq!(
+        Config::from_env().expect("7 days").deadline,
+        Duration::from_secs(604_800)
+    );
+    std::env::set_var(TIMEOUT_ENV, "0.25");
+    assert_eq!(
+        BootstrapOptions::from_env()
+            .expect("a quarter second")
+            .timeout,
+        Duration::from_millis(250)
+    );
+    std::env::remove_var(COLLECTIVE_TIMEOUT_ENV);
+    std::env::remove_var(TIMEOUT_ENV);
+
+    std::env::set_var("FI_PROVIDER", "");
+    let error = Config::from_env().expect_err("empty FI_PROVIDER");
+    assert_eq!(error.var, "FI_PROVIDER");
+    assert!(error.reason.contains("the value is empty"), "{error}");
+    std::env::set_var("FI_PROVIDER", "tcp;ofi_rxm");
+    assert_eq!(
+        Config::from_env().expect("a provider").provider.as_deref(),
+        Some("tcp;ofi_rxm")
+    );
+    std::env::remove_var("FI_PROVIDER");
+}
