@@ -185,6 +185,15 @@ fn persistent_requests_refuse_misuse_and_finish_when_dropped() {
     );
 }
 
+#[test]
+fn typed_forced_algorithms_listed_algorithms_and_root_copies() {
+    for provider in ["shm", "tcp;ofi_rxm"] {
+        let out = roles(3, provider, "api", &[], "30");
+        assert!(out.status.success(), "{provider}:\n{}", text(&out));
+        assert_eq!(text(&out).matches("api ok").count(), 3, "{}", text(&out));
+    }
+}
+
 /// Prints what a persistent allgatherv saves per operation against plain calls on the same
 /// registered buffers (figures only: no timed assertion).
 #[test]
@@ -323,6 +332,7 @@ fn rank_role() {
         "zero-copy" => zero_copy(&mut comm),
         "persistent" => persistent(&mut comm),
         "timing" => timing(&mut comm),
+        "api" => api(&mut comm),
         other => panic!("unknown role {other}"),
     }
 }
@@ -541,6 +551,87 @@ fn persistent(comm: &mut Communicator) {
     ));
     assert!(matches!(comm.barrier(), Err(CommError::Transport(_))));
     println!("persistent ok on rank {rank}");
+}
+
+/// Typed reductions with a forced algorithm, the list of algorithms that apply, what a
+/// plain-memory broadcast copies at the root, and a length beyond a buffer's capacity.
+fn api(comm: &mut Communicator) {
+    use circulant::plan::{Problem, ReduceOp};
+    let (rank, p) = (comm.rank(), comm.size());
+    let send = [rank as i64 + 1; 5];
+    let mut sum = [0i64; 5];
+    let total = (p * (p + 1) / 2) as i64;
+    for name in ["recursive-doubling-allreduce", "reduce-scatter-allgather"] {
+        sum.fill(0);
+        comm.allreduce_using(&send, &mut sum, ReduceOp::Sum, Choice::Named(name))
+            .unwrap();
+        assert_eq!(sum, [total; 5], "{name}");
+        assert_eq!(comm.last().unwrap().algorithm, name);
+    }
+    let mut root_sum = [0i64; 5];
+    comm.reduce_using(
+        &send,
+        &mut root_sum,
+        ReduceOp::Sum,
+        0,
+        Choice::Named("binomial-reduce"),
+    )
+    .unwrap();
+    if rank == 0 {
+        assert_eq!(root_sum, [total; 5]);
+    }
+    let mut prefix = [0i64; 5];
+    comm.scan_using(
+        &send,
+        &mut prefix,
+        ReduceOp::Sum,
+        Choice::Named("hypercube-scan"),
+    )
+    .unwrap();
+    assert_eq!(prefix, [((rank + 1) * (rank + 2) / 2) as i64; 5]);
+    prefix.fill(0);
+    comm.exscan_using(
+        &send,
+        &mut prefix,
+        ReduceOp::Sum,
+        Choice::Named("hypercube-scan"),
+    )
+    .unwrap();
+    if rank > 0 {
+        assert_eq!(prefix, [(rank * (rank + 1) / 2) as i64; 5]);
+    }
+
+    let bcast = Problem::Broadcast {
+        p,
+        root: 0,
+        bytes: 1 << 20,
+    };
+    let listed = comm.algorithms(&bcast).unwrap();
+    assert!(
+        listed.iter().any(|(n, _)| *n == "circulant-bcast"),
+        "{listed:?}"
+    );
+    assert!(listed.windows(2).all(|w| w[0].1 <= w[1].1), "fastest first");
+    assert!(
+        listed.iter().all(|(n, _)| n.ends_with("bcast")),
+        "{listed:?}"
+    );
+
+    // The root's plain buffer is staged in once and not copied back; the others' only out.
+    let mut data = vec![if rank == 1 { 7u8 } else { 0 }; 10_000];
+    let before = comm.bytes_copied();
+    comm.bcast_using(&mut data[..], 1, Choice::Named("circulant-bcast"))
+        .unwrap();
+    assert!(data.iter().all(|&x| x == 7));
+    let copied = comm.bytes_copied() - before;
+    assert_eq!(copied, 10_000, "rank {rank} copied {copied} bytes");
+
+    let mut buf = comm.alloc(100).unwrap();
+    assert!(matches!(buf.set_len(101), Err(CommError::Argument { .. })));
+    buf.set_len(50).unwrap();
+    assert_eq!(buf.len(), 50);
+    comm.barrier().unwrap();
+    println!("api ok on rank {rank}");
 }
 
 /// Plain and persistent circulant allgatherv, 4 KiB in all, 2000 operations each; rank 0

@@ -45,6 +45,8 @@ fn every_op_answers() {
         "allgatherv",
         "scatter",
         "gather",
+        "scatterv",
+        "gatherv",
         "alltoall",
         "barrier",
         "intergroup",
