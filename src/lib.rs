@@ -14,6 +14,7 @@ pub mod comm;
 pub mod fabric;
 pub mod launch;
 pub mod plan;
+pub mod random;
 pub mod schedule;
 pub mod sim;
 pub mod transport;

@@ -49,6 +49,7 @@ pub use persistent::Persistent;
 pub use split::{InterCommunicator, Side};
 
 use crate::bootstrap::{Bootstrap, BootstrapError};
+use crate::fabric::Access::{self, Local, RemoteWrite};
 use crate::fabric::{FabricError, Hints, Info, RegisteredMemory};
 use crate::plan::registry;
 use crate::plan::{Algorithm, CostModel, PlanError, Problem, ReduceOp, Reduction};
@@ -240,7 +241,7 @@ impl Communicator {
 
     /// `len` bytes of registered memory, zeroed: collectives on it copy nothing.
     pub fn alloc(&self, len: usize) -> Result<Buffer> {
-        Ok(Buffer::new(self.transport.alloc(len)?, len))
+        Ok(Buffer::new(self.transport.alloc(len, RemoteWrite)?, len))
     }
 
     /// Blocks until every rank has called it (dissemination barrier over the fabric).
@@ -758,13 +759,18 @@ impl Communicator {
         let need = plan.buffers;
         let digest = digest(op, algorithm.name(), &problem);
 
-        ensure(&self.transport, &mut self.scratch, need.scratch)?;
+        ensure(
+            &self.transport,
+            &mut self.scratch,
+            need.scratch,
+            RemoteWrite,
+        )?;
         let mut copied = 0usize;
 
         let send_bytes = send.map_or(&[][..], |s| s.bytes());
         let send_direct = send.and_then(|s| s.registered()).filter(|_| need.send > 0);
         if send_direct.is_none() && need.send > 0 && send_in_recv.is_none() {
-            ensure(&self.transport, &mut self.stage_send, need.send)?;
+            ensure(&self.transport, &mut self.stage_send, need.send, Local)?;
             if let Some(stage) = &self.stage_send {
                 stage.store(0, &send_bytes[..need.send.min(send_bytes.len())])?;
                 copied += send_bytes.len().min(need.send);
@@ -783,7 +789,7 @@ impl Communicator {
         let staged = !recv_direct && recv_len > 0;
         let user_part = recv_len.min(user_len);
         if staged {
-            ensure(&self.transport, &mut self.stage_recv, recv_len)?;
+            ensure(&self.transport, &mut self.stage_recv, recv_len, RemoteWrite)?;
             if let (Some(stage), Some(r)) = (&self.stage_recv, recv.as_ref()) {
                 match send_in_recv {
                     // In place: only this rank's part is input, the plan writes the rest.
@@ -847,12 +853,18 @@ impl Communicator {
     }
 }
 
-/// Makes `slot` hold registered memory of at least `len` bytes (kept for later calls).
-fn ensure(transport: &Transport, slot: &mut Option<RegisteredMemory>, len: usize) -> Result<()> {
+/// Makes `slot` hold registered memory of at least `len` bytes with `access` (kept for later
+/// calls).
+fn ensure(
+    transport: &Transport,
+    slot: &mut Option<RegisteredMemory>,
+    len: usize,
+    access: Access,
+) -> Result<()> {
     if len > 0 && slot.as_ref().map_or(true, |m| m.len() < len) {
         // Grow by doubling so that a sequence of growing calls registers O(log) times.
         let len = len.max(slot.as_ref().map_or(0, |m| m.len() * 2));
-        *slot = Some(transport.alloc(len)?);
+        *slot = Some(transport.alloc(len, access)?);
     }
     Ok(())
 }
