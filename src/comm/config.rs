@@ -7,9 +7,11 @@
 //! | `CIRCULANT_TIMEOUT` | deadline of one collective, seconds | 60 |
 //! | `CIRCULANT_ALPHA`, `CIRCULANT_BETA` | α (s) and β (s/byte) of the model that picks algorithms | per provider, see [`Config::model_for`] |
 //! | `CIRCULANT_ALGORITHM` | comma-separated algorithm names forced wherever they apply | none |
+//! | `CIRCULANT_AUTH_KEY` | the job's authentication key (hex) for providers that support keys; `circulant run` sets a random one | none |
 
 use std::time::Duration;
 
+use crate::fabric::AuthKey;
 use crate::plan::CostModel;
 use crate::transport::DEFAULT_DEADLINE;
 
@@ -19,6 +21,7 @@ pub const TIMEOUT_ENV: &str = "CIRCULANT_TIMEOUT";
 pub const ALPHA_ENV: &str = "CIRCULANT_ALPHA";
 pub const BETA_ENV: &str = "CIRCULANT_BETA";
 pub const ALGORITHM_ENV: &str = "CIRCULANT_ALGORITHM";
+pub const AUTH_KEY_ENV: &str = "CIRCULANT_AUTH_KEY";
 
 #[derive(Debug, thiserror::Error)]
 #[error("{var}={value:?}: {reason}")]
@@ -36,6 +39,8 @@ pub struct Config {
     pub alpha: Option<f64>,
     pub beta: Option<f64>,
     pub algorithms: Vec<String>,
+    /// Set on the domain of providers that support authorization keys (see [`AuthKey`]).
+    pub auth_key: Option<AuthKey>,
 }
 
 impl Default for Config {
@@ -47,6 +52,7 @@ impl Default for Config {
             alpha: None,
             beta: None,
             algorithms: Vec::new(),
+            auth_key: None,
         }
     }
 }
@@ -86,6 +92,14 @@ impl Config {
                 .map(|s| s.trim().to_string())
                 .filter(|s| !s.is_empty())
                 .collect();
+        }
+        if let Some(v) = var(AUTH_KEY_ENV) {
+            config.auth_key = Some(AuthKey::from_hex(&v).map_err(|_| ConfigError {
+                var: AUTH_KEY_ENV,
+                // The value is a secret: the error does not repeat it.
+                value: format!("<{} characters>", v.len()),
+                reason: "expected hexadecimal bytes (2 to 512 digits)",
+            })?);
         }
         Ok(config)
     }

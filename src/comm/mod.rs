@@ -43,7 +43,8 @@ use std::time::Duration;
 
 pub use buffer::{Buffer, Element, Payload, PayloadMut};
 pub use config::{
-    Config, ConfigError, ALGORITHM_ENV, ALPHA_ENV, BETA_ENV, PROVIDER_ENV, TIMEOUT_ENV,
+    Config, ConfigError, ALGORITHM_ENV, ALPHA_ENV, AUTH_KEY_ENV, BETA_ENV, PROVIDER_ENV,
+    TIMEOUT_ENV,
 };
 pub use persistent::Persistent;
 pub use split::{InterCommunicator, Side};
@@ -906,6 +907,7 @@ fn hostname() -> String {
 fn choose_provider(config: &Config, one_host: bool) -> Result<Info> {
     let query = |name: Option<&str>, loopback: bool| -> Result<Vec<Info>> {
         let mut hints = Hints::rdm_rma();
+        hints.auth_key = config.auth_key.clone();
         if let Some(name) = name {
             hints = hints.provider(name);
         }

@@ -32,7 +32,7 @@ pub use cq::{Completion, CompletionQueue};
 pub use domain::{Domain, Fabric};
 pub use endpoint::{Endpoint, WriteFlags};
 pub use error::{FabricError, Post, Result};
-pub use info::{mode_names, Hints, Info, MrMode, Progress};
+pub use info::{mode_names, AuthKey, Hints, Info, MrMode, Progress};
 pub use mr::{
     Access, LocalRange, RegisteredMemory, RemoteRange, RemoteRegion, REMOTE_REGION_BYTES,
 };
