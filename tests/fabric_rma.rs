@@ -479,6 +479,51 @@ fn inject_and_read(cfg: Config) {
     assert!(local.to_vec()[96..4096] == far[..]);
 }
 
+/// Posts with retries on -FI_EAGAIN (progressing both sides in between); an error at post
+/// (a refusal) is returned.
+fn post_refusable(
+    a: &Side,
+    b: &Side,
+    events: &mut Events,
+    mut op: impl FnMut() -> Result<Post, FabricError>,
+) -> Result<(), FabricError> {
+    loop {
+        match op()? {
+            Post::Posted => return Ok(()),
+            Post::Again => {
+                step(a, b, events);
+            }
+        }
+    }
+}
+
+/// Progresses until operation `context` completes or fails, and returns whether it did.
+/// Providers that drop a refused operation silently never complete it: for them this watches
+/// for a while, and the caller checks what they do guarantee (nothing done, nothing reported).
+fn settle_refusal(
+    cfg: Config,
+    what: &str,
+    a: &Side,
+    b: &Side,
+    events: &mut Events,
+    context: u64,
+) -> bool {
+    let window = if cfg.silent_refusal {
+        Duration::from_secs(2)
+    } else {
+        DEADLINE
+    };
+    let settled = progress_for(a, b, events, window, |e| {
+        !e.errors.is_empty() || e.a.iter().any(|c| c.context == Some(context))
+    });
+    assert!(
+        settled || cfg.silent_refusal,
+        "{} {what}: neither a completion nor an error",
+        cfg.provider
+    );
+    settled
+}
+
 /// A write the target must refuse, into a region registered for `access`, `bad(remote region,
 /// its range)` giving the target range. The refusal may be the post's error or an error
 /// completion on either side; no successful arrival may be reported and the target's bytes
@@ -498,42 +543,22 @@ fn refused_write(
     let dst = filled(&b, 8192, access);
     let remote = dst.remote().range(0, size as u64).expect("range");
     let target = bad(remote, dst.len() as u64);
-    let posted = loop {
+    let posted = post_refusable(&a, &b, &mut events, || {
         // Delivery-complete: the initiator's completion waits for the target's verdict.
-        let local = [src.range(0, size).expect("src range")];
-        match a.ep.write_msg(
+        let local = [src.range(0, size)?];
+        a.ep.write_msg(
             &local,
             a.peer,
             &[target],
             Some(0xBAD),
             WriteFlags::DELIVERY_COMPLETE,
             1,
-        ) {
-            Ok(Post::Posted) => break Ok(()),
-            Ok(Post::Again) => {
-                step(&a, &b, &mut events);
-            }
-            Err(err) => break Err(err),
-        }
-    };
+        )
+    });
     match posted {
         Err(err) => eprintln!("{} {what}: refused at post: {err}", cfg.provider),
         Ok(()) => {
-            // Providers that drop a refused write silently never complete it: watch for a
-            // while, then check what they do guarantee (nothing written, nothing reported).
-            let window = if cfg.silent_refusal {
-                Duration::from_secs(2)
-            } else {
-                DEADLINE
-            };
-            let settled = progress_for(&a, &b, &mut events, window, |e| {
-                !e.errors.is_empty() || e.a.iter().any(|c| c.context == Some(1))
-            });
-            assert!(
-                settled || cfg.silent_refusal,
-                "{} {what}: neither a completion nor an error",
-                cfg.provider
-            );
+            let settled = settle_refusal(cfg, what, &a, &b, &mut events, 1);
             assert!(
                 events.a.iter().all(|c| c.context != Some(1)),
                 "{} {what}: delivery-complete write reported success",
@@ -608,34 +633,13 @@ fn write_only_read(cfg: Config) {
     let dst = filled(&b, 4096, Access::RemoteWrite);
     let local = RegisteredMemory::for_endpoint(&a.ep, 4096, Access::Local).expect("local");
     let remote = dst.remote().range(0, 4000).expect("remote");
-    let posted = loop {
-        match a
-            .ep
-            .read(local.range(0, 4000).expect("range"), a.peer, remote, 9)
-        {
-            Ok(Post::Posted) => break Ok(()),
-            Ok(Post::Again) => {
-                step(&a, &b, &mut events);
-            }
-            Err(err) => break Err(err),
-        }
-    };
+    let posted = post_refusable(&a, &b, &mut events, || {
+        a.ep.read(local.range(0, 4000)?, a.peer, remote, 9)
+    });
     match posted {
         Err(err) => eprintln!("{} remote read: refused at post: {err}", cfg.provider),
         Ok(()) => {
-            let window = if cfg.silent_refusal {
-                Duration::from_secs(2)
-            } else {
-                DEADLINE
-            };
-            let settled = progress_for(&a, &b, &mut events, window, |e| {
-                !e.errors.is_empty() || e.a.iter().any(|c| c.context == Some(9))
-            });
-            assert!(
-                settled || cfg.silent_refusal,
-                "{} remote read: neither a completion nor an error",
-                cfg.provider
-            );
+            settle_refusal(cfg, "remote read", &a, &b, &mut events, 9);
             if !checks_reads {
                 assert!(events.errors.is_empty(), "{:?}", events.errors);
                 assert!(local.to_vec()[..4000].iter().all(|&x| x == FILL));
