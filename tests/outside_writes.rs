@@ -13,6 +13,8 @@
 //! sockets); this test narrows them to the ranks' own sockets, so that the writes never reach
 //! other programs on the machine.
 //!
+//! Over shm, the job's shared-memory files are checked to be private to the user.
+//!
 //! This test binary plays every part (`rank_role`, selected by `CIRCULANT_TEST_ROLE`): the ranks
 //! of the job under `circulant run`, and the attacker, started with the uid and gid of
 //! `nobody`. It needs root to start the attacker as another user and skips with a message
@@ -21,6 +23,7 @@
 mod common;
 
 use std::collections::HashSet;
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -67,42 +70,7 @@ fn another_user_cannot_write_into_a_running_job() {
         return;
     }
     let exe = std::env::current_exe().expect("test binary path");
-    let stop = std::env::temp_dir().join(format!("circulant-outside-{}", std::process::id()));
-    let _ = std::fs::remove_file(&stop);
-    let mut job = common::circulant(&[
-        "run",
-        "-n",
-        "2",
-        "--provider",
-        "tcp;ofi_rxm",
-        "--timeout",
-        "300",
-        "--",
-    ]);
-    job.arg(&exe)
-        .args(["--exact", "rank_role", "--nocapture", "--test-threads=1"])
-        .env(ROLE_ENV, "target")
-        .env(STOP_ENV, &stop)
-        .env("CIRCULANT_TIMEOUT", "60");
-    let job = Started::new(job);
-    let mut ranks = Ranks {
-        pids: Vec::new(),
-        stop: stop.clone(),
-    };
-    let mut seen = Vec::new();
-    let ready_by = Instant::now() + Duration::from_secs(60);
-    while ranks.pids.len() < 2 {
-        let Some((_, line)) = job.next_line(ready_by) else {
-            panic!("the job's ranks did not report ready:\n{}", seen.join("\n"));
-        };
-        if let Some(pid) = line
-            .split_once("target ready pid ")
-            .and_then(|(_, p)| p.split_whitespace().next()?.parse::<u32>().ok())
-        {
-            ranks.pids.push(pid);
-        }
-        seen.push(line);
-    }
+    let (job, ranks) = start_job("tcp;ofi_rxm", "tcp");
     let ports = listening_ports(&ranks.pids);
     assert!(
         ports.len() >= ranks.pids.len(),
@@ -164,6 +132,79 @@ fn another_user_cannot_write_into_a_running_job() {
         job_text.matches("target ok").count(),
         2,
         "every rank checked its data and its canary:\n{job_text}"
+    );
+}
+
+/// Starts two ranks of the target role over `provider` and waits until both are ready.
+fn start_job(provider: &str, tag: &str) -> (Started, Ranks) {
+    let exe = std::env::current_exe().expect("test binary path");
+    let stop = std::env::temp_dir().join(format!("circulant-outside-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_file(&stop);
+    let mut job = common::circulant(&[
+        "run",
+        "-n",
+        "2",
+        "--provider",
+        provider,
+        "--timeout",
+        "300",
+        "--",
+    ]);
+    job.arg(&exe)
+        .args(["--exact", "rank_role", "--nocapture", "--test-threads=1"])
+        .env(ROLE_ENV, "target")
+        .env(STOP_ENV, &stop)
+        .env("CIRCULANT_TIMEOUT", "60");
+    let job = Started::new(job);
+    let mut ranks = Ranks {
+        pids: Vec::new(),
+        stop,
+    };
+    let mut seen = Vec::new();
+    let ready_by = Instant::now() + Duration::from_secs(60);
+    while ranks.pids.len() < 2 {
+        let Some((_, line)) = job.next_line(ready_by) else {
+            panic!("the job's ranks did not report ready:\n{}", seen.join("\n"));
+        };
+        if let Some(pid) = line
+            .split_once("target ready pid ")
+            .and_then(|(_, p)| p.split_whitespace().next()?.parse::<u32>().ok())
+        {
+            ranks.pids.push(pid);
+        }
+        seen.push(line);
+    }
+    (job, ranks)
+}
+
+/// Over shm, the job's shared-memory files (`/dev/shm/<pid>:...`, libfabric 1.17) are open to
+/// their owner only.
+#[test]
+fn shared_memory_files_are_private_to_the_user() {
+    let (job, ranks) = start_job("shm", "shm");
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir("/dev/shm")
+        .expect("read /dev/shm")
+        .flatten()
+    {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let owner = name.split(':').next().and_then(|p| p.parse::<u32>().ok());
+        if owner.is_some_and(|pid| ranks.pids.contains(&pid)) {
+            let mode = entry
+                .metadata()
+                .expect("file metadata")
+                .permissions()
+                .mode();
+            files.push((name, mode & 0o777));
+        }
+    }
+    ranks.end();
+    let finished = job.finish(Duration::from_secs(300));
+    assert!(finished.status.success(), "{finished:?}");
+    assert_eq!(files.len(), ranks.pids.len(), "a file per rank: {files:?}");
+    assert!(
+        files.iter().all(|(_, mode)| *mode == 0o600),
+        "modes: {files:?}"
     );
 }
 
