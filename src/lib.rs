@@ -15,6 +15,7 @@ pub mod fabric;
 pub mod launch;
 pub mod limits;
 pub mod plan;
+pub mod random;
 pub mod schedule;
 pub mod sim;
 pub mod transport;

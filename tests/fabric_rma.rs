@@ -13,6 +13,9 @@
 //! What a refused write (wrong key, outside the region) does, in libfabric 1.17: sockets and
 //! tcp;ofi_rxm report an error completion to a delivery-complete write; shm and udp;ofi_rxd drop
 //! it at the target and never complete it. No provider writes the bytes or reports an arrival.
+//! The same holds for a write into a region registered without remote access (`local_only`);
+//! a read from a region without remote read access is refused except by shm
+//! (`write_only_read`). Keys are random (`random_keys`).
 //! Every test runs under a watchdog and every wait has a deadline.
 
 use std::sync::{mpsc, Arc};
@@ -20,8 +23,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use circulant::fabric::{
-    Address, AddressVector, Completion, CompletionQueue, Domain, Endpoint, FabricError, Hints,
-    Info, MrMode, Post, RegisteredMemory, RemoteRange, RemoteRegion, WriteFlags,
+    Access, Address, AddressVector, Completion, CompletionQueue, Domain, Endpoint, FabricError,
+    Hints, Info, MrMode, Post, RegisteredMemory, RemoteRange, RemoteRegion, WriteFlags,
 };
 
 /// Longest any single test may take before the watchdog fails it.
@@ -267,8 +270,9 @@ fn pattern(len: usize, seed: u64) -> Vec<u8> {
 const GUARD: usize = 64;
 const FILL: u8 = 0xA5;
 
-fn filled(side: &Side, len: usize) -> RegisteredMemory {
-    let mut mem = RegisteredMemory::for_endpoint(&side.ep, len).expect("register");
+/// A target region of `len` bytes filled with FILL, registered for `access`.
+fn filled(side: &Side, len: usize, access: Access) -> RegisteredMemory {
+    let mut mem = RegisteredMemory::for_endpoint(&side.ep, len, access).expect("register");
     mem.write(0, &vec![FILL; len]).expect("fill");
     mem
 }
@@ -284,9 +288,10 @@ fn write_sizes(cfg: Config) {
     for (i, &size) in sizes.iter().enumerate() {
         let seed = i as u64 + 1;
         let bytes = pattern(size, seed);
-        let mut src = RegisteredMemory::for_endpoint(&a.ep, size.max(1) + 5).expect("src");
+        let mut src =
+            RegisteredMemory::for_endpoint(&a.ep, size.max(1) + 5, Access::Local).expect("src");
         src.write(5, &bytes).expect("src bytes");
-        let dst = filled(&b, size + 2 * GUARD);
+        let dst = filled(&b, size + 2 * GUARD, Access::RemoteWrite);
         let remote = dst
             .remote()
             .range(GUARD as u64, size as u64)
@@ -349,12 +354,12 @@ fn write_msg(cfg: Config) {
     let p1 = pattern(1000, 11);
     let p2 = pattern(3000, 12);
     let p3 = pattern(77, 13);
-    let mut s1 = RegisteredMemory::for_endpoint(&a.ep, 8192).expect("s1");
-    let mut s2 = RegisteredMemory::for_endpoint(&a.ep, 4096).expect("s2");
+    let mut s1 = RegisteredMemory::for_endpoint(&a.ep, 8192, Access::Local).expect("s1");
+    let mut s2 = RegisteredMemory::for_endpoint(&a.ep, 4096, Access::Local).expect("s2");
     s1.write(10, &p1).expect("p1");
     s1.write(5000, &p3).expect("p3");
     s2.write(1, &p2).expect("p2");
-    let dst = filled(&b, 8192);
+    let dst = filled(&b, 8192, Access::RemoteWrite);
     let total = p1.len() + p2.len() + p3.len();
     let remote = dst.remote().range(100, total as u64).expect("remote");
     post(&a, &b, &mut events, || {
@@ -444,7 +449,7 @@ fn inject_and_read(cfg: Config) {
     let mut events = Events::default();
     let size = info.inject_size().min(64);
     let bytes = pattern(size, 21);
-    let dst = filled(&b, 4096);
+    let dst = filled(&b, 4096, Access::RemoteReadWrite);
     let remote = dst.remote().range(8, size as u64).expect("remote");
     post(&a, &b, &mut events, || {
         a.ep.inject_write(&bytes, a.peer, remote, Some(0x1_0001))
@@ -461,7 +466,7 @@ fn inject_and_read(cfg: Config) {
     let mut dst_mut = dst;
     let far = pattern(4000, 22);
     dst_mut.write(50, &far).expect("far bytes");
-    let local = RegisteredMemory::for_endpoint(&a.ep, 4096).expect("local");
+    let local = RegisteredMemory::for_endpoint(&a.ep, 4096, Access::Local).expect("local");
     let remote = dst_mut.remote().range(50, 4000).expect("remote");
     post(&a, &b, &mut events, || {
         a.ep.read(local.range(96, 4000)?, a.peer, remote, 5)
@@ -474,55 +479,86 @@ fn inject_and_read(cfg: Config) {
     assert!(local.to_vec()[96..4096] == far[..]);
 }
 
-/// A write the target must refuse, `bad(remote region, its range)` giving the target range.
-/// The refusal may be the post's error or an error completion on either side; no successful
-/// arrival may be reported and the target's bytes must be untouched.
-fn refused_write(cfg: Config, what: &str, bad: fn(RemoteRange, u64) -> RemoteRange) {
+/// Posts with retries on -FI_EAGAIN (progressing both sides in between); an error at post
+/// (a refusal) is returned.
+fn post_refusable(
+    a: &Side,
+    b: &Side,
+    events: &mut Events,
+    mut op: impl FnMut() -> Result<Post, FabricError>,
+) -> Result<(), FabricError> {
+    loop {
+        match op()? {
+            Post::Posted => return Ok(()),
+            Post::Again => {
+                step(a, b, events);
+            }
+        }
+    }
+}
+
+/// Progresses until operation `context` completes or fails, and returns whether it did.
+/// Providers that drop a refused operation silently never complete it: for them this watches
+/// for a while, and the caller checks what they do guarantee (nothing done, nothing reported).
+fn settle_refusal(
+    cfg: Config,
+    what: &str,
+    a: &Side,
+    b: &Side,
+    events: &mut Events,
+    context: u64,
+) -> bool {
+    let window = if cfg.silent_refusal {
+        Duration::from_secs(2)
+    } else {
+        DEADLINE
+    };
+    let settled = progress_for(a, b, events, window, |e| {
+        !e.errors.is_empty() || e.a.iter().any(|c| c.context == Some(context))
+    });
+    assert!(
+        settled || cfg.silent_refusal,
+        "{} {what}: neither a completion nor an error",
+        cfg.provider
+    );
+    settled
+}
+
+/// A write the target must refuse, into a region registered for `access`, `bad(remote region,
+/// its range)` giving the target range. The refusal may be the post's error or an error
+/// completion on either side; no successful arrival may be reported and the target's bytes
+/// must be untouched.
+fn refused_write(
+    cfg: Config,
+    what: &str,
+    access: Access,
+    bad: fn(RemoteRange, u64) -> RemoteRange,
+) {
     let Some(info) = cfg.info() else { return };
     let (a, b) = pair(&info);
     let mut events = Events::default();
     let size = 4096;
-    let mut src = RegisteredMemory::for_endpoint(&a.ep, size).expect("src");
+    let mut src = RegisteredMemory::for_endpoint(&a.ep, size, Access::Local).expect("src");
     src.write(0, &pattern(size, 31)).expect("src bytes");
-    let dst = filled(&b, 8192);
+    let dst = filled(&b, 8192, access);
     let remote = dst.remote().range(0, size as u64).expect("range");
     let target = bad(remote, dst.len() as u64);
-    let posted = loop {
+    let posted = post_refusable(&a, &b, &mut events, || {
         // Delivery-complete: the initiator's completion waits for the target's verdict.
-        let local = [src.range(0, size).expect("src range")];
-        match a.ep.write_msg(
+        let local = [src.range(0, size)?];
+        a.ep.write_msg(
             &local,
             a.peer,
             &[target],
             Some(0xBAD),
             WriteFlags::DELIVERY_COMPLETE,
             1,
-        ) {
-            Ok(Post::Posted) => break Ok(()),
-            Ok(Post::Again) => {
-                step(&a, &b, &mut events);
-            }
-            Err(err) => break Err(err),
-        }
-    };
+        )
+    });
     match posted {
         Err(err) => eprintln!("{} {what}: refused at post: {err}", cfg.provider),
         Ok(()) => {
-            // Providers that drop a refused write silently never complete it: watch for a
-            // while, then check what they do guarantee (nothing written, nothing reported).
-            let window = if cfg.silent_refusal {
-                Duration::from_secs(2)
-            } else {
-                DEADLINE
-            };
-            let settled = progress_for(&a, &b, &mut events, window, |e| {
-                !e.errors.is_empty() || e.a.iter().any(|c| c.context == Some(1))
-            });
-            assert!(
-                settled || cfg.silent_refusal,
-                "{} {what}: neither a completion nor an error",
-                cfg.provider
-            );
+            let settled = settle_refusal(cfg, what, &a, &b, &mut events, 1);
             assert!(
                 events.a.iter().all(|c| c.context != Some(1)),
                 "{} {what}: delivery-complete write reported success",
@@ -564,17 +600,93 @@ fn refused_write(cfg: Config, what: &str, bad: fn(RemoteRange, u64) -> RemoteRan
 }
 
 fn wrong_key(cfg: Config) {
-    refused_write(cfg, "wrong key", |r, _| RemoteRange {
+    refused_write(cfg, "wrong key", Access::RemoteWrite, |r, _| RemoteRange {
         key: r.key ^ 0x5A5A,
         ..r
     });
 }
 
 fn out_of_range(cfg: Config) {
-    refused_write(cfg, "out of range", |r, region_len| RemoteRange {
-        addr: r.addr + region_len - 100,
-        ..r
+    refused_write(cfg, "out of range", Access::RemoteWrite, |r, region_len| {
+        RemoteRange {
+            addr: r.addr + region_len - 100,
+            ..r
+        }
     });
+}
+
+/// A write with the right key and range into a region registered without remote access (as
+/// send buffers are).
+fn local_only(cfg: Config) {
+    refused_write(cfg, "local-only region", Access::Local, |r, _| r);
+}
+
+/// A read from a region registered for remote writes only (as every region of the transport
+/// is) is refused: an error, or no completion where the provider drops refusals silently; no
+/// byte arrives. Except on shm, which (libfabric 1.17) does not check the access of reads: the
+/// read succeeds there, as the README says.
+fn write_only_read(cfg: Config) {
+    let Some(info) = cfg.info() else { return };
+    let checks_reads = cfg.provider != "shm";
+    let (a, b) = pair(&info);
+    let mut events = Events::default();
+    let dst = filled(&b, 4096, Access::RemoteWrite);
+    let local = RegisteredMemory::for_endpoint(&a.ep, 4096, Access::Local).expect("local");
+    let remote = dst.remote().range(0, 4000).expect("remote");
+    let posted = post_refusable(&a, &b, &mut events, || {
+        a.ep.read(local.range(0, 4000)?, a.peer, remote, 9)
+    });
+    match posted {
+        Err(err) => eprintln!("{} remote read: refused at post: {err}", cfg.provider),
+        Ok(()) => {
+            settle_refusal(cfg, "remote read", &a, &b, &mut events, 9);
+            if !checks_reads {
+                assert!(events.errors.is_empty(), "{:?}", events.errors);
+                assert!(local.to_vec()[..4000].iter().all(|&x| x == FILL));
+                eprintln!("{}: reads a write-only region", cfg.provider);
+                return;
+            }
+            assert!(
+                events.a.iter().all(|c| c.context != Some(9)),
+                "{} remote read of a write-only region succeeded",
+                cfg.provider
+            );
+            for err in &events.errors {
+                eprintln!("{} remote read: {err}", cfg.provider);
+            }
+        }
+    }
+    assert!(
+        local.to_vec().iter().all(|&x| x == 0),
+        "{}: bytes of a write-only region were read",
+        cfg.provider
+    );
+}
+
+/// Keys of one domain's registrations are distinct and drawn from all 64 bits: none of the
+/// small integers a counter hands out. Where the provider chooses keys (the forced
+/// `FI_MR_PROV_KEY` of the `_verbs_mr` runs) they are only distinct, and printed.
+fn random_keys(cfg: Config) {
+    let Some(info) = cfg.info() else { return };
+    let (a, _b) = pair(&info);
+    let regions: Vec<RegisteredMemory> = (0..32)
+        .map(|_| RegisteredMemory::for_endpoint(&a.ep, 4096, Access::RemoteWrite).expect("mr"))
+        .collect();
+    let mut keys: Vec<u64> = regions.iter().map(RegisteredMemory::key).collect();
+    if info.mr_mode().contains(MrMode::PROV_KEY) {
+        eprintln!("{} chooses keys: {:x?}", cfg.provider, &keys[..4]);
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), regions.len(), "{}: keys repeat", cfg.provider);
+        return;
+    }
+    assert_eq!(info.mr_key_size(), 8, "{} keys of 8 bytes", cfg.provider);
+    // A random 64-bit key is below 2^32 with probability 2^-32.
+    let small = keys.iter().filter(|&&k| k < 1 << 32).count();
+    assert!(small <= 1, "{}: small keys {keys:x?}", cfg.provider);
+    keys.sort_unstable();
+    keys.dedup();
+    assert_eq!(keys.len(), regions.len(), "{}: keys repeat", cfg.provider);
 }
 
 /// `CompletionQueue::wait` blocks until an arrival, with the initiator progressed by another
@@ -589,10 +701,10 @@ fn wait_for_arrival(cfg: Config) {
     assert_eq!((idle, out.len()), (0, 0), "nothing to read yet");
 
     let size = 100_000;
-    let mut src = RegisteredMemory::for_endpoint(&a.ep, size).expect("src");
+    let mut src = RegisteredMemory::for_endpoint(&a.ep, size, Access::Local).expect("src");
     let bytes = pattern(size, 41);
     src.write(0, &bytes).expect("bytes");
-    let dst = filled(&b, size);
+    let dst = filled(&b, size, Access::RemoteWrite);
     let remote = dst.remote().range(0, size as u64).expect("remote");
     let src = Arc::new(src);
     let initiator = {
@@ -694,6 +806,26 @@ macro_rules! provider_tests {
             #[test]
             fn out_of_range_verbs_mr() {
                 bounded("out_of_range_verbs_mr", || super::out_of_range(cfg(true)));
+            }
+            #[test]
+            fn local_only() {
+                bounded("local_only", || super::local_only(cfg(false)));
+            }
+            #[test]
+            fn local_only_verbs_mr() {
+                bounded("local_only_verbs_mr", || super::local_only(cfg(true)));
+            }
+            #[test]
+            fn write_only_read() {
+                bounded("write_only_read", || super::write_only_read(cfg(false)));
+            }
+            #[test]
+            fn random_keys() {
+                bounded("random_keys", || super::random_keys(cfg(false)));
+            }
+            #[test]
+            fn random_keys_verbs_mr() {
+                bounded("random_keys_verbs_mr", || super::random_keys(cfg(true)));
             }
             #[test]
             fn wait_for_arrival() {
@@ -846,7 +978,8 @@ fn peer_process() {
         let (_domain, cq, av, ep) = open_side(&info);
         let sizes = cross_sizes(&info);
         let (offsets, total) = layout(&sizes);
-        let dst = RegisteredMemory::for_endpoint(&ep, total).expect("register");
+        let dst =
+            RegisteredMemory::for_endpoint(&ep, total, Access::RemoteWrite).expect("register");
         out(format!("name {}", hex(&ep.name().expect("name"))));
         out(format!("region {}", hex(&dst.remote().to_bytes())));
 
@@ -932,7 +1065,7 @@ fn two_processes(cfg: Config) {
     let (offsets, _) = layout(&sizes);
     let mut sources = Vec::new();
     for (i, (&size, &offset)) in sizes.iter().zip(&offsets).enumerate() {
-        let mut src = RegisteredMemory::for_endpoint(&ep, size.max(1)).expect("src");
+        let mut src = RegisteredMemory::for_endpoint(&ep, size.max(1), Access::Local).expect("src");
         src.write(0, &pattern(size, i as u64 + 1)).expect("bytes");
         let remote = region.range(offset as u64, size as u64).expect("range");
         let data = 0xC1C0_0000 + i as u64;

@@ -8,9 +8,11 @@
 //! | `CIRCULANT_ALPHA`, `CIRCULANT_BETA` | α (s) and β (s/byte) of the model that picks algorithms | per provider, see [`Config::model_for`] |
 //! | `CIRCULANT_ALGORITHM` | comma-separated algorithm names forced wherever they apply | none |
 //! | `CIRCULANT_CHECK` | `1`: every collective first checks that all ranks called it with the same arguments | `0` |
+//! | `CIRCULANT_AUTH_KEY` | the job's authentication key (hex) for providers that support keys; `circulant run` sets a random one | none |
 
 use std::time::Duration;
 
+use crate::fabric::AuthKey;
 use crate::limits::parse_positive_seconds;
 use crate::plan::CostModel;
 use crate::transport::DEFAULT_DEADLINE;
@@ -22,6 +24,7 @@ pub const ALPHA_ENV: &str = "CIRCULANT_ALPHA";
 pub const BETA_ENV: &str = "CIRCULANT_BETA";
 pub const ALGORITHM_ENV: &str = "CIRCULANT_ALGORITHM";
 pub const CHECK_ENV: &str = "CIRCULANT_CHECK";
+pub const AUTH_KEY_ENV: &str = "CIRCULANT_AUTH_KEY";
 
 #[derive(Debug, thiserror::Error)]
 #[error("{var}={value:?}: {reason}")]
@@ -41,6 +44,8 @@ pub struct Config {
     pub algorithms: Vec<String>,
     /// The full argument check before every collective (the same on every rank).
     pub check: bool,
+    /// Set on the domain of providers that support authorization keys (see [`AuthKey`]).
+    pub auth_key: Option<AuthKey>,
 }
 
 impl Default for Config {
@@ -53,6 +58,7 @@ impl Default for Config {
             beta: None,
             algorithms: Vec::new(),
             check: false,
+            auth_key: None,
         }
     }
 }
@@ -101,6 +107,14 @@ impl Config {
                 .map(|s| s.trim().to_string())
                 .filter(|s| !s.is_empty())
                 .collect();
+        }
+        if let Some(v) = var(AUTH_KEY_ENV) {
+            config.auth_key = Some(AuthKey::from_hex(&v).map_err(|_| ConfigError {
+                var: AUTH_KEY_ENV,
+                // The value is a secret: the error does not repeat it.
+                value: format!("<{} characters>", v.len()),
+                reason: "expected hexadecimal bytes (2 to 512 digits)",
+            })?);
         }
         Ok(config)
     }

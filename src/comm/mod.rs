@@ -45,12 +45,14 @@ use std::time::Duration;
 
 pub use buffer::{Buffer, Element, Payload, PayloadMut};
 pub use config::{
-    Config, ConfigError, ALGORITHM_ENV, ALPHA_ENV, BETA_ENV, CHECK_ENV, PROVIDER_ENV, TIMEOUT_ENV,
+    Config, ConfigError, ALGORITHM_ENV, ALPHA_ENV, AUTH_KEY_ENV, BETA_ENV, CHECK_ENV,
+    PROVIDER_ENV, TIMEOUT_ENV,
 };
 pub use persistent::Persistent;
 pub use split::{InterCommunicator, Side};
 
 use crate::bootstrap::{Bootstrap, BootstrapError};
+use crate::fabric::Access::{self, Local, RemoteWrite};
 use crate::fabric::{FabricError, Hints, Info, RegisteredMemory};
 use crate::plan::registry;
 use crate::plan::{Algorithm, CostModel, PlanError, Problem, ReduceOp, Reduction};
@@ -260,7 +262,7 @@ impl Communicator {
 
     /// `len` bytes of registered memory, zeroed: collectives on it copy nothing.
     pub fn alloc(&self, len: usize) -> Result<Buffer> {
-        Ok(Buffer::new(self.transport.alloc(len)?, len))
+        Ok(Buffer::new(self.transport.alloc(len, RemoteWrite)?, len))
     }
 
     /// Blocks until every rank has called it (dissemination barrier over the fabric).
@@ -905,13 +907,18 @@ impl Communicator {
         let need = plan.buffers;
         let digest = digest(op, algorithm.name(), &call.problem);
 
-        ensure(&self.transport, &mut self.scratch, need.scratch)?;
+        ensure(
+            &self.transport,
+            &mut self.scratch,
+            need.scratch,
+            RemoteWrite,
+        )?;
         let mut copied = 0usize;
 
         let send_bytes = send.map_or(&[][..], |s| s.bytes());
         let send_direct = send.and_then(|s| s.registered()).filter(|_| need.send > 0);
         if send_direct.is_none() && need.send > 0 && call.send_in_recv.is_none() {
-            ensure(&self.transport, &mut self.stage_send, need.send)?;
+            ensure(&self.transport, &mut self.stage_send, need.send, Local)?;
             if let Some(stage) = &self.stage_send {
                 stage.store(0, &send_bytes[..need.send.min(send_bytes.len())])?;
                 copied += send_bytes.len().min(need.send);
@@ -930,7 +937,7 @@ impl Communicator {
         let staged = !recv_direct && recv_len > 0;
         let user_part = recv_len.min(user_len);
         if staged {
-            ensure(&self.transport, &mut self.stage_recv, recv_len)?;
+            ensure(&self.transport, &mut self.stage_recv, recv_len, RemoteWrite)?;
             if let (Some(stage), Some(r)) = (&self.stage_recv, recv.as_ref()) {
                 match call.send_in_recv {
                     // In place: only this rank's part is input, the plan writes the rest.
@@ -1023,11 +1030,11 @@ impl Communicator {
         let plan = algorithm.rank_plan(self.rank())?;
         let need = plan.buffers;
         if self.check_mem.is_none() {
-            let send = self.transport.alloc(check::RECORD_BYTES)?;
-            let recv = self.transport.alloc(p * check::RECORD_BYTES)?;
+            let send = self.transport.alloc(check::RECORD_BYTES, Local)?;
+            let recv = self.transport.alloc(p * check::RECORD_BYTES, RemoteWrite)?;
             self.check_mem = Some((send, recv));
         }
-        ensure(&self.transport, &mut self.scratch, need.scratch)?;
+        ensure(&self.transport, &mut self.scratch, need.scratch, RemoteWrite)?;
         let Some((send, recv)) = &self.check_mem else {
             return Ok(());
         };
@@ -1074,12 +1081,18 @@ fn typed<T: Element>(op: ReduceOp) -> Reduction {
     }
 }
 
-/// Makes `slot` hold registered memory of at least `len` bytes (kept for later calls).
-fn ensure(transport: &Transport, slot: &mut Option<RegisteredMemory>, len: usize) -> Result<()> {
+/// Makes `slot` hold registered memory of at least `len` bytes with `access` (kept for later
+/// calls).
+fn ensure(
+    transport: &Transport,
+    slot: &mut Option<RegisteredMemory>,
+    len: usize,
+    access: Access,
+) -> Result<()> {
     if len > 0 && slot.as_ref().map_or(true, |m| m.len() < len) {
         // Grow by doubling so that a sequence of growing calls registers O(log) times.
         let len = len.max(slot.as_ref().map_or(0, |m| m.len() * 2));
-        *slot = Some(transport.alloc(len)?);
+        *slot = Some(transport.alloc(len, access)?);
     }
     Ok(())
 }
@@ -1112,6 +1125,7 @@ fn hostname() -> String {
 fn choose_provider(config: &Config, one_host: bool) -> Result<Info> {
     let query = |name: Option<&str>, loopback: bool| -> Result<Vec<Info>> {
         let mut hints = Hints::rdm_rma();
+        hints.auth_key = config.auth_key.clone();
         if let Some(name) = name {
             hints = hints.provider(name);
         }

@@ -26,7 +26,7 @@
 //! # Ok::<(), circulant::comm::CommError>(())
 //! ```
 
-use crate::fabric::RegisteredMemory;
+use crate::fabric::{Access, RegisteredMemory};
 use crate::plan::Problem;
 use crate::transport::{Buffers, Operation, Prepared, View};
 
@@ -175,7 +175,7 @@ impl<'c, 'b> Persistent<'c, 'b> {
             let prepared = comm.transport.prepare(op, plan)?;
             let need = prepared.buffers;
             let scratch = if need.scratch > 0 {
-                Some(comm.transport.alloc(need.scratch)?)
+                Some(comm.transport.alloc(need.scratch, Access::RemoteWrite)?)
             } else {
                 None
             };

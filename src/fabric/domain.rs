@@ -1,12 +1,11 @@
 //! Fabric and domain: the provider instance and its resource domain.
 
 use std::ptr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use circulant_sys as sys;
 
-use super::{check, Info, Result};
+use super::{check, FabricError, Info, Result};
 
 pub(crate) struct FabricInner {
     fid: *mut sys::fid_fabric,
@@ -48,8 +47,6 @@ impl Fabric {
 pub(crate) struct DomainInner {
     pub(crate) fid: *mut sys::fid_domain,
     pub(crate) info: Info,
-    /// Next requested key for providers without FI_MR_PROV_KEY (keys must be unique per domain).
-    next_key: AtomicU64,
     _fabric: Arc<FabricInner>,
 }
 
@@ -59,13 +56,17 @@ unsafe impl Send for DomainInner {}
 unsafe impl Sync for DomainInner {}
 
 impl DomainInner {
-    pub(crate) fn next_key(&self) -> u64 {
-        let key = self.next_key.fetch_add(1, Ordering::Relaxed);
-        match self.info.mr_key_size() {
-            // Wrap within the provider's key size; a collision needs 2^(8*size) live registrations.
+    /// A random key to request for a registration, within the provider's key size: a peer or
+    /// another user that can reach the endpoint cannot guess it, as it could guess keys that
+    /// count up. Keys must be unique in the domain: registration retries on a collision.
+    pub(crate) fn random_key(&self) -> Result<u64> {
+        let key = crate::random::u64().map_err(|err| {
+            FabricError::invalid(format!("no random memory key from the system: {err}"))
+        })?;
+        Ok(match self.info.mr_key_size() {
             size @ 1..=7 => key & ((1u64 << (8 * size)) - 1),
             _ => key,
-        }
+        })
     }
 }
 
@@ -103,7 +104,6 @@ impl Domain {
             inner: Arc::new(DomainInner {
                 fid,
                 info,
-                next_key: AtomicU64::new(1),
                 _fabric: fabric.inner.clone(),
             }),
         })

@@ -124,6 +124,48 @@ impl fmt::Display for Progress {
     }
 }
 
+/// A job's authentication key: providers that support authorization keys
+/// (`domain_attr->auth_key_size > 0`) only let endpoints and registrations with the same key
+/// reach each other. Its bytes are never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AuthKey(Vec<u8>);
+
+impl AuthKey {
+    /// Longest key accepted, in bytes.
+    pub const MAX_BYTES: usize = 256;
+
+    /// A key from its hexadecimal text (1 to [`Self::MAX_BYTES`] bytes).
+    pub fn from_hex(text: &str) -> std::result::Result<AuthKey, String> {
+        let text = text.trim();
+        if text.is_empty() || text.len() % 2 != 0 || text.len() > 2 * Self::MAX_BYTES {
+            return Err(format!(
+                "expected an even number of hexadecimal digits (2 to {})",
+                2 * Self::MAX_BYTES
+            ));
+        }
+        (0..text.len())
+            .step_by(2)
+            .map(|i| {
+                text.get(i..i + 2)
+                    .and_then(|pair| u8::from_str_radix(pair, 16).ok())
+                    .ok_or_else(|| "contains a character that is not a hexadecimal digit".into())
+            })
+            .collect::<std::result::Result<Vec<u8>, String>>()
+            .map(AuthKey)
+    }
+
+    /// The key fitted to a provider's key size: cut, or repeated to fill it.
+    fn fitted(&self, size: usize) -> Vec<u8> {
+        self.0.iter().copied().cycle().take(size).collect()
+    }
+}
+
+impl fmt::Debug for AuthKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "AuthKey({} bytes)", self.0.len())
+    }
+}
+
 /// What to ask `fi_getinfo` for.
 #[derive(Clone, Debug)]
 pub struct Hints {
@@ -140,6 +182,9 @@ pub struct Hints {
     pub mode: u64,
     /// Memory-registration modes the application supports.
     pub mr_mode: MrMode,
+    /// Authentication key for the entries whose provider supports keys (others match as
+    /// without it, as a key in the hints would exclude them).
+    pub auth_key: Option<AuthKey>,
 }
 
 impl Hints {
@@ -155,6 +200,7 @@ impl Hints {
             // posting receives for remote CQ data (see `Endpoint`).
             mode: sys::FI_CONTEXT | sys::FI_CONTEXT2 | sys::FI_RX_CQ_DATA,
             mr_mode: MrMode::SUPPORTED,
+            auth_key: None,
         }
     }
 
@@ -171,6 +217,11 @@ impl Hints {
 
     pub fn mr_mode(mut self, mr_mode: MrMode) -> Self {
         self.mr_mode = mr_mode;
+        self
+    }
+
+    pub fn auth_key(mut self, key: AuthKey) -> Self {
+        self.auth_key = Some(key);
         self
     }
 }
@@ -257,8 +308,14 @@ impl Info {
             // SAFETY: cursor is an entry of the list fi_getinfo returned, not yet freed;
             // fi_dupinfo copies one entry (with next = null).
             let copy = unsafe { sys::fi_dupinfo(cursor) };
-            match NonNull::new(copy) {
-                Some(ptr) => infos.push(Info { ptr }),
+            match NonNull::new(copy).map(|ptr| Info { ptr }) {
+                Some(mut info) => match (&hints.auth_key, info.auth_key_size()) {
+                    (Some(key), size @ 1..) => match info.set_auth_key(&key.fitted(size)) {
+                        Ok(()) => infos.push(info),
+                        Err(err) => failed = Some(err),
+                    },
+                    _ => infos.push(info),
+                },
                 None => failed = Some(FabricError::call("fi_dupinfo", -(sys::FI_ENOMEM as isize))),
             }
             // SAFETY: as above, the list is still alive.
@@ -283,6 +340,40 @@ impl Info {
             attr.mr_mode = mr_mode.0 as i32;
         }
         copy
+    }
+
+    /// A copy with `key` as the domain's default authorization key (`domain_attr->auth_key`),
+    /// for providers that support keys ([`Self::auth_key_size`]); [`Hints::auth_key`] does
+    /// this for every such entry of a query.
+    pub fn with_auth_key(&self, key: &[u8]) -> Result<Info> {
+        let mut copy = self.clone();
+        copy.set_auth_key(key)?;
+        Ok(copy)
+    }
+
+    fn set_auth_key(&mut self, key: &[u8]) -> Result<()> {
+        // SAFETY: the fi_info is exclusively owned by self (&mut: nothing reads it meanwhile);
+        // the shim copies key's len bytes into a malloc'ed buffer that
+        // fi_freeinfo releases with the info.
+        let ret = unsafe { sys::circ_fi_info_set_auth_key(self.as_ptr(), key.as_ptr(), key.len()) };
+        super::check("fi_info auth_key", ret as isize).map(|_| ())
+    }
+
+    /// Size in bytes of the authorization keys the domain takes: 0 if the provider has none,
+    /// else its key size, or the size of the key set ([`Self::with_auth_key`]).
+    pub fn auth_key_size(&self) -> usize {
+        self.domain_attr().map_or(0, |a| a.auth_key_size)
+    }
+
+    /// The authorization key set on the domain, if any.
+    pub fn auth_key(&self) -> Option<Vec<u8>> {
+        let attr = self.domain_attr()?;
+        if attr.auth_key.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null auth_key of an owned fi_info points to auth_key_size bytes owned
+        // by the info (set by the provider or by set_auth_key).
+        Some(unsafe { std::slice::from_raw_parts(attr.auth_key, attr.auth_key_size) }.to_vec())
     }
 
     pub(crate) fn as_ptr(&self) -> *mut sys::fi_info {
@@ -448,6 +539,7 @@ impl fmt::Debug for Info {
             .field("domain", &self.domain_name())
             .field("mr_mode", &self.mr_mode().to_string())
             .field("cq_data_size", &self.cq_data_size())
+            .field("auth_key", &self.auth_key().is_some())
             .finish()
     }
 }
@@ -489,5 +581,13 @@ mod tests {
         assert_eq!(MrMode(1 << 30).names(), vec!["0x40000000".to_string()]);
         assert!(MrMode::SUPPORTED.contains(MrMode::VERBS | MrMode::ENDPOINT));
         assert!(!MrMode::VERBS.contains(MrMode::ENDPOINT));
+    }
+
+    #[test]
+    fn auth_keys_are_fitted_to_the_provider_size() {
+        let key = AuthKey::from_hex("010203").expect("key");
+        assert_eq!(key.fitted(2), vec![1, 2]);
+        assert_eq!(key.fitted(7), vec![1, 2, 3, 1, 2, 3, 1]);
+        assert!(key.fitted(0).is_empty());
     }
 }

@@ -32,8 +32,10 @@ pub use cq::{Completion, CompletionQueue};
 pub use domain::{Domain, Fabric};
 pub use endpoint::{Endpoint, WriteFlags};
 pub use error::{FabricError, Post, Result};
-pub use info::{mode_names, Hints, Info, MrMode, Progress};
-pub use mr::{LocalRange, RegisteredMemory, RemoteRange, RemoteRegion, REMOTE_REGION_BYTES};
+pub use info::{mode_names, AuthKey, Hints, Info, MrMode, Progress};
+pub use mr::{
+    Access, LocalRange, RegisteredMemory, RemoteRange, RemoteRegion, REMOTE_REGION_BYTES,
+};
 
 use std::ffi::CStr;
 

@@ -1,5 +1,6 @@
-//! Registered memory: owned, page-aligned buffers (anonymous memory maps) registered for local
-//! and remote access, and the descriptors peers need to write into them.
+//! Registered memory: owned, page-aligned buffers (anonymous memory maps) registered with the
+//! access they need ([`Access`]) under a key that cannot be guessed, and the descriptors peers
+//! need to write into them.
 
 use std::ptr::{self, NonNull};
 use std::sync::Arc;
@@ -12,9 +13,35 @@ use super::domain::DomainInner;
 use super::endpoint::EndpointInner;
 use super::{check, Domain, Endpoint, FabricError, MrMode, Result};
 
-/// Access requested for every registration: the region can be the source or target of local
-/// and remote reads and writes.
-const ACCESS: u64 = sys::FI_READ | sys::FI_WRITE | sys::FI_REMOTE_READ | sys::FI_REMOTE_WRITE;
+/// What peers may do with a registered region. This process may always use it as the source
+/// of its writes and the target of its reads (local access grants nothing to others).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// No remote access: send buffers and send staging, which only this process writes from.
+    Local,
+    /// Peers may write into it: receive, scratch and control regions (the transport's protocol
+    /// only ever writes remotely).
+    RemoteWrite,
+    /// Peers may write into it and read from it (RMA reads; the transport never needs them).
+    RemoteReadWrite,
+}
+
+impl Access {
+    /// The `fi_mr_reg` access bits.
+    fn flags(self) -> u64 {
+        let local = sys::FI_READ | sys::FI_WRITE;
+        match self {
+            Access::Local => local,
+            Access::RemoteWrite => local | sys::FI_REMOTE_WRITE,
+            Access::RemoteReadWrite => local | sys::FI_REMOTE_WRITE | sys::FI_REMOTE_READ,
+        }
+    }
+}
+
+/// Random keys tried before a registration gives up on finding one that is unused in the
+/// domain (a collision of 64-bit keys is practically impossible; small key sizes make it
+/// likely).
+const KEY_ATTEMPTS: usize = 16;
 
 pub(crate) struct RegionInner {
     mr: *mut sys::fid_mr,
@@ -52,8 +79,9 @@ impl RegionInner {
     }
 }
 
-/// A buffer owned by this process and registered with a domain (`fi_mr_reg`) for local and
-/// remote reads and writes. Freed after the registration is closed, and never while a local
+/// A buffer owned by this process and registered with a domain (`fi_mr_reg`) with the
+/// [`Access`] it was asked for, under a random key (or the provider's own under
+/// `FI_MR_PROV_KEY`). Freed after the registration is closed, and never while a local
 /// operation that uses it is in flight.
 ///
 /// Peers write into it through its [`RemoteRegion`]; those writes happen outside Rust's view,
@@ -64,9 +92,10 @@ pub struct RegisteredMemory {
 }
 
 impl RegisteredMemory {
-    /// Allocates `len` zeroed bytes and registers them with `domain`. Fails on providers that
-    /// bind registrations to endpoints (`FI_MR_ENDPOINT`): use [`Self::for_endpoint`].
-    pub fn new(domain: &Domain, len: usize) -> Result<RegisteredMemory> {
+    /// Allocates `len` zeroed bytes and registers them with `domain` for `access`. Fails on
+    /// providers that bind registrations to endpoints (`FI_MR_ENDPOINT`): use
+    /// [`Self::for_endpoint`].
+    pub fn new(domain: &Domain, len: usize, access: Access) -> Result<RegisteredMemory> {
         if domain.info().mr_mode().contains(MrMode::ENDPOINT) {
             return Err(FabricError::invalid(format!(
                 "provider {} binds memory registrations to endpoints (FI_MR_ENDPOINT): \
@@ -74,12 +103,16 @@ impl RegisteredMemory {
                 domain.info().provider()
             )));
         }
-        Self::register(&domain.inner, None, len)
+        Self::register(&domain.inner, None, len, access)
     }
 
-    /// Allocates `len` zeroed bytes and registers them in `endpoint`'s domain, bound to the
-    /// endpoint where the provider requires it (`FI_MR_ENDPOINT`).
-    pub fn for_endpoint(endpoint: &Endpoint, len: usize) -> Result<RegisteredMemory> {
+    /// Allocates `len` zeroed bytes and registers them in `endpoint`'s domain for `access`,
+    /// bound to the endpoint where the provider requires it (`FI_MR_ENDPOINT`).
+    pub fn for_endpoint(
+        endpoint: &Endpoint,
+        len: usize,
+        access: Access,
+    ) -> Result<RegisteredMemory> {
         let bind = endpoint
             .inner
             .domain
@@ -87,13 +120,14 @@ impl RegisteredMemory {
             .mr_mode()
             .contains(MrMode::ENDPOINT)
             .then(|| endpoint.inner.clone());
-        Self::register(&endpoint.inner.domain, bind, len)
+        Self::register(&endpoint.inner.domain, bind, len, access)
     }
 
     fn register(
         domain: &Arc<DomainInner>,
         endpoint: Option<Arc<EndpointInner>>,
         len: usize,
+        access: Access,
     ) -> Result<RegisteredMemory> {
         let mr_mode = domain.info.mr_mode();
         if len == 0 {
@@ -108,26 +142,34 @@ impl RegisteredMemory {
             .ok_or_else(|| FabricError::invalid("memory map at address 0".to_string()))?;
 
         let prov_key = mr_mode.contains(MrMode::PROV_KEY);
-        // A key unique in the domain is requested even under FI_MR_PROV_KEY, where it is
-        // ignored: a layered provider whose core does not assign keys then still gets distinct
-        // ones (tcp;ofi_rxm with a forced FI_MR_PROV_KEY rejects a second key 0).
-        let requested_key = domain.next_key();
+        // A random key is requested even under FI_MR_PROV_KEY, where it is ignored: a layered
+        // provider whose core does not assign keys then still gets distinct ones (tcp;ofi_rxm
+        // with a forced FI_MR_PROV_KEY rejects a second key 0).
+        let mut requested_key = 0;
         let mut mr = ptr::null_mut();
-        // SAFETY: domain is open; the buffer is valid for len bytes and stays allocated until
-        // after the MR is closed (RegionInner::drop).
-        let ret = unsafe {
-            sys::circ_fi_mr_reg(
-                domain.fid,
-                ptr.as_ptr().cast(),
-                len,
-                ACCESS,
-                0,
-                requested_key,
-                0,
-                &mut mr,
-                ptr::null_mut(),
-            )
-        };
+        let mut ret = 0;
+        for _ in 0..KEY_ATTEMPTS {
+            requested_key = domain.random_key()?;
+            // SAFETY: domain is open; the buffer is valid for len bytes and stays allocated
+            // until after the MR is closed (RegionInner::drop).
+            ret = unsafe {
+                sys::circ_fi_mr_reg(
+                    domain.fid,
+                    ptr.as_ptr().cast(),
+                    len,
+                    access.flags(),
+                    0,
+                    requested_key,
+                    0,
+                    &mut mr,
+                    ptr::null_mut(),
+                )
+            };
+            // -FI_ENOKEY: the key is in use in the domain; draw another.
+            if ret != -(sys::FI_ENOKEY as i32) {
+                break;
+            }
+        }
         // On failure the map is dropped (unmapped) here; nothing was registered.
         check("fi_mr_reg", ret as isize)?;
         // From here on RegionInner owns both the MR and the memory; its Drop releases them.

@@ -102,6 +102,8 @@ pub enum LaunchError {
     },
     #[error("cannot install the launcher's interrupt handler: {0}")]
     Signals(String),
+    #[error("cannot draw the job's random authentication key")]
+    AuthKey(#[source] std::io::Error),
 }
 
 /// How a process ended.
@@ -358,6 +360,7 @@ pub fn run_job(spec: &JobSpec) -> Result<JobReport, LaunchError> {
     if spec.ranks == 0 {
         return Err(LaunchError::NoRanks);
     }
+    let spec = &with_auth_key(spec)?;
     let start = Instant::now();
     let deadline = spec.timeout.map(|t| start + t);
     let (events, inbox) = mpsc::channel();
@@ -810,6 +813,19 @@ fn write_piece(out: &mut impl Write, prefix: Option<&str>, piece: &[u8]) -> std:
         out.write_all(piece)?;
     }
     out.flush()
+}
+
+/// The spec with a random per-job authentication key for the ranks (providers that support
+/// keys let only endpoints with the job's key reach each other), unless the launcher's
+/// environment or the spec already sets one.
+fn with_auth_key(spec: &JobSpec) -> Result<JobSpec, LaunchError> {
+    let mut spec = spec.clone();
+    let var = crate::comm::AUTH_KEY_ENV;
+    if std::env::var_os(var).is_none() && !spec.env.iter().any(|(k, _)| k == var) {
+        let key = crate::random::hex(32).map_err(LaunchError::AuthKey)?;
+        spec.env.push((var.into(), key.into()));
+    }
+    Ok(spec)
 }
 
 #[cfg(test)]

@@ -29,6 +29,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::fabric::Access::{self, RemoteWrite};
 use crate::fabric::{
     Address, AddressVector, Completion, CompletionQueue, Domain, Endpoint, FabricError, Info,
     LocalRange, Post, RegisteredMemory, RemoteRegion, REMOTE_REGION_BYTES,
@@ -219,7 +220,8 @@ impl Opened {
         let av = AddressVector::open(&domain, size)?;
         let endpoint = Endpoint::open(&domain, &av, &cq, &cq)?;
         // Incoming token slots (one per peer), then outgoing ones (the source of our tokens).
-        let control = RegisteredMemory::for_endpoint(&endpoint, 2 * size * TOKEN_BYTES)?;
+        let control =
+            RegisteredMemory::for_endpoint(&endpoint, 2 * size * TOKEN_BYTES, RemoteWrite)?;
         Ok(Opened {
             endpoint,
             cq,
@@ -363,9 +365,13 @@ impl Transport {
         self.copied += bytes as u64;
     }
 
-    /// Registered memory of this transport's domain.
-    pub fn alloc(&self, len: usize) -> Result<RegisteredMemory> {
-        Ok(RegisteredMemory::for_endpoint(&self.endpoint, len.max(1))?)
+    /// Registered memory of this transport's domain, with `access` for the peers.
+    pub fn alloc(&self, len: usize, access: Access) -> Result<RegisteredMemory> {
+        Ok(RegisteredMemory::for_endpoint(
+            &self.endpoint,
+            len.max(1),
+            access,
+        )?)
     }
 
     /// Materialises `plan` once for repeated starts ([`Prepared::new`] with this transport's

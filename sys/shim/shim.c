@@ -1,6 +1,9 @@
 /* See shim.h: one-line forwarders, compiled against the system's libfabric headers. */
 #include "shim.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #if FI_MAJOR_VERSION < 1 || (FI_MAJOR_VERSION == 1 && FI_MINOR_VERSION < 15)
 #error "circulant needs libfabric >= 1.15 headers"
 #endif
@@ -22,6 +25,22 @@ int circ_fi_info_control_progress(const struct fi_info *info)
 	/* 2.x selects progress by the data progress model alone. */
 	return circ_fi_info_data_progress(info);
 #endif
+}
+
+int circ_fi_info_set_auth_key(struct fi_info *info, const uint8_t *key, size_t len)
+{
+	uint8_t *copy;
+
+	if (!info || !info->domain_attr || !key || !len)
+		return -FI_EINVAL;
+	copy = malloc(len);
+	if (!copy)
+		return -FI_ENOMEM;
+	memcpy(copy, key, len);
+	free(info->domain_attr->auth_key);
+	info->domain_attr->auth_key = copy;
+	info->domain_attr->auth_key_size = len;
+	return 0;
 }
 
 struct fi_info *circ_fi_allocinfo(void) { return fi_allocinfo(); }

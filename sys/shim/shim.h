@@ -22,6 +22,11 @@ uint32_t circ_fi_header_version(void);
 int circ_fi_info_data_progress(const struct fi_info *info);
 int circ_fi_info_control_progress(const struct fi_info *info);
 
+/* Sets the default authorization key of an fi_info's domain to a malloc'ed copy of the len
+ * bytes at key, which fi_freeinfo frees with the info (an earlier key is freed here). Returns 0,
+ * -FI_EINVAL without a domain attribute or key, -FI_ENOMEM. */
+int circ_fi_info_set_auth_key(struct fi_info *info, const uint8_t *key, size_t len);
+
 struct fi_info *circ_fi_allocinfo(void);
 int circ_fi_close(struct fid *fid);
 
