@@ -45,8 +45,8 @@ use std::time::Duration;
 
 pub use buffer::{Buffer, Element, Payload, PayloadMut};
 pub use config::{
-    Config, ConfigError, ALGORITHM_ENV, ALPHA_ENV, AUTH_KEY_ENV, BETA_ENV, CHECK_ENV,
-    PROVIDER_ENV, TIMEOUT_ENV,
+    Config, ConfigError, ALGORITHM_ENV, ALPHA_ENV, AUTH_KEY_ENV, BETA_ENV, CHECK_ENV, PROVIDER_ENV,
+    TIMEOUT_ENV,
 };
 pub use persistent::Persistent;
 pub use split::{InterCommunicator, Side};
@@ -1034,7 +1034,12 @@ impl Communicator {
             let recv = self.transport.alloc(p * check::RECORD_BYTES, RemoteWrite)?;
             self.check_mem = Some((send, recv));
         }
-        ensure(&self.transport, &mut self.scratch, need.scratch, RemoteWrite)?;
+        ensure(
+            &self.transport,
+            &mut self.scratch,
+            need.scratch,
+            RemoteWrite,
+        )?;
         let Some((send, recv)) = &self.check_mem else {
             return Ok(());
         };
