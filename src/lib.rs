@@ -9,6 +9,9 @@
 
 pub mod bench;
 pub mod bootstrap;
+// `#[no_mangle]` exports trip the unsafe_code lint; the C API's unsafe blocks are in capi::raw.
+#[allow(unsafe_code)]
+pub mod capi;
 pub mod comm;
 #[allow(unsafe_code)]
 pub mod fabric;

@@ -9,6 +9,7 @@
 //! Every wait for the server has a deadline: [`BootstrapOptions::timeout`], 60 s unless the
 //! environment variable `CIRCULANT_BOOTSTRAP_TIMEOUT` (seconds) says otherwise.
 
+mod oob;
 mod pmi1;
 pub mod wire;
 
@@ -17,6 +18,8 @@ use std::time::Duration;
 
 use thiserror::Error;
 
+pub use oob::Allgather;
+use oob::OobKvs;
 use pmi1::Pmi1Client;
 pub use pmi1::{Endpoint, KvsLimits};
 
@@ -95,6 +98,8 @@ pub enum BootstrapError {
     CorruptBytes { key: String, reason: String },
     #[error("the bootstrap was already finalized")]
     Finalized,
+    #[error("the out-of-band allgather failed: {0}")]
+    Oob(String),
 }
 
 /// How to bootstrap.
@@ -141,6 +146,7 @@ impl BootstrapOptions {
 enum Backend {
     Pmi1(Pmi1Client),
     Singleton(HashMap<String, String>),
+    Oob(OobKvs),
 }
 
 /// This process's place in the job, and the job's key-value space.
@@ -249,6 +255,24 @@ impl Bootstrap {
         }
     }
 
+    /// Rank `rank` of a job of `size` processes whose key-value space travels over the
+    /// caller's `allgather` (see [`Allgather`]). Every rank of the job must call it. The
+    /// caller's function has to enforce its own deadlines.
+    pub fn oob(rank: usize, size: usize, allgather: Allgather) -> Result<Self, BootstrapError> {
+        if size == 0 || rank >= size {
+            return Err(BootstrapError::Oob(format!(
+                "rank {rank} is not below the job size {size}"
+            )));
+        }
+        Ok(Bootstrap {
+            backend: Backend::Oob(OobKvs::new(size, allgather)),
+            rank,
+            size,
+            timeout: DEFAULT_TIMEOUT,
+            finalized: false,
+        })
+    }
+
     pub fn rank(&self) -> usize {
         self.rank
     }
@@ -257,11 +281,12 @@ impl Bootstrap {
         self.size
     }
 
-    /// `"pmi-1"` or `"singleton"`.
+    /// `"pmi-1"`, `"singleton"` or `"oob"`.
     pub fn kind(&self) -> &'static str {
         match self.backend {
             Backend::Pmi1(_) => "pmi-1",
             Backend::Singleton(_) => "singleton",
+            Backend::Oob(_) => "oob",
         }
     }
 
@@ -269,7 +294,7 @@ impl Bootstrap {
     pub fn appnum(&self) -> i64 {
         match &self.backend {
             Backend::Pmi1(client) => client.appnum(),
-            Backend::Singleton(_) => 0,
+            Backend::Singleton(_) | Backend::Oob(_) => 0,
         }
     }
 
@@ -278,6 +303,7 @@ impl Bootstrap {
         match &self.backend {
             Backend::Pmi1(client) => client.kvsname(),
             Backend::Singleton(_) => "singleton",
+            Backend::Oob(_) => "oob",
         }
     }
 
@@ -286,6 +312,7 @@ impl Bootstrap {
         match &self.backend {
             Backend::Pmi1(client) => client.limits(),
             Backend::Singleton(_) => SINGLETON_LIMITS,
+            Backend::Oob(_) => oob::OOB_LIMITS,
         }
     }
 
@@ -308,6 +335,7 @@ impl Bootstrap {
                 kvs.insert(key.to_owned(), value.to_owned());
                 Ok(())
             }
+            Backend::Oob(kvs) => kvs.put(key, value),
         }
     }
 
@@ -324,6 +352,7 @@ impl Bootstrap {
                         detail: "(singleton)".into(),
                     })
             }
+            Backend::Oob(kvs) => kvs.get(key),
         }
     }
 
@@ -334,6 +363,7 @@ impl Bootstrap {
         match &mut self.backend {
             Backend::Pmi1(client) => client.barrier(),
             Backend::Singleton(_) => Ok(()),
+            Backend::Oob(kvs) => kvs.fence(),
         }
     }
 
@@ -421,7 +451,7 @@ impl Bootstrap {
         eprintln!("rank {} aborting the job: {message}", self.rank);
         match &mut self.backend {
             Backend::Pmi1(client) => client.abort(code),
-            Backend::Singleton(_) => Ok(()),
+            Backend::Singleton(_) | Backend::Oob(_) => Ok(()),
         }
     }
 
@@ -433,7 +463,7 @@ impl Bootstrap {
         self.finalized = true;
         match &mut self.backend {
             Backend::Pmi1(client) => client.finalize(),
-            Backend::Singleton(_) => Ok(()),
+            Backend::Singleton(_) | Backend::Oob(_) => Ok(()),
         }
     }
 

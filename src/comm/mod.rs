@@ -35,6 +35,7 @@
 
 mod buffer;
 mod config;
+mod nonblocking;
 mod persistent;
 mod split;
 
@@ -45,6 +46,7 @@ pub use buffer::{Buffer, Element, Payload, PayloadMut};
 pub use config::{
     Config, ConfigError, ALGORITHM_ENV, ALPHA_ENV, BETA_ENV, PROVIDER_ENV, TIMEOUT_ENV,
 };
+pub use nonblocking::Request;
 pub use persistent::Persistent;
 pub use split::{InterCommunicator, Side};
 
@@ -151,7 +153,23 @@ impl Communicator {
     }
 
     pub fn init_with(config: Config) -> Result<Communicator> {
-        let mut bootstrap = Bootstrap::from_env()?;
+        Self::init_over(Bootstrap::from_env()?, config)
+    }
+
+    /// Rank `rank` of `size` processes that bootstrap through the caller's `allgather` of
+    /// fixed-size records: `allgather(send, recv)` must give every rank all ranks' `send`
+    /// (the same length everywhere) in rank order in `recv`. For programs that already have
+    /// MPI, a TCP store or their own launcher. Every rank must call it.
+    pub fn init_oob<F>(rank: usize, size: usize, allgather: F) -> Result<Communicator>
+    where
+        F: FnMut(&[u8], &mut [u8]) -> std::result::Result<(), String> + Send + 'static,
+    {
+        let bootstrap = Bootstrap::oob(rank, size, Box::new(allgather))?;
+        Self::init_over(bootstrap, Config::from_env()?)
+    }
+
+    /// Joins a job through `bootstrap`.
+    pub fn init_over(mut bootstrap: Bootstrap, config: Config) -> Result<Communicator> {
         let (rank, size) = (bootstrap.rank(), bootstrap.size());
         let hosts = bootstrap.exchange("host", hostname().as_bytes())?;
         let one_host = hosts.iter().all(|h| *h == hosts[0]);
@@ -205,7 +223,7 @@ impl Communicator {
         self.transport.info().provider()
     }
 
-    /// `"pmi-1"` or `"singleton"`.
+    /// `"pmi-1"`, `"singleton"` or `"oob"`.
     pub fn launcher(&self) -> &'static str {
         self.job.bootstrap.kind()
     }
