@@ -75,6 +75,12 @@ fn build(compiler: &str, sources: &[PathBuf], name: &str, extra: &[&str]) -> Pat
     exe
 }
 
+/// examples/c/NAME.c, warnings as errors.
+fn build_c(name: &str) -> PathBuf {
+    let source = example(&format!("c/{name}.c"));
+    build("cc", &[source], name, &["-Wall", "-Werror"])
+}
+
 fn example(path: &str) -> PathBuf {
     Path::new(ROOT).join("examples").join(path)
 }
@@ -148,12 +154,7 @@ fn pkg_config_points_at_the_installed_header_and_library() {
 
 #[test]
 fn c_collectives_blocking_nonblocking_and_persistent_under_run_n4() {
-    let exe = build(
-        "cc",
-        &[example("c/collectives.c")],
-        "collectives",
-        &["-Wall", "-Werror"],
-    );
+    let exe = build_c("collectives");
     let out = run_job(4, &exe);
     // 27 or 28 checks per rank: a few are made on the root only.
     assert_every_rank_passed(&out, 4, 27);
@@ -161,12 +162,7 @@ fn c_collectives_blocking_nonblocking_and_persistent_under_run_n4() {
 
 #[test]
 fn c_bad_input_gives_codes_and_messages_and_the_communicator_survives() {
-    let exe = build(
-        "cc",
-        &[example("c/bad_input.c")],
-        "bad_input",
-        &["-Wall", "-Werror"],
-    );
+    let exe = build_c("bad_input");
     let out = run_job(2, &exe);
     assert_every_rank_passed(&out, 2, 24);
     let all = text(&out);
@@ -245,7 +241,7 @@ impl Drop for Ranks {
 
 #[test]
 fn c_init_oob_with_an_allgather_over_files() {
-    let exe = build("cc", &[example("c/oob.c")], "oob", &["-Wall", "-Werror"]);
+    let exe = build_c("oob");
     let exchange = prefix().parent().expect("parent").join("oob-exchange");
     let _ = std::fs::remove_dir_all(&exchange);
     std::fs::create_dir_all(&exchange).expect("exchange dir");

@@ -490,6 +490,11 @@ fn check_singleton(key: &str, value: &str) -> Result<(), BootstrapError> {
             problem: problem.to_string(),
         });
     }
+    check_lengths(key, value, limits)
+}
+
+/// Key and value within `limits`.
+fn check_lengths(key: &str, value: &str, limits: KvsLimits) -> Result<(), BootstrapError> {
     if key.len() > limits.key_max {
         return Err(BootstrapError::KeyTooLong {
             key: key.to_owned(),

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::{BootstrapError, KvsLimits};
+use super::{check_lengths, BootstrapError, KvsLimits};
 
 /// An allgather of fixed-size records: every rank passes `send` (the same length on every
 /// rank) and receives every rank's record in rank order in `recv` (size × that length).
@@ -44,20 +44,7 @@ impl OobKvs {
     }
 
     pub(super) fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError> {
-        if key.len() > OOB_LIMITS.key_max {
-            return Err(BootstrapError::KeyTooLong {
-                key: key.to_owned(),
-                len: key.len(),
-                max: OOB_LIMITS.key_max,
-            });
-        }
-        if value.len() > OOB_LIMITS.value_max {
-            return Err(BootstrapError::ValueTooLong {
-                key: key.to_owned(),
-                len: value.len(),
-                max: OOB_LIMITS.value_max,
-            });
-        }
+        check_lengths(key, value, OOB_LIMITS)?;
         self.pending.push((key.to_owned(), value.to_owned()));
         Ok(())
     }
