@@ -15,6 +15,7 @@
 #define CIRCULANT_H
 
 #include <stddef.h>
+#include <stdint.h>
 /* As send buffer: the input is already in the receive buffer (as MPI_IN_PLACE). */
 #define CIRCULANT_IN_PLACE ((const void *)(~(size_t)0))
 
@@ -210,6 +211,11 @@ int circulant_split(const circulant_comm *comm, int color, int key, circulant_co
 // `bytes` of memory registered with `comm`'s fabric domain, zeroed: collectives on a buffer
 // that starts at `*ptr` copy nothing. Released by `circulant_free` or with `comm`.
 int circulant_alloc(const circulant_comm *comm, size_t bytes, void **ptr);
+
+// Bytes `comm` copied locally so far (staging of memory that is not from `circulant_alloc`,
+// and the plans' copy steps): broadcasts and in-place allgathervs on memory from
+// `circulant_alloc` add nothing.
+int circulant_bytes_copied(const circulant_comm *comm, uint64_t *bytes);
 
 // Releases memory from `circulant_alloc` (NULL is ignored).
 int circulant_free(const circulant_comm *comm, void *ptr);

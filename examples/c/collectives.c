@@ -166,6 +166,8 @@ static void requests(circulant_comm *comm) {
   CALL(comm, circulant_alloc(comm, bytes, (void **)&buf));
   for (size_t i = 0; i < bytes; i++) buf[i] = rank == 0 ? byte_of(0, i) : 0;
   circulant_request *req;
+  uint64_t copied_before, copied_after;
+  CALL(comm, circulant_bytes_copied(comm, &copied_before));
   CALL(comm, circulant_ibcast(comm, buf, bytes, 0, &req));
   /* A second operation while one is in flight is refused, not queued. */
   CHECK(circulant_barrier(comm) == CIRCULANT_ERR_BUSY, "a second operation is refused");
@@ -179,7 +181,34 @@ static void requests(circulant_comm *comm) {
   CHECK(ok, "ibcast after %d tests", tests);
   CALL(comm, circulant_wait(req));
   CALL(comm, circulant_request_free(req));
+  CALL(comm, circulant_bytes_copied(comm, &copied_after));
+  CHECK(copied_after == copied_before, "a broadcast on circulant_alloc memory copied %llu bytes",
+        (unsigned long long)(copied_after - copied_before));
   CALL(comm, circulant_free(comm, buf));
+
+  /* The other nonblocking forms, each waited for and checked. */
+  int32_t block = rank * 3, blocks[64], root_blocks[64], got = -1;
+  CALL(comm, circulant_iallgather(comm, &block, sizeof block, blocks, &req));
+  CALL(comm, circulant_wait(req));
+  CALL(comm, circulant_request_free(req));
+  ok = 1;
+  for (int r = 0; r < size; r++) ok &= blocks[r] == r * 3;
+  CHECK(ok, "iallgather");
+  CALL(comm, circulant_igather(comm, &block, sizeof block, root_blocks, 0, &req));
+  CALL(comm, circulant_wait(req));
+  CALL(comm, circulant_request_free(req));
+  CALL(comm, circulant_iscatter(comm, root_blocks, &got, sizeof got, 0, &req));
+  CALL(comm, circulant_wait(req));
+  CALL(comm, circulant_request_free(req));
+  CHECK(got == rank * 3, "igather then iscatter: %d", got);
+  int64_t prefix = -1, one = 1;
+  CALL(comm, circulant_iscan(comm, &one, &prefix, 1, CIRCULANT_INT64, CIRCULANT_SUM, &req));
+  CALL(comm, circulant_wait(req));
+  CALL(comm, circulant_request_free(req));
+  CHECK(prefix == rank + 1, "iscan: %lld", (long long)prefix);
+  CALL(comm, circulant_ibarrier(comm, &req));
+  CALL(comm, circulant_wait(req));
+  CALL(comm, circulant_request_free(req));
 
   int32_t v = rank, sum = 0;
   CALL(comm, circulant_iallreduce(comm, &v, &sum, 1, CIRCULANT_INT32, CIRCULANT_SUM, &req));
@@ -208,6 +237,33 @@ static void requests(circulant_comm *comm) {
     CALL(comm, circulant_start(req));
     CALL(comm, circulant_wait(req));
     CHECK(value == step * 7, "persistent bcast step %d: %d", step, value);
+  }
+  CALL(comm, circulant_request_free(req));
+
+  /* Persistent allreduce in place: each start reduces what is in the buffer then. */
+  int64_t acc = 1;
+  CALL(comm, circulant_allreduce_init(comm, CIRCULANT_IN_PLACE, &acc, 1, CIRCULANT_INT64,
+                                      CIRCULANT_SUM, &req));
+  int64_t want = 1;
+  for (int step = 0; step < 3; step++) {
+    CALL(comm, circulant_start(req));
+    CALL(comm, circulant_wait(req));
+    want *= size;
+    CHECK(acc == want, "persistent allreduce step %d: %lld", step, (long long)acc);
+  }
+  CALL(comm, circulant_request_free(req));
+
+  /* Persistent allgather in place. */
+  int32_t ring[64];
+  ring[rank] = 0;
+  CALL(comm, circulant_allgather_init(comm, CIRCULANT_IN_PLACE, sizeof(int32_t), ring, &req));
+  for (int step = 1; step <= 2; step++) {
+    ring[rank] = rank * step;
+    CALL(comm, circulant_start(req));
+    CALL(comm, circulant_wait(req));
+    ok = 1;
+    for (int r = 0; r < size; r++) ok &= ring[r] == r * step;
+    CHECK(ok, "persistent allgather in place, step %d", step);
   }
   CALL(comm, circulant_request_free(req));
 }

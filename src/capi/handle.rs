@@ -166,6 +166,17 @@ pub extern "C" fn circulant_alloc(comm: *const Comm, bytes: usize, ptr: *mut *mu
     })
 }
 
+/// Bytes `comm` copied locally so far (staging of memory that is not from `circulant_alloc`,
+/// and the plans' copy steps): broadcasts and in-place allgathervs on memory from
+/// `circulant_alloc` add nothing.
+#[no_mangle]
+pub extern "C" fn circulant_bytes_copied(comm: *const Comm, bytes: *mut u64) -> c_int {
+    on_comm(comm, |c| {
+        let copied = c.with(|inner| Ok(inner.bytes_copied()))?;
+        raw::put(bytes, copied, "bytes")
+    })
+}
+
 /// Releases memory from `circulant_alloc` (NULL is ignored).
 #[no_mangle]
 pub extern "C" fn circulant_free(comm: *const Comm, ptr: *mut c_void) -> c_int {
