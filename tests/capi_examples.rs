@@ -161,6 +161,24 @@ fn c_collectives_blocking_nonblocking_and_persistent_under_run_n4() {
 }
 
 #[test]
+fn the_readme_c_example_builds_and_runs() {
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).expect("README");
+    let start = readme.find("```c\n").expect("a C block in the README") + 5;
+    let len = readme[start..].find("```").expect("the block ends");
+    let dir = prefix().parent().expect("parent").join("readme");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let source = dir.join("readme.c");
+    std::fs::write(&source, &readme[start..start + len]).expect("write");
+    let exe = build("cc", &[source], "readme", &["-Wall", "-Werror"]);
+    let out = run_job(3, &exe);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    for rank in 0..3 {
+        assert!(all.contains(&format!("rank {rank} of 3: sum 3\n")), "{all}");
+    }
+}
+
+#[test]
 fn c_bad_input_gives_codes_and_messages_and_the_communicator_survives() {
     let exe = build_c("bad_input");
     let out = run_job(2, &exe);
