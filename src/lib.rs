@@ -3,7 +3,7 @@
 //! Layers, from the pure core outwards (see `docs/architecture.md`):
 //! `schedule` (circulant broadcast schedules), `plan` (every collective as a per-rank program),
 //! `sim` (runs plans of p virtual ranks and prices them), `fabric` (safe libfabric wrapper),
-//! `transport`, `bootstrap`, `comm`, `launch`.
+//! `transport`, `bootstrap`, `comm`, `launch`; `capi` is the C API over `comm`.
 
 #![deny(unsafe_code)]
 
