@@ -245,6 +245,53 @@ fn fortran_module_under_run_n4() {
     assert_every_rank_passed(&out, 4, 8);
 }
 
+#[test]
+fn c_peer_failures_give_distinct_codes_within_the_deadline() {
+    let exe = build_c("failures");
+    let started = Instant::now();
+    let out = Command::new(prefix().join("bin/circulant"))
+        .args(["run", "-n", "3", "--keep-going", "--timeout", "120", "--"])
+        .arg(&exe)
+        .env("CIRCULANT_TIMEOUT", "2")
+        .output()
+        .expect("circulant run starts");
+    let all = text(&out);
+    assert!(started.elapsed() < Duration::from_secs(60), "{all}");
+    let lines = |phase: &str| -> Vec<String> {
+        all.lines()
+            .filter(|l| l.contains(&format!(": {phase}: code ")))
+            .map(str::to_string)
+            .collect()
+    };
+    // Disagreeing ranks: the one that noticed says mismatch, the others were told.
+    let mismatch = lines("mismatch");
+    assert_eq!(mismatch.len(), 3, "{all}");
+    assert!(mismatch.iter().any(|l| l.contains("code 4 ")), "{all}");
+    assert!(
+        mismatch
+            .iter()
+            .all(|l| l.contains("code 4 ") || l.contains("code 2 ")),
+        "{all}"
+    );
+    assert!(
+        lines("after").iter().all(|l| l.contains("code 6 ")),
+        "{all}"
+    );
+    // Rank 1 is gone: the others fail (timeout, or told by the one that timed out first).
+    let gone = lines("peer gone");
+    assert_eq!(gone.len(), 2, "{all}");
+    assert!(
+        gone.iter()
+            .any(|l| l.contains("code 3 ") && l.contains("timed out")),
+        "{all}"
+    );
+    assert!(
+        gone.iter()
+            .all(|l| l.contains("code 3 ") || l.contains("code 2 ")),
+        "{all}"
+    );
+}
+
 /// Ranks this test started itself: killed if still running when dropped.
 struct Ranks(Vec<Child>);
 
