@@ -7,7 +7,7 @@ use std::ffi::{c_int, c_void};
 use crate::comm::{Buffer, Communicator, Request};
 use crate::plan::{Dtype, ReduceOp, Reduction};
 
-use super::handle::{on_comm, Comm};
+use super::handle::{on_comm, Comm, EndLease};
 use super::raw;
 use super::status::{Failure, Outcome};
 
@@ -347,9 +347,8 @@ impl Collective {
     /// Starts the operation and waits for it.
     fn run(mut self, comm: &Comm) -> Outcome {
         let request = self.start(comm)?;
-        let result = request.wait();
-        comm.end_lease();
-        Ok(result?)
+        let _end = EndLease(comm);
+        Ok(request.wait()?)
     }
 }
 

@@ -58,9 +58,19 @@ impl Comm {
     /// Runs `body` with the communicator lent to it.
     pub(super) fn with<T>(&self, body: impl FnOnce(&mut Communicator) -> Outcome<T>) -> Outcome<T> {
         let communicator = raw::lease(self)?;
-        let result = body(communicator);
-        self.end_lease();
-        result
+        let _end = EndLease(self);
+        body(communicator)
+    }
+}
+
+/// Ends a lease when dropped, also when a panic unwinds (the entry point then returns
+/// `CIRCULANT_ERR_INTERNAL` and the communicator is not left busy for ever). Declared after
+/// whatever holds the lent communicator, so that it is dropped after it.
+pub(super) struct EndLease<'a>(pub &'a Comm);
+
+impl Drop for EndLease<'_> {
+    fn drop(&mut self) {
+        self.0.end_lease();
     }
 }
 

@@ -138,7 +138,12 @@ pub(super) fn thread_error() -> *const c_char {
 /// The text of a status code (a static string; never NULL).
 #[no_mangle]
 pub extern "C" fn circulant_strerror(code: c_int) -> *const c_char {
-    let text: &'static [u8] = match code {
+    text_of(code).as_ptr().cast()
+}
+
+/// The text of a status code, NUL-terminated.
+fn text_of(code: c_int) -> &'static [u8] {
+    match code {
         CIRCULANT_SUCCESS => b"success\0",
         CIRCULANT_ERR_ARGUMENT => b"invalid argument\0",
         CIRCULANT_ERR_PEER => b"a peer failed or aborted the operation\0",
@@ -150,6 +155,46 @@ pub extern "C" fn circulant_strerror(code: c_int) -> *const c_char {
         CIRCULANT_ERR_FABRIC => b"the fabric failed\0",
         CIRCULANT_ERR_INTERNAL => b"internal error in circulant\0",
         _ => b"unknown status code\0",
-    };
-    text.as_ptr().cast()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CStr;
+
+    fn thread_message() -> String {
+        THREAD_ERROR.with(|e| e.borrow().to_string_lossy().into_owned())
+    }
+
+    #[test]
+    fn a_panic_becomes_an_internal_error_with_its_message() {
+        let code = guard(None, || panic!("deliberately"));
+        assert_eq!(code, CIRCULANT_ERR_INTERNAL);
+        assert_eq!(thread_message(), "internal error: deliberately");
+    }
+
+    #[test]
+    fn failures_keep_their_code_and_message() {
+        assert_eq!(guard(None, || Ok(())), CIRCULANT_SUCCESS);
+        let code = guard(None, || Err(Failure::argument("a\0b")));
+        assert_eq!(code, CIRCULANT_ERR_ARGUMENT);
+        assert_eq!(thread_message(), "a?b");
+    }
+
+    #[test]
+    fn every_code_has_a_distinct_text() {
+        let texts: Vec<String> = (0..=10)
+            .map(|code| {
+                CStr::from_bytes_until_nul(text_of(code))
+                    .map(|t| t.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            })
+            .collect();
+        let mut unique = texts.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), texts.len(), "{texts:?}");
+        assert!(texts.iter().all(|t| !t.is_empty()));
+    }
 }

@@ -172,8 +172,9 @@ impl<'a> Request<'a> {
 impl Drop for Request<'_> {
     fn drop(&mut self) {
         // Peers may still write into the buffers: finish before the borrows end. An error has
-        // already marked the communicator unusable, so there is nothing else to do.
-        if matches!(self.state, State::Running(_)) {
+        // already marked the communicator unusable, so there is nothing else to do. Not while
+        // a panic unwinds: the operation's state cannot be trusted then.
+        if matches!(self.state, State::Running(_)) && !std::thread::panicking() {
             let _ = self.complete();
         }
     }
