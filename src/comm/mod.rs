@@ -55,7 +55,7 @@ use crate::fabric::{FabricError, Hints, Info, RegisteredMemory};
 use crate::plan::registry;
 use crate::plan::{Algorithm, CostModel, PlanError, Problem, ReduceOp, Reduction};
 use crate::transport::wire::Digest;
-use crate::transport::{Buffers, Card, OpStats, Opened, Transport, TransportError, View};
+use crate::transport::{Card, OpStats, Opened, Transport, TransportError};
 
 /// Errors of the user API.
 #[derive(Debug, thiserror::Error)]
@@ -755,7 +755,7 @@ impl Communicator {
     }
 
     /// [`Self::run`], where `send_in_recv` = (offset, length) says the send data is that part
-    /// of the receive buffer (in place).
+    /// of the receive buffer (in place): the nonblocking form, waited for at once.
     #[allow(clippy::too_many_arguments)]
     fn run_in<S, R>(
         &mut self,
@@ -763,7 +763,7 @@ impl Communicator {
         problem: Problem,
         choice: Choice<'_>,
         send: Option<&S>,
-        mut recv: Option<&mut R>,
+        recv: Option<&mut R>,
         copy_in_recv: bool,
         send_in_recv: Option<(usize, usize)>,
     ) -> Result<()>
@@ -771,97 +771,16 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        let algorithm = self.choose(&problem, choice)?;
-        let plan = algorithm.rank_plan(self.rank())?;
-        let need = plan.buffers;
-        let digest = digest(op, algorithm.name(), &problem);
-
-        ensure(&self.transport, &mut self.scratch, need.scratch)?;
-        let mut copied = 0usize;
-
-        let send_bytes = send.map_or(&[][..], |s| s.bytes());
-        let send_direct = send.and_then(|s| s.registered()).filter(|_| need.send > 0);
-        if send_direct.is_none() && need.send > 0 && send_in_recv.is_none() {
-            ensure(&self.transport, &mut self.stage_send, need.send)?;
-            if let Some(stage) = &self.stage_send {
-                stage.store(0, &send_bytes[..need.send.min(send_bytes.len())])?;
-                copied += send_bytes.len().min(need.send);
-            }
-        }
-
-        let user_len = recv.as_ref().map_or(0, |r| r.bytes().len());
-        let recv_direct = recv
-            .as_ref()
-            .and_then(|r| r.registered())
-            .filter(|m| m.len() >= need.recv)
-            .is_some();
-        // Only what the plan receives is staged: a rank that receives nothing (a non-root of
-        // reduce or gather) keeps its buffer as it was.
-        let recv_len = need.recv;
-        let staged = !recv_direct && recv_len > 0;
-        let user_part = recv_len.min(user_len);
-        if staged {
-            ensure(&self.transport, &mut self.stage_recv, recv_len)?;
-            if let (Some(stage), Some(r)) = (&self.stage_recv, recv.as_ref()) {
-                match send_in_recv {
-                    // In place: only this rank's part is input, the plan writes the rest.
-                    Some((offset, len)) => {
-                        let part = r.bytes().get(offset..offset + len).ok_or_else(|| {
-                            argument(op, "the in-place part lies outside recv".to_string())
-                        })?;
-                        stage.store(offset, part)?;
-                        copied += len;
-                    }
-                    None if copy_in_recv => {
-                        stage.store(0, &r.bytes()[..user_part])?;
-                        copied += user_part;
-                    }
-                    None => {}
-                }
-            }
-        }
-
-        let stats = {
-            let recv_view = if recv_len == 0 {
-                None
-            } else if recv_direct {
-                recv.as_ref()
-                    .and_then(|r| r.registered())
-                    .map(|m| View::prefix(m, recv_len))
-            } else {
-                self.stage_recv.as_ref().map(|m| View::prefix(m, recv_len))
-            };
-            let send_view = match (send_in_recv, send_direct, &self.stage_send) {
-                _ if need.send == 0 => None,
-                (Some((offset, len)), _, _) => recv_view.map(|v| View {
-                    mem: v.mem,
-                    offset: v.offset + offset,
-                    len,
-                }),
-                (None, Some(mem), _) => Some(View::prefix(mem, send_bytes.len())),
-                (None, None, Some(stage)) => Some(View::prefix(stage, need.send)),
-                (None, None, None) => None,
-            };
-            let buffers = Buffers {
-                send: send_view,
-                recv: recv_view,
-                scratch: self.scratch.as_ref().map(|m| View::prefix(m, need.scratch)),
-            };
-            self.transport.execute(op, digest, plan, buffers)?
+        let call = nonblocking::Call {
+            op,
+            problem,
+            choice,
+            send,
+            recv,
+            copy_in_recv,
+            send_in_recv,
         };
-
-        if staged {
-            if let (Some(stage), Some(r)) = (&self.stage_recv, recv.as_mut()) {
-                stage.read(0, &mut r.bytes_mut()[..user_part])?;
-                copied += user_part;
-            }
-        }
-        self.transport.count_copied(copied);
-        self.last = Some(Executed {
-            algorithm: algorithm.name(),
-            stats,
-        });
-        Ok(())
+        self.start(call)?.wait()
     }
 }
 
