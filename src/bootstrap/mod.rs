@@ -10,6 +10,7 @@
 //! environment variable `CIRCULANT_BOOTSTRAP_TIMEOUT` (seconds, at most 7 days) says otherwise.
 
 mod hangup;
+mod oob;
 mod pmi1;
 pub mod wire;
 
@@ -20,6 +21,8 @@ use thiserror::Error;
 
 use crate::limits::parse_positive_seconds;
 
+pub use oob::Allgather;
+use oob::OobKvs;
 use pmi1::Pmi1Client;
 pub use pmi1::{Endpoint, KvsLimits};
 
@@ -98,6 +101,8 @@ pub enum BootstrapError {
     CorruptBytes { key: String, reason: String },
     #[error("the bootstrap was already finalized")]
     Finalized,
+    #[error("the out-of-band allgather failed: {0}")]
+    Oob(String),
 }
 
 /// How to bootstrap.
@@ -140,6 +145,7 @@ impl BootstrapOptions {
 enum Backend {
     Pmi1(Pmi1Client),
     Singleton(HashMap<String, String>),
+    Oob(OobKvs),
 }
 
 /// This process's place in the job, and the job's key-value space.
@@ -248,6 +254,24 @@ impl Bootstrap {
         }
     }
 
+    /// Rank `rank` of a job of `size` processes whose key-value space travels over the
+    /// caller's `allgather` (see [`Allgather`]). Every rank of the job must call it. The
+    /// caller's function has to enforce its own deadlines.
+    pub fn oob(rank: usize, size: usize, allgather: Allgather) -> Result<Self, BootstrapError> {
+        if size == 0 || rank >= size {
+            return Err(BootstrapError::Oob(format!(
+                "rank {rank} is not below the job size {size}"
+            )));
+        }
+        Ok(Bootstrap {
+            backend: Backend::Oob(OobKvs::new(size, allgather)),
+            rank,
+            size,
+            timeout: DEFAULT_TIMEOUT,
+            finalized: false,
+        })
+    }
+
     pub fn rank(&self) -> usize {
         self.rank
     }
@@ -256,11 +280,12 @@ impl Bootstrap {
         self.size
     }
 
-    /// `"pmi-1"` or `"singleton"`.
+    /// `"pmi-1"`, `"singleton"` or `"oob"`.
     pub fn kind(&self) -> &'static str {
         match self.backend {
             Backend::Pmi1(_) => "pmi-1",
             Backend::Singleton(_) => "singleton",
+            Backend::Oob(_) => "oob",
         }
     }
 
@@ -268,7 +293,7 @@ impl Bootstrap {
     pub fn appnum(&self) -> i64 {
         match &self.backend {
             Backend::Pmi1(client) => client.appnum(),
-            Backend::Singleton(_) => 0,
+            Backend::Singleton(_) | Backend::Oob(_) => 0,
         }
     }
 
@@ -277,6 +302,7 @@ impl Bootstrap {
         match &self.backend {
             Backend::Pmi1(client) => client.kvsname(),
             Backend::Singleton(_) => "singleton",
+            Backend::Oob(_) => "oob",
         }
     }
 
@@ -285,6 +311,7 @@ impl Bootstrap {
         match &self.backend {
             Backend::Pmi1(client) => client.limits(),
             Backend::Singleton(_) => SINGLETON_LIMITS,
+            Backend::Oob(_) => oob::OOB_LIMITS,
         }
     }
 
@@ -307,6 +334,7 @@ impl Bootstrap {
                 kvs.insert(key.to_owned(), value.to_owned());
                 Ok(())
             }
+            Backend::Oob(kvs) => kvs.put(key, value),
         }
     }
 
@@ -323,6 +351,7 @@ impl Bootstrap {
                         detail: "(singleton)".into(),
                     })
             }
+            Backend::Oob(kvs) => kvs.get(key),
         }
     }
 
@@ -333,6 +362,7 @@ impl Bootstrap {
         match &mut self.backend {
             Backend::Pmi1(client) => client.barrier(),
             Backend::Singleton(_) => Ok(()),
+            Backend::Oob(kvs) => kvs.fence(),
         }
     }
 
@@ -420,7 +450,7 @@ impl Bootstrap {
         eprintln!("rank {} aborting the job: {message}", self.rank);
         match &mut self.backend {
             Backend::Pmi1(client) => client.abort(code),
-            Backend::Singleton(_) => Ok(()),
+            Backend::Singleton(_) | Backend::Oob(_) => Ok(()),
         }
     }
 
@@ -432,7 +462,7 @@ impl Bootstrap {
         self.finalized = true;
         match &mut self.backend {
             Backend::Pmi1(client) => client.finalize(),
-            Backend::Singleton(_) => Ok(()),
+            Backend::Singleton(_) | Backend::Oob(_) => Ok(()),
         }
     }
 
@@ -459,6 +489,11 @@ fn check_singleton(key: &str, value: &str) -> Result<(), BootstrapError> {
             problem: problem.to_string(),
         });
     }
+    check_lengths(key, value, limits)
+}
+
+/// Key and value within `limits`.
+fn check_lengths(key: &str, value: &str, limits: KvsLimits) -> Result<(), BootstrapError> {
     if key.len() > limits.key_max {
         return Err(BootstrapError::KeyTooLong {
             key: key.to_owned(),

@@ -37,6 +37,7 @@ mod buffer;
 mod call;
 mod check;
 mod config;
+mod nonblocking;
 mod persistent;
 mod split;
 
@@ -48,6 +49,7 @@ pub use config::{
     Config, ConfigError, ALGORITHM_ENV, ALPHA_ENV, AUTH_KEY_ENV, BETA_ENV, CHECK_ENV, PROVIDER_ENV,
     TIMEOUT_ENV,
 };
+pub use nonblocking::Request;
 pub use persistent::Persistent;
 pub use split::{InterCommunicator, Side};
 
@@ -161,7 +163,23 @@ impl Communicator {
     }
 
     pub fn init_with(config: Config) -> Result<Communicator> {
-        let mut bootstrap = Bootstrap::from_env()?;
+        Self::init_over(Bootstrap::from_env()?, config)
+    }
+
+    /// Rank `rank` of `size` processes that bootstrap through the caller's `allgather` of
+    /// fixed-size records: `allgather(send, recv)` must give every rank all ranks' `send`
+    /// (the same length everywhere) in rank order in `recv`. For programs that already have
+    /// MPI, a TCP store or their own launcher. Every rank must call it.
+    pub fn init_oob<F>(rank: usize, size: usize, allgather: F) -> Result<Communicator>
+    where
+        F: FnMut(&[u8], &mut [u8]) -> std::result::Result<(), String> + Send + 'static,
+    {
+        let bootstrap = Bootstrap::oob(rank, size, Box::new(allgather))?;
+        Self::init_over(bootstrap, Config::from_env()?)
+    }
+
+    /// Joins a job through `bootstrap`.
+    pub fn init_over(mut bootstrap: Bootstrap, config: Config) -> Result<Communicator> {
         let (rank, size) = (bootstrap.rank(), bootstrap.size());
         let hosts = bootstrap.exchange("host", hostname().as_bytes())?;
         let one_host = hosts.iter().all(|h| *h == hosts[0]);
@@ -221,7 +239,7 @@ impl Communicator {
         self.transport.info().provider()
     }
 
-    /// `"pmi-1"` or `"singleton"`.
+    /// `"pmi-1"`, `"singleton"` or `"oob"`.
     pub fn launcher(&self) -> &'static str {
         self.job.bootstrap.kind()
     }
@@ -267,9 +285,7 @@ impl Communicator {
 
     /// Blocks until every rank has called it (dissemination barrier over the fabric).
     pub fn barrier(&mut self) -> Result<()> {
-        let problem = Problem::Barrier { p: self.size() };
-        let call = Call::new("barrier", problem, Choice::Auto);
-        self.run::<[u8], [u8]>(call, Ok(()), None, None)
+        self.ibarrier()?.wait()
     }
 
     /// Root's `buf` ends up in every rank's `buf` (same length everywhere).
@@ -277,23 +293,14 @@ impl Communicator {
         self.bcast_using(buf, root, Choice::Auto)
     }
 
+    /// [`Self::bcast`] with a forced algorithm.
     pub fn bcast_using<B: PayloadMut + ?Sized>(
         &mut self,
         buf: &mut B,
         root: usize,
         choice: Choice<'_>,
     ) -> Result<()> {
-        let problem = Problem::Broadcast {
-            p: self.size(),
-            root,
-            bytes: buf.bytes().len(),
-        };
-        // The root's buffer is input, and the call leaves it as it is.
-        let is_root = self.rank() == root;
-        let call = Call::new("bcast", problem, choice)
-            .copy_in(is_root)
-            .unchanged(is_root);
-        self.run::<[u8], B>(call, Ok(()), None, Some(buf))
+        self.ibcast_using(buf, root, choice)?.wait()
     }
 
     /// Every rank's `send` (all the same length) into `recv` in rank order.
@@ -305,6 +312,7 @@ impl Communicator {
         self.allgather_using(send, recv, Choice::Auto)
     }
 
+    /// [`Self::allgather`] with a forced algorithm.
     pub fn allgather_using<S, R>(
         &mut self,
         send: &S,
@@ -315,16 +323,7 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        let (p, block) = (self.size(), send.bytes().len());
-        let checked = expect_len(
-            "allgather",
-            "recv",
-            recv.bytes().len(),
-            p.checked_mul(block),
-        );
-        let problem = Problem::Allgather { p, block };
-        let call = Call::new("allgather", problem, choice);
-        self.run(call, checked, Some(send), Some(recv))
+        self.iallgather_using(send, recv, choice)?.wait()
     }
 
     /// Rank r's `send` (`counts[r]` bytes) into `recv` at the sum of the counts before r.
@@ -336,6 +335,7 @@ impl Communicator {
         self.allgatherv_using(send, recv, counts, Choice::Auto)
     }
 
+    /// [`Self::allgatherv`] with a forced algorithm.
     pub fn allgatherv_using<S, R>(
         &mut self,
         send: &S,
@@ -347,19 +347,7 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        let op = "allgatherv";
-        let checked = self
-            .check_counts(op, counts, recv.bytes().len())
-            .and_then(|()| expect_len(op, "send", send.bytes().len(), self.own(counts)));
-        let problem = Problem::Allgatherv {
-            counts: counts.to_vec(),
-        };
-        self.run(
-            Call::new(op, problem, choice),
-            checked,
-            Some(send),
-            Some(recv),
-        )
+        self.iallgatherv_using(send, recv, counts, choice)?.wait()
     }
 
     /// [`Self::allgatherv`] in place: this rank's contribution is already in `recv` at the sum
@@ -371,6 +359,7 @@ impl Communicator {
         self.allgatherv_in_place_using(recv, counts, Choice::Auto)
     }
 
+    /// [`Self::allgatherv_in_place`] with a forced algorithm.
     pub fn allgatherv_in_place_using<R>(
         &mut self,
         recv: &mut R,
@@ -380,14 +369,8 @@ impl Communicator {
     where
         R: PayloadMut + ?Sized,
     {
-        let op = "allgatherv";
-        let checked = self.check_counts(op, counts, recv.bytes().len());
-        let mine = self.own_part(counts);
-        let problem = Problem::Allgatherv {
-            counts: counts.to_vec(),
-        };
-        let call = Call::new(op, problem, choice).in_place(mine);
-        self.run::<[u8], R>(call, checked, None, Some(recv))
+        self.iallgatherv_in_place_using(recv, counts, choice)?
+            .wait()
     }
 
     /// [`Self::allgather`] in place: this rank's block is already at its place in `recv`.
@@ -395,21 +378,7 @@ impl Communicator {
     where
         R: PayloadMut + ?Sized,
     {
-        let p = self.size();
-        let len = recv.bytes().len();
-        let checked = if len % p != 0 {
-            Err(argument(
-                "allgather",
-                format!("recv of {len} bytes is not {p} equal blocks"),
-            ))
-        } else {
-            Ok(())
-        };
-        let block = len / p;
-        let problem = Problem::Allgather { p, block };
-        let mine = (self.rank() * block, block);
-        let call = Call::new("allgather", problem, Choice::Auto).in_place(mine);
-        self.run::<[u8], R>(call, checked, None, Some(recv))
+        self.iallgather_in_place(recv)?.wait()
     }
 
     /// Every rank's `recv` = `op` over all ranks' `send`, elementwise.
@@ -446,15 +415,7 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        let bytes = send.bytes().len();
-        let checked = expect_len("allreduce", "recv", recv.bytes().len(), Some(bytes));
-        let problem = Problem::Allreduce {
-            p: self.size(),
-            reduction,
-            bytes,
-        };
-        let call = Call::new("allreduce", problem, choice);
-        self.run(call, checked, Some(send), Some(recv))
+        self.iallreduce_bytes(send, recv, reduction, choice)?.wait()
     }
 
     /// Root's `recv` = `op` over all ranks' `send`; other ranks' `recv` is not touched (it may
@@ -482,6 +443,7 @@ impl Communicator {
         self.reduce_bytes::<[u8], [u8]>(send, recv, typed::<T>(op), root, choice)
     }
 
+    /// [`Self::reduce_bytes`] with a forced algorithm.
     pub fn reduce_bytes<S, R>(
         &mut self,
         send: &S,
@@ -494,20 +456,8 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        let bytes = send.bytes().len();
-        let checked = if self.rank() == root {
-            expect_len("reduce", "recv", recv.bytes().len(), Some(bytes))
-        } else {
-            Ok(())
-        };
-        let problem = Problem::Reduce {
-            p: self.size(),
-            root,
-            reduction,
-            bytes,
-        };
-        let call = Call::new("reduce", problem, choice);
-        self.run(call, checked, Some(send), Some(recv))
+        self.ireduce_bytes(send, recv, reduction, root, choice)?
+            .wait()
     }
 
     /// Rank r's `recv` = `op` over the `send` of ranks 0..=r.
@@ -544,6 +494,7 @@ impl Communicator {
         self.scan_bytes::<[u8], [u8]>(send, recv, typed::<T>(op), true, choice)
     }
 
+    /// [`Self::scan_bytes`] with a forced algorithm.
     pub fn scan_bytes<S, R>(
         &mut self,
         send: &S,
@@ -556,18 +507,8 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        let name = if exclusive { "exscan" } else { "scan" };
-        let bytes = send.bytes().len();
-        let checked = expect_len(name, "recv", recv.bytes().len(), Some(bytes));
-        let problem = Problem::Scan {
-            p: self.size(),
-            reduction,
-            bytes,
-            exclusive,
-        };
-        let copy_in = exclusive && self.rank() == 0;
-        let call = Call::new(name, problem, choice).copy_in(copy_in);
-        self.run(call, checked, Some(send), Some(recv))
+        self.iscan_bytes(send, recv, reduction, exclusive, choice)?
+            .wait()
     }
 
     /// Every rank's `send` (all the same length) into root's `recv` in rank order; other
@@ -580,6 +521,7 @@ impl Communicator {
         self.gather_using(send, recv, root, Choice::Auto)
     }
 
+    /// [`Self::gather`] with a forced algorithm.
     pub fn gather_using<S, R>(
         &mut self,
         send: &S,
@@ -591,15 +533,7 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        let (p, block) = (self.size(), send.bytes().len());
-        let checked = if self.rank() == root {
-            expect_len("gather", "recv", recv.bytes().len(), p.checked_mul(block))
-        } else {
-            Ok(())
-        };
-        let problem = Problem::Gather { p, root, block };
-        let call = Call::new("gather", problem, choice);
-        self.run(call, checked, Some(send), Some(recv))
+        self.igather_using(send, recv, root, choice)?.wait()
     }
 
     /// Block r of root's `send` (p blocks of `recv.len()` bytes) into rank r's `recv`.
@@ -611,6 +545,7 @@ impl Communicator {
         self.scatter_using(send, recv, root, Choice::Auto)
     }
 
+    /// [`Self::scatter`] with a forced algorithm.
     pub fn scatter_using<S, R>(
         &mut self,
         send: &S,
@@ -622,15 +557,7 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        let (p, block) = (self.size(), recv.bytes().len());
-        let checked = if self.rank() == root {
-            expect_len("scatter", "send", send.bytes().len(), p.checked_mul(block))
-        } else {
-            Ok(())
-        };
-        let problem = Problem::Scatter { p, root, block };
-        let call = Call::new("scatter", problem, choice);
-        self.run(call, checked, Some(send), Some(recv))
+        self.iscatter_using(send, recv, root, choice)?.wait()
     }
 
     /// Rank r's `send` (`counts[r]` bytes) into root's `recv` at the sum of the counts before
@@ -649,6 +576,7 @@ impl Communicator {
         self.gatherv_using(send, recv, counts, root, Choice::Auto)
     }
 
+    /// [`Self::gatherv`] with a forced algorithm.
     pub fn gatherv_using<S, R>(
         &mut self,
         send: &S,
@@ -661,20 +589,8 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        let op = "gatherv";
-        let problem = Problem::Gatherv {
-            root,
-            counts: counts.to_vec(),
-        };
-        let own = ("send", send.bytes().len());
-        let whole = ("recv", recv.bytes().len());
-        let checked = self.check_rooted(op, counts, root, own, whole);
-        self.run(
-            Call::new(op, problem, choice),
-            checked,
-            Some(send),
-            Some(recv),
-        )
+        self.igatherv_using(send, recv, counts, root, choice)?
+            .wait()
     }
 
     /// Part r of root's `send` (cut at the counts) into rank r's `recv` (`counts[r]` bytes);
@@ -693,6 +609,7 @@ impl Communicator {
         self.scatterv_using(send, recv, counts, root, Choice::Auto)
     }
 
+    /// [`Self::scatterv`] with a forced algorithm.
     pub fn scatterv_using<S, R>(
         &mut self,
         send: &S,
@@ -705,20 +622,26 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        let op = "scatterv";
-        let problem = Problem::Scatterv {
-            root,
-            counts: counts.to_vec(),
-        };
-        let own = ("recv", recv.bytes().len());
-        let whole = ("send", send.bytes().len());
-        let checked = self.check_rooted(op, counts, root, own, whole);
-        self.run(
-            Call::new(op, problem, choice),
-            checked,
-            Some(send),
-            Some(recv),
-        )
+        self.iscatterv_using(send, recv, counts, root, choice)?
+            .wait()
+    }
+
+    /// Block j of rank i's `send` into block i of rank j's `recv` (p blocks each).
+    pub fn alltoall<S, R>(&mut self, send: &S, recv: &mut R) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        self.alltoall_using(send, recv, Choice::Auto)
+    }
+
+    /// [`Self::alltoall`] with a forced algorithm.
+    pub fn alltoall_using<S, R>(&mut self, send: &S, recv: &mut R, choice: Choice<'_>) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        self.ialltoall_using(send, recv, choice)?.wait()
     }
 
     /// The buffers of a rooted v-collective: `own` (which, length) holds this rank's count,
@@ -774,35 +697,6 @@ impl Communicator {
         expect_len(op, "recv", recv_len, Some(total))
     }
 
-    /// Block j of rank i's `send` into block i of rank j's `recv` (p blocks each).
-    pub fn alltoall<S, R>(&mut self, send: &S, recv: &mut R) -> Result<()>
-    where
-        S: Payload + ?Sized,
-        R: PayloadMut + ?Sized,
-    {
-        self.alltoall_using(send, recv, Choice::Auto)
-    }
-
-    pub fn alltoall_using<S, R>(&mut self, send: &S, recv: &mut R, choice: Choice<'_>) -> Result<()>
-    where
-        S: Payload + ?Sized,
-        R: PayloadMut + ?Sized,
-    {
-        let p = self.size();
-        let len = send.bytes().len();
-        let checked = if len % p != 0 {
-            Err(argument(
-                "alltoall",
-                format!("send of {len} bytes is not {p} equal blocks"),
-            ))
-        } else {
-            expect_len("alltoall", "recv", recv.bytes().len(), Some(len))
-        };
-        let problem = Problem::Alltoall { p, block: len / p };
-        let call = Call::new("alltoall", problem, choice);
-        self.run(call, checked, Some(send), Some(recv))
-    }
-
     /// The algorithm a call would use for `problem`.
     pub fn choose(&self, problem: &Problem, choice: Choice<'_>) -> Result<Box<dyn Algorithm>> {
         problem.validate()?;
@@ -846,11 +740,7 @@ impl Communicator {
         Ok(out)
     }
 
-    /// Runs one call on this rank: its own checks (`checked`, the buffers' owner, the
-    /// algorithm), the full argument check when it is on, then the plan on the given buffers,
-    /// staging those that are not registered. A call refused on this rank is still consumed
-    /// and given up on every rank ([`Transport::abandon`]), so that no rank pairs the data
-    /// of one call with another.
+    /// Runs one call to completion ([`Self::start`], then the request's `wait`).
     fn run<S, R>(
         &mut self,
         call: Call<'_>,
@@ -862,142 +752,7 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        let op = call.op;
-        let before = self.transport.next_seq();
-        let result = self.run_call(call, checked, send, recv);
-        if let Err(err) = &result {
-            // Refused before the transport started it: the peers still count on this call.
-            if self.transport.broken().is_none() && self.transport.next_seq() == before {
-                let why = err.to_string();
-                let why = why.strip_prefix(&format!("{op}: ")).unwrap_or(&why);
-                self.transport.abandon(op, why);
-            }
-        }
-        result
-    }
-
-    fn run_call<S, R>(
-        &mut self,
-        call: Call<'_>,
-        checked: Result<()>,
-        send: Option<&S>,
-        mut recv: Option<&mut R>,
-    ) -> Result<()>
-    where
-        S: Payload + ?Sized,
-        R: PayloadMut + ?Sized,
-    {
-        if let Some(why) = self.transport.broken() {
-            return Err(TransportError::Broken(why.to_string()).into());
-        }
-        let op = call.op;
-        let chosen = checked
-            .and_then(|()| self.owns(op, "send", send.and_then(|s| s.registered())))
-            .and_then(|()| self.owns(op, "recv", recv.as_ref().and_then(|r| r.registered())))
-            .and_then(|()| self.choose(&call.problem, call.choice))
-            .map_err(|e| in_call(op, e));
-        if self.config.check {
-            let name = chosen.as_ref().map(|a| a.name()).map_err(|e| e.to_string());
-            self.agree(op, &call.problem, name)?;
-        }
-        let algorithm = chosen?;
-        let plan = algorithm
-            .rank_plan(self.rank())
-            .map_err(|e| in_call(op, e.into()))?;
-        let need = plan.buffers;
-        let digest = digest(op, algorithm.name(), &call.problem);
-
-        ensure(
-            &self.transport,
-            &mut self.scratch,
-            need.scratch,
-            RemoteWrite,
-        )?;
-        let mut copied = 0usize;
-
-        let send_bytes = send.map_or(&[][..], |s| s.bytes());
-        let send_direct = send.and_then(|s| s.registered()).filter(|_| need.send > 0);
-        if send_direct.is_none() && need.send > 0 && call.send_in_recv.is_none() {
-            ensure(&self.transport, &mut self.stage_send, need.send, Local)?;
-            if let Some(stage) = &self.stage_send {
-                stage.store(0, &send_bytes[..need.send.min(send_bytes.len())])?;
-                copied += send_bytes.len().min(need.send);
-            }
-        }
-
-        let user_len = recv.as_ref().map_or(0, |r| r.bytes().len());
-        let recv_direct = recv
-            .as_ref()
-            .and_then(|r| r.registered())
-            .filter(|m| m.len() >= need.recv)
-            .is_some();
-        // Only what the plan receives is staged: a rank that receives nothing (a non-root of
-        // reduce or gather) keeps its buffer as it was.
-        let recv_len = need.recv;
-        let staged = !recv_direct && recv_len > 0;
-        let user_part = recv_len.min(user_len);
-        if staged {
-            ensure(&self.transport, &mut self.stage_recv, recv_len, RemoteWrite)?;
-            if let (Some(stage), Some(r)) = (&self.stage_recv, recv.as_ref()) {
-                match call.send_in_recv {
-                    // In place: only this rank's part is input, the plan writes the rest.
-                    Some((offset, len)) => {
-                        let part = r.bytes().get(offset..offset + len).ok_or_else(|| {
-                            argument(op, "the in-place part lies outside recv".to_string())
-                        })?;
-                        stage.store(offset, part)?;
-                        copied += len;
-                    }
-                    None if call.copy_in_recv => {
-                        stage.store(0, &r.bytes()[..user_part])?;
-                        copied += user_part;
-                    }
-                    None => {}
-                }
-            }
-        }
-
-        let stats = {
-            let recv_view = if recv_len == 0 {
-                None
-            } else if recv_direct {
-                recv.as_ref()
-                    .and_then(|r| r.registered())
-                    .map(|m| View::prefix(m, recv_len))
-            } else {
-                self.stage_recv.as_ref().map(|m| View::prefix(m, recv_len))
-            };
-            let send_view = match (call.send_in_recv, send_direct, &self.stage_send) {
-                _ if need.send == 0 => None,
-                (Some((offset, len)), _, _) => recv_view.map(|v| View {
-                    mem: v.mem,
-                    offset: v.offset + offset,
-                    len,
-                }),
-                (None, Some(mem), _) => Some(View::prefix(mem, send_bytes.len())),
-                (None, None, Some(stage)) => Some(View::prefix(stage, need.send)),
-                (None, None, None) => None,
-            };
-            let buffers = Buffers {
-                send: send_view,
-                recv: recv_view,
-                scratch: self.scratch.as_ref().map(|m| View::prefix(m, need.scratch)),
-            };
-            self.transport.execute(op, digest, plan, buffers)?
-        };
-
-        if staged && !call.recv_unchanged {
-            if let (Some(stage), Some(r)) = (&self.stage_recv, recv.as_mut()) {
-                stage.read(0, &mut r.bytes_mut()[..user_part])?;
-                copied += user_part;
-            }
-        }
-        self.transport.count_copied(copied);
-        self.last = Some(Executed {
-            algorithm: algorithm.name(),
-            stats,
-        });
-        Ok(())
+        self.start(call, checked, send, recv)?.wait()
     }
 
     /// Refuses registered memory of another communicator: its keys mean nothing to this

@@ -417,7 +417,10 @@ impl Transport {
             .begin(self, &buffers)
             .and_then(|()| run.progress(self, &buffers));
         match started {
-            Ok(()) => Ok(Operation { run }),
+            Ok(()) => Ok(Operation {
+                run,
+                started: Instant::now(),
+            }),
             Err(err) => Err(self.fail(&mut run, err)),
         }
     }
@@ -441,6 +444,33 @@ impl Transport {
             Ok(()) => Ok(run.stats),
             Err(err) => Err(self.fail(&mut run, err)),
         }
+    }
+
+    /// Progresses a started operation without blocking: completes what has arrived and posts
+    /// what is allowed. `Ok(true)` once it is done (then [`Self::finish`] returns at once).
+    /// The deadline counts from the start here, as a caller that only tests never waits.
+    pub fn test(&mut self, operation: &mut Operation, buffers: Buffers<'_>) -> Result<bool> {
+        let Operation { run, started } = operation;
+        if self.active != Some(run.seq) {
+            return Err(TransportError::Invalid {
+                op: run.op.clone(),
+                what: "the operation is not the one in progress on this transport".into(),
+            });
+        }
+        let result = run.progress(self, &buffers).and_then(|()| {
+            if run.done() {
+                Ok(true)
+            } else if started.elapsed() >= self.deadline {
+                Err(TransportError::Timeout {
+                    op: run.op.clone(),
+                    after: self.deadline,
+                    waiting: run.awaited(self),
+                })
+            } else {
+                Ok(false)
+            }
+        });
+        result.map_err(|err| self.fail(run, err))
     }
 
     /// Whether an operation has been started and not finished.
@@ -642,6 +672,8 @@ impl Prepared {
 /// An operation started with [`Transport::start`] and not finished yet.
 pub struct Operation {
     run: Run,
+    /// When it was started: [`Transport::test`]'s deadline counts from here.
+    started: Instant,
 }
 
 impl fmt::Debug for Operation {

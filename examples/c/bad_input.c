@@ -1,0 +1,115 @@
+/* Bad input gives an error code and a message, never a crash: each call below is wrong in
+ * one way and must fail with the expected code and a non-empty message; afterwards the
+ * communicator still works. Run alone or as a job (every rank makes the same calls):
+ *
+ *   circulant run -n 2 -- ./bad_input
+ *
+ * Prints "rank R: N passed, 0 failed". */
+#include <circulant.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+static int passed, failed, rank;
+
+static void expect(circulant_comm *comm, const char *what, int rc, int want) {
+  const char *message = circulant_last_error(comm);
+  if (rc == want && message && strlen(message) > 0) {
+    passed++;
+    printf("rank %d: %s -> %s: %s\n", rank, what, circulant_strerror(rc), message);
+  } else {
+    failed++;
+    fprintf(stderr, "rank %d: %s returned %d (%s), %d expected; message \"%s\"\n", rank, what, rc,
+            circulant_strerror(rc), want, message ? message : "(null)");
+  }
+}
+
+#define EXPECT(comm, call, want) expect(comm, #call, call, want)
+
+int main(void) {
+  circulant_comm *comm = NULL;
+  EXPECT(NULL, circulant_init(NULL), CIRCULANT_ERR_ARGUMENT);
+  if (circulant_init(&comm) != CIRCULANT_SUCCESS) {
+    fprintf(stderr, "circulant_init: %s\n", circulant_last_error(NULL));
+    return 1;
+  }
+  int size = 0;
+  circulant_rank(comm, &rank);
+  circulant_size(comm, &size);
+
+  int32_t a[4] = {1, 2, 3, 4}, b[4];
+  size_t counts[64];
+  for (int r = 0; r < size && r < 64; r++) counts[r] = 4;
+
+  /* NULL handles and pointers. */
+  EXPECT(NULL, circulant_barrier(NULL), CIRCULANT_ERR_ARGUMENT);
+  EXPECT(NULL, circulant_rank(NULL, &rank), CIRCULANT_ERR_ARGUMENT);
+  EXPECT(comm, circulant_rank(comm, NULL), CIRCULANT_ERR_ARGUMENT);
+  EXPECT(comm, circulant_bcast(comm, NULL, 16, 0), CIRCULANT_ERR_ARGUMENT);
+  EXPECT(comm, circulant_allgatherv(comm, a, 4, b, NULL), CIRCULANT_ERR_ARGUMENT);
+  EXPECT(comm, circulant_allreduce(comm, NULL, b, 4, CIRCULANT_INT32, CIRCULANT_SUM),
+         CIRCULANT_ERR_ARGUMENT);
+  EXPECT(NULL, circulant_wait(NULL), CIRCULANT_ERR_ARGUMENT);
+  EXPECT(NULL, circulant_test(NULL, NULL), CIRCULANT_ERR_ARGUMENT);
+
+  /* Counts that do not fit this rank's send size. */
+  counts[rank] = 3;
+  EXPECT(comm, circulant_allgatherv(comm, a, 4, b, counts), CIRCULANT_ERR_ARGUMENT);
+  counts[rank] = 4;
+
+  /* Unknown data type and operator; a bitwise operator on floats. */
+  EXPECT(comm, circulant_allreduce(comm, a, b, 4, 42, CIRCULANT_SUM), CIRCULANT_ERR_ARGUMENT);
+  EXPECT(comm, circulant_allreduce(comm, a, b, 4, CIRCULANT_INT32, 99), CIRCULANT_ERR_ARGUMENT);
+  EXPECT(comm, circulant_allreduce(comm, a, b, 1, CIRCULANT_FLOAT32, CIRCULANT_BXOR),
+         CIRCULANT_ERR_ARGUMENT);
+
+  /* Roots out of range. */
+  EXPECT(comm, circulant_bcast(comm, a, sizeof a, size), CIRCULANT_ERR_ARGUMENT);
+  EXPECT(comm, circulant_bcast(comm, a, sizeof a, -1), CIRCULANT_ERR_ARGUMENT);
+  EXPECT(comm, circulant_reduce(comm, a, b, 4, CIRCULANT_INT32, CIRCULANT_SUM, size + 5),
+         CIRCULANT_ERR_ARGUMENT);
+
+  /* Overlapping send and receive without CIRCULANT_IN_PLACE. */
+  EXPECT(comm, circulant_allreduce(comm, a, a + 1, 2, CIRCULANT_INT32, CIRCULANT_SUM),
+         CIRCULANT_ERR_ARGUMENT);
+
+  /* Memory that circulant_alloc did not return; a negative split color. */
+  EXPECT(comm, circulant_free(comm, a), CIRCULANT_ERR_ARGUMENT);
+  circulant_comm *other;
+  EXPECT(comm, circulant_split(comm, -7, 0, &other), CIRCULANT_ERR_ARGUMENT);
+
+  /* Request misuse: a second operation in flight, freeing or finalizing too early,
+   * starting a request that is not persistent. */
+  circulant_request *req;
+  if (circulant_iallreduce(comm, a, b, 4, CIRCULANT_INT32, CIRCULANT_SUM, &req) != CIRCULANT_SUCCESS) {
+    fprintf(stderr, "rank %d: iallreduce: %s\n", rank, circulant_last_error(comm));
+    return 1;
+  }
+  EXPECT(comm, circulant_bcast(comm, a, sizeof a, 0), CIRCULANT_ERR_BUSY);
+  circulant_request *second;
+  EXPECT(comm, circulant_ibarrier(comm, &second), CIRCULANT_ERR_BUSY);
+  EXPECT(comm, circulant_request_free(req), CIRCULANT_ERR_BUSY);
+  EXPECT(NULL, circulant_finalize(comm), CIRCULANT_ERR_BUSY);
+  EXPECT(comm, circulant_start(req), CIRCULANT_ERR_ARGUMENT);
+  if (circulant_wait(req) != CIRCULANT_SUCCESS || b[0] != size || b[3] != 4 * size) {
+    fprintf(stderr, "rank %d: iallreduce after the refused calls: %s\n", rank, circulant_last_error(comm));
+    failed++;
+  }
+  circulant_request_free(req);
+
+  /* Every code has a text. */
+  for (int code = 0; code <= 10; code++) {
+    if (!circulant_strerror(code) || !strlen(circulant_strerror(code))) failed++;
+  }
+
+  /* The communicator still works. */
+  int32_t one = 1, n = 0;
+  if (circulant_allreduce(comm, &one, &n, 1, CIRCULANT_INT32, CIRCULANT_SUM) != CIRCULANT_SUCCESS ||
+      n != size) {
+    fprintf(stderr, "rank %d: allreduce after the bad calls: %s\n", rank, circulant_last_error(comm));
+    failed++;
+  }
+  printf("rank %d: %d passed, %d failed\n", rank, passed, failed);
+  if (circulant_finalize(comm) != CIRCULANT_SUCCESS) return 1;
+  return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,309 @@
+/* Every collective of the C API on every rank, blocking, nonblocking and persistent, each
+ * result checked. Run it as a job:
+ *
+ *   cc collectives.c $(pkg-config --cflags --libs circulant) -o collectives
+ *   circulant run -n 4 -- ./collectives
+ *
+ * Prints "rank R: N passed, 0 failed" and exits 0 when every check held. */
+#include <circulant.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int passed, failed, rank, size;
+
+#define CHECK(cond, ...)                                   \
+  do {                                                     \
+    if (cond) {                                            \
+      passed++;                                            \
+    } else {                                               \
+      failed++;                                            \
+      fprintf(stderr, "rank %d: check failed: ", rank);    \
+      fprintf(stderr, __VA_ARGS__);                        \
+      fprintf(stderr, "\n");                               \
+    }                                                      \
+  } while (0)
+
+/* Stops the job when a call fails: later checks would only repeat it. */
+#define CALL(comm, expr)                                                           \
+  do {                                                                             \
+    int rc_ = (expr);                                                              \
+    if (rc_ != CIRCULANT_SUCCESS) {                                                \
+      fprintf(stderr, "rank %d: %s: %s (%s)\n", rank, #expr, circulant_strerror(rc_), \
+              circulant_last_error(comm));                                         \
+      exit(1);                                                                     \
+    }                                                                              \
+  } while (0)
+
+static unsigned char byte_of(int owner, size_t i) { return (unsigned char)(owner * 37 + i * 11 + 1); }
+
+static void bcast(circulant_comm *comm) {
+  for (int root = 0; root < size; root++) {
+    unsigned char buf[1000];
+    for (size_t i = 0; i < sizeof buf; i++) buf[i] = rank == root ? byte_of(root, i) : 0;
+    CALL(comm, circulant_bcast(comm, buf, sizeof buf, root));
+    int ok = 1;
+    for (size_t i = 0; i < sizeof buf; i++) ok &= buf[i] == byte_of(root, i);
+    CHECK(ok, "bcast from root %d", root);
+  }
+}
+
+/* Rank r contributes r + 1 bytes (rank 1 none when size > 2, to cover empty parts). */
+static size_t count_of(int r) { return (size > 2 && r == 1) ? 0 : (size_t)(r + 1) * 3; }
+
+static void allgathers(circulant_comm *comm) {
+  size_t counts[64], total = 0, offset = 0;
+  for (int r = 0; r < size; r++) {
+    counts[r] = count_of(r);
+    if (r < rank) offset += counts[r];
+    total += counts[r];
+  }
+  unsigned char mine[64], *all = calloc(total + 1, 1);
+  for (size_t i = 0; i < counts[rank]; i++) mine[i] = byte_of(rank, i);
+  CALL(comm, circulant_allgatherv(comm, mine, counts[rank], all, counts));
+  int ok = 1;
+  for (int r = 0, at = 0; r < size; at += (int)counts[r], r++)
+    for (size_t i = 0; i < counts[r]; i++) ok &= all[at + i] == byte_of(r, i);
+  CHECK(ok, "allgatherv");
+
+  /* In place: this rank's part is already at its place. */
+  memset(all, 0, total);
+  memcpy(all + offset, mine, counts[rank]);
+  CALL(comm, circulant_allgatherv(comm, CIRCULANT_IN_PLACE, counts[rank], all, counts));
+  ok = 1;
+  for (int r = 0, at = 0; r < size; at += (int)counts[r], r++)
+    for (size_t i = 0; i < counts[r]; i++) ok &= all[at + i] == byte_of(r, i);
+  CHECK(ok, "allgatherv in place");
+  free(all);
+
+  int32_t block[2] = {rank, -rank}, gathered[128];
+  CALL(comm, circulant_allgather(comm, block, sizeof block, gathered));
+  ok = 1;
+  for (int r = 0; r < size; r++) ok &= gathered[2 * r] == r && gathered[2 * r + 1] == -r;
+  CHECK(ok, "allgather");
+}
+
+static void reductions(circulant_comm *comm) {
+  int32_t si[3] = {rank + 1, 2, rank}, ri[3];
+  CALL(comm, circulant_allreduce(comm, si, ri, 3, CIRCULANT_INT32, CIRCULANT_SUM));
+  CHECK(ri[0] == size * (size + 1) / 2 && ri[1] == 2 * size && ri[2] == size * (size - 1) / 2,
+        "allreduce int32 sum: %d %d %d", ri[0], ri[1], ri[2]);
+
+  double sd = 0.5 * (rank + 1), rd;
+  CALL(comm, circulant_allreduce(comm, &sd, &rd, 1, CIRCULANT_FLOAT64, CIRCULANT_MAX));
+  CHECK(rd == 0.5 * size, "allreduce float64 max: %g", rd);
+
+  uint64_t bits = 1ull << rank, all_bits = 0;
+  CALL(comm, circulant_allreduce(comm, &bits, &all_bits, 1, CIRCULANT_UINT64, CIRCULANT_BOR));
+  CHECK(all_bits == (1ull << size) - 1, "allreduce uint64 bor");
+
+  int64_t x = rank + 1;
+  CALL(comm, circulant_allreduce(comm, CIRCULANT_IN_PLACE, &x, 1, CIRCULANT_INT64, CIRCULANT_PROD));
+  int64_t factorial = 1;
+  for (int r = 1; r <= size; r++) factorial *= r;
+  CHECK(x == factorial, "allreduce int64 prod in place: %lld", (long long)x);
+
+  for (int root = 0; root < size; root++) {
+    float sf = (float)(rank + 1), rf = -1.0f;
+    CALL(comm, circulant_reduce(comm, &sf, rank == root ? &rf : NULL, 1, CIRCULANT_FLOAT32,
+                                CIRCULANT_SUM, root));
+    if (rank == root) CHECK(rf == (float)(size * (size + 1) / 2), "reduce to %d: %g", root, rf);
+  }
+
+  int32_t one = rank + 1, prefix = -1;
+  CALL(comm, circulant_scan(comm, &one, &prefix, 1, CIRCULANT_INT32, CIRCULANT_SUM));
+  CHECK(prefix == (rank + 1) * (rank + 2) / 2, "scan: %d", prefix);
+  prefix = -1;
+  CALL(comm, circulant_exscan(comm, &one, &prefix, 1, CIRCULANT_INT32, CIRCULANT_SUM));
+  if (rank > 0) CHECK(prefix == rank * (rank + 1) / 2, "exscan: %d", prefix);
+  else CHECK(prefix == -1, "exscan leaves rank 0's recv untouched");
+}
+
+static void rooted(circulant_comm *comm) {
+  int root = size - 1;
+  int32_t mine = 100 + rank, all[64] = {0};
+  CALL(comm, circulant_gather(comm, &mine, sizeof mine, all, root));
+  if (rank == root) {
+    int ok = 1;
+    for (int r = 0; r < size; r++) ok &= all[r] == 100 + r;
+    CHECK(ok, "gather");
+  }
+  int32_t got = -1;
+  CALL(comm, circulant_scatter(comm, all, &got, sizeof got, root));
+  CHECK(got == 100 + rank, "scatter: %d", got);
+
+  size_t counts[64], total = 0;
+  for (int r = 0; r < size; r++) total += counts[r] = count_of(r);
+  unsigned char part[64], *whole = calloc(total + 1, 1);
+  for (size_t i = 0; i < counts[rank]; i++) part[i] = byte_of(rank, i);
+  CALL(comm, circulant_gatherv(comm, part, counts[rank], whole, counts, 0));
+  if (rank == 0) {
+    int ok = 1;
+    for (int r = 0, at = 0; r < size; at += (int)counts[r], r++)
+      for (size_t i = 0; i < counts[r]; i++) ok &= whole[at + i] == byte_of(r, i);
+    CHECK(ok, "gatherv");
+  }
+  memset(part, 0, sizeof part);
+  CALL(comm, circulant_scatterv(comm, whole, counts, part, counts[rank], 0));
+  int ok = 1;
+  for (size_t i = 0; i < counts[rank]; i++) ok &= part[i] == byte_of(rank, i);
+  CHECK(ok, "scatterv");
+  free(whole);
+
+  int32_t to[64], from[64];
+  for (int r = 0; r < size; r++) to[r] = rank * 1000 + r;
+  CALL(comm, circulant_alltoall(comm, to, from, sizeof(int32_t)));
+  ok = 1;
+  for (int r = 0; r < size; r++) ok &= from[r] == r * 1000 + rank;
+  CHECK(ok, "alltoall");
+}
+
+static void requests(circulant_comm *comm) {
+  /* Nonblocking broadcast from registered memory, progressed by circulant_test. */
+  size_t bytes = 1 << 16;
+  unsigned char *buf;
+  CALL(comm, circulant_alloc(comm, bytes, (void **)&buf));
+  for (size_t i = 0; i < bytes; i++) buf[i] = rank == 0 ? byte_of(0, i) : 0;
+  circulant_request *req;
+  uint64_t copied_before, copied_after;
+  CALL(comm, circulant_bytes_copied(comm, &copied_before));
+  CALL(comm, circulant_ibcast(comm, buf, bytes, 0, &req));
+  /* A second operation while one is in flight is refused, not queued. */
+  CHECK(circulant_barrier(comm) == CIRCULANT_ERR_BUSY, "a second operation is refused");
+  int done = 0, tests = 0;
+  while (!done) {
+    CALL(comm, circulant_test(req, &done));
+    tests++;
+  }
+  int ok = 1;
+  for (size_t i = 0; i < bytes; i++) ok &= buf[i] == byte_of(0, i);
+  CHECK(ok, "ibcast after %d tests", tests);
+  CALL(comm, circulant_wait(req));
+  CALL(comm, circulant_request_free(req));
+  CALL(comm, circulant_bytes_copied(comm, &copied_after));
+  CHECK(copied_after == copied_before, "a broadcast on circulant_alloc memory copied %llu bytes",
+        (unsigned long long)(copied_after - copied_before));
+  CALL(comm, circulant_free(comm, buf));
+
+  /* The other nonblocking forms, each waited for and checked. */
+  int32_t block = rank * 3, blocks[64], root_blocks[64], got = -1;
+  CALL(comm, circulant_iallgather(comm, &block, sizeof block, blocks, &req));
+  CALL(comm, circulant_wait(req));
+  CALL(comm, circulant_request_free(req));
+  ok = 1;
+  for (int r = 0; r < size; r++) ok &= blocks[r] == r * 3;
+  CHECK(ok, "iallgather");
+  CALL(comm, circulant_igather(comm, &block, sizeof block, root_blocks, 0, &req));
+  CALL(comm, circulant_wait(req));
+  CALL(comm, circulant_request_free(req));
+  CALL(comm, circulant_iscatter(comm, root_blocks, &got, sizeof got, 0, &req));
+  CALL(comm, circulant_wait(req));
+  CALL(comm, circulant_request_free(req));
+  CHECK(got == rank * 3, "igather then iscatter: %d", got);
+  int64_t prefix = -1, one = 1;
+  CALL(comm, circulant_iscan(comm, &one, &prefix, 1, CIRCULANT_INT64, CIRCULANT_SUM, &req));
+  CALL(comm, circulant_wait(req));
+  CALL(comm, circulant_request_free(req));
+  CHECK(prefix == rank + 1, "iscan: %lld", (long long)prefix);
+  CALL(comm, circulant_ibarrier(comm, &req));
+  CALL(comm, circulant_wait(req));
+  CALL(comm, circulant_request_free(req));
+
+  int32_t v = rank, sum = 0;
+  CALL(comm, circulant_iallreduce(comm, &v, &sum, 1, CIRCULANT_INT32, CIRCULANT_SUM, &req));
+  CALL(comm, circulant_wait(req));
+  CHECK(sum == size * (size - 1) / 2, "iallreduce: %d", sum);
+  CALL(comm, circulant_request_free(req));
+
+  size_t counts[64], total = 0;
+  for (int r = 0; r < size; r++) total += counts[r] = count_of(r);
+  unsigned char mine[64], *all = calloc(total + 1, 1);
+  for (size_t i = 0; i < counts[rank]; i++) mine[i] = byte_of(rank, i);
+  CALL(comm, circulant_iallgatherv(comm, mine, counts[rank], all, counts, &req));
+  CALL(comm, circulant_wait(req));
+  ok = 1;
+  for (int r = 0, at = 0; r < size; at += (int)counts[r], r++)
+    for (size_t i = 0; i < counts[r]; i++) ok &= all[at + i] == byte_of(r, i);
+  CHECK(ok, "iallgatherv");
+  CALL(comm, circulant_request_free(req));
+  free(all);
+
+  /* Persistent: the arguments are kept, each start runs the broadcast again. */
+  int32_t value = 0;
+  CALL(comm, circulant_bcast_init(comm, &value, sizeof value, 1 % size, &req));
+  for (int step = 1; step <= 3; step++) {
+    if (rank == 1 % size) value = step * 7;
+    CALL(comm, circulant_start(req));
+    CALL(comm, circulant_wait(req));
+    CHECK(value == step * 7, "persistent bcast step %d: %d", step, value);
+  }
+  CALL(comm, circulant_request_free(req));
+
+  /* Persistent allreduce in place: each start reduces what is in the buffer then. */
+  int64_t acc = 1;
+  CALL(comm, circulant_allreduce_init(comm, CIRCULANT_IN_PLACE, &acc, 1, CIRCULANT_INT64,
+                                      CIRCULANT_SUM, &req));
+  int64_t want = 1;
+  for (int step = 0; step < 3; step++) {
+    CALL(comm, circulant_start(req));
+    CALL(comm, circulant_wait(req));
+    want *= size;
+    CHECK(acc == want, "persistent allreduce step %d: %lld", step, (long long)acc);
+  }
+  CALL(comm, circulant_request_free(req));
+
+  /* Persistent allgather in place. */
+  int32_t ring[64];
+  ring[rank] = 0;
+  CALL(comm, circulant_allgather_init(comm, CIRCULANT_IN_PLACE, sizeof(int32_t), ring, &req));
+  for (int step = 1; step <= 2; step++) {
+    ring[rank] = rank * step;
+    CALL(comm, circulant_start(req));
+    CALL(comm, circulant_wait(req));
+    ok = 1;
+    for (int r = 0; r < size; r++) ok &= ring[r] == r * step;
+    CHECK(ok, "persistent allgather in place, step %d", step);
+  }
+  CALL(comm, circulant_request_free(req));
+}
+
+static void split(circulant_comm *comm) {
+  circulant_comm *half;
+  CALL(comm, circulant_split(comm, rank % 2, -rank, &half));
+  int hrank, hsize;
+  CALL(half, circulant_rank(half, &hrank));
+  CALL(half, circulant_size(half, &hsize));
+  CHECK(hsize == (size + 1 - rank % 2) / 2, "split size %d", hsize);
+  /* Keys -rank reverse the order. */
+  CHECK(hrank == (hsize - 1) - rank / 2, "split rank %d", hrank);
+  int32_t one = 1, n = 0;
+  CALL(half, circulant_allreduce(half, &one, &n, 1, CIRCULANT_INT32, CIRCULANT_SUM));
+  CHECK(n == hsize, "allreduce on the split: %d", n);
+  CALL(half, circulant_finalize(half));
+}
+
+int main(void) {
+  circulant_comm *comm;
+  int rc = circulant_init(&comm);
+  if (rc != CIRCULANT_SUCCESS) {
+    fprintf(stderr, "circulant_init: %s (%s)\n", circulant_strerror(rc), circulant_last_error(NULL));
+    return 1;
+  }
+  CALL(comm, circulant_rank(comm, &rank));
+  CALL(comm, circulant_size(comm, &size));
+  if (size > 64) {
+    fprintf(stderr, "this example handles at most 64 ranks\n");
+    return 1;
+  }
+  bcast(comm);
+  allgathers(comm);
+  reductions(comm);
+  rooted(comm);
+  requests(comm);
+  split(comm);
+  CALL(comm, circulant_barrier(comm));
+  printf("rank %d: %d passed, %d failed\n", rank, passed, failed);
+  CALL(NULL, circulant_finalize(comm));
+  return failed == 0 ? 0 : 1;
+}

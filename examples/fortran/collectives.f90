@@ -1,0 +1,83 @@
+! bcast, allgatherv, allreduce and barrier from Fortran through the circulant module:
+!   gfortran $(pkg-config --cflags circulant) PREFIX/include/circulant.f90 collectives.f90 \
+!       $(pkg-config --libs circulant) -o collectives
+!   circulant run -n 4 -- ./collectives
+! Prints "rank R: N passed, 0 failed" and stops with an error when a check fails.
+program collectives
+  use, intrinsic :: iso_c_binding
+  use circulant
+  implicit none
+  type(c_ptr) :: comm
+  integer(c_int) :: rank, nranks, rc, r
+  integer(c_int), target :: data(100), mine(8), expect
+  integer(c_int), allocatable, target :: gathered(:)
+  integer(c_size_t), allocatable :: counts(:)
+  real(c_double), target :: x, total
+  integer :: passed = 0, failed = 0, i, at
+
+  call check_rc(circulant_init(comm), "circulant_init")
+  call check_rc(circulant_rank(comm, rank), "circulant_rank")
+  call check_rc(circulant_size(comm, nranks), "circulant_size")
+
+  ! bcast of 100 integers from the last rank
+  data = 0
+  if (rank == nranks - 1) data = [(i * 3, i = 1, 100)]
+  call check_rc(circulant_bcast(comm, c_loc(data), int(size(data) * 4, c_size_t), nranks - 1), &
+       "circulant_bcast")
+  call check(all(data == [(i * 3, i = 1, 100)]), "bcast")
+
+  ! allgatherv: rank r contributes r + 1 integers of value r
+  allocate(counts(nranks))
+  counts = [((r + 1) * 4, r = 0, nranks - 1)]
+  allocate(gathered(sum(counts) / 4))
+  mine = rank
+  call check_rc(circulant_allgatherv(comm, c_loc(mine), counts(rank + 1), c_loc(gathered), counts), &
+       "circulant_allgatherv")
+  at = 0
+  do r = 0, nranks - 1
+    call check(all(gathered(at + 1:at + r + 1) == r), "allgatherv part")
+    at = at + r + 1
+  end do
+
+  ! allreduce: sum of doubles, max of integers
+  x = 0.5d0 * (rank + 1)
+  call check_rc(circulant_allreduce(comm, c_loc(x), c_loc(total), 1_c_size_t, CIRCULANT_FLOAT64, &
+       CIRCULANT_SUM), "circulant_allreduce")
+  call check(abs(total - 0.25d0 * nranks * (nranks + 1)) < 1d-12, "allreduce sum")
+  mine(1) = rank * 10
+  call check_rc(circulant_allreduce(comm, c_loc(mine), c_loc(expect), 1_c_size_t, CIRCULANT_INT32, &
+       CIRCULANT_MAX), "circulant_allreduce")
+  call check(expect == (nranks - 1) * 10, "allreduce max")
+
+  ! bad input gives a code and a message
+  rc = circulant_allreduce(comm, c_loc(x), c_loc(total), 1_c_size_t, 77_c_int, CIRCULANT_SUM)
+  call check(rc == CIRCULANT_ERR_ARGUMENT .and. len(circulant_error_message(comm)) > 0, &
+       "unknown dtype refused")
+
+  call check_rc(circulant_barrier(comm), "circulant_barrier")
+  print '("rank ", i0, ": ", i0, " passed, ", i0, " failed")', rank, passed, failed
+  call check_rc(circulant_finalize(comm), "circulant_finalize")
+  if (failed > 0) error stop 1
+
+contains
+
+  subroutine check(ok, what)
+    logical, intent(in) :: ok
+    character(*), intent(in) :: what
+    if (ok) then
+      passed = passed + 1
+    else
+      failed = failed + 1
+      print '("rank ", i0, ": check failed: ", a)', rank, what
+    end if
+  end subroutine
+
+  subroutine check_rc(code, what)
+    integer(c_int), intent(in) :: code
+    character(*), intent(in) :: what
+    if (code /= CIRCULANT_SUCCESS) then
+      print '(a, ": ", a)', what, circulant_error_message(comm)
+      error stop 1
+    end if
+  end subroutine
+end program collectives

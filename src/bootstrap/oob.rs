@@ -1,0 +1,173 @@
+//! The out-of-band bootstrap: the job's key-value space carried over an allgather that the
+//! caller supplies (its MPI, a TCP store, its own launcher).
+//!
+//! Puts are kept locally until the next fence; a fence is two allgathers of fixed-size
+//! records, as the caller's function only knows fixed sizes: first every rank's length (8
+//! bytes), then every rank's puts padded to the longest. A fence with nothing to put still
+//! synchronises, so it is also the barrier.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use super::{check_lengths, BootstrapError, KvsLimits};
+
+/// An allgather of fixed-size records: every rank passes `send` (the same length on every
+/// rank) and receives every rank's record in rank order in `recv` (size × that length).
+pub type Allgather = Box<dyn FnMut(&[u8], &mut [u8]) -> Result<(), String> + Send>;
+
+/// Limits of the out-of-band key-value space: nothing in the transport limits it, these only
+/// keep a rank's records to a sane size.
+pub(super) const OOB_LIMITS: KvsLimits = KvsLimits {
+    kvsname_max: 255,
+    key_max: 255,
+    value_max: 1 << 16,
+};
+
+/// The key-value space of an out-of-band job.
+pub(super) struct OobKvs {
+    /// Behind a lock only so that a communicator stays `Sync`: a bootstrap is used by one
+    /// thread at a time.
+    allgather: Mutex<Allgather>,
+    size: usize,
+    pending: Vec<(String, String)>,
+    kvs: HashMap<String, String>,
+}
+
+impl OobKvs {
+    pub(super) fn new(size: usize, allgather: Allgather) -> Self {
+        OobKvs {
+            allgather: Mutex::new(allgather),
+            size,
+            pending: Vec::new(),
+            kvs: HashMap::new(),
+        }
+    }
+
+    pub(super) fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError> {
+        check_lengths(key, value, OOB_LIMITS)?;
+        self.pending.push((key.to_owned(), value.to_owned()));
+        Ok(())
+    }
+
+    pub(super) fn get(&self, key: &str) -> Result<String, BootstrapError> {
+        self.kvs
+            .get(key)
+            .cloned()
+            .ok_or_else(|| BootstrapError::KeyNotFound {
+                key: key.to_owned(),
+                detail: "(out-of-band: was it put before the last fence?)".into(),
+            })
+    }
+
+    /// Publishes every rank's puts to all ranks.
+    pub(super) fn fence(&mut self) -> Result<(), BootstrapError> {
+        let mine = encode(&self.pending);
+        let mut lengths = vec![0u8; 8 * self.size];
+        self.call(&(mine.len() as u64).to_le_bytes(), &mut lengths)?;
+        let lengths: Vec<u64> = lengths
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
+            .collect();
+        let most = lengths.iter().copied().max().unwrap_or(0);
+        // A length is a peer's word: bound it before allocating size × most bytes.
+        let limit = (self.size as u64) * (OOB_LIMITS.key_max + OOB_LIMITS.value_max + 8) as u64;
+        if most > limit.max(1 << 24) {
+            return Err(malformed(format!("a rank announced {most} bytes of puts")));
+        }
+        let most = most as usize;
+        let mut record = mine;
+        record.resize(most, 0);
+        let mut all = vec![0u8; most * self.size];
+        self.call(&record, &mut all)?;
+        for (rank, len) in lengths.iter().enumerate() {
+            let start = rank * most;
+            let bytes = &all[start..start + *len as usize];
+            for (key, value) in
+                decode(bytes).map_err(|what| malformed(format!("rank {rank}: {what}")))?
+            {
+                self.kvs.insert(key, value);
+            }
+        }
+        self.pending.clear();
+        Ok(())
+    }
+
+    fn call(&mut self, send: &[u8], recv: &mut [u8]) -> Result<(), BootstrapError> {
+        let allgather = self
+            .allgather
+            .get_mut()
+            .map_err(|_| BootstrapError::Oob("an earlier allgather panicked".into()))?;
+        allgather(send, recv).map_err(BootstrapError::Oob)
+    }
+}
+
+fn malformed(what: String) -> BootstrapError {
+    BootstrapError::Oob(format!("malformed record: {what}"))
+}
+
+/// Puts as `u32 key length, key, u32 value length, value`, little endian.
+fn encode(puts: &[(String, String)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (key, value) in puts {
+        for text in [key, value] {
+            out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+            out.extend_from_slice(text.as_bytes());
+        }
+    }
+    out
+}
+
+fn decode(mut bytes: &[u8]) -> Result<Vec<(String, String)>, String> {
+    let take = |bytes: &mut &[u8]| -> Result<String, String> {
+        let head: [u8; 4] = bytes
+            .get(..4)
+            .and_then(|h| h.try_into().ok())
+            .ok_or("a length is cut short")?;
+        let (len, rest) = (u32::from_le_bytes(head) as usize, &bytes[4..]);
+        let text = rest.get(..len).ok_or("a text is cut short")?;
+        *bytes = &rest[len..];
+        String::from_utf8(text.to_vec()).map_err(|_| "a text is not UTF-8".to_string())
+    };
+    let mut puts = Vec::new();
+    while !bytes.is_empty() {
+        let key = take(&mut bytes)?;
+        let value = take(&mut bytes)?;
+        puts.push((key, value));
+    }
+    Ok(puts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_and_reject_cut_input() {
+        let puts = vec![("a".to_string(), "1".to_string()), ("bb".into(), "".into())];
+        let bytes = encode(&puts);
+        assert_eq!(decode(&bytes).expect("decode"), puts);
+        assert!(decode(&bytes[..bytes.len() - 1]).is_err());
+        assert!(decode(&[9, 0, 0, 0, b'x']).is_err());
+    }
+
+    #[test]
+    fn a_fence_over_a_one_rank_allgather_publishes_the_puts() {
+        let gather: Allgather = Box::new(|send, recv| {
+            recv.copy_from_slice(send);
+            Ok(())
+        });
+        let mut kvs = OobKvs::new(1, gather);
+        kvs.put("k", "v").expect("put");
+        assert!(kvs.get("k").is_err());
+        kvs.fence().expect("fence");
+        assert_eq!(kvs.get("k").expect("get"), "v");
+    }
+
+    #[test]
+    fn a_failing_allgather_is_an_error() {
+        let gather: Allgather = Box::new(|_, _| Err("peer gone".into()));
+        let mut kvs = OobKvs::new(2, gather);
+        let err = kvs.fence().expect_err("must fail");
+        assert!(err.to_string().contains("peer gone"), "{err}");
+    }
+}

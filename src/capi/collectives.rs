@@ -1,0 +1,716 @@
+//! The collectives of the C API, blocking: each builds a [`Collective`] from its C arguments,
+//! starts it and waits. The nonblocking and persistent forms (`requests.rs`) start the same
+//! descriptions.
+
+use std::ffi::{c_int, c_void};
+
+use crate::comm::{Buffer, Choice, Communicator, Request};
+use crate::plan::{Dtype, ReduceOp, Reduction};
+
+use super::handle::{on_comm, Comm, EndLease};
+use super::raw;
+use super::status::{Failure, Outcome};
+
+/// Data types of the reductions (`int dtype`).
+pub const CIRCULANT_INT32: c_int = 0;
+pub const CIRCULANT_INT64: c_int = 1;
+pub const CIRCULANT_UINT32: c_int = 2;
+pub const CIRCULANT_UINT64: c_int = 3;
+pub const CIRCULANT_FLOAT32: c_int = 4;
+pub const CIRCULANT_FLOAT64: c_int = 5;
+
+/// Operators of the reductions (`int op`); the bitwise ones on integers only.
+pub const CIRCULANT_SUM: c_int = 0;
+pub const CIRCULANT_PROD: c_int = 1;
+pub const CIRCULANT_MIN: c_int = 2;
+pub const CIRCULANT_MAX: c_int = 3;
+pub const CIRCULANT_BAND: c_int = 4;
+pub const CIRCULANT_BOR: c_int = 5;
+pub const CIRCULANT_BXOR: c_int = 6;
+
+/// The address `CIRCULANT_IN_PLACE` stands for (see the header).
+const IN_PLACE: usize = usize::MAX;
+
+fn in_place(ptr: *const c_void) -> bool {
+    ptr as usize == IN_PLACE
+}
+
+/// Which reduction.
+#[derive(Clone, Copy)]
+pub(super) enum Reducing {
+    All,
+    To(usize),
+    Scan,
+    Exscan,
+}
+
+/// One collective's C arguments, checked as far as they can be without the communicator.
+pub(super) enum Collective {
+    Barrier,
+    Bcast {
+        buf: *mut c_void,
+        bytes: usize,
+        root: usize,
+    },
+    Allgather {
+        send: *const c_void,
+        block: usize,
+        recv: *mut c_void,
+    },
+    Allgatherv {
+        send: *const c_void,
+        send_bytes: usize,
+        recv: *mut c_void,
+        counts: Vec<usize>,
+    },
+    Reduce {
+        which: Reducing,
+        send: *const c_void,
+        recv: *mut c_void,
+        bytes: usize,
+        reduction: Reduction,
+        /// In place: a copy of the input taken at the start, kept while the operation runs.
+        input: Box<[u8]>,
+    },
+    Gather {
+        send: *const c_void,
+        block: usize,
+        recv: *mut c_void,
+        root: usize,
+    },
+    Gatherv {
+        send: *const c_void,
+        send_bytes: usize,
+        recv: *mut c_void,
+        counts: Vec<usize>,
+        root: usize,
+    },
+    Scatter {
+        send: *const c_void,
+        recv: *mut c_void,
+        block: usize,
+        root: usize,
+    },
+    Scatterv {
+        send: *const c_void,
+        counts: Vec<usize>,
+        recv: *mut c_void,
+        recv_bytes: usize,
+        root: usize,
+    },
+    Alltoall {
+        send: *const c_void,
+        recv: *mut c_void,
+        block: usize,
+    },
+}
+
+/// Bytes the library reads: a registered buffer from `circulant_alloc`, or plain memory.
+enum In {
+    Plain(&'static [u8]),
+    Registered(&'static Buffer),
+}
+
+/// Bytes the library writes.
+enum Out {
+    Plain(&'static mut [u8]),
+    Registered(&'static mut Buffer),
+}
+
+/// `$call` with `$s` and `$r` bound to the send and receive memory, whichever kinds they are.
+macro_rules! with_both {
+    ($send:expr, $recv:expr, |$s:ident, $r:ident| $call:expr) => {
+        match ($send, $recv) {
+            (In::Plain($s), Out::Plain($r)) => $call,
+            (In::Plain($s), Out::Registered($r)) => $call,
+            (In::Registered($s), Out::Plain($r)) => $call,
+            (In::Registered($s), Out::Registered($r)) => $call,
+        }
+    };
+}
+
+/// `$call` with `$r` bound to the receive memory.
+macro_rules! with_recv {
+    ($recv:expr, |$r:ident| $call:expr) => {
+        match $recv {
+            Out::Plain($r) => $call,
+            Out::Registered($r) => $call,
+        }
+    };
+}
+
+/// The memory of one operation, read and written.
+struct Memory<'c> {
+    comm: &'c Comm,
+    /// Byte ranges handed out so far, to refuse overlapping send and receive buffers.
+    ranges: Vec<(usize, usize, &'static str)>,
+}
+
+impl Memory<'_> {
+    fn claim(&mut self, ptr: *const c_void, len: usize, what: &'static str) -> Outcome {
+        if len == 0 {
+            return Ok(());
+        }
+        let (start, end) = (ptr as usize, (ptr as usize).saturating_add(len));
+        if let Some((_, _, other)) = self.ranges.iter().find(|(s, e, _)| start < *e && *s < end) {
+            return Err(Failure::argument(format!(
+                "{what} overlaps {other} (use CIRCULANT_IN_PLACE)"
+            )));
+        }
+        self.ranges.push((start, end, what));
+        Ok(())
+    }
+
+    fn input(&mut self, ptr: *const c_void, len: usize, what: &'static str) -> Outcome<In> {
+        self.claim(ptr, len, what)?;
+        Ok(match raw::allocation(self.comm, ptr, len) {
+            Some(buffer) => In::Registered(buffer),
+            None => In::Plain(raw::bytes(ptr, len, what)?),
+        })
+    }
+
+    fn output(&mut self, ptr: *mut c_void, len: usize, what: &'static str) -> Outcome<Out> {
+        self.claim(ptr, len, what)?;
+        Ok(match raw::allocation(self.comm, ptr, len) {
+            Some(buffer) => Out::Registered(buffer),
+            None => Out::Plain(raw::bytes_mut(ptr, len, what)?),
+        })
+    }
+}
+
+impl Collective {
+    /// Starts the operation on `comm`'s communicator, which stays lent to the request until
+    /// it completes ([`Comm::end_lease`]). An in-place reduction's input is copied into the
+    /// description, which must outlive the request.
+    pub(super) fn start(&mut self, comm: &Comm) -> Outcome<Request<'static>> {
+        let communicator = raw::lease(comm)?;
+        let started = self.start_on(communicator, comm);
+        if started.is_err() {
+            comm.end_lease();
+        }
+        started
+    }
+
+    fn start_on(&mut self, c: &'static mut Communicator, comm: &Comm) -> Outcome<Request<'static>> {
+        let (rank, p) = (comm.rank(), comm.size());
+        let mut mem = Memory {
+            comm,
+            ranges: Vec::new(),
+        };
+        let request = match self {
+            Collective::Barrier => c.ibarrier(),
+            Collective::Bcast { buf, bytes, root } => {
+                let buf = mem.output(*buf, *bytes, "buf")?;
+                with_recv!(buf, |b| c.ibcast(b, *root))
+            }
+            Collective::Allgather { send, block, recv } => {
+                let total = times(*block, p, "recv")?;
+                if in_place(*send) {
+                    let recv = mem.output(*recv, total, "recv")?;
+                    with_recv!(recv, |r| c.iallgather_in_place(r))
+                } else {
+                    let send = mem.input(*send, *block, "send")?;
+                    let recv = mem.output(*recv, total, "recv")?;
+                    with_both!(send, recv, |s, r| c.iallgather(s, r))
+                }
+            }
+            Collective::Allgatherv {
+                send,
+                send_bytes,
+                recv,
+                counts,
+            } => {
+                let total = sum(counts)?;
+                if in_place(*send) {
+                    let recv = mem.output(*recv, total, "recv")?;
+                    with_recv!(recv, |r| c.iallgatherv_in_place(r, counts))
+                } else {
+                    let send = mem.input(*send, *send_bytes, "send")?;
+                    let recv = mem.output(*recv, total, "recv")?;
+                    with_both!(send, recv, |s, r| c.iallgatherv(s, r, counts))
+                }
+            }
+            Collective::Reduce {
+                which,
+                send,
+                recv,
+                bytes,
+                reduction,
+                input,
+            } => {
+                // A non-root of reduce and rank 0 of exscan receive nothing: their recv may
+                // be NULL.
+                let receives = match which {
+                    Reducing::To(root) => rank == *root,
+                    Reducing::Exscan => rank != 0,
+                    Reducing::All | Reducing::Scan => true,
+                };
+                let recv_len = if receives || !recv.is_null() {
+                    *bytes
+                } else {
+                    0
+                };
+                let recv = mem.output(*recv, recv_len, "recv")?;
+                let send = if in_place(*send) {
+                    let current: &[u8] = match &recv {
+                        Out::Plain(r) => r,
+                        Out::Registered(r) => r,
+                    };
+                    if current.len() != *bytes {
+                        return Err(Failure::argument("CIRCULANT_IN_PLACE needs recv"));
+                    }
+                    *input = current.into();
+                    In::Plain(raw::bytes(input.as_ptr().cast(), input.len(), "input")?)
+                } else {
+                    mem.input(*send, *bytes, "send")?
+                };
+                let reduction = *reduction;
+                match *which {
+                    Reducing::All => {
+                        with_both!(send, recv, |s, r| c.iallreduce_bytes(
+                            s,
+                            r,
+                            reduction,
+                            Choice::Auto
+                        ))
+                    }
+                    Reducing::To(root) => {
+                        with_both!(send, recv, |s, r| c.ireduce_bytes(
+                            s,
+                            r,
+                            reduction,
+                            root,
+                            Choice::Auto
+                        ))
+                    }
+                    Reducing::Scan => {
+                        with_both!(send, recv, |s, r| c.iscan_bytes(
+                            s,
+                            r,
+                            reduction,
+                            false,
+                            Choice::Auto
+                        ))
+                    }
+                    Reducing::Exscan => {
+                        with_both!(send, recv, |s, r| c.iscan_bytes(
+                            s,
+                            r,
+                            reduction,
+                            true,
+                            Choice::Auto
+                        ))
+                    }
+                }
+            }
+            Collective::Gather {
+                send,
+                block,
+                recv,
+                root,
+            } => {
+                let recv_len = if rank == *root {
+                    times(*block, p, "recv")?
+                } else {
+                    0
+                };
+                let send = mem.input(*send, *block, "send")?;
+                let recv = mem.output(*recv, recv_len, "recv")?;
+                with_both!(send, recv, |s, r| c.igather(s, r, *root))
+            }
+            Collective::Gatherv {
+                send,
+                send_bytes,
+                recv,
+                counts,
+                root,
+            } => {
+                let recv_len = if rank == *root { sum(counts)? } else { 0 };
+                let send = mem.input(*send, *send_bytes, "send")?;
+                let recv = mem.output(*recv, recv_len, "recv")?;
+                with_both!(send, recv, |s, r| c.igatherv(s, r, counts, *root))
+            }
+            Collective::Scatter {
+                send,
+                recv,
+                block,
+                root,
+            } => {
+                let send_len = if rank == *root {
+                    times(*block, p, "send")?
+                } else {
+                    0
+                };
+                let send = mem.input(*send, send_len, "send")?;
+                let recv = mem.output(*recv, *block, "recv")?;
+                with_both!(send, recv, |s, r| c.iscatter(s, r, *root))
+            }
+            Collective::Scatterv {
+                send,
+                counts,
+                recv,
+                recv_bytes,
+                root,
+            } => {
+                let send_len = if rank == *root { sum(counts)? } else { 0 };
+                let send = mem.input(*send, send_len, "send")?;
+                let recv = mem.output(*recv, *recv_bytes, "recv")?;
+                with_both!(send, recv, |s, r| c.iscatterv(s, r, counts, *root))
+            }
+            Collective::Alltoall { send, recv, block } => {
+                let total = times(*block, p, "send")?;
+                let send = mem.input(*send, total, "send")?;
+                let recv = mem.output(*recv, total, "recv")?;
+                with_both!(send, recv, |s, r| c.ialltoall(s, r))
+            }
+        };
+        Ok(request?)
+    }
+
+    /// Starts the operation and waits for it.
+    fn run(mut self, comm: &Comm) -> Outcome {
+        let request = self.start(comm)?;
+        let _end = EndLease(comm);
+        Ok(request.wait()?)
+    }
+}
+
+fn times(block: usize, p: usize, what: &str) -> Outcome<usize> {
+    block
+        .checked_mul(p)
+        .ok_or_else(|| Failure::argument(format!("{what}: {block} bytes × {p} ranks overflow")))
+}
+
+fn sum(counts: &[usize]) -> Outcome<usize> {
+    crate::plan::checked_sum(counts).map_err(|_| Failure::argument("the counts overflow"))
+}
+
+/// A rank argument (root) as an index.
+pub(super) fn rank_arg(value: c_int, what: &str) -> Outcome<usize> {
+    usize::try_from(value).map_err(|_| Failure::argument(format!("{what} {value} is negative")))
+}
+
+/// A counts array: one `size_t` per rank of `comm`.
+pub(super) fn counts_arg(comm: &Comm, counts: *const usize) -> Outcome<Vec<usize>> {
+    Ok(raw::values(counts, comm.size(), "counts")?.to_vec())
+}
+
+/// A reduction from its C codes.
+pub(super) fn reduction_arg(dtype: c_int, op: c_int) -> Outcome<Reduction> {
+    let dtype = match dtype {
+        CIRCULANT_INT32 => Dtype::I32,
+        CIRCULANT_INT64 => Dtype::I64,
+        CIRCULANT_UINT32 => Dtype::U32,
+        CIRCULANT_UINT64 => Dtype::U64,
+        CIRCULANT_FLOAT32 => Dtype::F32,
+        CIRCULANT_FLOAT64 => Dtype::F64,
+        other => return Err(Failure::argument(format!("unknown dtype {other}"))),
+    };
+    let op = match op {
+        CIRCULANT_SUM => ReduceOp::Sum,
+        CIRCULANT_PROD => ReduceOp::Prod,
+        CIRCULANT_MIN => ReduceOp::Min,
+        CIRCULANT_MAX => ReduceOp::Max,
+        CIRCULANT_BAND => ReduceOp::Band,
+        CIRCULANT_BOR => ReduceOp::Bor,
+        CIRCULANT_BXOR => ReduceOp::Bxor,
+        other => return Err(Failure::argument(format!("unknown op {other}"))),
+    };
+    Reduction::new(dtype, op).map_err(|e| Failure::argument(e.to_string()))
+}
+
+/// A reduction of `count` elements.
+pub(super) fn reducing(
+    which: Reducing,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: usize,
+    dtype: c_int,
+    op: c_int,
+) -> Outcome<Collective> {
+    let reduction = reduction_arg(dtype, op)?;
+    let bytes = count
+        .checked_mul(reduction.dtype.size())
+        .ok_or_else(|| Failure::argument(format!("count {count} overflows")))?;
+    Ok(Collective::Reduce {
+        which,
+        send,
+        recv,
+        bytes,
+        reduction,
+        input: Box::default(),
+    })
+}
+
+/// Runs a blocking collective built by `describe` on `comm`.
+fn blocking(comm: *const Comm, describe: impl FnOnce(&Comm) -> Outcome<Collective>) -> c_int {
+    on_comm(comm, |c| describe(c)?.run(c))
+}
+
+/// Blocks until every rank of `comm` has called it.
+#[no_mangle]
+pub extern "C" fn circulant_barrier(comm: *const Comm) -> c_int {
+    blocking(comm, |_| Ok(Collective::Barrier))
+}
+
+/// Root's `bytes` at `buf` into every rank's `buf`.
+#[no_mangle]
+pub extern "C" fn circulant_bcast(
+    comm: *const Comm,
+    buf: *mut c_void,
+    bytes: usize,
+    root: c_int,
+) -> c_int {
+    blocking(comm, |_| bcast(buf, bytes, root))
+}
+
+/// Every rank's `send_bytes` at `send` into `recv` (size × `send_bytes`) in rank order.
+/// `send` may be `CIRCULANT_IN_PLACE`: this rank's block is already at its place in `recv`.
+#[no_mangle]
+pub extern "C" fn circulant_allgather(
+    comm: *const Comm,
+    send: *const c_void,
+    send_bytes: usize,
+    recv: *mut c_void,
+) -> c_int {
+    blocking(comm, |_| Ok(allgather(send, send_bytes, recv)))
+}
+
+/// Rank r's `counts[r]` bytes into `recv` at the sum of the counts before r. `counts` has one
+/// entry per rank and `send_bytes` must equal `counts[rank]`; `send` may be
+/// `CIRCULANT_IN_PLACE`.
+#[no_mangle]
+pub extern "C" fn circulant_allgatherv(
+    comm: *const Comm,
+    send: *const c_void,
+    send_bytes: usize,
+    recv: *mut c_void,
+    counts: *const usize,
+) -> c_int {
+    blocking(comm, |c| allgatherv(c, send, send_bytes, recv, counts))
+}
+
+/// Every rank's `recv` = `op` over all ranks' `send`, `count` elements of `dtype`. `send` may
+/// be `CIRCULANT_IN_PLACE` (the input is in `recv`).
+#[no_mangle]
+pub extern "C" fn circulant_allreduce(
+    comm: *const Comm,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: usize,
+    dtype: c_int,
+    op: c_int,
+) -> c_int {
+    blocking(comm, |_| {
+        reducing(Reducing::All, send, recv, count, dtype, op)
+    })
+}
+
+/// Root's `recv` = `op` over all ranks' `send`; `recv` may be NULL on the other ranks.
+#[no_mangle]
+pub extern "C" fn circulant_reduce(
+    comm: *const Comm,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: usize,
+    dtype: c_int,
+    op: c_int,
+    root: c_int,
+) -> c_int {
+    blocking(comm, |_| {
+        let root = rank_arg(root, "root")?;
+        reducing(Reducing::To(root), send, recv, count, dtype, op)
+    })
+}
+
+/// Rank r's `recv` = `op` over the `send` of ranks 0..=r.
+#[no_mangle]
+pub extern "C" fn circulant_scan(
+    comm: *const Comm,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: usize,
+    dtype: c_int,
+    op: c_int,
+) -> c_int {
+    blocking(comm, |_| {
+        reducing(Reducing::Scan, send, recv, count, dtype, op)
+    })
+}
+
+/// Rank r's `recv` = `op` over the `send` of ranks 0..r; rank 0's `recv` is not touched.
+#[no_mangle]
+pub extern "C" fn circulant_exscan(
+    comm: *const Comm,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: usize,
+    dtype: c_int,
+    op: c_int,
+) -> c_int {
+    blocking(comm, |_| {
+        reducing(Reducing::Exscan, send, recv, count, dtype, op)
+    })
+}
+
+/// Every rank's `send_bytes` into root's `recv` (size × `send_bytes`) in rank order.
+#[no_mangle]
+pub extern "C" fn circulant_gather(
+    comm: *const Comm,
+    send: *const c_void,
+    send_bytes: usize,
+    recv: *mut c_void,
+    root: c_int,
+) -> c_int {
+    blocking(comm, |_| gather(send, send_bytes, recv, root))
+}
+
+/// Rank r's `counts[r]` bytes into root's `recv` at the sum of the counts before r.
+#[no_mangle]
+pub extern "C" fn circulant_gatherv(
+    comm: *const Comm,
+    send: *const c_void,
+    send_bytes: usize,
+    recv: *mut c_void,
+    counts: *const usize,
+    root: c_int,
+) -> c_int {
+    blocking(comm, |c| gatherv(c, send, send_bytes, recv, counts, root))
+}
+
+/// Block r of root's `send` (size × `recv_bytes`) into rank r's `recv`.
+#[no_mangle]
+pub extern "C" fn circulant_scatter(
+    comm: *const Comm,
+    send: *const c_void,
+    recv: *mut c_void,
+    recv_bytes: usize,
+    root: c_int,
+) -> c_int {
+    blocking(comm, |_| scatter(send, recv, recv_bytes, root))
+}
+
+/// Part r of root's `send` (cut at the counts) into rank r's `recv` (`counts[r]` bytes).
+#[no_mangle]
+pub extern "C" fn circulant_scatterv(
+    comm: *const Comm,
+    send: *const c_void,
+    counts: *const usize,
+    recv: *mut c_void,
+    recv_bytes: usize,
+    root: c_int,
+) -> c_int {
+    blocking(comm, |c| scatterv(c, send, counts, recv, recv_bytes, root))
+}
+
+/// Block j of rank i's `send` into block i of rank j's `recv` (size blocks of `block_bytes`).
+#[no_mangle]
+pub extern "C" fn circulant_alltoall(
+    comm: *const Comm,
+    send: *const c_void,
+    recv: *mut c_void,
+    block_bytes: usize,
+) -> c_int {
+    blocking(comm, |_| {
+        Ok(Collective::Alltoall {
+            send,
+            recv,
+            block: block_bytes,
+        })
+    })
+}
+
+pub(super) fn bcast(buf: *mut c_void, bytes: usize, root: c_int) -> Outcome<Collective> {
+    Ok(Collective::Bcast {
+        buf,
+        bytes,
+        root: rank_arg(root, "root")?,
+    })
+}
+
+pub(super) fn allgather(send: *const c_void, block: usize, recv: *mut c_void) -> Collective {
+    Collective::Allgather { send, block, recv }
+}
+
+pub(super) fn allgatherv(
+    comm: &Comm,
+    send: *const c_void,
+    send_bytes: usize,
+    recv: *mut c_void,
+    counts: *const usize,
+) -> Outcome<Collective> {
+    Ok(Collective::Allgatherv {
+        send,
+        send_bytes,
+        recv,
+        counts: counts_arg(comm, counts)?,
+    })
+}
+
+pub(super) fn gather(
+    send: *const c_void,
+    block: usize,
+    recv: *mut c_void,
+    root: c_int,
+) -> Outcome<Collective> {
+    let root = rank_arg(root, "root")?;
+    Ok(Collective::Gather {
+        send,
+        block,
+        recv,
+        root,
+    })
+}
+
+pub(super) fn gatherv(
+    comm: &Comm,
+    send: *const c_void,
+    send_bytes: usize,
+    recv: *mut c_void,
+    counts: *const usize,
+    root: c_int,
+) -> Outcome<Collective> {
+    let root = rank_arg(root, "root")?;
+    let counts = counts_arg(comm, counts)?;
+    Ok(Collective::Gatherv {
+        send,
+        send_bytes,
+        recv,
+        counts,
+        root,
+    })
+}
+
+pub(super) fn scatter(
+    send: *const c_void,
+    recv: *mut c_void,
+    block: usize,
+    root: c_int,
+) -> Outcome<Collective> {
+    let root = rank_arg(root, "root")?;
+    Ok(Collective::Scatter {
+        send,
+        recv,
+        block,
+        root,
+    })
+}
+
+pub(super) fn scatterv(
+    comm: &Comm,
+    send: *const c_void,
+    counts: *const usize,
+    recv: *mut c_void,
+    recv_bytes: usize,
+    root: c_int,
+) -> Outcome<Collective> {
+    let root = rank_arg(root, "root")?;
+    let counts = counts_arg(comm, counts)?;
+    Ok(Collective::Scatterv {
+        send,
+        counts,
+        recv,
+        recv_bytes,
+        root,
+    })
+}

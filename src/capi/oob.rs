@@ -1,0 +1,56 @@
+//! `circulant_init_oob`: joining a job through the caller's out-of-band allgather.
+
+use std::ffi::{c_int, c_void};
+
+use crate::comm::Communicator;
+
+use super::handle::{hand_out, Comm};
+use super::raw;
+use super::status::{guard, Failure};
+
+/// The caller's allgather: every rank passes `bytes` bytes at `send` and receives every
+/// rank's bytes in rank order at `recv` (size × `bytes`); returns 0 on success. `ctx` is the
+/// pointer given to `circulant_init_oob`.
+pub type OobAllgatherFn = Option<
+    unsafe extern "C" fn(
+        send: *const c_void,
+        recv: *mut c_void,
+        bytes: usize,
+        ctx: *mut c_void,
+    ) -> c_int,
+>;
+
+/// Joins a job of `size` processes as `rank`, exchanging addresses through `allgather`
+/// (called during this call only, with the same sizes on every rank). For programs that
+/// already have MPI, a TCP store or their own launcher. Every rank must call it.
+#[no_mangle]
+pub extern "C" fn circulant_init_oob(
+    comm: *mut *mut Comm,
+    rank: c_int,
+    size: c_int,
+    allgather: OobAllgatherFn,
+    ctx: *mut c_void,
+) -> c_int {
+    guard(None, || {
+        if comm.is_null() {
+            return Err(Failure::argument("comm is NULL"));
+        }
+        let function = allgather.ok_or_else(|| Failure::argument("allgather is NULL"))?;
+        let (rank, size) = match (usize::try_from(rank), usize::try_from(size)) {
+            (Ok(r), Ok(s)) if r < s => (r, s),
+            _ => {
+                return Err(Failure::argument(format!(
+                    "rank {rank} and size {size}: need 0 <= rank < size"
+                )))
+            }
+        };
+        let ctx = raw::Context(ctx);
+        let communicator = Communicator::init_oob(rank, size, move |send, recv| {
+            match raw::call_allgather(function, send, recv, &ctx) {
+                0 => Ok(()),
+                code => Err(format!("the caller's allgather returned {code}")),
+            }
+        })?;
+        hand_out(communicator, comm)
+    })
+}
