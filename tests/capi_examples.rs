@@ -179,13 +179,15 @@ fn the_readme_c_example_builds_and_runs() {
 }
 
 #[test]
-fn c_bad_input_gives_codes_and_messages_and_the_communicator_survives() {
+fn c_bad_input_gives_codes_and_messages_and_wrong_collectives_fail_on_every_rank() {
     let exe = build_c("bad_input");
     let out = run_job(2, &exe);
-    assert_every_rank_passed(&out, 2, 24);
+    assert_every_rank_passed(&out, 2, 36);
     let all = text(&out);
     for message in [
-        "circulant_bcast(comm, NULL, 16, 0) -> invalid argument: buf is NULL",
+        "circulant_bcast(c, NULL, 16, 0) -> invalid argument: buf is NULL",
+        "circulant_barrier(c) after circulant_bcast(c, NULL, 16, 0) -> the communicator is unusable",
+        "circulant_bcast(c, a, sizeof a, 0) -> a peer failed",
         "unknown dtype 42",
         "unknown op 99",
         "root 2 is out of range for 2 ranks",

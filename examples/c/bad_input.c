@@ -1,6 +1,7 @@
 /* Bad input gives an error code and a message, never a crash: each call below is wrong in
- * one way and must fail with the expected code and a non-empty message; afterwards the
- * communicator still works. Run alone or as a job (every rank makes the same calls):
+ * one way and must fail with the expected code and a non-empty message. Wrong collective
+ * calls leave their communicator unusable on every rank (they run on fresh ones); the
+ * others leave it working. Run alone or as a job (every rank makes the same calls):
  *
  *   circulant run -n 2 -- ./bad_input
  *
@@ -26,6 +27,17 @@ static void expect(circulant_comm *comm, const char *what, int rc, int want) {
 
 #define EXPECT(comm, call, want) expect(comm, #call, call, want)
 
+/* A new communicator of the same ranks, for a call that will make it unusable. */
+static circulant_comm *fresh(circulant_comm *comm) {
+  circulant_comm *c = NULL;
+  if (circulant_split(comm, 0, rank, &c) != CIRCULANT_SUCCESS) {
+    fprintf(stderr, "rank %d: split: %s\n", rank, circulant_last_error(comm));
+    failed++;
+    return NULL;
+  }
+  return c;
+}
+
 int main(void) {
   circulant_comm *comm = NULL;
   EXPECT(NULL, circulant_init(NULL), CIRCULANT_ERR_ARGUMENT);
@@ -41,42 +53,56 @@ int main(void) {
   size_t counts[64];
   for (int r = 0; r < size && r < 64; r++) counts[r] = 4;
 
-  /* NULL handles and pointers. */
+  /* Calls that are not collective: refused here, the communicator is untouched. */
   EXPECT(NULL, circulant_barrier(NULL), CIRCULANT_ERR_ARGUMENT);
   EXPECT(NULL, circulant_rank(NULL, &rank), CIRCULANT_ERR_ARGUMENT);
   EXPECT(comm, circulant_rank(comm, NULL), CIRCULANT_ERR_ARGUMENT);
-  EXPECT(comm, circulant_bcast(comm, NULL, 16, 0), CIRCULANT_ERR_ARGUMENT);
-  EXPECT(comm, circulant_allgatherv(comm, a, 4, b, NULL), CIRCULANT_ERR_ARGUMENT);
-  EXPECT(comm, circulant_allreduce(comm, NULL, b, 4, CIRCULANT_INT32, CIRCULANT_SUM),
-         CIRCULANT_ERR_ARGUMENT);
   EXPECT(NULL, circulant_wait(NULL), CIRCULANT_ERR_ARGUMENT);
   EXPECT(NULL, circulant_test(NULL, NULL), CIRCULANT_ERR_ARGUMENT);
-
-  /* Counts that do not fit this rank's send size. */
-  counts[rank] = 3;
-  EXPECT(comm, circulant_allgatherv(comm, a, 4, b, counts), CIRCULANT_ERR_ARGUMENT);
-  counts[rank] = 4;
-
-  /* Unknown data type and operator; a bitwise operator on floats. */
-  EXPECT(comm, circulant_allreduce(comm, a, b, 4, 42, CIRCULANT_SUM), CIRCULANT_ERR_ARGUMENT);
-  EXPECT(comm, circulant_allreduce(comm, a, b, 4, CIRCULANT_INT32, 99), CIRCULANT_ERR_ARGUMENT);
-  EXPECT(comm, circulant_allreduce(comm, a, b, 1, CIRCULANT_FLOAT32, CIRCULANT_BXOR),
-         CIRCULANT_ERR_ARGUMENT);
-
-  /* Roots out of range. */
-  EXPECT(comm, circulant_bcast(comm, a, sizeof a, size), CIRCULANT_ERR_ARGUMENT);
-  EXPECT(comm, circulant_bcast(comm, a, sizeof a, -1), CIRCULANT_ERR_ARGUMENT);
-  EXPECT(comm, circulant_reduce(comm, a, b, 4, CIRCULANT_INT32, CIRCULANT_SUM, size + 5),
-         CIRCULANT_ERR_ARGUMENT);
-
-  /* Overlapping send and receive without CIRCULANT_IN_PLACE. */
-  EXPECT(comm, circulant_allreduce(comm, a, a + 1, 2, CIRCULANT_INT32, CIRCULANT_SUM),
-         CIRCULANT_ERR_ARGUMENT);
-
-  /* Memory that circulant_alloc did not return; a negative split color. */
   EXPECT(comm, circulant_free(comm, a), CIRCULANT_ERR_ARGUMENT);
+
+  /* A collective call with wrong arguments is still consumed on every rank, so that no rank
+   * pairs it with another call: it fails, and its communicator is unusable afterwards. Each
+   * one runs on a fresh communicator split from this one. */
+#define REFUSED(call)                                                                     \
+  do {                                                                                    \
+    circulant_comm *c = fresh(comm);                                                      \
+    if (c) {                                                                              \
+      expect(c, #call, call, CIRCULANT_ERR_ARGUMENT);                                     \
+      expect(c, "circulant_barrier(c) after " #call, circulant_barrier(c),                 \
+             CIRCULANT_ERR_UNUSABLE);                                                     \
+      circulant_finalize(c);                                                              \
+    }                                                                                     \
+  } while (0)
+  REFUSED(circulant_bcast(c, NULL, 16, 0));
+  REFUSED(circulant_allgatherv(c, a, 4, b, NULL));
+  REFUSED(circulant_allreduce(c, NULL, b, 4, CIRCULANT_INT32, CIRCULANT_SUM));
+  counts[rank] = 3; /* counts that do not fit this rank's send size */
+  REFUSED(circulant_allgatherv(c, a, 4, b, counts));
+  counts[rank] = 4;
+  REFUSED(circulant_allreduce(c, a, b, 4, 42, CIRCULANT_SUM));
+  REFUSED(circulant_allreduce(c, a, b, 4, CIRCULANT_INT32, 99));
+  REFUSED(circulant_allreduce(c, a, b, 1, CIRCULANT_FLOAT32, CIRCULANT_BXOR));
+  REFUSED(circulant_bcast(c, a, sizeof a, size));
+  REFUSED(circulant_bcast(c, a, sizeof a, -1));
+  REFUSED(circulant_reduce(c, a, b, 4, CIRCULANT_INT32, CIRCULANT_SUM, size + 5));
+  REFUSED(circulant_allreduce(c, a, a + 1, 2, CIRCULANT_INT32, CIRCULANT_SUM)); /* overlap */
   circulant_comm *other;
-  EXPECT(comm, circulant_split(comm, -7, 0, &other), CIRCULANT_ERR_ARGUMENT);
+  REFUSED(circulant_split(c, -7, 0, &other));
+
+  /* Only rank 0 passes a NULL buffer: it gets the argument error, every other rank an error
+   * from its peer for the same call, at once. */
+  if (size > 1) {
+    circulant_comm *c = fresh(comm);
+    if (c) {
+      if (rank == 0) {
+        EXPECT(c, circulant_bcast(c, NULL, sizeof a, 0), CIRCULANT_ERR_ARGUMENT);
+      } else {
+        EXPECT(c, circulant_bcast(c, a, sizeof a, 0), CIRCULANT_ERR_PEER);
+      }
+      circulant_finalize(c);
+    }
+  }
 
   /* Request misuse: a second operation in flight, freeing or finalizing too early,
    * starting a request that is not persistent. */

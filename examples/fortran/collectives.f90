@@ -49,12 +49,14 @@ program collectives
        CIRCULANT_MAX), "circulant_allreduce")
   call check(expect == (nranks - 1) * 10, "allreduce max")
 
-  ! bad input gives a code and a message
+  call check_rc(circulant_barrier(comm), "circulant_barrier")
+
+  ! bad input gives a code and a message; the call is given up on every rank, and the
+  ! communicator is unusable afterwards
   rc = circulant_allreduce(comm, c_loc(x), c_loc(total), 1_c_size_t, 77_c_int, CIRCULANT_SUM)
   call check(rc == CIRCULANT_ERR_ARGUMENT .and. len(circulant_error_message(comm)) > 0, &
        "unknown dtype refused")
-
-  call check_rc(circulant_barrier(comm), "circulant_barrier")
+  call check(circulant_barrier(comm) == CIRCULANT_ERR_UNUSABLE, "unusable after a refused call")
   print '("rank ", i0, ": ", i0, " passed, ", i0, " failed")', rank, passed, failed
   call check_rc(circulant_finalize(comm), "circulant_finalize")
   if (failed > 0) error stop 1

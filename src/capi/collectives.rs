@@ -442,15 +442,24 @@ pub(super) fn reducing(
     })
 }
 
-/// Runs a blocking collective built by `describe` on `comm`.
-fn blocking(comm: *const Comm, describe: impl FnOnce(&Comm) -> Outcome<Collective>) -> c_int {
-    on_comm(comm, |c| describe(c)?.run(c))
+/// Runs a blocking collective `op` built by `describe` on `comm`; a call refused before it
+/// reached the communicator is given up on every rank ([`Comm::refuse`]).
+fn blocking(
+    comm: *const Comm,
+    op: &'static str,
+    describe: impl FnOnce(&Comm) -> Outcome<Collective>,
+) -> c_int {
+    on_comm(comm, |c| {
+        describe(c)
+            .and_then(|collective| collective.run(c))
+            .map_err(|failure| c.refuse(op, failure))
+    })
 }
 
 /// Blocks until every rank of `comm` has called it.
 #[no_mangle]
 pub extern "C" fn circulant_barrier(comm: *const Comm) -> c_int {
-    blocking(comm, |_| Ok(Collective::Barrier))
+    blocking(comm, "barrier", |_| Ok(Collective::Barrier))
 }
 
 /// Root's `bytes` at `buf` into every rank's `buf`.
@@ -461,7 +470,7 @@ pub extern "C" fn circulant_bcast(
     bytes: usize,
     root: c_int,
 ) -> c_int {
-    blocking(comm, |_| bcast(buf, bytes, root))
+    blocking(comm, "bcast", |_| bcast(buf, bytes, root))
 }
 
 /// Every rank's `send_bytes` at `send` into `recv` (size × `send_bytes`) in rank order.
@@ -473,7 +482,7 @@ pub extern "C" fn circulant_allgather(
     send_bytes: usize,
     recv: *mut c_void,
 ) -> c_int {
-    blocking(comm, |_| Ok(allgather(send, send_bytes, recv)))
+    blocking(comm, "allgather", |_| Ok(allgather(send, send_bytes, recv)))
 }
 
 /// Rank r's `counts[r]` bytes into `recv` at the sum of the counts before r. `counts` has one
@@ -487,7 +496,9 @@ pub extern "C" fn circulant_allgatherv(
     recv: *mut c_void,
     counts: *const usize,
 ) -> c_int {
-    blocking(comm, |c| allgatherv(c, send, send_bytes, recv, counts))
+    blocking(comm, "allgatherv", |c| {
+        allgatherv(c, send, send_bytes, recv, counts)
+    })
 }
 
 /// Every rank's `recv` = `op` over all ranks' `send`, `count` elements of `dtype`. `send` may
@@ -501,7 +512,7 @@ pub extern "C" fn circulant_allreduce(
     dtype: c_int,
     op: c_int,
 ) -> c_int {
-    blocking(comm, |_| {
+    blocking(comm, "allreduce", |_| {
         reducing(Reducing::All, send, recv, count, dtype, op)
     })
 }
@@ -517,7 +528,7 @@ pub extern "C" fn circulant_reduce(
     op: c_int,
     root: c_int,
 ) -> c_int {
-    blocking(comm, |_| {
+    blocking(comm, "reduce", |_| {
         let root = rank_arg(root, "root")?;
         reducing(Reducing::To(root), send, recv, count, dtype, op)
     })
@@ -533,7 +544,7 @@ pub extern "C" fn circulant_scan(
     dtype: c_int,
     op: c_int,
 ) -> c_int {
-    blocking(comm, |_| {
+    blocking(comm, "scan", |_| {
         reducing(Reducing::Scan, send, recv, count, dtype, op)
     })
 }
@@ -548,7 +559,7 @@ pub extern "C" fn circulant_exscan(
     dtype: c_int,
     op: c_int,
 ) -> c_int {
-    blocking(comm, |_| {
+    blocking(comm, "exscan", |_| {
         reducing(Reducing::Exscan, send, recv, count, dtype, op)
     })
 }
@@ -562,7 +573,7 @@ pub extern "C" fn circulant_gather(
     recv: *mut c_void,
     root: c_int,
 ) -> c_int {
-    blocking(comm, |_| gather(send, send_bytes, recv, root))
+    blocking(comm, "gather", |_| gather(send, send_bytes, recv, root))
 }
 
 /// Rank r's `counts[r]` bytes into root's `recv` at the sum of the counts before r.
@@ -575,7 +586,9 @@ pub extern "C" fn circulant_gatherv(
     counts: *const usize,
     root: c_int,
 ) -> c_int {
-    blocking(comm, |c| gatherv(c, send, send_bytes, recv, counts, root))
+    blocking(comm, "gatherv", |c| {
+        gatherv(c, send, send_bytes, recv, counts, root)
+    })
 }
 
 /// Block r of root's `send` (size × `recv_bytes`) into rank r's `recv`.
@@ -587,7 +600,7 @@ pub extern "C" fn circulant_scatter(
     recv_bytes: usize,
     root: c_int,
 ) -> c_int {
-    blocking(comm, |_| scatter(send, recv, recv_bytes, root))
+    blocking(comm, "scatter", |_| scatter(send, recv, recv_bytes, root))
 }
 
 /// Part r of root's `send` (cut at the counts) into rank r's `recv` (`counts[r]` bytes).
@@ -600,7 +613,9 @@ pub extern "C" fn circulant_scatterv(
     recv_bytes: usize,
     root: c_int,
 ) -> c_int {
-    blocking(comm, |c| scatterv(c, send, counts, recv, recv_bytes, root))
+    blocking(comm, "scatterv", |c| {
+        scatterv(c, send, counts, recv, recv_bytes, root)
+    })
 }
 
 /// Block j of rank i's `send` into block i of rank j's `recv` (size blocks of `block_bytes`).
@@ -611,7 +626,7 @@ pub extern "C" fn circulant_alltoall(
     recv: *mut c_void,
     block_bytes: usize,
 ) -> c_int {
-    blocking(comm, |_| {
+    blocking(comm, "alltoall", |_| {
         Ok(Collective::Alltoall {
             send,
             recv,

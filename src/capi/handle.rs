@@ -61,6 +61,22 @@ impl Comm {
         let _end = EndLease(self);
         body(communicator)
     }
+
+    /// A collective call `op` that failed before or in the communicator: as in the Rust API,
+    /// the call is still given up on every rank ([`Communicator::refuse`]; nothing more
+    /// happens where the communicator gave it up already), so that no rank pairs it with
+    /// another. While an operation holds the communicator the call is refused as busy
+    /// instead, on this rank only.
+    pub(super) fn refuse(&self, op: &'static str, failure: Failure) -> Failure {
+        let refused = self.with(|communicator| {
+            communicator.refuse(op, &failure.message);
+            Ok(())
+        });
+        match refused {
+            Ok(()) => failure,
+            Err(busy) => busy,
+        }
+    }
 }
 
 /// Ends a lease when dropped, also when a panic unwinds (the entry point then returns
@@ -142,18 +158,16 @@ pub extern "C" fn circulant_split(
     newcomm: *mut *mut Comm,
 ) -> c_int {
     on_comm(comm, |c| {
-        if newcomm.is_null() {
-            return Err(Failure::argument("newcomm is NULL"));
-        }
         let color = match color {
-            CIRCULANT_UNDEFINED => None,
-            c if c >= 0 => Some(c as u32),
-            other => {
-                return Err(Failure::argument(format!(
-                    "color {other} is negative (use CIRCULANT_UNDEFINED)"
-                )))
-            }
+            _ if newcomm.is_null() => Err(Failure::argument("newcomm is NULL")),
+            CIRCULANT_UNDEFINED => Ok(None),
+            c if c >= 0 => Ok(Some(c as u32)),
+            other => Err(Failure::argument(format!(
+                "color {other} is negative (use CIRCULANT_UNDEFINED)"
+            ))),
         };
+        // The split is collective: a call refused here is given up on every rank.
+        let color = color.map_err(|failure| c.refuse("split", failure))?;
         match c.with(|inner| Ok(inner.split(color, i64::from(key))?))? {
             Some(split) => hand_out(split, newcomm),
             None => raw::put(newcomm, std::ptr::null_mut(), "newcomm"),

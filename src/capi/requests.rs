@@ -49,26 +49,33 @@ fn on_request(request: *mut Pending, body: impl FnOnce(&mut Pending, &Comm) -> O
     on_comm(comm, |c| body(raw::handle_mut(request, "request")?, c))
 }
 
-/// Makes a request for the collective `describe` builds, started unless `persistent`.
+/// Makes a request for the collective `op` that `describe` builds, started unless
+/// `persistent`; arguments refused here give the call up on every rank ([`Comm::refuse`]).
 fn make(
     comm: *const Comm,
+    op: &'static str,
     request: *mut *mut Pending,
     persistent: bool,
     describe: impl FnOnce(&Comm) -> Outcome<Collective>,
 ) -> c_int {
     on_comm(comm, |c| {
-        if request.is_null() {
-            return Err(Failure::argument("request is NULL"));
-        }
-        let mut pending = Pending {
-            running: None,
-            collective: describe(c)?,
-            comm,
-            persistent,
+        let made = if request.is_null() {
+            Err(Failure::argument("request is NULL"))
+        } else {
+            describe(c).and_then(|collective| {
+                let mut pending = Pending {
+                    running: None,
+                    collective,
+                    comm,
+                    persistent,
+                };
+                if !persistent {
+                    pending.start()?;
+                }
+                Ok(pending)
+            })
         };
-        if !persistent {
-            pending.start()?;
-        }
+        let pending = made.map_err(|failure| c.refuse(op, failure))?;
         c.requests.set(c.requests.get() + 1);
         raw::put(request, raw::into_handle(pending), "request")
     })
@@ -76,18 +83,20 @@ fn make(
 
 fn nonblocking(
     comm: *const Comm,
+    op: &'static str,
     request: *mut *mut Pending,
     describe: impl FnOnce(&Comm) -> Outcome<Collective>,
 ) -> c_int {
-    make(comm, request, false, describe)
+    make(comm, op, request, false, describe)
 }
 
 fn persistent(
     comm: *const Comm,
+    op: &'static str,
     request: *mut *mut Pending,
     describe: impl FnOnce(&Comm) -> Outcome<Collective>,
 ) -> c_int {
-    make(comm, request, true, describe)
+    make(comm, op, request, true, describe)
 }
 
 /// Progresses `request` without blocking; `*done` = 1 once it is complete (the results are
@@ -174,7 +183,7 @@ pub extern "C" fn circulant_request_free(request: *mut Pending) -> c_int {
 /// Starts a barrier.
 #[no_mangle]
 pub extern "C" fn circulant_ibarrier(comm: *const Comm, request: *mut *mut Pending) -> c_int {
-    nonblocking(comm, request, |_| Ok(Collective::Barrier))
+    nonblocking(comm, "ibarrier", request, |_| Ok(Collective::Barrier))
 }
 
 /// Starts a broadcast (see `circulant_bcast`).
@@ -186,7 +195,7 @@ pub extern "C" fn circulant_ibcast(
     root: c_int,
     request: *mut *mut Pending,
 ) -> c_int {
-    nonblocking(comm, request, |_| bcast(buf, bytes, root))
+    nonblocking(comm, "ibcast", request, |_| bcast(buf, bytes, root))
 }
 
 /// Starts an allgather (see `circulant_allgather`).
@@ -198,7 +207,9 @@ pub extern "C" fn circulant_iallgather(
     recv: *mut c_void,
     request: *mut *mut Pending,
 ) -> c_int {
-    nonblocking(comm, request, |_| Ok(allgather(send, send_bytes, recv)))
+    nonblocking(comm, "iallgather", request, |_| {
+        Ok(allgather(send, send_bytes, recv))
+    })
 }
 
 /// Starts an allgatherv (see `circulant_allgatherv`).
@@ -211,7 +222,7 @@ pub extern "C" fn circulant_iallgatherv(
     counts: *const usize,
     request: *mut *mut Pending,
 ) -> c_int {
-    nonblocking(comm, request, |c| {
+    nonblocking(comm, "iallgatherv", request, |c| {
         allgatherv(c, send, send_bytes, recv, counts)
     })
 }
@@ -227,7 +238,7 @@ pub extern "C" fn circulant_iallreduce(
     op: c_int,
     request: *mut *mut Pending,
 ) -> c_int {
-    nonblocking(comm, request, |_| {
+    nonblocking(comm, "iallreduce", request, |_| {
         reducing(Reducing::All, send, recv, count, dtype, op)
     })
 }
@@ -244,7 +255,7 @@ pub extern "C" fn circulant_ireduce(
     root: c_int,
     request: *mut *mut Pending,
 ) -> c_int {
-    nonblocking(comm, request, |_| {
+    nonblocking(comm, "ireduce", request, |_| {
         let root = rank_arg(root, "root")?;
         reducing(Reducing::To(root), send, recv, count, dtype, op)
     })
@@ -261,7 +272,7 @@ pub extern "C" fn circulant_iscan(
     op: c_int,
     request: *mut *mut Pending,
 ) -> c_int {
-    nonblocking(comm, request, |_| {
+    nonblocking(comm, "iscan", request, |_| {
         reducing(Reducing::Scan, send, recv, count, dtype, op)
     })
 }
@@ -277,7 +288,7 @@ pub extern "C" fn circulant_iexscan(
     op: c_int,
     request: *mut *mut Pending,
 ) -> c_int {
-    nonblocking(comm, request, |_| {
+    nonblocking(comm, "iexscan", request, |_| {
         reducing(Reducing::Exscan, send, recv, count, dtype, op)
     })
 }
@@ -292,7 +303,9 @@ pub extern "C" fn circulant_igather(
     root: c_int,
     request: *mut *mut Pending,
 ) -> c_int {
-    nonblocking(comm, request, |_| gather(send, send_bytes, recv, root))
+    nonblocking(comm, "igather", request, |_| {
+        gather(send, send_bytes, recv, root)
+    })
 }
 
 /// Starts a gatherv (see `circulant_gatherv`).
@@ -306,7 +319,7 @@ pub extern "C" fn circulant_igatherv(
     root: c_int,
     request: *mut *mut Pending,
 ) -> c_int {
-    nonblocking(comm, request, |c| {
+    nonblocking(comm, "igatherv", request, |c| {
         gatherv(c, send, send_bytes, recv, counts, root)
     })
 }
@@ -321,7 +334,9 @@ pub extern "C" fn circulant_iscatter(
     root: c_int,
     request: *mut *mut Pending,
 ) -> c_int {
-    nonblocking(comm, request, |_| scatter(send, recv, recv_bytes, root))
+    nonblocking(comm, "iscatter", request, |_| {
+        scatter(send, recv, recv_bytes, root)
+    })
 }
 
 /// Starts a scatterv (see `circulant_scatterv`).
@@ -335,7 +350,7 @@ pub extern "C" fn circulant_iscatterv(
     root: c_int,
     request: *mut *mut Pending,
 ) -> c_int {
-    nonblocking(comm, request, |c| {
+    nonblocking(comm, "iscatterv", request, |c| {
         scatterv(c, send, counts, recv, recv_bytes, root)
     })
 }
@@ -349,7 +364,7 @@ pub extern "C" fn circulant_ialltoall(
     block_bytes: usize,
     request: *mut *mut Pending,
 ) -> c_int {
-    nonblocking(comm, request, |_| {
+    nonblocking(comm, "ialltoall", request, |_| {
         Ok(Collective::Alltoall {
             send,
             recv,
@@ -361,7 +376,7 @@ pub extern "C" fn circulant_ialltoall(
 /// A persistent barrier: started by `circulant_start`.
 #[no_mangle]
 pub extern "C" fn circulant_barrier_init(comm: *const Comm, request: *mut *mut Pending) -> c_int {
-    persistent(comm, request, |_| Ok(Collective::Barrier))
+    persistent(comm, "barrier_init", request, |_| Ok(Collective::Barrier))
 }
 
 /// A persistent broadcast: the arguments are kept, each `circulant_start` runs it again.
@@ -373,7 +388,7 @@ pub extern "C" fn circulant_bcast_init(
     root: c_int,
     request: *mut *mut Pending,
 ) -> c_int {
-    persistent(comm, request, |_| bcast(buf, bytes, root))
+    persistent(comm, "bcast_init", request, |_| bcast(buf, bytes, root))
 }
 
 /// A persistent allgather.
@@ -385,7 +400,9 @@ pub extern "C" fn circulant_allgather_init(
     recv: *mut c_void,
     request: *mut *mut Pending,
 ) -> c_int {
-    persistent(comm, request, |_| Ok(allgather(send, send_bytes, recv)))
+    persistent(comm, "allgather_init", request, |_| {
+        Ok(allgather(send, send_bytes, recv))
+    })
 }
 
 /// A persistent allgatherv (the counts are copied).
@@ -398,7 +415,7 @@ pub extern "C" fn circulant_allgatherv_init(
     counts: *const usize,
     request: *mut *mut Pending,
 ) -> c_int {
-    persistent(comm, request, |c| {
+    persistent(comm, "allgatherv_init", request, |c| {
         allgatherv(c, send, send_bytes, recv, counts)
     })
 }
@@ -414,7 +431,7 @@ pub extern "C" fn circulant_allreduce_init(
     op: c_int,
     request: *mut *mut Pending,
 ) -> c_int {
-    persistent(comm, request, |_| {
+    persistent(comm, "allreduce_init", request, |_| {
         reducing(Reducing::All, send, recv, count, dtype, op)
     })
 }

@@ -75,6 +75,7 @@ impl From<CommError> for Failure {
                 }
                 TransportError::AbortedBy { .. }
                 | TransportError::AbortedEarlier { .. }
+                | TransportError::Exited { .. }
                 | TransportError::Protocol { .. } => CIRCULANT_ERR_PEER,
                 TransportError::Broken(_) => CIRCULANT_ERR_UNUSABLE,
                 TransportError::Busy { .. } => CIRCULANT_ERR_BUSY,

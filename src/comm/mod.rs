@@ -740,6 +740,14 @@ impl Communicator {
         Ok(out)
     }
 
+    /// Gives up collective call `op`, refused before it reached the communicator (by a
+    /// binding that checks its own arguments, as the C API does): the call is consumed and
+    /// every rank gets an error for it, as for a call the communicator refuses itself (see
+    /// [`Transport::abandon`]). The communicator is unusable afterwards.
+    pub fn refuse(&mut self, op: &'static str, why: &str) {
+        self.transport.abandon(op, why);
+    }
+
     /// Runs one call to completion ([`Self::start`], then the request's `wait`).
     fn run<S, R>(
         &mut self,

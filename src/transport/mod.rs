@@ -22,6 +22,7 @@
 //! for later. A rank that finds a digest that differs from its own, or fails in any other way,
 //! writes an abort to every rank, so that all of them return an error instead of waiting.
 
+mod liveness;
 pub mod wire;
 
 use std::collections::HashMap;
@@ -35,6 +36,7 @@ use crate::fabric::{
     LocalRange, Post, RegisteredMemory, RemoteRegion, REMOTE_REGION_BYTES,
 };
 use crate::plan::{self, Buf, Local, PlanError, RankPlan, Round, Transfer};
+use liveness::PeerProcesses;
 use wire::{order, wire_seq, Event, Order, Token, TOKEN_BYTES};
 
 /// Default deadline of one operation.
@@ -76,6 +78,8 @@ pub enum TransportError {
     Disagree { op: String, what: String },
     #[error("{op}: rank {rank} failed an earlier operation, so this one cannot complete")]
     AbortedEarlier { op: String, rank: usize },
+    #[error("{op}: rank {peer}'s process has ended")]
+    Exited { op: String, peer: usize },
     #[error("{op}: protocol violation: {what}")]
     Protocol { op: String, what: String },
     #[error("{op}: {what}")]
@@ -156,31 +160,37 @@ pub struct Limits {
     pub max_msg_size: usize,
 }
 
-/// What a rank publishes so that others can reach it: its endpoint name and its control
-/// region.
+/// What a rank publishes so that others can reach it: its endpoint name, its control
+/// region and its process id (watched by peers on the same host, see `liveness`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Card {
     pub name: Vec<u8>,
     pub control: RemoteRegion,
+    pub pid: u32,
 }
 
 impl Card {
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = self.control.to_bytes().to_vec();
+        out.extend_from_slice(&self.pid.to_le_bytes());
         out.extend_from_slice(&self.name);
         out
     }
 
     pub fn from_bytes(bytes: &[u8]) -> std::result::Result<Card, FabricError> {
-        if bytes.len() <= REMOTE_REGION_BYTES {
+        let head = REMOTE_REGION_BYTES + 4;
+        if bytes.len() <= head {
             return Err(FabricError::invalid(format!(
                 "address card of {} bytes is too short",
                 bytes.len()
             )));
         }
+        let mut pid = [0u8; 4];
+        pid.copy_from_slice(&bytes[REMOTE_REGION_BYTES..head]);
         Ok(Card {
             control: RemoteRegion::from_bytes(&bytes[..REMOTE_REGION_BYTES])?,
-            name: bytes[REMOTE_REGION_BYTES..].to_vec(),
+            pid: u32::from_le_bytes(pid),
+            name: bytes[head..].to_vec(),
         })
     }
 }
@@ -237,6 +247,7 @@ impl Opened {
         Ok(Card {
             name: self.endpoint.name()?,
             control: self.control.remote(),
+            pid: std::process::id(),
         })
     }
 
@@ -253,6 +264,13 @@ impl Opened {
             peers.push(self.av.insert(&card.name)?);
         }
         let info = self.endpoint.info();
+        // Every shm peer shares this host, so its process can be watched.
+        let processes = if info.provider() == "shm" {
+            let pids: Vec<u32> = cards.iter().map(|c| c.pid).collect();
+            PeerProcesses::watch(&pids, self.rank)
+        } else {
+            PeerProcesses::none(self.size)
+        };
         let limits = Limits {
             max_msg_size: info.max_msg_size(),
         };
@@ -265,6 +283,7 @@ impl Opened {
             control: self.control,
             peers,
             peer_control: cards.iter().map(|c| c.control).collect(),
+            processes,
             seq: 0,
             tokens: vec![Vec::new(); self.size],
             early: HashMap::new(),
@@ -290,6 +309,8 @@ pub struct Transport {
     control: RegisteredMemory,
     peers: Vec<Address>,
     peer_control: Vec<RemoteRegion>,
+    /// The peers' processes, where they can be watched (shm).
+    processes: PeerProcesses,
     /// Sequence number of the next operation.
     seq: u64,
     /// Tokens received and not yet used, per peer (usually at most one).
@@ -777,6 +798,7 @@ impl Run {
                 scratch: buffers.scratch.map_or(empty, |v| v.remote()),
             };
             for &writer in plan.writers.iter() {
+                self.reachable(t, writer)?;
                 self.post_with_retry(t, |t| t.post_token(writer, &token))?;
             }
         }
@@ -846,6 +868,10 @@ impl Run {
         let (rank, size) = (t.rank, t.size);
         for peer in (0..size).filter(|&peer| peer != rank) {
             loop {
+                // A write to a peer that has ended could spin forever (see `liveness`).
+                if t.processes.ended(peer) {
+                    break;
+                }
                 match t.post_signal(peer, event) {
                     Ok(Post::Posted) => {
                         self.in_flight += 1;
@@ -936,6 +962,17 @@ impl Run {
             return Err(self.protocol("the plan writes into the send buffer".into()));
         }
         self.view(buffers, buf)
+    }
+
+    /// Refuses a write to a peer whose process has ended (see `liveness`).
+    fn reachable(&self, t: &Transport, peer: usize) -> Result<()> {
+        if t.processes.ended(peer) {
+            return Err(TransportError::Exited {
+                op: self.op.to_string(),
+                peer,
+            });
+        }
+        Ok(())
     }
 
     fn protocol(&self, what: String) -> TransportError {
@@ -1131,6 +1168,7 @@ impl Run {
         while self.pending[slot].posted < count {
             let piece = &transfer.pieces[self.pending[slot].posted];
             let post = if piece.len == 0 {
+                self.reachable(t, transfer.to)?;
                 t.post_signal(transfer.to, event)?
             } else {
                 let token = token.ok_or_else(|| self.protocol("a write without a token".into()))?;
@@ -1150,6 +1188,7 @@ impl Run {
                 let src = self.view(buffers, piece.src)?;
                 let local: LocalRange<'_> =
                     src.mem.range(src.offset + piece.src_offset, piece.len)?;
+                self.reachable(t, transfer.to)?;
                 t.endpoint
                     .write(local, peer, remote, Some(event.encode()), self.seq)?
             };
