@@ -9,7 +9,11 @@
 //! Every wait for the server has a deadline: [`BootstrapOptions::timeout`], 60 s unless the
 //! environment variable `CIRCULANT_BOOTSTRAP_TIMEOUT` (seconds) says otherwise.
 
+mod channel;
+mod launcher;
 mod pmi1;
+pub mod pmi2;
+mod pmix;
 pub mod wire;
 
 use std::collections::HashMap;
@@ -17,8 +21,13 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use pmi1::Pmi1Client;
-pub use pmi1::{Endpoint, KvsLimits};
+use pmi1::{Greeted, Pmi1Client};
+use pmi2::Pmi2Client;
+use pmix::PmixClient;
+
+pub use channel::Endpoint;
+pub use launcher::{Detected, PmiChoice, PMI_ENV};
+pub use pmi1::KvsLimits;
 
 /// Deadline of every PMI wait when neither the caller nor the environment sets one.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -95,6 +104,10 @@ pub enum BootstrapError {
     CorruptBytes { key: String, reason: String },
     #[error("the bootstrap was already finalized")]
     Finalized,
+    #[error("{seen}, but this process has no PMI it can use: {advice}")]
+    NoPmi { seen: String, advice: String },
+    #[error("PMIx {during} failed: {status}")]
+    Pmix { during: String, status: String },
 }
 
 /// How to bootstrap.
@@ -140,6 +153,8 @@ impl BootstrapOptions {
 
 enum Backend {
     Pmi1(Pmi1Client),
+    Pmi2(Pmi2Client),
+    Pmix(PmixClient),
     Singleton(HashMap<String, String>),
 }
 
@@ -176,13 +191,36 @@ impl Bootstrap {
 
     pub fn from_env_with(options: &BootstrapOptions) -> Result<Self, BootstrapError> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let choice = PmiChoice::from_env()?;
         let fd = var("PMI_FD");
         let port = var("PMI_PORT");
         let id = var("PMI_ID");
         let endpoint = match (fd, port) {
-            (Some(fd), _) => Endpoint::Fd(parse_env("PMI_FD", &fd)?),
-            (None, Some(address)) => Endpoint::Port { address, id },
-            (None, None) => {
+            (Some(fd), _) => Some(Endpoint::Fd(parse_env("PMI_FD", &fd)?)),
+            (None, Some(address)) => Some(Endpoint::Port { address, id }),
+            (None, None) => None,
+        };
+        let detected = launcher::detect();
+        match (endpoint, choice) {
+            (Some(endpoint), PmiChoice::Auto | PmiChoice::Pmi1 | PmiChoice::Pmi2) => {
+                Self::connect_as(&endpoint, var("PMI_RANK"), var("PMI_SIZE"), options, choice)
+            }
+            (_, PmiChoice::Auto | PmiChoice::Pmix) if detected.pmix.is_some() => {
+                Self::pmix(options, &detected)
+            }
+            (None, PmiChoice::Pmi1 | PmiChoice::Pmi2) => Err(BootstrapError::NoPmi {
+                seen: format!("{PMI_ENV} asks for {}", choice.name()),
+                advice: "PMI_FD or PMI_PORT is not set (start under `srun --mpi=pmi2`, \
+                         `mpiexec.hydra` or `circulant run`)"
+                    .into(),
+            }),
+            (_, PmiChoice::Pmix) => Err(BootstrapError::NoPmi {
+                seen: format!("{PMI_ENV} asks for pmix"),
+                advice: "PMIX_NAMESPACE/PMIX_RANK are not set (start under `srun --mpi=pmix` \
+                         or Open MPI's `mpirun`)"
+                    .into(),
+            }),
+            (None, PmiChoice::Auto) => {
                 if var("PMI_RANK").is_some() || var("PMI_SIZE").is_some() {
                     return Err(BootstrapError::Env {
                         var: "PMI_FD",
@@ -192,25 +230,87 @@ impl Bootstrap {
                             .into(),
                     });
                 }
+                // A launch of several ranks without a PMI we speak would give p singletons.
+                if let Some((seen, advice)) = detected.multi_rank_without_pmi() {
+                    return Err(BootstrapError::NoPmi { seen, advice });
+                }
                 if options.allow_singleton {
                     let mut singleton = Self::singleton();
                     singleton.timeout = options.timeout;
                     return Ok(singleton);
                 }
-                return Err(BootstrapError::NotInJob);
+                Err(BootstrapError::NotInJob)
             }
-        };
-        Self::connect(&endpoint, var("PMI_RANK"), var("PMI_SIZE"), options)
+        }
+    }
+
+    fn pmix(options: &BootstrapOptions, detected: &Detected) -> Result<Self, BootstrapError> {
+        let client = PmixClient::init(options.timeout).map_err(|error| match error {
+            pmix::PmixError::Load(reason) => BootstrapError::NoPmi {
+                seen: detected.pmix.clone().unwrap_or_default(),
+                advice: format!(
+                    "the PMIx library cannot be loaded ({reason}); install it \
+                     (Debian: apt-get install libpmix2), or start with `srun --mpi=pmi2`"
+                ),
+            },
+            pmix::PmixError::Call(error) => error,
+        })?;
+        Ok(Bootstrap {
+            rank: client.rank(),
+            size: client.size(),
+            backend: Backend::Pmix(client),
+            timeout: options.timeout,
+            finalized: false,
+        })
     }
 
     /// Joins through an explicit endpoint, with rank and size as the environment would give.
+    /// PMI-1 only, as the built-in launcher and Hydra serve it.
     pub fn connect(
         endpoint: &Endpoint,
         rank: Option<String>,
         size: Option<String>,
         options: &BootstrapOptions,
     ) -> Result<Self, BootstrapError> {
-        let client = Pmi1Client::connect(endpoint, options.timeout)?;
+        Self::connect_as(endpoint, rank, size, options, PmiChoice::Pmi1)
+    }
+
+    /// Joins through `endpoint` with PMI-2 if the choice allows it and the server accepts it,
+    /// else PMI-1.
+    fn connect_as(
+        endpoint: &Endpoint,
+        rank: Option<String>,
+        size: Option<String>,
+        options: &BootstrapOptions,
+        choice: PmiChoice,
+    ) -> Result<Self, BootstrapError> {
+        let offer_pmi2 = matches!(choice, PmiChoice::Auto | PmiChoice::Pmi2);
+        let client = match Pmi1Client::greet(endpoint, options.timeout, offer_pmi2)? {
+            Greeted::Pmi1(client) => client,
+            Greeted::Pmi2 { channel, assigned } => {
+                let rank = match (assigned.0, &rank) {
+                    (Some(r), _) => Some(r),
+                    (None, Some(text)) => Some(parse_env("PMI_RANK", text)?),
+                    (None, None) => None,
+                };
+                let jobid = std::env::var("PMI_JOBID").ok().filter(|j| !j.is_empty());
+                let client = Pmi2Client::fullinit(channel, rank, jobid)?;
+                check_rank(client.rank(), client.size())?;
+                return Ok(Bootstrap {
+                    rank: client.rank(),
+                    size: client.size(),
+                    backend: Backend::Pmi2(client),
+                    timeout: options.timeout,
+                    finalized: false,
+                });
+            }
+        };
+        if choice == PmiChoice::Pmi2 {
+            return Err(BootstrapError::NoPmi {
+                seen: format!("{PMI_ENV} asks for pmi-2"),
+                advice: "the PMI server answered `init` with PMI-1 only (unset it)".into(),
+            });
+        }
         let (told_rank, told_size) = client.assigned();
         let rank = match (told_rank, rank) {
             (Some(r), _) => r,
@@ -222,13 +322,7 @@ impl Bootstrap {
             (None, Some(text)) => parse_env("PMI_SIZE", &text)?,
             (None, None) => return Err(missing("PMI_SIZE")),
         };
-        if size == 0 || rank >= size {
-            return Err(BootstrapError::Env {
-                var: "PMI_RANK",
-                value: rank.to_string(),
-                reason: format!("rank must be below the job size {size}"),
-            });
-        }
+        check_rank(rank, size)?;
         Ok(Bootstrap {
             backend: Backend::Pmi1(client),
             rank,
@@ -257,10 +351,12 @@ impl Bootstrap {
         self.size
     }
 
-    /// `"pmi-1"` or `"singleton"`.
+    /// `"pmi-1"`, `"pmi-2"`, `"pmix"` or `"singleton"`.
     pub fn kind(&self) -> &'static str {
         match self.backend {
             Backend::Pmi1(_) => "pmi-1",
+            Backend::Pmi2(_) => "pmi-2",
+            Backend::Pmix(_) => "pmix",
             Backend::Singleton(_) => "singleton",
         }
     }
@@ -269,6 +365,8 @@ impl Bootstrap {
     pub fn appnum(&self) -> i64 {
         match &self.backend {
             Backend::Pmi1(client) => client.appnum(),
+            Backend::Pmi2(client) => client.appnum(),
+            Backend::Pmix(client) => client.appnum(),
             Backend::Singleton(_) => 0,
         }
     }
@@ -277,6 +375,8 @@ impl Bootstrap {
     pub fn kvsname(&self) -> &str {
         match &self.backend {
             Backend::Pmi1(client) => client.kvsname(),
+            Backend::Pmi2(client) => client.jobid(),
+            Backend::Pmix(client) => client.namespace(),
             Backend::Singleton(_) => "singleton",
         }
     }
@@ -285,6 +385,8 @@ impl Bootstrap {
     pub fn limits(&self) -> KvsLimits {
         match &self.backend {
             Backend::Pmi1(client) => client.limits(),
+            Backend::Pmi2(client) => client.limits(),
+            Backend::Pmix(client) => client.limits(),
             Backend::Singleton(_) => SINGLETON_LIMITS,
         }
     }
@@ -303,6 +405,8 @@ impl Bootstrap {
         self.check_open()?;
         match &mut self.backend {
             Backend::Pmi1(client) => client.put(key, value),
+            Backend::Pmi2(client) => client.put(key, value),
+            Backend::Pmix(client) => client.put(key, value),
             Backend::Singleton(kvs) => {
                 check_singleton(key, value)?;
                 kvs.insert(key.to_owned(), value.to_owned());
@@ -315,6 +419,8 @@ impl Bootstrap {
         self.check_open()?;
         match &mut self.backend {
             Backend::Pmi1(client) => client.get(key),
+            Backend::Pmi2(client) => client.get(key),
+            Backend::Pmix(client) => client.get(key),
             Backend::Singleton(kvs) => {
                 check_singleton(key, "")?;
                 kvs.get(key)
@@ -333,6 +439,8 @@ impl Bootstrap {
         self.check_open()?;
         match &mut self.backend {
             Backend::Pmi1(client) => client.barrier(),
+            Backend::Pmi2(client) => client.fence(),
+            Backend::Pmix(client) => client.fence(),
             Backend::Singleton(_) => Ok(()),
         }
     }
@@ -421,6 +529,8 @@ impl Bootstrap {
         eprintln!("rank {} aborting the job: {message}", self.rank);
         match &mut self.backend {
             Backend::Pmi1(client) => client.abort(code),
+            Backend::Pmi2(client) => client.abort(message),
+            Backend::Pmix(client) => client.abort(code, message),
             Backend::Singleton(_) => Ok(()),
         }
     }
@@ -433,6 +543,8 @@ impl Bootstrap {
         self.finalized = true;
         match &mut self.backend {
             Backend::Pmi1(client) => client.finalize(),
+            Backend::Pmi2(client) => client.finalize(),
+            Backend::Pmix(client) => client.finalize(),
             Backend::Singleton(_) => Ok(()),
         }
     }
@@ -472,6 +584,17 @@ fn check_singleton(key: &str, value: &str) -> Result<(), BootstrapError> {
             key: key.to_owned(),
             len: value.len(),
             max: limits.value_max,
+        });
+    }
+    Ok(())
+}
+
+fn check_rank(rank: usize, size: usize) -> Result<(), BootstrapError> {
+    if size == 0 || rank >= size {
+        return Err(BootstrapError::Env {
+            var: "PMI_RANK",
+            value: rank.to_string(),
+            reason: format!("rank must be below the job size {size}"),
         });
     }
     Ok(())
