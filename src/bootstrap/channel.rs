@@ -111,9 +111,12 @@ impl Channel {
                 return Ok(std::mem::replace(&mut self.buffer, rest));
             }
             if self.buffer.len() > MAX_LINE {
-                return Err(BootstrapError::Unexpected {
-                    awaiting: awaiting.to_owned(),
-                    got: format!("no end of line within {MAX_LINE} bytes"),
+                return Err(BootstrapError::Io {
+                    during: format!("awaiting {awaiting}"),
+                    source: io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("no end of line within {MAX_LINE} bytes"),
+                    ),
                 });
             }
             self.fill(awaiting, deadline)?;

@@ -153,28 +153,40 @@ impl Communicator {
     pub fn init_with(config: Config) -> Result<Communicator> {
         let mut bootstrap = Bootstrap::from_env()?;
         let (rank, size) = (bootstrap.rank(), bootstrap.size());
+        // Two key-value exchanges: the hosts (the provider depends on whether the job spans
+        // nodes), then each rank's provider together with its card.
         let hosts = bootstrap.exchange("host", hostname().as_bytes())?;
         let one_host = hosts.iter().all(|h| *h == hosts[0]);
         let info = choose_provider(&config, one_host)?;
         let ours = info.provider();
-        let providers = bootstrap.exchange("provider", ours.as_bytes())?;
-        if let Some((r, theirs)) = providers
-            .iter()
-            .enumerate()
-            .find(|(_, p)| p.as_slice() != ours.as_bytes())
-        {
-            return Err(CommError::ProviderMismatch {
-                rank: r,
-                theirs: String::from_utf8_lossy(theirs).into_owned(),
-                ours,
-            });
-        }
         let opened = Opened::open(&info, rank, size)?;
-        let cards = bootstrap.exchange("card", &opened.card()?.to_bytes())?;
-        let cards = cards
-            .iter()
-            .map(|c| Card::from_bytes(c))
-            .collect::<std::result::Result<Vec<_>, _>>()?;
+        // [provider length: 1 byte][provider][card]; provider names are a few bytes long.
+        let name = &ours.as_bytes()[..ours.len().min(usize::from(u8::MAX))];
+        let card = opened.card()?.to_bytes();
+        let mut mine = Vec::with_capacity(1 + name.len() + card.len());
+        mine.push(name.len() as u8);
+        mine.extend_from_slice(name);
+        mine.extend_from_slice(&card);
+        let mut cards = Vec::with_capacity(size);
+        for (r, entry) in bootstrap.exchange("card", &mine)?.iter().enumerate() {
+            let split = entry
+                .split_first()
+                .filter(|(&n, rest)| rest.len() >= usize::from(n))
+                .map(|(&n, rest)| rest.split_at(usize::from(n)));
+            match split {
+                Some((theirs, card)) if theirs == name => cards.push(Card::from_bytes(card)?),
+                _ => {
+                    let theirs = split.map_or("(an unreadable card)".into(), |(theirs, _)| {
+                        String::from_utf8_lossy(theirs).into_owned()
+                    });
+                    return Err(CommError::ProviderMismatch {
+                        rank: r,
+                        theirs,
+                        ours,
+                    });
+                }
+            }
+        }
         let transport = opened.connect(&cards, config.deadline)?;
         let model = config.model_for(&info.provider());
         let mut comm = Communicator {

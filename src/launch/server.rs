@@ -7,7 +7,9 @@ use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::bootstrap::wire::{check_token, excerpt, LineRead, LineReader, Message};
+use crate::bootstrap::wire::{
+    check_token, excerpt, LineRead, LineReader, Message, REQUEST_LINE_MAX,
+};
 
 /// The maxima we announce (Hydra's figures). As in PMI-1's C interface they are buffer sizes
 /// that count a terminating NUL, so the longest key or value accepted is one byte shorter.
@@ -158,6 +160,16 @@ impl PmiServer {
                     break;
                 }
             };
+            // As strict as Slurm, which reads a request with one read() of this size.
+            if line.len() > REQUEST_LINE_MAX {
+                let detail = format!(
+                    "PMI request line of {} bytes, over the {REQUEST_LINE_MAX} a server reads: \"{}\"",
+                    line.len(),
+                    excerpt(&line)
+                );
+                report(PmiEvent::ProtocolError { detail });
+                break;
+            }
             let request = match Message::parse(&line) {
                 Ok(request) => request,
                 Err(e) => {
