@@ -11,7 +11,7 @@ use std::thread;
 use std::time::Duration;
 
 use circulant::bootstrap::{Bootstrap, BootstrapError, BootstrapOptions, Endpoint};
-use common::{circulant, run};
+use common::{bin, circulant, run};
 
 /// What the fake server does after reading one request line.
 enum Step {
@@ -536,6 +536,29 @@ fn built_in_launcher_refuses_request_lines_over_1024_bytes() {
     assert!(
         done.stderr.contains(
             "rank 0 broke the PMI protocol: PMI request line of 1025 bytes, over the 1024 a server reads"
+        ),
+        "{}",
+        done.stderr
+    );
+}
+
+#[test]
+fn pmi2_asked_of_a_pmi1_server_is_an_error() {
+    let done = run(circulant(&[
+        "run",
+        "-n",
+        "1",
+        "--",
+        "env",
+        "CIRCULANT_PMI=pmi2",
+        bin(),
+        "pmi-check",
+    ]));
+    assert_eq!(done.code(), Some(1), "{done:?}");
+    assert!(
+        done.stderr.contains(
+            "CIRCULANT_PMI asks for pmi-2, but this process has no PMI it can use: the PMI server \
+             answered `init` with PMI-1 only (unset it)"
         ),
         "{}",
         done.stderr

@@ -10,7 +10,8 @@ pub const PMI_ENV: &str = "CIRCULANT_PMI";
 /// The PMI asked for by [`PMI_ENV`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PmiChoice {
-    /// PMI-2 where the `PMI_FD` server accepts it, else PMI-1; PMIx where its variables are set.
+    /// PMIx where its variables are set; on `PMI_FD`/`PMI_PORT`, PMI-2 under a Slurm step if the
+    /// server accepts it, else PMI-1.
     Auto,
     Pmi1,
     Pmi2,

@@ -203,7 +203,25 @@ impl Bootstrap {
         let detected = launcher::detect();
         match (endpoint, choice) {
             (Some(endpoint), PmiChoice::Auto | PmiChoice::Pmi1 | PmiChoice::Pmi2) => {
-                Self::connect_as(&endpoint, var("PMI_RANK"), var("PMI_SIZE"), options, choice)
+                // PMI-2 is offered where it is known to keep PMI-1's guarantees: under Slurm.
+                // Hydra accepts it too, but its PMI-2 fence does not wait for ranks that never
+                // initialized and it has no abort; there PMI-2 is only used when asked for.
+                let offer_pmi2 = choice == PmiChoice::Pmi2
+                    || (choice == PmiChoice::Auto && var("SLURM_STEP_ID").is_some());
+                Self::connect_as(
+                    &endpoint,
+                    var("PMI_RANK"),
+                    var("PMI_SIZE"),
+                    options,
+                    offer_pmi2,
+                )
+                .and_then(|boot| match (choice, boot.kind()) {
+                    (PmiChoice::Pmi2, "pmi-1") => Err(BootstrapError::NoPmi {
+                        seen: format!("{PMI_ENV} asks for pmi-2"),
+                        advice: "the PMI server answered `init` with PMI-1 only (unset it)".into(),
+                    }),
+                    _ => Ok(boot),
+                })
             }
             (_, PmiChoice::Auto | PmiChoice::Pmix) if detected.pmix.is_some() => {
                 Self::pmix(options, &detected)
@@ -272,19 +290,17 @@ impl Bootstrap {
         size: Option<String>,
         options: &BootstrapOptions,
     ) -> Result<Self, BootstrapError> {
-        Self::connect_as(endpoint, rank, size, options, PmiChoice::Pmi1)
+        Self::connect_as(endpoint, rank, size, options, false)
     }
 
-    /// Joins through `endpoint` with PMI-2 if the choice allows it and the server accepts it,
-    /// else PMI-1.
+    /// Joins through `endpoint` with PMI-2 if offered and the server accepts it, else PMI-1.
     fn connect_as(
         endpoint: &Endpoint,
         rank: Option<String>,
         size: Option<String>,
         options: &BootstrapOptions,
-        choice: PmiChoice,
+        offer_pmi2: bool,
     ) -> Result<Self, BootstrapError> {
-        let offer_pmi2 = matches!(choice, PmiChoice::Auto | PmiChoice::Pmi2);
         let client = match Pmi1Client::greet(endpoint, options.timeout, offer_pmi2)? {
             Greeted::Pmi1(client) => client,
             Greeted::Pmi2 { channel, assigned } => {
@@ -305,12 +321,6 @@ impl Bootstrap {
                 });
             }
         };
-        if choice == PmiChoice::Pmi2 {
-            return Err(BootstrapError::NoPmi {
-                seen: format!("{PMI_ENV} asks for pmi-2"),
-                advice: "the PMI server answered `init` with PMI-1 only (unset it)".into(),
-            });
-        }
         let (told_rank, told_size) = client.assigned();
         let rank = match (told_rank, rank) {
             (Some(r), _) => r,

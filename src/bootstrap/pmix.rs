@@ -47,7 +47,9 @@ impl PmixClient {
             let during = during.to_owned();
             move |status: Status| PmixError::Call(failed(api, &during, status))
         };
-        let me = api.init().map_err(call("PMIx_Init"))?;
+        let me = api.init().map_err(call(
+            "PMIx_Init (PMIX_* variables are set, but the launcher's PMIx server does not answer)",
+        ))?;
         let timeout_seconds = u32::try_from(timeout.as_secs().max(1)).unwrap_or(u32::MAX);
         let size = api
             .get_number(&me.namespace, RANK_WILDCARD, KEY_JOB_SIZE, timeout_seconds)

@@ -87,7 +87,10 @@ pub fn run(args: Args) -> CliResult {
             comm.launcher()
         );
         // From this process's start to the barrier that ends start-up on every rank.
-        println!("selftest: init took {:.0} ms", init_time.as_secs_f64() * 1e3);
+        println!(
+            "selftest: init took {:.0} ms",
+            init_time.as_secs_f64() * 1e3
+        );
     }
     let mut tally = Tally::default();
     let wanted = |op: &str| args.only.is_empty() || args.only.iter().any(|o| o == op);
