@@ -36,6 +36,13 @@ fn mpirun_runs_pmi_check_over_pmix() {
             done.stdout
         );
     }
+    // PMIx tells the node count: start-up skips the host exchange.
+    assert_eq!(
+        done.stdout.matches(" nodes 1 pid ").count(),
+        4,
+        "{}",
+        done.stdout
+    );
     assert_all_gone(&done.pids());
 }
 

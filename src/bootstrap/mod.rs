@@ -1,10 +1,13 @@
 //! Bootstrap: how the N processes of a job learn their rank and exchange what they need to
 //! reach each other (fabric addresses, memory keys) before the fabric can carry anything.
 //!
-//! A job is started by a PMI launcher — the built-in `circulant run`, or MPICH's Hydra
-//! `mpiexec` — which hands every process `PMI_RANK`, `PMI_SIZE` and a channel to its PMI-1
-//! server (`PMI_FD`, or `PMI_PORT`). Without any of these the process is a singleton: rank 0 of
-//! a job of size 1, with a private key-value space (as MPI's singleton init).
+//! A job is started by a launcher that hands every process a PMI: the built-in `circulant
+//! run` and MPICH's Hydra `mpiexec` speak PMI-1 on `PMI_FD` (or `PMI_PORT`), Slurm's `srun
+//! --mpi=pmi2` PMI-2 on `PMI_FD`, and `srun --mpi=pmix` and Open MPI's `mpirun` PMIx
+//! (`PMIX_NAMESPACE`, `PMIX_RANK`; the system's libpmix is loaded at run time). Without any
+//! launcher variables the process is a singleton: rank 0 of a job of size 1, with a private
+//! key-value space (as MPI's singleton init). A launch of several ranks without a PMI this
+//! library speaks is an error that names the launcher seen, never p singletons.
 //!
 //! Every wait for the server has a deadline: [`BootstrapOptions::timeout`], 60 s unless the
 //! environment variable `CIRCULANT_BOOTSTRAP_TIMEOUT` (seconds) says otherwise.
@@ -161,7 +164,8 @@ enum Backend {
 /// This process's place in the job, and the job's key-value space.
 ///
 /// Puts become visible to other ranks after the next [`Bootstrap::fence`] that every rank
-/// calls. Keys and values are PMI-1 tokens (no spaces, no control characters, keys without
+/// calls. Under PMIx data belongs to the rank that put it: a key `name@rank...` (see
+/// [`Bootstrap::rank_key`]) is read from that rank, any other key from rank 0. Keys and values are PMI-1 tokens (no spaces, no control characters, keys without
 /// `=`) within [`Bootstrap::limits`]; binary or long data goes through
 /// [`Bootstrap::put_bytes`] / [`Bootstrap::get_bytes`].
 pub struct Bootstrap {
@@ -388,6 +392,25 @@ impl Bootstrap {
             Backend::Pmi2(client) => client.jobid(),
             Backend::Pmix(client) => client.namespace(),
             Backend::Singleton(_) => "singleton",
+        }
+    }
+
+    /// How many nodes the job spans, where the launcher says so: PMIx's job data, a Slurm
+    /// step's `SLURM_STEP_NUM_NODES`; 1 for a singleton. None elsewhere (the built-in
+    /// launcher and Hydra, whose ranks may sit in network namespaces of one machine).
+    pub fn nodes(&self) -> Option<usize> {
+        match &self.backend {
+            Backend::Pmix(client) => client.nodes(),
+            Backend::Pmi1(_) | Backend::Pmi2(_) => {
+                let var = |name: &str| std::env::var(name).ok();
+                var("SLURM_STEP_ID")?;
+                var("SLURM_STEP_NUM_NODES")?
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|&n| n > 0)
+            }
+            Backend::Singleton(_) => Some(1),
         }
     }
 

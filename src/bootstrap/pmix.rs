@@ -8,7 +8,9 @@
 
 use std::time::Duration;
 
-use circulant_sys::pmix::{Me, Pmix, Status, KEY_APPNUM, KEY_JOB_SIZE, RANK_WILDCARD};
+use circulant_sys::pmix::{
+    Me, Pmix, Status, KEY_APPNUM, KEY_JOB_SIZE, KEY_NUM_NODES, RANK_WILDCARD,
+};
 
 use super::pmi1::KvsLimits;
 use super::wire::check_token;
@@ -35,6 +37,7 @@ pub struct PmixClient {
     me: Me,
     size: usize,
     appnum: i64,
+    nodes: Option<usize>,
     /// PMIx takes whole seconds.
     timeout_seconds: u32,
 }
@@ -57,8 +60,14 @@ impl PmixClient {
         let appnum = api
             .get_number(&me.namespace, me.rank, KEY_APPNUM, timeout_seconds)
             .unwrap_or(0);
+        let nodes = api
+            .get_number(&me.namespace, RANK_WILDCARD, KEY_NUM_NODES, timeout_seconds)
+            .ok()
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|&n| n > 0);
         Ok(PmixClient {
             api,
+            nodes,
             size: usize::try_from(size).unwrap_or(usize::MAX),
             appnum: i64::try_from(appnum).unwrap_or(0),
             me,
@@ -74,6 +83,10 @@ impl PmixClient {
     }
     pub fn appnum(&self) -> i64 {
         self.appnum
+    }
+    /// The number of nodes the job spans, as the launcher tells it.
+    pub fn nodes(&self) -> Option<usize> {
+        self.nodes
     }
     pub fn namespace(&self) -> &str {
         &self.me.namespace

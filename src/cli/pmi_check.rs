@@ -53,8 +53,9 @@ pub fn run(args: Args) -> CliResult {
     }
     let mut boot = Bootstrap::from_env_with(&options)?;
     let (rank, size) = (boot.rank(), boot.size());
+    let nodes = boot.nodes().map_or("unknown".to_owned(), |n| n.to_string());
     println!(
-        "rank {rank} of {size}: {} kvs {} limits {:?} pid {}",
+        "rank {rank} of {size}: {} kvs {} limits {:?} nodes {nodes} pid {}",
         boot.kind(),
         boot.kvsname(),
         boot.limits(),

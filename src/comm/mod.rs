@@ -153,10 +153,15 @@ impl Communicator {
     pub fn init_with(config: Config) -> Result<Communicator> {
         let mut bootstrap = Bootstrap::from_env()?;
         let (rank, size) = (bootstrap.rank(), bootstrap.size());
-        // Two key-value exchanges: the hosts (the provider depends on whether the job spans
-        // nodes), then each rank's provider together with its card.
-        let hosts = bootstrap.exchange("host", hostname().as_bytes())?;
-        let one_host = hosts.iter().all(|h| *h == hosts[0]);
+        // At most two key-value exchanges: the hosts, unless the launcher tells how many nodes
+        // the job spans (the provider depends on it), then each rank's provider with its card.
+        let one_host = match bootstrap.nodes() {
+            Some(nodes) => nodes == 1,
+            None => {
+                let hosts = bootstrap.exchange("host", hostname().as_bytes())?;
+                hosts.iter().all(|h| *h == hosts[0])
+            }
+        };
         let info = choose_provider(&config, one_host)?;
         let ours = info.provider();
         let opened = Opened::open(&info, rank, size)?;

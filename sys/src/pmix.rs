@@ -28,6 +28,8 @@ pub const ERR_NOT_FOUND: i32 = -46;
 pub const KEY_JOB_SIZE: &str = "pmix.job.size";
 /// `PMIX_APPNUM`: this process's application number (uint32).
 pub const KEY_APPNUM: &str = "pmix.appnum";
+/// `PMIX_NUM_NODES`: number of nodes the job spans (uint32).
+pub const KEY_NUM_NODES: &str = "pmix.num.nodes";
 
 const TYPE_BOOL: u16 = 1;
 const TYPE_SIZE: u16 = 4;
