@@ -105,6 +105,12 @@ fn passes(done: &Finished, n: usize, kind: &str) {
     assert_all_gone(&done.pids());
 }
 
+/// No rank got past the abort, and nothing is left running.
+fn ended_by_abort(done: &Finished) {
+    assert_eq!(clean_summaries(&done.stdout), 0, "{}", done.stdout);
+    assert_all_gone(&done.pids());
+}
+
 fn selftest_passes(done: &Finished, n: usize, kind: &str) {
     assert_eq!(done.code(), Some(0), "{done:?}");
     assert!(
@@ -133,9 +139,8 @@ fn srun_mpi_pmi2_runs_pmi_check_and_selftest_over_pmi2_and_pmi1() {
     selftest_passes(&done, 4, "pmi-2");
     // PMI-2's abort carries no exit code: Slurm kills the step.
     let done = run(slurm.srun("pmi2", 3, &["pmi-check", "--abort-rank", "1"]));
+    ended_by_abort(&done);
     assert_ne!(done.code(), Some(0), "{done:?}");
-    assert_eq!(clean_summaries(&done.stdout), 0, "{}", done.stdout);
-    assert_all_gone(&done.pids());
 }
 
 #[test]
@@ -147,9 +152,8 @@ fn srun_mpi_pmix_runs_pmi_check_and_selftest_over_pmix() {
     let done = run(slurm.srun("pmix", 4, &["selftest", "--quick"]));
     selftest_passes(&done, 4, "pmix");
     let done = run(slurm.srun("pmix", 3, &["pmi-check", "--abort-rank", "1"]));
+    ended_by_abort(&done);
     assert_eq!(done.code(), Some(7), "{done:?}");
-    assert_eq!(clean_summaries(&done.stdout), 0, "{}", done.stdout);
-    assert_all_gone(&done.pids());
 }
 
 #[test]

@@ -441,7 +441,7 @@ impl Bootstrap {
             Backend::Pmi2(client) => client.put(key, value),
             Backend::Pmix(client) => client.put(key, value),
             Backend::Singleton(kvs) => {
-                check_singleton(key, value)?;
+                check_entry(key, value, SINGLETON_LIMITS)?;
                 kvs.insert(key.to_owned(), value.to_owned());
                 Ok(())
             }
@@ -455,7 +455,7 @@ impl Bootstrap {
             Backend::Pmi2(client) => client.get(key),
             Backend::Pmix(client) => client.get(key),
             Backend::Singleton(kvs) => {
-                check_singleton(key, "")?;
+                check_entry(key, "", SINGLETON_LIMITS)?;
                 kvs.get(key)
                     .cloned()
                     .ok_or_else(|| BootstrapError::KeyNotFound {
@@ -591,8 +591,9 @@ impl Bootstrap {
     }
 }
 
-fn check_singleton(key: &str, value: &str) -> Result<(), BootstrapError> {
-    let limits = SINGLETON_LIMITS;
+/// Checks a key and value against PMI-1's token rules (the same under every PMI, so that code
+/// behaves alike everywhere) and `limits`.
+fn check_entry(key: &str, value: &str, limits: KvsLimits) -> Result<(), BootstrapError> {
     if let Err(problem) = wire::check_token(key, true) {
         return Err(BootstrapError::InvalidKey {
             key: key.to_owned(),

@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use super::channel::Channel;
 use super::pmi1::KvsLimits;
-use super::wire::{check_token, excerpt};
-use super::BootstrapError;
+use super::wire::excerpt;
+use super::{check_entry, BootstrapError};
 
 /// Width of the length field before every message.
 const LENGTH_DIGITS: usize = 6;
@@ -154,13 +154,13 @@ impl Pmi2Client {
     }
 
     pub fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError> {
-        check(key, value)?;
+        check_entry(key, value, LIMITS)?;
         self.call(&Frame::new("kvs-put").with("key", key).with("value", value))?;
         Ok(())
     }
 
     pub fn get(&mut self, key: &str) -> Result<String, BootstrapError> {
-        check(key, "")?;
+        check_entry(key, "", LIMITS)?;
         let request = Frame::new("kvs-get")
             .with("jobid", &self.jobid)
             .with("srcid", -1)
@@ -240,37 +240,6 @@ impl Pmi2Client {
         }
         Ok(reply)
     }
-}
-
-/// Keys and values as PMI-1 allows them, so that code behaves the same under every PMI.
-fn check(key: &str, value: &str) -> Result<(), BootstrapError> {
-    if let Err(problem) = check_token(key, true) {
-        return Err(BootstrapError::InvalidKey {
-            key: key.to_owned(),
-            problem: problem.to_string(),
-        });
-    }
-    if let Err(problem) = check_token(value, false) {
-        return Err(BootstrapError::InvalidValue {
-            key: key.to_owned(),
-            problem: problem.to_string(),
-        });
-    }
-    if key.len() > LIMITS.key_max {
-        return Err(BootstrapError::KeyTooLong {
-            key: key.to_owned(),
-            len: key.len(),
-            max: LIMITS.key_max,
-        });
-    }
-    if value.len() > LIMITS.value_max {
-        return Err(BootstrapError::ValueTooLong {
-            key: key.to_owned(),
-            len: value.len(),
-            max: LIMITS.value_max,
-        });
-    }
-    Ok(())
 }
 
 fn field<'f>(frame: &'f Frame, key: &str) -> Result<&'f str, BootstrapError> {

@@ -13,8 +13,7 @@ use circulant_sys::pmix::{
 };
 
 use super::pmi1::KvsLimits;
-use super::wire::check_token;
-use super::BootstrapError;
+use super::{check_entry, BootstrapError};
 
 /// PMIx has no value limit of its own; this bound keeps a put within one message.
 const LIMITS: KvsLimits = KvsLimits {
@@ -96,14 +95,14 @@ impl PmixClient {
     }
 
     pub fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError> {
-        check(key, value)?;
+        check_entry(key, value, LIMITS)?;
         self.api
             .put(key, value.as_bytes())
             .map_err(|status| failed(self.api, &format!("put of `{key}`"), status))
     }
 
     pub fn get(&mut self, key: &str) -> Result<String, BootstrapError> {
-        check(key, "")?;
+        check_entry(key, "", LIMITS)?;
         let owner = owner_of(key).filter(|&rank| rank < self.size).unwrap_or(0);
         let bytes = self
             .api
@@ -162,37 +161,6 @@ fn failed(api: &Pmix, during: &str, status: Status) -> BootstrapError {
         during: during.to_owned(),
         status: api.describe(status),
     }
-}
-
-/// Keys and values as PMI-1 allows them, so that code behaves the same under every PMI.
-fn check(key: &str, value: &str) -> Result<(), BootstrapError> {
-    if let Err(problem) = check_token(key, true) {
-        return Err(BootstrapError::InvalidKey {
-            key: key.to_owned(),
-            problem: problem.to_string(),
-        });
-    }
-    if let Err(problem) = check_token(value, false) {
-        return Err(BootstrapError::InvalidValue {
-            key: key.to_owned(),
-            problem: problem.to_string(),
-        });
-    }
-    if key.len() > LIMITS.key_max {
-        return Err(BootstrapError::KeyTooLong {
-            key: key.to_owned(),
-            len: key.len(),
-            max: LIMITS.key_max,
-        });
-    }
-    if value.len() > LIMITS.value_max {
-        return Err(BootstrapError::ValueTooLong {
-            key: key.to_owned(),
-            len: value.len(),
-            max: LIMITS.value_max,
-        });
-    }
-    Ok(())
 }
 
 /// The rank in `name@rank` or `name@rank.piece`.
