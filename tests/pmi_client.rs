@@ -564,3 +564,93 @@ fn pmi2_asked_of_a_pmi1_server_is_an_error() {
         done.stderr
     );
 }
+
+/// A PMI-2 server that accepts `init pmi_version=2`, reads the `fullinit` frame and answers
+/// it with `answer`.
+fn fake_pmi2_server(answer: &'static [u8]) -> (String, thread::JoinHandle<String>) {
+    use std::io::Read;
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    let address = listener.local_addr().expect("address").to_string();
+    let handle = thread::spawn(move || {
+        let (stream, _) = listener.accept().expect("accept");
+        let mut reader = BufReader::new(stream);
+        let mut init = String::new();
+        reader.read_line(&mut init).expect("init line");
+        reader
+            .get_mut()
+            .write_all(b"cmd=response_to_init pmi_version=2 pmi_subversion=0 rc=0\n")
+            .expect("reply");
+        let mut length = [0u8; 6];
+        reader.read_exact(&mut length).expect("length field");
+        let len: usize = std::str::from_utf8(&length)
+            .expect("ascii")
+            .trim()
+            .parse()
+            .expect("number");
+        let mut body = vec![0u8; len];
+        reader.read_exact(&mut body).expect("body");
+        let _ = reader.get_mut().write_all(answer);
+        // Keep the connection until the client gives up.
+        let mut rest = Vec::new();
+        let _ = reader.read_to_end(&mut rest);
+        format!("{init}{}", String::from_utf8_lossy(&body))
+    });
+    (address, handle)
+}
+
+fn pmi2_check(address: &str) -> common::Finished {
+    let mut command = circulant(&["pmi-check"]);
+    command
+        .env("PMI_PORT", address)
+        .env("PMI_RANK", "0")
+        .env("PMI_SIZE", "1")
+        .env("PMI_JOBID", "job7")
+        .env("CIRCULANT_PMI", "pmi2")
+        .env("CIRCULANT_BOOTSTRAP_TIMEOUT", "2");
+    run(command)
+}
+
+#[test]
+fn pmi2_client_sends_fullinit_and_reports_a_garbage_length_field() {
+    let (address, server) = fake_pmi2_server(b"garbage");
+    let done = pmi2_check(&address);
+    assert_eq!(done.code(), Some(1), "{done:?}");
+    assert!(
+        done.stderr.contains(
+            "unexpected reply from the PMI server while awaiting the length field of \
+             `fullinit-response`: \"garbag\""
+        ),
+        "{}",
+        done.stderr
+    );
+    let seen = server.join().expect("server");
+    assert!(
+        seen.starts_with("cmd=init pmi_version=2 pmi_subversion=0\n")
+            && seen.ends_with("cmd=fullinit;threaded=FALSE;pmijobid=job7;pmirank=0;"),
+        "{seen:?}"
+    );
+}
+
+#[test]
+fn pmi2_client_reports_a_refused_fullinit_and_a_silent_server() {
+    let (address, server) = fake_pmi2_server(b"43    cmd=fullinit-response;rc=3;errmsg=no;;such;");
+    let done = pmi2_check(&address);
+    assert_eq!(done.code(), Some(1), "{done:?}");
+    assert!(
+        done.stderr
+            .contains("the PMI server refused `fullinit`: rc=3 no;such"),
+        "{}",
+        done.stderr
+    );
+    server.join().expect("server");
+    let (address, server) = fake_pmi2_server(b"");
+    let done = pmi2_check(&address);
+    assert_eq!(done.code(), Some(1), "{done:?}");
+    assert!(
+        done.stderr
+            .contains("no answer from the PMI server within 2s while awaiting `fullinit-response`"),
+        "{}",
+        done.stderr
+    );
+    server.join().expect("server");
+}
