@@ -172,3 +172,36 @@ fn srun_without_a_pmi_fails_instead_of_starting_singletons() {
         done.stderr
     );
 }
+
+#[test]
+fn rank_never_initializing_fails_the_step_within_the_deadline() {
+    let _one = CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(slurm) = Slurm::up() else { return };
+    for (mpi, error) in [
+        (
+            "pmi2",
+            "no answer from the PMI server within 2s while awaiting `kvs-fence-response`",
+        ),
+        (
+            "pmix",
+            "the PMI barrier failed: PMIx_Fence (collecting data, timeout 2 s): TIMEOUT",
+        ),
+    ] {
+        let mut command = slurm.srun(mpi, 3, &["pmi-check", "--skip-init-rank", "1"]);
+        command.env("CIRCULANT_BOOTSTRAP_TIMEOUT", "2");
+        // A rank that fails ends the step (`srun --kill-on-bad-exit`): Slurm's default lets
+        // the rank that never initialized sleep on.
+        command.env("SLURM_KILL_BAD_EXIT", "1");
+        let started = std::time::Instant::now();
+        let done = run(command);
+        assert_ne!(done.code(), Some(0), "{mpi}: {done:?}");
+        assert!(done.stderr.contains(error), "{mpi}: {}", done.stderr);
+        // The deadline, Slurm's kill and its grace (KillWait 5 s), with room for a busy machine.
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "{mpi}: {:?}",
+            started.elapsed()
+        );
+        assert_all_gone(&done.pids());
+    }
+}

@@ -32,8 +32,10 @@ const ABORT_CODE: i32 = 7;
 const SKIP_INIT_SLEEP: Duration = Duration::from_secs(120);
 
 pub fn run(args: Args) -> CliResult {
-    let env_rank = std::env::var("PMI_RANK")
-        .ok()
+    // The rank as the launcher's environment tells it, before any PMI is spoken.
+    let env_rank = ["PMI_RANK", "PMIX_RANK"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok())
         .and_then(|r| r.parse::<usize>().ok());
     if env_rank.is_some() && env_rank == args.skip_init_rank {
         let rank = env_rank.unwrap_or_default();
