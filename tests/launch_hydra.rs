@@ -1,5 +1,6 @@
 //! Jobs under MPICH's Hydra (`mpiexec.hydra`, Debian package `mpich`): the same PMI-1 client
-//! works through Hydra's inherited PMI_FD and through its PMI_PORT mode.
+//! works through Hydra's inherited PMI_FD and through its PMI_PORT mode; PMI-2 when asked for
+//! (`CIRCULANT_PMI=pmi2`).
 
 mod common;
 
@@ -38,11 +39,57 @@ fn pmi_check_passes_under_hydra_on_1_2_4_7_ranks() {
 }
 
 #[test]
-fn pmi_check_passes_in_hydras_port_mode() {
-    let done = run(hydra(&["-pmi-port", "-n", "3", bin(), "pmi-check"]));
+fn pmi_check_passes_under_hydra_over_pmi2_when_asked() {
+    let mut command = hydra(&["-n", "4", bin(), "pmi-check"]);
+    command.env("CIRCULANT_PMI", "pmi2");
+    let done = run(command);
     assert_eq!(done.code(), Some(0), "{done:?}");
-    assert_eq!(clean_summaries(&done.stdout), 3, "{}", done.stdout);
+    assert_eq!(clean_summaries(&done.stdout), 4, "{}", done.stdout);
+    assert!(
+        done.stdout.contains("rank 3 of 4: pmi-2"),
+        "{}",
+        done.stdout
+    );
     assert_all_gone(&done.pids());
+}
+
+#[test]
+fn hydra_ranks_without_their_pmi_channel_fail_instead_of_starting_singletons() {
+    let program = [
+        "env",
+        "-u",
+        "PMI_FD",
+        "-u",
+        "PMI_RANK",
+        "-u",
+        "PMI_SIZE",
+        bin(),
+        "pmi-check",
+    ];
+    let mut args = vec!["-n", "2"];
+    args.extend(program);
+    let done = run(hydra(&args));
+    assert_ne!(done.code(), Some(0), "{done:?}");
+    assert_eq!(clean_summaries(&done.stdout), 0, "{}", done.stdout);
+    assert!(
+        done.stderr.contains(
+            "Hydra started 2 ranks on this node (MPI_LOCALNRANKS) without PMI_FD or PMI_PORT"
+        ),
+        "{}",
+        done.stderr
+    );
+}
+
+#[test]
+fn pmi_check_passes_in_hydras_port_mode() {
+    for pmi in ["pmi1", "pmi2"] {
+        let mut command = hydra(&["-pmi-port", "-n", "3", bin(), "pmi-check"]);
+        command.env("CIRCULANT_PMI", pmi);
+        let done = run(command);
+        assert_eq!(done.code(), Some(0), "{pmi}: {done:?}");
+        assert_eq!(clean_summaries(&done.stdout), 3, "{}", done.stdout);
+        assert_all_gone(&done.pids());
+    }
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::thread;
 use std::time::Duration;
 
 use circulant::bootstrap::{Bootstrap, BootstrapError, BootstrapOptions, Endpoint};
-use common::{circulant, run};
+use common::{bin, circulant, run};
 
 /// What the fake server does after reading one request line.
 enum Step {
@@ -240,13 +240,15 @@ fn over_long_keys_and_values_are_refused_before_sending() {
     steps.push(reply("finalize", "cmd=finalize_ack\n"));
     let (address, server) = fake_server(steps);
     let mut boot = connect(&address, 5000).expect("start-up");
-    // Hydra's maxima count the C string's NUL: 1023 and 63 bytes are the most that survive.
-    assert_eq!(boot.limits().value_max, 1023);
+    // Hydra's maxima count the C string's NUL: 63 bytes are the most that survive of a key.
+    // A value may have what is left of a 1024-byte `put` line with the longest key:
+    // 1024 - len("cmd=put kvsname=kvs_test key= value=\n") - 63 = 924.
+    assert_eq!(boot.limits().value_max, 924);
     assert_eq!(boot.limits().key_max, 63);
-    let error = boot.put("k", &"v".repeat(1024)).expect_err("too long");
+    let error = boot.put("k", &"v".repeat(925)).expect_err("too long");
     assert_eq!(
         error.to_string(),
-        "value for key `k` has 1024 bytes, the PMI server allows at most 1023 (use put_bytes for long data)"
+        "value for key `k` has 925 bytes, the PMI server allows at most 924 (use put_bytes for long data)"
     );
     let error = boot.put(&"k".repeat(64), "v").expect_err("too long");
     assert!(matches!(
@@ -268,6 +270,56 @@ fn over_long_keys_and_values_are_refused_before_sending() {
         !seen.iter().any(|line| line.starts_with("cmd=put")),
         "nothing invalid may reach the server: {seen:?}"
     );
+}
+
+#[test]
+fn no_request_line_exceeds_1024_bytes_under_large_server_maxima() {
+    // Slurm's maxima (keylen_max 256, vallen_max 1024) and a long kvsname: a value that fills
+    // vallen_max would make a `put` line longer than the 1024 bytes Slurm reads at once.
+    let kvsname = "k".repeat(100);
+    let mut steps = vec![
+        reply(
+            "init",
+            "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0\n",
+        ),
+        reply(
+            "get_maxes",
+            "cmd=maxes kvsname_max=256 keylen_max=256 vallen_max=1024\n",
+        ),
+        reply("get_appnum", "cmd=appnum appnum=0\n"),
+        Step::Reply(
+            "get_my_kvsname",
+            format!("cmd=my_kvsname kvsname={kvsname}\n").into_bytes(),
+        ),
+    ];
+    // One put of the longest line, then put_bytes: two pieces and their head.
+    for _ in 0..4 {
+        steps.push(reply("put", "cmd=put_result rc=0\n"));
+    }
+    steps.push(reply("finalize", "cmd=finalize_ack\n"));
+    let (address, server) = fake_server(steps);
+    let mut boot = connect(&address, 5000).expect("start-up");
+    let limits = boot.limits();
+    assert_eq!(limits.key_max, 63);
+    let longest = format!(
+        "cmd=put kvsname={kvsname} key={} value={}\n",
+        "k".repeat(limits.key_max),
+        "v".repeat(limits.value_max)
+    );
+    assert_eq!(longest.len(), 1024, "the limits leave no byte unused");
+    boot.put(&"k".repeat(limits.key_max), &"v".repeat(limits.value_max))
+        .expect("the longest put");
+    // Twice a value's worth of hex digits go out in two pieces, each line within the limit.
+    boot.put_bytes("card@0", &vec![0xab; limits.value_max & !1])
+        .expect("put_bytes");
+    boot.finalize().expect("finalize");
+    drop(boot);
+    let seen = server.join().expect("server");
+    let puts: Vec<&String> = seen.iter().filter(|l| l.starts_with("cmd=put ")).collect();
+    assert_eq!(puts.len(), 4, "{seen:?}");
+    for line in &seen {
+        assert!(line.len() < 1024, "{} bytes: {line}", line.len() + 1);
+    }
 }
 
 #[test]
@@ -473,4 +525,134 @@ fn without_singleton_outside_a_job_is_not_in_job() {
             "not inside a job: PMI_RANK/PMI_FD not set; start with `circulant run -n N -- ...` or mpiexec"
         );
     }
+}
+
+#[test]
+fn built_in_launcher_refuses_request_lines_over_1024_bytes() {
+    // A `put` line of 1025 bytes, as a client that ignores the limit would send: the built-in
+    // launcher is as strict as Slurm, so that jobs tested under it run under Slurm too.
+    let value = "v".repeat(1025 - "cmd=put kvsname=x key=k value=\n".len());
+    let script = format!("printf 'cmd=put kvsname=x key=k value={value}\\n' >&$PMI_FD; sleep 20");
+    let done = run(circulant(&["run", "-n", "1", "--", "bash", "-c", &script]));
+    assert_eq!(done.code(), Some(1), "{done:?}");
+    assert!(
+        done.stderr.contains(
+            "rank 0 broke the PMI protocol: PMI request line of 1025 bytes, over the 1024 a server reads"
+        ),
+        "{}",
+        done.stderr
+    );
+}
+
+#[test]
+fn pmi2_asked_of_a_pmi1_server_is_an_error() {
+    let done = run(circulant(&[
+        "run",
+        "-n",
+        "1",
+        "--",
+        "env",
+        "CIRCULANT_PMI=pmi2",
+        bin(),
+        "pmi-check",
+    ]));
+    assert_eq!(done.code(), Some(1), "{done:?}");
+    assert!(
+        done.stderr.contains(
+            "CIRCULANT_PMI asks for pmi-2, but this process has no PMI it can use: the PMI server \
+             answered `init` with PMI-1 only (unset it)"
+        ),
+        "{}",
+        done.stderr
+    );
+}
+
+/// A PMI-2 server that accepts `init pmi_version=2`, reads the `fullinit` frame and answers
+/// it with `answer`.
+fn fake_pmi2_server(answer: &'static [u8]) -> (String, thread::JoinHandle<String>) {
+    use std::io::Read;
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    let address = listener.local_addr().expect("address").to_string();
+    let handle = thread::spawn(move || {
+        let (stream, _) = listener.accept().expect("accept");
+        let mut reader = BufReader::new(stream);
+        let mut init = String::new();
+        reader.read_line(&mut init).expect("init line");
+        reader
+            .get_mut()
+            .write_all(b"cmd=response_to_init pmi_version=2 pmi_subversion=0 rc=0\n")
+            .expect("reply");
+        let mut length = [0u8; 6];
+        reader.read_exact(&mut length).expect("length field");
+        let len: usize = std::str::from_utf8(&length)
+            .expect("ascii")
+            .trim()
+            .parse()
+            .expect("number");
+        let mut body = vec![0u8; len];
+        reader.read_exact(&mut body).expect("body");
+        let _ = reader.get_mut().write_all(answer);
+        // Keep the connection until the client gives up.
+        let mut rest = Vec::new();
+        let _ = reader.read_to_end(&mut rest);
+        format!("{init}{}", String::from_utf8_lossy(&body))
+    });
+    (address, handle)
+}
+
+fn pmi2_check(address: &str) -> common::Finished {
+    let mut command = circulant(&["pmi-check"]);
+    command
+        .env("PMI_PORT", address)
+        .env("PMI_RANK", "0")
+        .env("PMI_SIZE", "1")
+        .env("PMI_JOBID", "job7")
+        .env("CIRCULANT_PMI", "pmi2")
+        .env("CIRCULANT_BOOTSTRAP_TIMEOUT", "2");
+    run(command)
+}
+
+#[test]
+fn pmi2_client_sends_fullinit_and_reports_a_garbage_length_field() {
+    let (address, server) = fake_pmi2_server(b"garbage");
+    let done = pmi2_check(&address);
+    assert_eq!(done.code(), Some(1), "{done:?}");
+    assert!(
+        done.stderr.contains(
+            "unexpected reply from the PMI server while awaiting the length field of \
+             `fullinit-response`: \"garbag\""
+        ),
+        "{}",
+        done.stderr
+    );
+    let seen = server.join().expect("server");
+    assert!(
+        seen.starts_with("cmd=init pmi_version=2 pmi_subversion=0\n")
+            && seen.ends_with("cmd=fullinit;threaded=FALSE;pmijobid=job7;pmirank=0;"),
+        "{seen:?}"
+    );
+}
+
+#[test]
+fn pmi2_client_reports_a_refused_fullinit_and_a_silent_server() {
+    let (address, server) = fake_pmi2_server(b"43    cmd=fullinit-response;rc=3;errmsg=no;;such;");
+    let done = pmi2_check(&address);
+    assert_eq!(done.code(), Some(1), "{done:?}");
+    assert!(
+        done.stderr
+            .contains("the PMI server refused `fullinit`: rc=3 no;such"),
+        "{}",
+        done.stderr
+    );
+    server.join().expect("server");
+    let (address, server) = fake_pmi2_server(b"");
+    let done = pmi2_check(&address);
+    assert_eq!(done.code(), Some(1), "{done:?}");
+    assert!(
+        done.stderr
+            .contains("no answer from the PMI server within 2s while awaiting `fullinit-response`"),
+        "{}",
+        done.stderr
+    );
+    server.join().expect("server");
 }

@@ -1,17 +1,24 @@
 //! Bootstrap: how the N processes of a job learn their rank and exchange what they need to
 //! reach each other (fabric addresses, memory keys) before the fabric can carry anything.
 //!
-//! A job is started by a PMI launcher — the built-in `circulant run`, or MPICH's Hydra
-//! `mpiexec` — which hands every process `PMI_RANK`, `PMI_SIZE` and a channel to its PMI-1
-//! server (`PMI_FD`, or `PMI_PORT`). Without any of these the process is a singleton: rank 0 of
-//! a job of size 1, with a private key-value space (as MPI's singleton init).
+//! A job is started by a launcher that hands every process a PMI: the built-in `circulant
+//! run` and MPICH's Hydra `mpiexec` speak PMI-1 on `PMI_FD` (or `PMI_PORT`), Slurm's `srun
+//! --mpi=pmi2` PMI-2 on `PMI_FD`, and `srun --mpi=pmix` and Open MPI's `mpirun` PMIx
+//! (`PMIX_NAMESPACE`, `PMIX_RANK`; the system's libpmix is loaded at run time). Without any
+//! launcher variables the process is a singleton: rank 0 of a job of size 1, with a private
+//! key-value space (as MPI's singleton init). A launch of several ranks without a PMI this
+//! library speaks is an error that names the launcher seen, never p singletons.
 //!
 //! Every wait for the server has a deadline: [`BootstrapOptions::timeout`], 60 s unless the
 //! environment variable `CIRCULANT_BOOTSTRAP_TIMEOUT` (seconds, at most 7 days) says otherwise.
 
+mod channel;
 mod hangup;
+mod launcher;
 mod oob;
 mod pmi1;
+pub mod pmi2;
+mod pmix;
 pub mod wire;
 
 use std::collections::HashMap;
@@ -23,8 +30,13 @@ use crate::limits::parse_positive_seconds;
 
 pub use oob::Allgather;
 use oob::OobKvs;
-use pmi1::Pmi1Client;
-pub use pmi1::{Endpoint, KvsLimits};
+use pmi1::{Greeted, Pmi1Client};
+use pmi2::Pmi2Client;
+use pmix::PmixClient;
+
+pub use channel::Endpoint;
+pub use launcher::{Detected, PmiChoice, PMI_ENV};
+pub use pmi1::KvsLimits;
 
 /// Deadline of every PMI wait when neither the caller nor the environment sets one.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -103,6 +115,10 @@ pub enum BootstrapError {
     Finalized,
     #[error("the out-of-band allgather failed: {0}")]
     Oob(String),
+    #[error("{seen}, but this process has no PMI it can use: {advice}")]
+    NoPmi { seen: String, advice: String },
+    #[error("PMIx {during} failed: {status}")]
+    Pmix { during: String, status: String },
 }
 
 /// How to bootstrap.
@@ -144,6 +160,8 @@ impl BootstrapOptions {
 
 enum Backend {
     Pmi1(Pmi1Client),
+    Pmi2(Pmi2Client),
+    Pmix(PmixClient),
     Singleton(HashMap<String, String>),
     Oob(OobKvs),
 }
@@ -151,7 +169,8 @@ enum Backend {
 /// This process's place in the job, and the job's key-value space.
 ///
 /// Puts become visible to other ranks after the next [`Bootstrap::fence`] that every rank
-/// calls. Keys and values are PMI-1 tokens (no spaces, no control characters, keys without
+/// calls. Under PMIx data belongs to the rank that put it: a key `name@rank...` (see
+/// [`Bootstrap::rank_key`]) is read from that rank, any other key from rank 0. Keys and values are PMI-1 tokens (no spaces, no control characters, keys without
 /// `=`) within [`Bootstrap::limits`]; binary or long data goes through
 /// [`Bootstrap::put_bytes`] / [`Bootstrap::get_bytes`].
 pub struct Bootstrap {
@@ -181,13 +200,54 @@ impl Bootstrap {
 
     pub fn from_env_with(options: &BootstrapOptions) -> Result<Self, BootstrapError> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let choice = PmiChoice::from_env()?;
         let fd = var("PMI_FD");
         let port = var("PMI_PORT");
         let id = var("PMI_ID");
         let endpoint = match (fd, port) {
-            (Some(fd), _) => Endpoint::Fd(parse_env("PMI_FD", &fd)?),
-            (None, Some(address)) => Endpoint::Port { address, id },
-            (None, None) => {
+            (Some(fd), _) => Some(Endpoint::Fd(parse_env("PMI_FD", &fd)?)),
+            (None, Some(address)) => Some(Endpoint::Port { address, id }),
+            (None, None) => None,
+        };
+        let detected = launcher::detect();
+        match (endpoint, choice) {
+            (Some(endpoint), PmiChoice::Auto | PmiChoice::Pmi1 | PmiChoice::Pmi2) => {
+                // PMI-2 is offered where it is known to keep PMI-1's guarantees: under Slurm.
+                // Hydra accepts it too, but its PMI-2 fence does not wait for ranks that never
+                // initialized and it has no abort; there PMI-2 is only used when asked for.
+                let offer_pmi2 = choice == PmiChoice::Pmi2
+                    || (choice == PmiChoice::Auto && var("SLURM_STEP_ID").is_some());
+                Self::connect_as(
+                    &endpoint,
+                    var("PMI_RANK"),
+                    var("PMI_SIZE"),
+                    options,
+                    offer_pmi2,
+                )
+                .and_then(|boot| match (choice, boot.kind()) {
+                    (PmiChoice::Pmi2, "pmi-1") => Err(BootstrapError::NoPmi {
+                        seen: format!("{PMI_ENV} asks for pmi-2"),
+                        advice: "the PMI server answered `init` with PMI-1 only (unset it)".into(),
+                    }),
+                    _ => Ok(boot),
+                })
+            }
+            (_, PmiChoice::Auto | PmiChoice::Pmix) if detected.pmix.is_some() => {
+                Self::pmix(options, &detected)
+            }
+            (None, PmiChoice::Pmi1 | PmiChoice::Pmi2) => Err(BootstrapError::NoPmi {
+                seen: format!("{PMI_ENV} asks for {}", choice.name()),
+                advice: "PMI_FD or PMI_PORT is not set (start under `srun --mpi=pmi2`, \
+                         `mpiexec.hydra` or `circulant run`)"
+                    .into(),
+            }),
+            (_, PmiChoice::Pmix) => Err(BootstrapError::NoPmi {
+                seen: format!("{PMI_ENV} asks for pmix"),
+                advice: "PMIX_NAMESPACE/PMIX_RANK are not set (start under `srun --mpi=pmix` \
+                         or Open MPI's `mpirun`)"
+                    .into(),
+            }),
+            (None, PmiChoice::Auto) => {
                 if var("PMI_RANK").is_some() || var("PMI_SIZE").is_some() {
                     return Err(BootstrapError::Env {
                         var: "PMI_FD",
@@ -197,25 +257,85 @@ impl Bootstrap {
                             .into(),
                     });
                 }
+                // A launch of several ranks without a PMI we speak would give p singletons.
+                if let Some((seen, advice)) = detected.multi_rank_without_pmi() {
+                    return Err(BootstrapError::NoPmi { seen, advice });
+                }
                 if options.allow_singleton {
                     let mut singleton = Self::singleton();
                     singleton.timeout = options.timeout;
                     return Ok(singleton);
                 }
-                return Err(BootstrapError::NotInJob);
+                Err(BootstrapError::NotInJob)
             }
-        };
-        Self::connect(&endpoint, var("PMI_RANK"), var("PMI_SIZE"), options)
+        }
+    }
+
+    fn pmix(options: &BootstrapOptions, detected: &Detected) -> Result<Self, BootstrapError> {
+        let client = PmixClient::init(options.timeout).map_err(|error| match error {
+            pmix::PmixError::Load(reason) => BootstrapError::NoPmi {
+                seen: detected.pmix.clone().unwrap_or_default(),
+                advice: format!(
+                    "the PMIx library cannot be loaded ({reason}); install it \
+                     (Debian: apt-get install libpmix2), or start with `srun --mpi=pmi2`"
+                ),
+            },
+            pmix::PmixError::Call(error) => error,
+        })?;
+        Ok(Bootstrap {
+            rank: client.rank(),
+            size: client.size(),
+            backend: Backend::Pmix(client),
+            timeout: options.timeout,
+            finalized: false,
+        })
     }
 
     /// Joins through an explicit endpoint, with rank and size as the environment would give.
+    /// PMI-1 only, as the built-in launcher and Hydra serve it.
     pub fn connect(
         endpoint: &Endpoint,
         rank: Option<String>,
         size: Option<String>,
         options: &BootstrapOptions,
     ) -> Result<Self, BootstrapError> {
-        let client = Pmi1Client::connect(endpoint, options.timeout, options.end_with_launcher)?;
+        Self::connect_as(endpoint, rank, size, options, false)
+    }
+
+    /// Joins through `endpoint` with PMI-2 if offered and the server accepts it, else PMI-1.
+    fn connect_as(
+        endpoint: &Endpoint,
+        rank: Option<String>,
+        size: Option<String>,
+        options: &BootstrapOptions,
+        offer_pmi2: bool,
+    ) -> Result<Self, BootstrapError> {
+        let mut client = match Pmi1Client::greet(endpoint, options.timeout, offer_pmi2)? {
+            Greeted::Pmi1(client) => client,
+            Greeted::Pmi2 { channel, assigned } => {
+                let rank = match (assigned.0, &rank) {
+                    (Some(r), _) => Some(r),
+                    (None, Some(text)) => Some(parse_env("PMI_RANK", text)?),
+                    (None, None) => None,
+                };
+                let jobid = std::env::var("PMI_JOBID").ok().filter(|j| !j.is_empty());
+                let mut client = Pmi2Client::fullinit(channel, rank, jobid)?;
+                check_rank(client.rank(), client.size())?;
+                if options.end_with_launcher {
+                    client.watch_hangup()?;
+                }
+                return Ok(Bootstrap {
+                    rank: client.rank(),
+                    size: client.size(),
+                    backend: Backend::Pmi2(client),
+                    timeout: options.timeout,
+                    finalized: false,
+                });
+            }
+        };
+        if options.end_with_launcher {
+            client.watch_hangup()?;
+        }
         let (told_rank, told_size) = client.assigned();
         let rank = match (told_rank, rank) {
             (Some(r), _) => r,
@@ -227,13 +347,7 @@ impl Bootstrap {
             (None, Some(text)) => parse_env("PMI_SIZE", &text)?,
             (None, None) => return Err(missing("PMI_SIZE")),
         };
-        if size == 0 || rank >= size {
-            return Err(BootstrapError::Env {
-                var: "PMI_RANK",
-                value: rank.to_string(),
-                reason: format!("rank must be below the job size {size}"),
-            });
-        }
+        check_rank(rank, size)?;
         Ok(Bootstrap {
             backend: Backend::Pmi1(client),
             rank,
@@ -280,10 +394,12 @@ impl Bootstrap {
         self.size
     }
 
-    /// `"pmi-1"`, `"singleton"` or `"oob"`.
+    /// `"pmi-1"`, `"pmi-2"`, `"pmix"`, `"singleton"` or `"oob"`.
     pub fn kind(&self) -> &'static str {
         match self.backend {
             Backend::Pmi1(_) => "pmi-1",
+            Backend::Pmi2(_) => "pmi-2",
+            Backend::Pmix(_) => "pmix",
             Backend::Singleton(_) => "singleton",
             Backend::Oob(_) => "oob",
         }
@@ -293,6 +409,8 @@ impl Bootstrap {
     pub fn appnum(&self) -> i64 {
         match &self.backend {
             Backend::Pmi1(client) => client.appnum(),
+            Backend::Pmi2(client) => client.appnum(),
+            Backend::Pmix(client) => client.appnum(),
             Backend::Singleton(_) | Backend::Oob(_) => 0,
         }
     }
@@ -301,8 +419,30 @@ impl Bootstrap {
     pub fn kvsname(&self) -> &str {
         match &self.backend {
             Backend::Pmi1(client) => client.kvsname(),
+            Backend::Pmi2(client) => client.jobid(),
+            Backend::Pmix(client) => client.namespace(),
             Backend::Singleton(_) => "singleton",
             Backend::Oob(_) => "oob",
+        }
+    }
+
+    /// How many nodes the job spans, where the launcher says so: PMIx's job data, a Slurm
+    /// step's `SLURM_STEP_NUM_NODES`; 1 for a singleton. None elsewhere (the built-in
+    /// launcher and Hydra, whose ranks may sit in network namespaces of one machine).
+    pub fn nodes(&self) -> Option<usize> {
+        match &self.backend {
+            Backend::Pmix(client) => client.nodes(),
+            Backend::Pmi1(_) | Backend::Pmi2(_) => {
+                let var = |name: &str| std::env::var(name).ok();
+                var("SLURM_STEP_ID")?;
+                var("SLURM_STEP_NUM_NODES")?
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|&n| n > 0)
+            }
+            Backend::Singleton(_) => Some(1),
+            Backend::Oob(_) => None,
         }
     }
 
@@ -310,6 +450,8 @@ impl Bootstrap {
     pub fn limits(&self) -> KvsLimits {
         match &self.backend {
             Backend::Pmi1(client) => client.limits(),
+            Backend::Pmi2(client) => client.limits(),
+            Backend::Pmix(client) => client.limits(),
             Backend::Singleton(_) => SINGLETON_LIMITS,
             Backend::Oob(_) => oob::OOB_LIMITS,
         }
@@ -329,8 +471,10 @@ impl Bootstrap {
         self.check_open()?;
         match &mut self.backend {
             Backend::Pmi1(client) => client.put(key, value),
+            Backend::Pmi2(client) => client.put(key, value),
+            Backend::Pmix(client) => client.put(key, value),
             Backend::Singleton(kvs) => {
-                check_singleton(key, value)?;
+                check_entry(key, value, SINGLETON_LIMITS)?;
                 kvs.insert(key.to_owned(), value.to_owned());
                 Ok(())
             }
@@ -342,8 +486,10 @@ impl Bootstrap {
         self.check_open()?;
         match &mut self.backend {
             Backend::Pmi1(client) => client.get(key),
+            Backend::Pmi2(client) => client.get(key),
+            Backend::Pmix(client) => client.get(key),
             Backend::Singleton(kvs) => {
-                check_singleton(key, "")?;
+                check_entry(key, "", SINGLETON_LIMITS)?;
                 kvs.get(key)
                     .cloned()
                     .ok_or_else(|| BootstrapError::KeyNotFound {
@@ -361,6 +507,8 @@ impl Bootstrap {
         self.check_open()?;
         match &mut self.backend {
             Backend::Pmi1(client) => client.barrier(),
+            Backend::Pmi2(client) => client.fence(),
+            Backend::Pmix(client) => client.fence(),
             Backend::Singleton(_) => Ok(()),
             Backend::Oob(kvs) => kvs.fence(),
         }
@@ -450,6 +598,8 @@ impl Bootstrap {
         eprintln!("rank {} aborting the job: {message}", self.rank);
         match &mut self.backend {
             Backend::Pmi1(client) => client.abort(code),
+            Backend::Pmi2(client) => client.abort(message),
+            Backend::Pmix(client) => client.abort(code, message),
             Backend::Singleton(_) | Backend::Oob(_) => Ok(()),
         }
     }
@@ -462,6 +612,8 @@ impl Bootstrap {
         self.finalized = true;
         match &mut self.backend {
             Backend::Pmi1(client) => client.finalize(),
+            Backend::Pmi2(client) => client.finalize(),
+            Backend::Pmix(client) => client.finalize(),
             Backend::Singleton(_) | Backend::Oob(_) => Ok(()),
         }
     }
@@ -475,8 +627,9 @@ impl Bootstrap {
     }
 }
 
-fn check_singleton(key: &str, value: &str) -> Result<(), BootstrapError> {
-    let limits = SINGLETON_LIMITS;
+/// Checks a key and value against PMI-1's token rules (the same under every PMI, so that code
+/// behaves alike everywhere) and `limits`.
+fn check_entry(key: &str, value: &str, limits: KvsLimits) -> Result<(), BootstrapError> {
     if let Err(problem) = wire::check_token(key, true) {
         return Err(BootstrapError::InvalidKey {
             key: key.to_owned(),
@@ -506,6 +659,17 @@ fn check_lengths(key: &str, value: &str, limits: KvsLimits) -> Result<(), Bootst
             key: key.to_owned(),
             len: value.len(),
             max: limits.value_max,
+        });
+    }
+    Ok(())
+}
+
+fn check_rank(rank: usize, size: usize) -> Result<(), BootstrapError> {
+    if size == 0 || rank >= size {
+        return Err(BootstrapError::Env {
+            var: "PMI_RANK",
+            value: rank.to_string(),
+            reason: format!("rank must be below the job size {size}"),
         });
     }
     Ok(())

@@ -2,14 +2,10 @@
 //! launcher left open for us) or `PMI_PORT` (`host:port`, with `PMI_ID` in Hydra's port mode).
 //! Every reply is awaited with a deadline, and every failure says what was awaited.
 
-use std::io::{self, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
-use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::net::UnixStream;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use super::hangup::HangupWatch;
-use super::wire::{check_token, excerpt, LineRead, LineReader, Message};
+use super::channel::{Channel, Endpoint};
+use super::wire::{check_token, excerpt, Message, REQUEST_LINE_MAX};
 use super::BootstrapError;
 
 /// The longest key-value-space name, key and value the server keeps intact, in bytes.
@@ -24,111 +20,43 @@ pub struct KvsLimits {
     pub value_max: usize,
 }
 
-enum Stream {
-    Unix(UnixStream),
-    Tcp(TcpStream),
-}
-
-impl Stream {
-    fn set_read_timeout(&self, timeout: Duration) -> io::Result<()> {
-        match self {
-            Stream::Unix(s) => s.set_read_timeout(Some(timeout)),
-            Stream::Tcp(s) => s.set_read_timeout(Some(timeout)),
-        }
-    }
-    fn set_write_timeout(&self, timeout: Duration) -> io::Result<()> {
-        match self {
-            Stream::Unix(s) => s.set_write_timeout(Some(timeout)),
-            Stream::Tcp(s) => s.set_write_timeout(Some(timeout)),
-        }
-    }
-    /// Another descriptor of the same connection.
-    fn duplicate(&self) -> io::Result<OwnedFd> {
-        match self {
-            Stream::Unix(s) => s.as_fd().try_clone_to_owned(),
-            Stream::Tcp(s) => s.as_fd().try_clone_to_owned(),
-        }
-    }
-}
-
-impl Read for Stream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.read(buf),
-            Stream::Tcp(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for Stream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.write(buf),
-            Stream::Tcp(s) => s.write(buf),
-        }
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Stream::Unix(s) => s.flush(),
-            Stream::Tcp(s) => s.flush(),
-        }
-    }
-}
-
-/// Where the launcher's PMI server is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Endpoint {
-    /// An inherited socket (`PMI_FD`).
-    Fd(i32),
-    /// `PMI_PORT=host:port`, with `PMI_ID` when the server assigns rank and size itself.
-    Port { address: String, id: Option<String> },
-}
+/// Keys this client uses are short; a longer server maximum would only take room from values
+/// within [`REQUEST_LINE_MAX`].
+const KEY_MAX: usize = 63;
 
 /// An initialized PMI-1 session.
 pub struct Pmi1Client {
-    stream: Stream,
-    reader: LineReader,
-    timeout: Duration,
+    channel: Channel,
     kvsname: String,
     limits: KvsLimits,
     appnum: i64,
     rank: Option<usize>,
     size: Option<usize>,
-    /// Ends the process if the server goes away before finalize.
-    watch: Option<HangupWatch>,
+}
+
+/// The server's answer to `init`: it stays with PMI-1, or accepts PMI-2 on the same channel.
+pub(super) enum Greeted {
+    Pmi1(Pmi1Client),
+    Pmi2 {
+        channel: Channel,
+        /// Rank and size told in port mode.
+        assigned: (Option<usize>, Option<usize>),
+    },
 }
 
 impl Pmi1Client {
     /// Connects and runs the PMI-1 start-up: `init`, `get_maxes`, `get_appnum`,
-    /// `get_my_kvsname`. In port mode with an id, the server also tells rank and size.
-    pub fn connect(
+    /// `get_my_kvsname`; in port mode with an id, the server also tells rank and size.
+    /// `init` offers PMI-2 if `offer_pmi2`: a server that speaks it
+    /// answers `pmi_version=2`, one that does not answers 1 (or refuses, and is asked again
+    /// for version 1).
+    pub(super) fn greet(
         endpoint: &Endpoint,
-        timeout: Duration,
-        end_with_launcher: bool,
-    ) -> Result<Self, BootstrapError> {
-        let stream = match endpoint {
-            Endpoint::Fd(fd) => Stream::Unix(UnixStream::from(inherited_fd(*fd)?)),
-            Endpoint::Port { address, .. } => Stream::Tcp(connect_tcp(address, timeout)?),
-        };
-        let watch = if end_with_launcher {
-            let watched = stream.duplicate().and_then(HangupWatch::start);
-            Some(watched.map_err(|source| BootstrapError::Io {
-                during: "starting the watch on the PMI channel".into(),
-                source,
-            })?)
-        } else {
-            None
-        };
-        stream
-            .set_write_timeout(timeout)
-            .map_err(|source| BootstrapError::Io {
-                during: "setting the PMI socket's write timeout".into(),
-                source,
-            })?;
+        timeout: std::time::Duration,
+        offer_pmi2: bool,
+    ) -> Result<Greeted, BootstrapError> {
         let mut client = Pmi1Client {
-            stream,
-            reader: LineReader::new(),
-            timeout,
+            channel: Channel::open(endpoint, timeout)?,
             kvsname: String::new(),
             limits: KvsLimits {
                 kvsname_max: 0,
@@ -138,31 +66,60 @@ impl Pmi1Client {
             appnum: 0,
             rank: None,
             size: None,
-            watch,
         };
         if let Endpoint::Port { id: Some(id), .. } = endpoint {
             client.port_handshake(id)?;
         }
-        let reply = client.call(
-            &Message::new("init")
-                .with("pmi_version", 1)
-                .with("pmi_subversion", 1),
-            "response_to_init",
-        )?;
-        if let Some(version) = reply.get("pmi_version") {
-            if version != "1" {
+        let init = |version: u32| {
+            Message::new("init")
+                .with("pmi_version", version)
+                .with("pmi_subversion", if version == 2 { 0 } else { 1 })
+        };
+        let mut reply = None;
+        if offer_pmi2 {
+            let answer = client.exchange(&init(2), "response_to_init")?;
+            if answer.get("rc").map_or(true, |rc| rc == "0") {
+                reply = Some(answer);
+            }
+        }
+        let reply = match reply {
+            Some(reply) => reply,
+            None => client.call(&init(1), "response_to_init")?,
+        };
+        match reply.get("pmi_version") {
+            Some("2") if offer_pmi2 => {
+                return Ok(Greeted::Pmi2 {
+                    assigned: (client.rank, client.size),
+                    channel: client.channel,
+                })
+            }
+            Some("1") | None => {}
+            Some(version) => {
                 return Err(BootstrapError::Unexpected {
                     awaiting: "the reply to `init`".into(),
                     got: format!("server speaks PMI version {version}, not 1"),
-                });
+                })
             }
         }
         let maxes = client.call(&Message::new("get_maxes"), "maxes")?;
+        let appnum = client.call(&Message::new("get_appnum"), "appnum")?;
+        client.appnum = number_field(&appnum, "appnum")?;
+        let name = client.call(&Message::new("get_my_kvsname"), "my_kvsname")?;
+        client.kvsname = text_field(&name, "kvsname")?.to_owned();
         let usable = |announced: usize| announced.saturating_sub(1);
+        let key_max = usable(number_field(&maxes, "keylen_max")?).min(KEY_MAX);
+        // The longest `put` line must fit in one request line.
+        let put_overhead = Message::new("put")
+            .with("kvsname", &client.kvsname)
+            .with("key", "")
+            .with("value", "")
+            .encode()
+            .len();
+        let line_room = REQUEST_LINE_MAX.saturating_sub(put_overhead + key_max);
         client.limits = KvsLimits {
             kvsname_max: usable(number_field(&maxes, "kvsname_max")?),
-            key_max: usable(number_field(&maxes, "keylen_max")?),
-            value_max: usable(number_field(&maxes, "vallen_max")?),
+            key_max,
+            value_max: usable(number_field(&maxes, "vallen_max")?).min(line_room),
         };
         if client.limits.key_max == 0 || client.limits.value_max < 2 {
             return Err(BootstrapError::Unexpected {
@@ -170,11 +127,7 @@ impl Pmi1Client {
                 got: excerpt(maxes.encode().trim_end().as_bytes()),
             });
         }
-        let appnum = client.call(&Message::new("get_appnum"), "appnum")?;
-        client.appnum = number_field(&appnum, "appnum")?;
-        let name = client.call(&Message::new("get_my_kvsname"), "my_kvsname")?;
-        client.kvsname = text_field(&name, "kvsname")?.to_owned();
-        Ok(client)
+        Ok(Greeted::Pmi1(client))
     }
 
     /// Hydra's port mode: `initack pmiid=ID`, answered by `initack` and `set` lines.
@@ -183,7 +136,7 @@ impl Pmi1Client {
         for _ in 0..3 {
             let set = self.receive(
                 "the `set` lines after `initack`",
-                Instant::now() + self.timeout,
+                Instant::now() + self.channel.timeout(),
             )?;
             if set.cmd() != "set" {
                 return Err(BootstrapError::Unexpected {
@@ -263,9 +216,13 @@ impl Pmi1Client {
         Ok(())
     }
 
+    /// Ends this process if the server hangs up before finalize.
+    pub(super) fn watch_hangup(&mut self) -> Result<(), BootstrapError> {
+        self.channel.watch_hangup()
+    }
+
     pub fn finalize(&mut self) -> Result<(), BootstrapError> {
-        // The server may close the channel once the rank finalized.
-        self.watch = None;
+        self.channel.end_watch();
         self.call(&Message::new("finalize"), "finalize_ack")?;
         Ok(())
     }
@@ -308,7 +265,7 @@ impl Pmi1Client {
 
     /// Sends `request` and awaits the reply named `expect`, without judging its `rc`.
     fn exchange(&mut self, request: &Message, expect: &str) -> Result<Message, BootstrapError> {
-        let deadline = Instant::now() + self.timeout;
+        let deadline = Instant::now() + self.channel.timeout();
         self.send(request)?;
         let awaiting = format!("`{expect}` in reply to `{}`", request.cmd());
         let reply = self.receive(&awaiting, deadline)?;
@@ -322,112 +279,18 @@ impl Pmi1Client {
     }
 
     fn send(&mut self, request: &Message) -> Result<(), BootstrapError> {
-        let line = request.encode();
-        self.stream
-            .write_all(line.as_bytes())
-            .map_err(|source| match source.kind() {
-                io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset => {
-                    BootstrapError::Closed {
-                        awaiting: format!("sending `{}`", request.cmd()),
-                    }
-                }
-                _ => BootstrapError::Io {
-                    during: format!("sending `{}`", request.cmd()),
-                    source,
-                },
-            })
+        self.channel
+            .send(request.encode().as_bytes(), request.cmd())
     }
 
     fn receive(&mut self, awaiting: &str, deadline: Instant) -> Result<Message, BootstrapError> {
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(BootstrapError::Deadline {
-                    awaiting: awaiting.to_owned(),
-                    timeout: self.timeout,
-                });
-            }
-            self.stream
-                .set_read_timeout(left)
-                .map_err(|source| BootstrapError::Io {
-                    during: format!("setting the read timeout for {awaiting}"),
-                    source,
-                })?;
-            match self.reader.read_line(&mut self.stream) {
-                Ok(LineRead::Line(line)) => {
-                    return Message::parse(&line).map_err(|source| BootstrapError::Malformed {
-                        awaiting: awaiting.to_owned(),
-                        line: excerpt(&line),
-                        source,
-                    })
-                }
-                Ok(LineRead::Closed(_)) => {
-                    return Err(BootstrapError::Closed {
-                        awaiting: awaiting.to_owned(),
-                    })
-                }
-                // A timed-out read: loop to re-check the deadline.
-                Err(e)
-                    if e.kind() == io::ErrorKind::WouldBlock
-                        || e.kind() == io::ErrorKind::TimedOut => {}
-                Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {
-                    return Err(BootstrapError::Closed {
-                        awaiting: awaiting.to_owned(),
-                    })
-                }
-                Err(source) => {
-                    return Err(BootstrapError::Io {
-                        during: format!("awaiting {awaiting}"),
-                        source,
-                    })
-                }
-            }
-        }
+        let line = self.channel.receive_line(awaiting, deadline)?;
+        Message::parse(&line).map_err(|source| BootstrapError::Malformed {
+            awaiting: awaiting.to_owned(),
+            line: excerpt(&line),
+            source,
+        })
     }
-}
-
-/// Takes a duplicate of the socket the launcher left open as descriptor `fd`. `pidfd_getfd` on
-/// our own process gives an owned descriptor without asserting ownership of the raw number, so
-/// this needs no `unsafe`; the inherited number itself stays open until exit.
-fn inherited_fd(fd: i32) -> Result<std::os::fd::OwnedFd, BootstrapError> {
-    use rustix::process::{getpid, pidfd_getfd, pidfd_open, PidfdFlags, PidfdGetfdFlags};
-    let me = pidfd_open(getpid(), PidfdFlags::empty()).map_err(|e| BootstrapError::Connect {
-        endpoint: format!("PMI_FD={fd}"),
-        source: e.into(),
-    })?;
-    let owned =
-        pidfd_getfd(&me, fd, PidfdGetfdFlags::empty()).map_err(|e| BootstrapError::Connect {
-            endpoint: format!("PMI_FD={fd} (is that descriptor open in this process?)"),
-            source: e.into(),
-        })?;
-    // Only a socket can reach a PMI server; anything else (a file, a tty) is a wrong PMI_FD.
-    let stat = rustix::fs::fstat(&owned).map_err(|e| BootstrapError::Connect {
-        endpoint: format!("PMI_FD={fd}"),
-        source: e.into(),
-    })?;
-    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::Socket {
-        return Err(BootstrapError::Connect {
-            endpoint: format!("PMI_FD={fd}"),
-            source: io::Error::new(io::ErrorKind::InvalidInput, "descriptor is not a socket"),
-        });
-    }
-    Ok(owned)
-}
-
-fn connect_tcp(address: &str, timeout: Duration) -> Result<TcpStream, BootstrapError> {
-    let connect_error = |source| BootstrapError::Connect {
-        endpoint: format!("PMI_PORT={address}"),
-        source,
-    };
-    let candidates = address.to_socket_addrs().map_err(connect_error)?;
-    let mut last = io::Error::new(io::ErrorKind::NotFound, "the name resolves to no address");
-    for candidate in candidates {
-        match TcpStream::connect_timeout(&candidate, timeout) {
-            Ok(stream) => return Ok(stream),
-            Err(e) => last = e,
-        }
-    }
-    Err(connect_error(last))
 }
 
 fn text_field<'m>(message: &'m Message, key: &str) -> Result<&'m str, BootstrapError> {

@@ -10,6 +10,10 @@ use thiserror::Error;
 /// keep real lines far below this; the bound stops a garbage peer from growing a buffer forever.
 pub const MAX_LINE: usize = 64 * 1024;
 
+/// Longest request line a client sends: Slurm's PMI-1 server reads each request with a single
+/// `read()` of at most this many bytes, and the built-in launcher holds clients to the same.
+pub const REQUEST_LINE_MAX: usize = 1024;
+
 /// One PMI-1 command or reply: its `cmd` and the fields after it, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {

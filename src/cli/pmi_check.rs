@@ -36,8 +36,10 @@ const ABORT_CODE: i32 = 7;
 const SKIP_INIT_SLEEP: Duration = Duration::from_secs(120);
 
 pub fn run(args: Args) -> CliResult {
-    let env_rank = std::env::var("PMI_RANK")
-        .ok()
+    // The rank as the launcher's environment tells it, before any PMI is spoken.
+    let env_rank = ["PMI_RANK", "PMIX_RANK"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok())
         .and_then(|r| r.parse::<usize>().ok());
     if env_rank.is_some() && env_rank == args.skip_init_rank {
         let rank = env_rank.unwrap_or_default();
@@ -54,8 +56,9 @@ pub fn run(args: Args) -> CliResult {
     }
     let mut boot = Bootstrap::from_env_with(&options)?;
     let (rank, size) = (boot.rank(), boot.size());
+    let nodes = boot.nodes().map_or("unknown".to_owned(), |n| n.to_string());
     println!(
-        "rank {rank} of {size}: {} kvs {} limits {:?} pid {}",
+        "rank {rank} of {size}: {} kvs {} limits {:?} nodes {nodes} pid {}",
         boot.kind(),
         boot.kvsname(),
         boot.limits(),

@@ -78,12 +78,18 @@ pub fn run(args: Args) -> CliResult {
     }
     let started = Instant::now();
     let mut comm = Communicator::init()?;
+    let init_time = started.elapsed();
     let (rank, p) = (comm.rank(), comm.size());
     if rank == 0 {
         println!(
             "selftest: {p} rank(s), provider {}, launcher {}",
             comm.provider(),
             comm.launcher()
+        );
+        // From this process's start to the barrier that ends start-up on every rank.
+        println!(
+            "selftest: init took {:.0} ms",
+            init_time.as_secs_f64() * 1e3
         );
     }
     let mut tally = Tally::default();

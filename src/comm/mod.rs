@@ -181,28 +181,45 @@ impl Communicator {
     /// Joins a job through `bootstrap`.
     pub fn init_over(mut bootstrap: Bootstrap, config: Config) -> Result<Communicator> {
         let (rank, size) = (bootstrap.rank(), bootstrap.size());
-        let hosts = bootstrap.exchange("host", hostname().as_bytes())?;
-        let one_host = hosts.iter().all(|h| *h == hosts[0]);
+        // At most two key-value exchanges: the hosts, unless the launcher tells how many nodes
+        // the job spans (the provider depends on it), then each rank's provider with its card.
+        let one_host = match bootstrap.nodes() {
+            Some(nodes) => nodes == 1,
+            None => {
+                let hosts = bootstrap.exchange("host", hostname().as_bytes())?;
+                hosts.iter().all(|h| *h == hosts[0])
+            }
+        };
         let info = choose_provider(&config, one_host)?;
         let ours = info.provider();
-        let providers = bootstrap.exchange("provider", ours.as_bytes())?;
-        if let Some((r, theirs)) = providers
-            .iter()
-            .enumerate()
-            .find(|(_, p)| p.as_slice() != ours.as_bytes())
-        {
-            return Err(CommError::ProviderMismatch {
-                rank: r,
-                theirs: String::from_utf8_lossy(theirs).into_owned(),
-                ours,
-            });
-        }
         let opened = Opened::open(&info, rank, size)?;
-        let cards = bootstrap.exchange("card", &opened.card()?.to_bytes())?;
-        let cards = cards
-            .iter()
-            .map(|c| Card::from_bytes(c))
-            .collect::<std::result::Result<Vec<_>, _>>()?;
+        // [provider length: 1 byte][provider][card]; provider names are a few bytes long.
+        let name = &ours.as_bytes()[..ours.len().min(usize::from(u8::MAX))];
+        let card = opened.card()?.to_bytes();
+        let mut mine = Vec::with_capacity(1 + name.len() + card.len());
+        mine.push(name.len() as u8);
+        mine.extend_from_slice(name);
+        mine.extend_from_slice(&card);
+        let mut cards = Vec::with_capacity(size);
+        for (r, entry) in bootstrap.exchange("card", &mine)?.iter().enumerate() {
+            let split = entry
+                .split_first()
+                .filter(|(&n, rest)| rest.len() >= usize::from(n))
+                .map(|(&n, rest)| rest.split_at(usize::from(n)));
+            match split {
+                Some((theirs, card)) if theirs == name => cards.push(Card::from_bytes(card)?),
+                _ => {
+                    let theirs = split.map_or("(an unreadable card)".into(), |(theirs, _)| {
+                        String::from_utf8_lossy(theirs).into_owned()
+                    });
+                    return Err(CommError::ProviderMismatch {
+                        rank: r,
+                        theirs,
+                        ours,
+                    });
+                }
+            }
+        }
         let transport = opened.connect(&cards, config.deadline)?;
         let model = config.model_for(&info.provider());
         let mut comm = Communicator::new(transport, Arc::new(Job { bootstrap }), config, model);

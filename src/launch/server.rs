@@ -4,7 +4,7 @@
 //! Replies go through a per-rank queue that the rank's writer thread drains, so no write ever
 //! happens under the job-wide lock: a rank that stops reading its replies stalls only itself
 //! (its reader stops taking requests once [`QUEUED_REPLIES_MAX`] bytes wait for it). What one
-//! rank may store is bounded ([`KEYS_PER_RANK`], [`BYTES_PER_RANK`], [`REQUEST_LINE_MAX`]).
+//! rank may store is bounded ([`KEYS_PER_RANK`], [`BYTES_PER_RANK`], [`REQUEST_LINE_MAX`], [`LINE_READ_MAX`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::io::Write;
@@ -12,7 +12,9 @@ use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 
-use crate::bootstrap::wire::{check_token, excerpt, LineRead, LineReader, Message};
+use crate::bootstrap::wire::{
+    check_token, excerpt, LineRead, LineReader, Message, REQUEST_LINE_MAX,
+};
 
 /// The maxima we announce (Hydra's figures). As in PMI-1's C interface they are buffer sizes
 /// that count a terminating NUL, so the longest key or value accepted is one byte shorter.
@@ -24,8 +26,9 @@ pub const VALUE_MAX: usize = 1024;
 pub const KEYS_PER_RANK: usize = 2048;
 /// Most bytes of keys and values one rank may hold in the key-value space.
 pub const BYTES_PER_RANK: usize = 512 * 1024;
-/// Longest request line: room for the longest kvsname, key and value with the field names.
-pub const REQUEST_LINE_MAX: usize = 4096;
+/// Most bytes read while looking for the end of a request line: bounds the memory a rank can
+/// make the server hold (lines over [`REQUEST_LINE_MAX`] are refused once complete).
+pub const LINE_READ_MAX: usize = 4096;
 /// Reply bytes that may wait for a rank before its reader stops taking its requests.
 const QUEUED_REPLIES_MAX: usize = 64 * 1024;
 
@@ -167,7 +170,7 @@ impl PmiServer {
         let drain = Arc::clone(&outbox);
         thread::spawn(move || drain.run(writer));
         self.lock().outboxes[rank] = Some(Arc::clone(&outbox));
-        let mut reader = LineReader::with_limit(REQUEST_LINE_MAX);
+        let mut reader = LineReader::with_limit(LINE_READ_MAX);
         let mut stream = stream;
         loop {
             // A rank that does not read its replies gets no further service.
@@ -190,6 +193,16 @@ impl PmiServer {
                     break;
                 }
             };
+            // As strict as Slurm, which reads a request with one read() of this size.
+            if line.len() > REQUEST_LINE_MAX {
+                let detail = format!(
+                    "PMI request line of {} bytes, over the {REQUEST_LINE_MAX} a server reads: \"{}\"",
+                    line.len(),
+                    excerpt(&line)
+                );
+                report(PmiEvent::ProtocolError { detail });
+                break;
+            }
             let request = match Message::parse(&line) {
                 Ok(request) => request,
                 Err(e) => {

@@ -24,3 +24,6 @@ pub const FI_ADDR_UNSPEC: fi_addr_t = u64::MAX;
 pub const FI_ADDR_NOTAVAIL: fi_addr_t = u64::MAX;
 /// `FI_KEY_NOTAVAIL` is `((uint64_t) -1)` in the headers as well.
 pub const FI_KEY_NOTAVAIL: u64 = u64::MAX;
+
+/// The PMIx client, loaded from `libpmix` at run time.
+pub mod pmix;

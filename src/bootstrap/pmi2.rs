@@ -1,0 +1,300 @@
+//! A PMI-2 client on the channel where the server accepted `init pmi_version=2`.
+//!
+//! Each message is a 6-character decimal length, padded with spaces, followed by that many
+//! bytes of `key=value;` pairs, the first being `cmd=NAME;`. A `;` inside a value is written
+//! `;;`. Replies are named after the request with `-response` appended and carry `rc`.
+
+use std::time::Instant;
+
+use super::channel::Channel;
+use super::pmi1::KvsLimits;
+use super::wire::excerpt;
+use super::{check_entry, BootstrapError};
+
+/// Width of the length field before every message.
+const LENGTH_DIGITS: usize = 6;
+
+/// PMI-2's maxima (`PMI2_MAX_KEYLEN` 64 and `PMI2_MAX_VALLEN` 1024, each with a C string's
+/// terminating NUL).
+const LIMITS: KvsLimits = KvsLimits {
+    kvsname_max: 255,
+    key_max: 63,
+    value_max: 1023,
+};
+
+/// One PMI-2 message: its fields in order, `cmd` first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    fields: Vec<(String, String)>,
+}
+
+impl Frame {
+    pub fn new(cmd: &str) -> Self {
+        Frame {
+            fields: vec![("cmd".to_owned(), cmd.to_owned())],
+        }
+    }
+
+    pub fn with(mut self, key: &str, value: impl ToString) -> Self {
+        self.fields.push((key.to_owned(), value.to_string()));
+        self
+    }
+
+    pub fn cmd(&self) -> &str {
+        self.get("cmd").unwrap_or("")
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The message with its length field.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut body = String::new();
+        for (key, value) in &self.fields {
+            body.push_str(key);
+            body.push('=');
+            body.push_str(&value.replace(';', ";;"));
+            body.push(';');
+        }
+        let mut bytes = format!("{:<width$}", body.len(), width = LENGTH_DIGITS).into_bytes();
+        bytes.extend_from_slice(body.as_bytes());
+        bytes
+    }
+
+    /// Parses a message body (without its length field).
+    pub fn parse(body: &[u8]) -> Result<Frame, String> {
+        let text = std::str::from_utf8(body).map_err(|_| "not UTF-8".to_owned())?;
+        let mut fields = Vec::new();
+        let mut field = String::new();
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c != ';' {
+                field.push(c);
+            } else if chars.peek() == Some(&';') {
+                chars.next();
+                field.push(';');
+            } else {
+                let (key, value) = field.split_once('=').ok_or_else(|| {
+                    format!("field `{}` is not key=value", excerpt(field.as_bytes()))
+                })?;
+                fields.push((key.to_owned(), value.to_owned()));
+                field.clear();
+            }
+        }
+        if !field.is_empty() {
+            return Err("the last field has no closing `;`".into());
+        }
+        match fields.first() {
+            Some((key, name)) if key == "cmd" && !name.is_empty() => Ok(Frame { fields }),
+            _ => Err("the message does not start with `cmd=`".into()),
+        }
+    }
+}
+
+/// An initialized PMI-2 session.
+pub struct Pmi2Client {
+    channel: Channel,
+    jobid: String,
+    rank: usize,
+    size: usize,
+    appnum: i64,
+}
+
+impl Pmi2Client {
+    /// `fullinit` for `rank` of job `jobid` (the launcher's `PMI_RANK` and `PMI_JOBID`, which
+    /// Slurm requires), then `job-getid`.
+    pub(super) fn fullinit(
+        channel: Channel,
+        rank: Option<usize>,
+        jobid: Option<String>,
+    ) -> Result<Self, BootstrapError> {
+        let mut client = Pmi2Client {
+            channel,
+            jobid: String::new(),
+            rank: 0,
+            size: 0,
+            appnum: 0,
+        };
+        let mut request = Frame::new("fullinit").with("threaded", "FALSE");
+        if let Some(jobid) = jobid {
+            request = request.with("pmijobid", jobid);
+        }
+        if let Some(rank) = rank {
+            request = request.with("pmirank", rank);
+        }
+        let reply = client.call(&request)?;
+        client.rank = number(&reply, "rank")?;
+        client.size = number(&reply, "size")?;
+        client.appnum = reply
+            .get("appnum")
+            .map_or(Ok(0), |_| number(&reply, "appnum"))?;
+        let job = client.call(&Frame::new("job-getid"))?;
+        client.jobid = field(&job, "jobid")?.to_owned();
+        Ok(client)
+    }
+
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+    pub fn size(&self) -> usize {
+        self.size
+    }
+    pub fn appnum(&self) -> i64 {
+        self.appnum
+    }
+    pub fn jobid(&self) -> &str {
+        &self.jobid
+    }
+    pub fn limits(&self) -> KvsLimits {
+        LIMITS
+    }
+
+    pub fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError> {
+        check_entry(key, value, LIMITS)?;
+        self.call(&Frame::new("kvs-put").with("key", key).with("value", value))?;
+        Ok(())
+    }
+
+    pub fn get(&mut self, key: &str) -> Result<String, BootstrapError> {
+        check_entry(key, "", LIMITS)?;
+        let request = Frame::new("kvs-get")
+            .with("jobid", &self.jobid)
+            .with("srcid", -1)
+            .with("key", key);
+        let reply = self.exchange(&request)?;
+        if reply.get("rc") != Some("0") || reply.get("found") != Some("TRUE") {
+            return Err(BootstrapError::KeyNotFound {
+                key: key.to_owned(),
+                detail: reply.get("errmsg").unwrap_or("").to_owned(),
+            });
+        }
+        Ok(field(&reply, "value")?.to_owned())
+    }
+
+    /// `kvs-fence`: every rank's puts are visible to every rank afterwards.
+    pub fn fence(&mut self) -> Result<(), BootstrapError> {
+        let reply = self.exchange(&Frame::new("kvs-fence"))?;
+        if let Some(rc) = reply.get("rc").filter(|rc| *rc != "0") {
+            return Err(BootstrapError::BarrierFailed {
+                detail: format!("rc={rc} {}", reply.get("errmsg").unwrap_or("")),
+            });
+        }
+        Ok(())
+    }
+
+    /// Ends the whole job; no reply is awaited.
+    pub fn abort(&mut self, message: &str) -> Result<(), BootstrapError> {
+        let request = Frame::new("abort")
+            .with("isworld", "TRUE")
+            .with("msg", message);
+        self.channel.send(&request.encode(), "abort")
+    }
+
+    /// Ends this process if the server hangs up before finalize.
+    pub(super) fn watch_hangup(&mut self) -> Result<(), BootstrapError> {
+        self.channel.watch_hangup()
+    }
+
+    pub fn finalize(&mut self) -> Result<(), BootstrapError> {
+        self.channel.end_watch();
+        self.call(&Frame::new("finalize"))?;
+        Ok(())
+    }
+
+    /// Sends `request`, awaits its response, and fails on a non-zero `rc`.
+    fn call(&mut self, request: &Frame) -> Result<Frame, BootstrapError> {
+        let reply = self.exchange(request)?;
+        match reply.get("rc") {
+            Some("0") | None => Ok(reply),
+            Some(rc) => Err(BootstrapError::Refused {
+                request: request.cmd().to_owned(),
+                rc: rc.to_owned(),
+                detail: reply.get("errmsg").unwrap_or("").to_owned(),
+            }),
+        }
+    }
+
+    fn exchange(&mut self, request: &Frame) -> Result<Frame, BootstrapError> {
+        let deadline = Instant::now() + self.channel.timeout();
+        self.channel.send(&request.encode(), request.cmd())?;
+        let expect = format!("{}-response", request.cmd());
+        let awaiting = format!("`{expect}`");
+        let head = self
+            .channel
+            .receive_exact(LENGTH_DIGITS, &awaiting, deadline)?;
+        let len: usize = std::str::from_utf8(&head)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .ok_or_else(|| BootstrapError::Unexpected {
+                awaiting: format!("the length field of {awaiting}"),
+                got: excerpt(&head),
+            })?;
+        let body = self.channel.receive_exact(len, &awaiting, deadline)?;
+        let reply = Frame::parse(&body).map_err(|problem| BootstrapError::Unexpected {
+            awaiting: awaiting.clone(),
+            got: format!("{problem}: {}", excerpt(&body)),
+        })?;
+        if reply.cmd() != expect {
+            return Err(BootstrapError::Unexpected {
+                awaiting,
+                got: excerpt(&body),
+            });
+        }
+        Ok(reply)
+    }
+}
+
+fn field<'f>(frame: &'f Frame, key: &str) -> Result<&'f str, BootstrapError> {
+    frame.get(key).ok_or_else(|| BootstrapError::Unexpected {
+        awaiting: format!("field `{key}` in `{}`", frame.cmd()),
+        got: excerpt(&frame.encode()[LENGTH_DIGITS..]),
+    })
+}
+
+fn number<T: std::str::FromStr>(frame: &Frame, key: &str) -> Result<T, BootstrapError> {
+    let text = field(frame, key)?;
+    text.parse().map_err(|_| BootstrapError::Unexpected {
+        awaiting: format!("a number in field `{key}` of `{}`", frame.cmd()),
+        got: excerpt(text.as_bytes()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip_with_escaped_semicolons() {
+        let frame = Frame::new("kvs-put")
+            .with("key", "k")
+            .with("value", "a;b;;c");
+        let bytes = frame.encode();
+        assert_eq!(
+            &bytes[..LENGTH_DIGITS],
+            format!("{:<6}", bytes.len() - 6).as_bytes()
+        );
+        assert_eq!(
+            std::str::from_utf8(&bytes[LENGTH_DIGITS..]).expect("utf-8"),
+            "cmd=kvs-put;key=k;value=a;;b;;;;c;"
+        );
+        assert_eq!(Frame::parse(&bytes[LENGTH_DIGITS..]), Ok(frame));
+    }
+
+    #[test]
+    fn parses_a_fullinit_response_and_rejects_garbage() {
+        let reply = Frame::parse(
+            b"cmd=fullinit-response;rc=0;pmi-version=2;pmi-subversion=0;rank=3;size=4;appnum=0;",
+        )
+        .expect("valid");
+        assert_eq!(reply.cmd(), "fullinit-response");
+        assert_eq!(number::<usize>(&reply, "size").expect("size"), 4);
+        assert!(Frame::parse(b"cmd=x;novalue;").is_err());
+        assert!(Frame::parse(b"cmd=x;a=1").is_err());
+        assert!(Frame::parse(b"a=1;cmd=x;").is_err());
+        assert!(Frame::parse(b"cmd=\xff;").is_err());
+    }
+}

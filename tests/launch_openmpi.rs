@@ -1,0 +1,108 @@
+//! Jobs under Open MPI's `mpirun` (Debian package `openmpi-bin`), which offers only PMIx: the
+//! ranks join through libpmix, and a launch whose PMIx variables are gone fails instead of
+//! running p singletons.
+
+mod common;
+
+use std::process::Command;
+
+use common::{assert_all_gone, bin, clean_summaries, run};
+
+fn mpirun(n: usize, program: &[&str]) -> Option<Command> {
+    if Command::new("mpirun").arg("--version").output().is_err() {
+        println!("skipped: mpirun not found (ci/deps installs openmpi-bin)");
+        return None;
+    }
+    let mut command = Command::new("mpirun");
+    command
+        .args(["--allow-run-as-root", "--oversubscribe", "-n"])
+        .arg(n.to_string())
+        .args(program);
+    Some(command)
+}
+
+#[test]
+fn mpirun_runs_pmi_check_over_pmix() {
+    let Some(command) = mpirun(4, &[bin(), "pmi-check"]) else {
+        return;
+    };
+    let done = run(command);
+    assert_eq!(done.code(), Some(0), "{done:?}");
+    assert_eq!(clean_summaries(&done.stdout), 4, "{}", done.stdout);
+    for rank in 0..4 {
+        assert!(
+            done.stdout.contains(&format!("rank {rank} of 4: pmix ")),
+            "{}",
+            done.stdout
+        );
+    }
+    // PMIx tells the node count: start-up skips the host exchange.
+    assert_eq!(
+        done.stdout.matches(" nodes 1 pid ").count(),
+        4,
+        "{}",
+        done.stdout
+    );
+    assert_all_gone(&done.pids());
+}
+
+#[test]
+fn mpirun_runs_selftest_over_pmix() {
+    let Some(command) = mpirun(4, &[bin(), "selftest", "--quick"]) else {
+        return;
+    };
+    let done = run(command);
+    assert_eq!(done.code(), Some(0), "{done:?}");
+    assert!(
+        done.stdout
+            .contains("selftest: 4 rank(s), provider shm, launcher pmix"),
+        "{}",
+        done.stdout
+    );
+    assert!(done.stdout.contains(" passed, 0 failed"), "{}", done.stdout);
+}
+
+#[test]
+fn mpirun_without_pmix_variables_fails_instead_of_starting_singletons() {
+    // What an Open MPI without PMIx support would give: OMPI_COMM_WORLD_SIZE only.
+    let program = [
+        "env",
+        "-u",
+        "PMIX_RANK",
+        "-u",
+        "PMIX_NAMESPACE",
+        bin(),
+        "pmi-check",
+    ];
+    let Some(command) = mpirun(2, &program) else {
+        return;
+    };
+    let done = run(command);
+    assert_ne!(done.code(), Some(0), "{done:?}");
+    assert_eq!(clean_summaries(&done.stdout), 0, "{}", done.stdout);
+    assert!(
+        done.stderr.contains(
+            "Open MPI's launcher started 2 ranks (OMPI_COMM_WORLD_SIZE) without PMIx variables, \
+             but this process has no PMI it can use"
+        ),
+        "{}",
+        done.stderr
+    );
+}
+
+#[test]
+fn pmix_variables_without_a_server_are_an_error_not_a_singleton() {
+    let mut command = Command::new(bin());
+    command
+        .arg("pmi-check")
+        .env("PMIX_NAMESPACE", "gone")
+        .env("PMIX_RANK", "0")
+        .env_remove("PMIX_SERVER_URI41")
+        .env_remove("PMIX_SERVER_URI4");
+    let done = run(command);
+    assert_eq!(done.code(), Some(1), "{done:?}");
+    assert!(
+        done.stderr.contains("PMIx_Init") && !done.stdout.contains("singleton"),
+        "{done:?}"
+    );
+}
