@@ -26,6 +26,7 @@ mod endpoint;
 mod error;
 mod info;
 mod mr;
+pub(crate) mod shm;
 
 pub use av::{Address, AddressVector};
 pub use cq::{Completion, CompletionQueue};

@@ -309,49 +309,10 @@ impl Rank {
     fn reaped(&mut self, status: ExitStatus) -> Termination {
         let termination = Termination::from(status);
         self.ended = Some(termination);
-        remove_shm_files(self.pid);
+        // The pid cannot have been reused yet: this runs right after the reap.
+        crate::fabric::shm::remove_regions_of(self.pid);
         termination
     }
-}
-
-/// Where libfabric's shm provider keeps its per-endpoint regions.
-const SHM_DIR: &str = "/dev/shm";
-
-/// Removes the shm provider's regions of the (reaped) process `pid`: files named
-/// `PID:DOMAIN:ENDPOINT` and owned by this user. The pid cannot have been reused yet: this runs
-/// right after the reap, from the thread that reaped it.
-fn remove_shm_files(pid: u32) {
-    let Ok(entries) = std::fs::read_dir(SHM_DIR) else {
-        return;
-    };
-    let me = rustix::process::geteuid();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        if !name.to_str().is_some_and(|n| is_shm_region_of(n, pid)) {
-            continue;
-        }
-        let path = entry.path();
-        let ours = rustix::fs::lstat(&path).is_ok_and(|st| {
-            st.st_uid == me.as_raw()
-                && rustix::fs::FileType::from_raw_mode(st.st_mode)
-                    == rustix::fs::FileType::RegularFile
-        });
-        if ours {
-            let _ = std::fs::remove_file(&path);
-        }
-    }
-}
-
-/// Whether `name` is `PID:N:M` with the given pid and decimal N and M.
-fn is_shm_region_of(name: &str, pid: u32) -> bool {
-    let mut parts = name.split(':');
-    let decimal = |part: Option<&str>| {
-        part.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-    };
-    parts.next() == Some(pid.to_string().as_str())
-        && decimal(parts.next())
-        && decimal(parts.next())
-        && parts.next().is_none()
 }
 
 /// Runs the job to its end and reports how it ended. Errors are failures to start it; a failing
@@ -833,22 +794,6 @@ mod tests {
     use super::*;
     use proptest::collection::vec;
     use proptest::prelude::*;
-
-    #[test]
-    fn shm_region_names_are_matched_exactly() {
-        assert!(is_shm_region_of("1234:0:0", 1234));
-        assert!(is_shm_region_of("1234:12:7", 1234));
-        for name in [
-            "12345:0:0",
-            "234:0:0",
-            "1234:0",
-            "1234:0:0:0",
-            "1234:a:0",
-            "1234::0",
-        ] {
-            assert!(!is_shm_region_of(name, 1234), "{name}");
-        }
-    }
 
     proptest! {
         #[test]

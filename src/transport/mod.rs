@@ -224,6 +224,9 @@ impl Opened {
                 ),
             });
         }
+        if info.provider() == "shm" {
+            crate::fabric::shm::remove_stale_regions_of_this_pid();
+        }
         let domain = Domain::open(info)?;
         let depth = info.tx_size().max(info.rx_size()).clamp(256, 1 << 16);
         let cq = CompletionQueue::open(&domain, depth)?;
