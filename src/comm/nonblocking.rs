@@ -255,7 +255,6 @@ impl Communicator {
         R: PayloadMut + ?Sized,
     {
         let (op, copy_out) = (call.op, !call.recv_unchanged);
-        let before = self.transport.next_seq();
         match self.begin(call, checked, send, recv) {
             Ok(started) => Ok(Request {
                 comm: self,
@@ -270,14 +269,22 @@ impl Communicator {
                 copy_out,
             }),
             Err(err) => {
-                // Refused before the transport started it: the peers still count on it.
-                if self.transport.broken().is_none() && self.transport.next_seq() == before {
-                    let why = err.to_string();
-                    let why = why.strip_prefix(&format!("{op}: ")).unwrap_or(&why);
-                    self.transport.abandon(op, why);
-                }
+                // Every failure once the transport started the call has broken it, so a
+                // transport still whole means the call was refused before it started (the
+                // argument check's own exchange may have run): the peers still count on it.
+                self.comm_refused(op, &err);
                 Err(err)
             }
+        }
+    }
+
+    /// Gives up call `op`, which failed with `err` before the transport started it (nothing
+    /// happens where the transport is broken already).
+    pub(super) fn comm_refused(&mut self, op: &'static str, err: &super::CommError) {
+        if self.transport.broken().is_none() {
+            let why = err.to_string();
+            let why = why.strip_prefix(&format!("{op}: ")).unwrap_or(&why);
+            self.transport.abandon(op, why);
         }
     }
 

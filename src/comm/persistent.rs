@@ -184,7 +184,7 @@ impl<'c, 'b> Persistent<'c, 'b> {
         let (problem, send_in_recv, algorithm, prepared, scratch) = match prepared {
             Ok(set) => set,
             Err(err) => {
-                comm.transport.abandon(op, &err.to_string());
+                comm.comm_refused(op, &err);
                 return Err(err);
             }
         };
@@ -214,7 +214,11 @@ impl<'c, 'b> Persistent<'c, 'b> {
         }
         if self.comm.config.check {
             let problem = self.problem.clone();
-            self.comm.agree(self.op, &problem, Ok(self.algorithm))?;
+            if let Err(err) = self.comm.agree(self.op, &problem, Ok(self.algorithm)) {
+                // The start is still consumed on every rank.
+                self.comm.comm_refused(self.op, &err);
+                return Err(err);
+            }
         }
         let need = self.prepared.buffers;
         let buffers = views(

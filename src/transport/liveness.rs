@@ -4,8 +4,9 @@
 //! write; a peer killed while it held that lock leaves every later write to it spinning
 //! inside libfabric, where no deadline can end it. A write to a peer whose process has ended
 //! is therefore refused before it reaches the provider. The check is a `poll` on a pidfd
-//! (about 0.2 µs here), made only where every rank shares this host (shm). What remains is a
-//! writer already spinning on the lock at the moment the peer dies.
+//! (about 0.2 µs here), made only where every rank shares this host (shm), whose ranks are
+//! taken to share a pid namespace too. What remains is a writer already spinning on the lock
+//! at the moment the peer dies.
 
 use std::os::fd::OwnedFd;
 
