@@ -722,6 +722,9 @@ struct Pending {
 struct Run {
     op: String,
     seq: u64,
+    /// The operation a failure is reported for to the peers: this one, or an earlier one
+    /// that a peer may still be in when the failure concerns it (a late write or token).
+    abort_seq: u64,
     digest: u64,
     plan: Prepared,
     arrived: Vec<usize>,
@@ -763,6 +766,7 @@ impl Run {
             combined: Vec::new(),
             blocked: vec![0; t.size],
             scan: 0,
+            abort_seq: seq,
         }
     }
 
@@ -865,7 +869,7 @@ impl Run {
     fn abort_all(&mut self, t: &mut Transport) {
         let event = Event::Abort {
             from: t.rank,
-            seq: wire::abort_seq(self.seq),
+            seq: wire::abort_seq(self.abort_seq),
         };
         let deadline = Instant::now() + DRAIN;
         let (rank, size) = (t.rank, t.size);
@@ -1252,6 +1256,10 @@ impl Run {
                     Order::Current => self.count_arrivals(round, signal, 1)?,
                     Order::Future => *t.early.entry((seq, round, signal)).or_insert(0) += 1,
                     Order::Past => {
+                        // Its sender may still be in that operation: abort that one.
+                        let behind =
+                            u64::from(current.wrapping_sub(seq) & ((1 << wire::SEQ_BITS) - 1));
+                        self.abort_seq = self.seq.saturating_sub(behind);
                         return Err(self.protocol(format!(
                             "a write of an operation that is over (wire sequence {seq}, current {current})"
                         )));
@@ -1264,6 +1272,8 @@ impl Run {
                 }
                 if let Some(token) = t.take_token(from) {
                     if token.seq < self.seq {
+                        // Its sender is still in that operation: abort that one.
+                        self.abort_seq = token.seq;
                         return Err(TransportError::Disagree {
                             op: self.op.to_string(),
                             what: format!(
