@@ -52,7 +52,7 @@ fn job(n: usize, provider: &str, check: bool) -> String {
     all
 }
 
-const CASES: [&str; 8] = [
+const CASES: [&str; 9] = [
     "refused-by-a-non-root",
     "refused-by-the-root",
     "roots-differ",
@@ -61,6 +61,7 @@ const CASES: [&str; 8] = [
     "different-collectives",
     "buffer-of-another-communicator",
     "algorithm-of-another-collective",
+    "persistent-roots-differ",
 ];
 
 #[test]
@@ -116,6 +117,7 @@ fn rank_cases() {
             "different-collectives" => different_collectives(&mut comm, &fails),
             "buffer-of-another-communicator" => foreign_buffer(&mut world, &mut comm, &fails),
             "algorithm-of-another-collective" => other_collective(&mut comm, &fails),
+            "persistent-roots-differ" => persistent_roots_differ(&mut comm, &fails),
             _ => unreachable!(),
         }
         drop(comm);
@@ -315,4 +317,25 @@ fn other_collective(comm: &mut Communicator, r: &Rules) {
         }
     }
     r.next_fails(comm.barrier(), true);
+}
+
+/// A persistent broadcast set up by rank 0 from root 0 and by the others from root 1: with the
+/// check, its start fails on every rank naming the roots; `Ok` holds the named root's data.
+fn persistent_roots_differ(comm: &mut Communicator, r: &Rules) {
+    let root = usize::from(comm.rank() != 0);
+    let mut buf = comm.alloc(1000).expect("alloc");
+    if comm.rank() == root {
+        buf.fill(fill(root));
+    }
+    let first = match comm.bcast_init(&mut buf, root) {
+        Ok(mut request) => request.start().and_then(|()| request.wait()),
+        Err(err) => Err(err),
+    };
+    if first.is_ok() && buf.iter().any(|&x| x != fill(root)) {
+        r.fail(format!(
+            "a persistent bcast returned Ok without root {root}'s data"
+        ));
+    }
+    r.checked(&first, "called bcast with root");
+    later(comm, r);
 }

@@ -809,20 +809,20 @@ impl Communicator {
         let algorithm = check::exchange_algorithm(p, &self.model)?;
         let plan = algorithm.rank_plan(self.rank())?;
         let need = plan.buffers;
-        if self.check_mem.is_none() {
-            let send = self.transport.alloc(check::RECORD_BYTES, Local)?;
-            let recv = self.transport.alloc(p * check::RECORD_BYTES, RemoteWrite)?;
-            self.check_mem = Some((send, recv));
-        }
+        let (send, recv) = match self.check_mem.take() {
+            Some(mem) => mem,
+            None => (
+                self.transport.alloc(check::RECORD_BYTES, Local)?,
+                self.transport.alloc(p * check::RECORD_BYTES, RemoteWrite)?,
+            ),
+        };
+        let (send, recv) = &*self.check_mem.insert((send, recv));
         ensure(
             &self.transport,
             &mut self.scratch,
             need.scratch,
             RemoteWrite,
         )?;
-        let Some((send, recv)) = &self.check_mem else {
-            return Ok(());
-        };
         send.store(0, &record.to_bytes())?;
         let buffers = Buffers {
             send: Some(View::prefix(send, check::RECORD_BYTES)),
