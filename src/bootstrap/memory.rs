@@ -3,17 +3,24 @@
 //!
 //! ```no_run
 //! use circulant::bootstrap::memory::Job;
-//! use circulant::comm::{Communicator, Config};
+//! use circulant::comm::{CommError, Communicator, Config};
 //!
 //! let bootstraps = Job::new(3).expect("a job of 3 ranks").bootstraps();
-//! std::thread::scope(|s| {
-//!     for bootstrap in bootstraps {
-//!         s.spawn(move || {
-//!             let mut comm = Communicator::init_over(bootstrap, Config::default())?;
-//!             comm.barrier()
-//!         });
-//!     }
+//! let comms: Vec<Result<Communicator, CommError>> = std::thread::scope(|s| {
+//!     let ranks: Vec<_> = bootstraps
+//!         .into_iter()
+//!         .map(|bootstrap| {
+//!             s.spawn(move || {
+//!                 let mut comm = Communicator::init_over(bootstrap, Config::default())?;
+//!                 comm.barrier()?;
+//!                 Ok(comm)
+//!             })
+//!         })
+//!         .collect();
+//!     ranks.into_iter().map(|r| r.join().expect("no panic")).collect()
 //! });
+//! // Every rank is done: now the communicators may close.
+//! drop(comms);
 //! ```
 //!
 //! The semantics are those of the launcher's backends: puts become visible to every rank after
@@ -21,6 +28,12 @@
 //! and every fence waits at most the job's timeout. A fence fails at once, never hangs, when a
 //! rank can no longer come: it finalized, its bootstrap was dropped (its thread returned or
 //! panicked), it aborted the job, or another rank already gave up waiting.
+//!
+//! Over the shm provider, every rank should keep its communicator until all ranks are done
+//! with theirs (join the threads first, then drop): libfabric's shm provider (1.17) reaches an
+//! endpoint of the same process through that endpoint's own mapping of its region, so an
+//! endpoint closed while a sibling thread still writes to it or awaits its completions crashes
+//! the process (SIGSEGV). Between processes each keeps its own mapping.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
