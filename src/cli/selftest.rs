@@ -258,12 +258,7 @@ fn allgather(comm: &mut Communicator, me: &RankData, choice: Choice) -> Outcome 
 
 /// From a registered send buffer, then in place: the contribution already at its place in
 /// the receive buffer.
-fn allgatherv(
-    comm: &mut Communicator,
-    me: &RankData,
-    counts: &[usize],
-    choice: Choice,
-) -> Outcome {
+fn allgatherv(comm: &mut Communicator, me: &RankData, counts: &[usize], choice: Choice) -> Outcome {
     let mut send = comm.alloc(counts[me.rank])?;
     send.copy_from_slice(&me.send.clone());
     let mut recv = comm.alloc(me.recv_initial.len())?;
@@ -274,7 +269,7 @@ fn allgatherv(
     }
     let mut in_place = comm.alloc(me.recv_initial.len())?;
     if let Some(initial) = &me.in_place_initial {
-        in_place.copy_from_slice(&initial);
+        in_place.copy_from_slice(initial);
     }
     comm.allgatherv_in_place_using(&mut in_place, counts, choice)?;
     Ok(verdict(me, &in_place).map(|w| format!("in place: {w}")))
@@ -282,12 +277,7 @@ fn allgatherv(
 
 /// Allreduce, reduce, scan and exscan. Every rank passes a full receive buffer, as MPI codes
 /// do: the non-roots' of a reduce and rank 0's of an exclusive scan must be left alone.
-fn reduction(
-    comm: &mut Communicator,
-    problem: &Problem,
-    me: &RankData,
-    choice: Choice,
-) -> Outcome {
+fn reduction(comm: &mut Communicator, problem: &Problem, me: &RankData, choice: Choice) -> Outcome {
     let send = me.send.clone();
     let mut recv = me.recv_initial.clone();
     match problem {
@@ -389,7 +379,9 @@ fn persistent_bcast(comm: &mut Communicator) -> Outcome {
         for step in 0..4 {
             let data = CaseData::generation(problem.clone(), step);
             if rank == root {
-                request.buffer_mut()?.copy_from_slice(&data.recv_initial(rank));
+                request
+                    .buffer_mut()?
+                    .copy_from_slice(&data.recv_initial(rank));
             }
             request.start()?;
             request.wait()?;

@@ -355,8 +355,8 @@ impl Expected {
             .filter(|(a, b)| a != b)
             .count();
         // Units only one of the two has.
-        let unpaired = got.len().max(want.len()).div_ceil(unit)
-            - got.len().min(want.len()).div_ceil(unit);
+        let unpaired =
+            got.len().max(want.len()).div_ceil(unit) - got.len().min(want.len()).div_ceil(unit);
         (differing + unpaired) as u64
     }
 }
@@ -423,9 +423,7 @@ impl CaseData {
             Problem::Allgather { p, block }
             | Problem::Gather { p, block, .. }
             | Problem::Alltoall { p, block } => p * block,
-            Problem::Allgatherv { counts } | Problem::Gatherv { counts, .. } => {
-                counts.iter().sum()
-            }
+            Problem::Allgatherv { counts } | Problem::Gatherv { counts, .. } => counts.iter().sum(),
             Problem::Scatter { block, .. } => *block,
             Problem::Scatterv { counts, .. } => counts[rank],
             Problem::Barrier { .. } => 0,
@@ -592,7 +590,9 @@ mod tests {
                 assert!(cases.iter().any(|c| c.collective() == name), "{name}");
             }
             for c in &cases {
-                c.problem.validate().unwrap_or_else(|e| panic!("{}: {e}", c.name));
+                c.problem
+                    .validate()
+                    .unwrap_or_else(|e| panic!("{}: {e}", c.name));
                 assert!(!c.algorithms(&model()).unwrap().is_empty(), "{}", c.name);
             }
         }
@@ -617,8 +617,14 @@ mod tests {
     /// gatherv/scatterv at p = 4.
     #[test]
     fn matrix_sizes() {
-        assert_eq!(matrix(4, Scope::Quick).len(), 1 + 12 + 4 + 28 + 3 * 4 * 6 + 4 * 7 + 4 * 6);
-        assert_eq!(matrix(4, Scope::Full).len(), 1 + 20 + 5 + 35 + 3 * 5 * 7 + 5 * 9 + 5 * 24);
+        assert_eq!(
+            matrix(4, Scope::Quick).len(),
+            1 + 12 + 4 + 28 + 3 * 4 * 6 + 4 * 7 + 4 * 6
+        );
+        assert_eq!(
+            matrix(4, Scope::Full).len(),
+            1 + 20 + 5 + 35 + 3 * 5 * 7 + 5 * 9 + 5 * 24
+        );
     }
 
     #[test]
@@ -630,9 +636,8 @@ mod tests {
                 for algorithm in registry::applicable(&case.problem, &model).unwrap() {
                     // The simulator runs the plans on these send buffers and checks every
                     // rank's result against `data::expected`.
-                    crate::sim::simulate(algorithm.as_ref(), &model).unwrap_or_else(|e| {
-                        panic!("{} [{}]: {e}", case.name, algorithm.name())
-                    });
+                    crate::sim::simulate(algorithm.as_ref(), &model)
+                        .unwrap_or_else(|e| panic!("{} [{}]: {e}", case.name, algorithm.name()));
                 }
                 for r in 0..p {
                     let sends: Vec<Vec<u8>> = (0..p).map(|j| data.send(j)).collect();
@@ -692,7 +697,10 @@ mod tests {
             untouched.check(&[UNTOUCHED; 3]),
             Err(Mismatch::Length { got: 3, want: 4 })
         );
-        assert_eq!(CaseData::new(Problem::Barrier { p }).expected(0), Expected::Nothing);
+        assert_eq!(
+            CaseData::new(Problem::Barrier { p }).expected(0),
+            Expected::Nothing
+        );
     }
 
     #[test]
@@ -754,7 +762,10 @@ mod tests {
                 want: want[1],
             })
         );
-        assert_eq!(Expected::Bytes(vec![1, 2, 3]).wrong_units(&[1, 2, 3, 4, 5], 2), 2);
+        assert_eq!(
+            Expected::Bytes(vec![1, 2, 3]).wrong_units(&[1, 2, 3, 4, 5], 2),
+            2
+        );
         assert_eq!(Expected::Bytes(vec![1, 2, 3]).wrong_units(&[1, 2, 4], 2), 1);
 
         // Allgather(v) results are counted per contribution, as the whole result would be.
@@ -767,8 +778,17 @@ mod tests {
         let mut got = want.clone();
         got[0] ^= 1;
         got[6] ^= 1;
-        for g in [&want[..], &got[..], &got[..5], &[&got[..], &[0, 0]].concat()[..]] {
-            assert_eq!(data.wrong(1, g), data.expected(1).wrong_units(g, 1), "{g:?}");
+        for g in [
+            &want[..],
+            &got[..],
+            &got[..5],
+            &[&got[..], &[0, 0]].concat()[..],
+        ] {
+            assert_eq!(
+                data.wrong(1, g),
+                data.expected(1).wrong_units(g, 1),
+                "{g:?}"
+            );
         }
         let mut buf = vec![0u8; 7];
         data.fill_recv(0, &mut buf);
