@@ -12,6 +12,7 @@
 //! what it receives in the round, 1-ported) and by dataflow (a message starts when the data it
 //! carries is held and the sender's and receiver's ports are free).
 
+pub mod cases;
 pub mod data;
 
 use std::collections::BTreeMap;
