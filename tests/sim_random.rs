@@ -11,6 +11,7 @@ use proptest::prelude::*;
 const MODEL: CostModel = CostModel {
     alpha: 2e-6,
     beta: 1e-10,
+    o: 0.0,
 };
 
 fn run_all(problem: &Problem) -> Result<(), TestCaseError> {

@@ -40,6 +40,7 @@ impl Algorithm for Scripted {
 const MODEL: CostModel = CostModel {
     alpha: 1.0,
     beta: 0.5,
+    o: 0.0,
 };
 
 fn round(

@@ -123,7 +123,11 @@ pub fn run(args: Args) -> CliResult {
             if AlphaBeta::new(alpha, beta).is_none() {
                 return Err(MeasureError::BadModel { alpha, beta }.into());
             }
-            Some(CostModel { alpha, beta })
+            Some(CostModel {
+                alpha,
+                beta,
+                o: 0.0,
+            })
         }
         _ => None,
     };
@@ -582,7 +586,11 @@ pub(in crate::cli) fn measure_model(
     }
     let alpha = (t_small / rounds).max(1e-8);
     let beta = ((t_big / rounds - alpha) / big_len as f64).max(1e-13);
-    Ok(CostModel { alpha, beta })
+    Ok(CostModel {
+        alpha,
+        beta,
+        o: 0.0,
+    })
 }
 
 fn render_csv(comm: &Communicator, model: &CostModel, late: u64, rows: &[Measured]) -> String {
