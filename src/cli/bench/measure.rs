@@ -586,10 +586,11 @@ pub(in crate::cli) fn measure_model(
     }
     let alpha = (t_small / rounds).max(1e-8);
     let beta = ((t_big / rounds - alpha) / big_len as f64).max(1e-13);
+    // The broadcasts post one write per message: they do not show o, the configured one stays.
     Ok(CostModel {
         alpha,
         beta,
-        o: 0.0,
+        o: comm.model().o,
     })
 }
 
