@@ -192,8 +192,9 @@ impl<'a> Incoming<'a> {
         }
     }
 
-    /// The expectations of `round` (a round of this rank's plan) counted in merged writes.
-    /// Fails if a source's plan does not send the pieces the round expects from it.
+    /// The expectations of `round` (a round of this rank's plan; rounds are given in increasing
+    /// index order) counted in merged writes. Fails if a source's plan does not send the pieces
+    /// the round expects from it.
     pub fn expects(&mut self, round: &Round) -> Result<Vec<Expect>, PlanError> {
         let mut per_source: BTreeMap<usize, usize> = BTreeMap::new();
         for e in &round.expects {
