@@ -5,7 +5,7 @@
 //! | `CIRCULANT_PROVIDER` (or `FI_PROVIDER`) | libfabric provider, e.g. `shm`, `tcp;ofi_rxm`, `verbs;ofi_rxm` | `shm` on one host, else the first RMA-capable provider |
 //! | `CIRCULANT_LOOPBACK` | `0`: do not pin network providers to 127.0.0.1 when all ranks share a host | `1` |
 //! | `CIRCULANT_TIMEOUT` | deadline of one collective, seconds (at most 604800, 7 days) | 60 |
-//! | `CIRCULANT_ALPHA`, `CIRCULANT_BETA` | α (s) and β (s/byte) of the model that picks algorithms | per provider, see [`Config::model_for`] |
+//! | `CIRCULANT_ALPHA`, `CIRCULANT_BETA`, `CIRCULANT_O` | α (s), β (s/byte) and the per-write overhead o (s) of the model that picks algorithms | per provider, see [`Config::model_for`] |
 //! | `CIRCULANT_ALGORITHM` | comma-separated algorithm names forced wherever they apply | none |
 //! | `CIRCULANT_CHECK` | `1`: every collective first checks that all ranks called it with the same arguments | `0` |
 //! | `CIRCULANT_AUTH_KEY` | the job's authentication key (hex) for providers that support keys; `circulant run` sets a random one | none |
@@ -22,6 +22,7 @@ pub const LOOPBACK_ENV: &str = "CIRCULANT_LOOPBACK";
 pub const TIMEOUT_ENV: &str = "CIRCULANT_TIMEOUT";
 pub const ALPHA_ENV: &str = "CIRCULANT_ALPHA";
 pub const BETA_ENV: &str = "CIRCULANT_BETA";
+pub const O_ENV: &str = "CIRCULANT_O";
 pub const ALGORITHM_ENV: &str = "CIRCULANT_ALGORITHM";
 pub const CHECK_ENV: &str = "CIRCULANT_CHECK";
 pub const AUTH_KEY_ENV: &str = "CIRCULANT_AUTH_KEY";
@@ -41,6 +42,7 @@ pub struct Config {
     pub deadline: Duration,
     pub alpha: Option<f64>,
     pub beta: Option<f64>,
+    pub o: Option<f64>,
     pub algorithms: Vec<String>,
     /// The full argument check before every collective (the same on every rank).
     pub check: bool,
@@ -56,6 +58,7 @@ impl Default for Config {
             deadline: DEFAULT_DEADLINE,
             alpha: None,
             beta: None,
+            o: None,
             algorithms: Vec::new(),
             check: false,
             auth_key: None,
@@ -101,6 +104,9 @@ impl Config {
         if let Some(v) = var(BETA_ENV) {
             config.beta = Some(positive(BETA_ENV, &v)?);
         }
+        if let Some(v) = var(O_ENV) {
+            config.o = Some(positive(O_ENV, &v)?);
+        }
         if let Some(v) = var(ALGORITHM_ENV) {
             config.algorithms = v
                 .split(',')
@@ -119,25 +125,31 @@ impl Config {
         Ok(config)
     }
 
-    /// The α-β model: the configured values, else rough figures for the provider's kind
-    /// (shared memory: α = 1 µs, β = 0.1 ns/B; sockets-based: α = 20 µs, β = 0.4 ns/B; RDMA
-    /// hardware: α = 2 µs, β = 0.1 ns/B). They only rank algorithms against each other; set
-    /// measured values (`circulant bench` reports them) for a given machine.
+    /// The α-β-o model: the configured values, else rough figures for the provider's kind
+    /// (shared memory: α = 1 µs, β = 0.1 ns/B, o = 0.1 µs; sockets-based: α = 20 µs,
+    /// β = 0.4 ns/B, o = 2 µs; RDMA hardware: α = 2 µs, β = 0.1 ns/B, o = 0.3 µs). o, the cost of
+    /// each further write of a message, is the software share of a small write's one-way time
+    /// (posting at the sender, completion at the receiver): about 40 % of a shared-memory write
+    /// (0.26 µs one-way measured), a quarter of a tcp;ofi_rxm one (8.4 µs, mostly the kernel's
+    /// TCP path), a doorbell and a completion poll on RDMA hardware. They only rank algorithms
+    /// against each other; set measured values (`circulant bench` reports α and β) for a given
+    /// machine.
     pub fn model_for(&self, provider: &str) -> CostModel {
-        let (alpha, beta) = match provider {
-            "shm" => (1e-6, 1e-10),
+        let (alpha, beta, o) = match provider {
+            "shm" => (1e-6, 1e-10, 1e-7),
             p if p.starts_with("tcp")
                 || p.starts_with("sockets")
                 || p.starts_with("udp")
                 || p.starts_with("net") =>
             {
-                (2e-5, 4e-10)
+                (2e-5, 4e-10, 2e-6)
             }
-            _ => (2e-6, 1e-10),
+            _ => (2e-6, 1e-10, 3e-7),
         };
         CostModel {
             alpha: self.alpha.unwrap_or(alpha),
             beta: self.beta.unwrap_or(beta),
+            o: self.o.unwrap_or(o),
         }
     }
 }

@@ -122,7 +122,11 @@ pub fn run(args: Args) -> CliResult {
             if AlphaBeta::new(alpha, beta).is_none() {
                 return Err(MeasureError::BadModel { alpha, beta }.into());
             }
-            Some(CostModel { alpha, beta })
+            Some(CostModel {
+                alpha,
+                beta,
+                o: 0.0,
+            })
         }
         _ => None,
     };
@@ -495,7 +499,12 @@ pub(in crate::cli) fn measure_model(
     }
     let alpha = (t_small / rounds).max(1e-8);
     let beta = ((t_big / rounds - alpha) / big_len as f64).max(1e-13);
-    Ok(CostModel { alpha, beta })
+    // The broadcasts post one write per message: they do not show o, the configured one stays.
+    Ok(CostModel {
+        alpha,
+        beta,
+        o: comm.model().o,
+    })
 }
 
 fn render_csv(comm: &Communicator, model: &CostModel, late: u64, rows: &[Measured]) -> String {
