@@ -546,6 +546,7 @@ mod tests {
         CostModel {
             alpha: 1e-6,
             beta: 1e-9,
+            o: 0.0,
         }
     }
 
