@@ -219,6 +219,15 @@ fn bounded(comm: &mut Communicator) {
     assert_eq!(comm.last().expect("ran").algorithm, chosen);
     assert_eq!(bcast(comm, 13, 1000, b, Choice::Auto), HIT);
     assert_eq!(bcast(comm, 14, 1001, a, Choice::Auto), HIT);
+    // A new cost model may choose differently: every plan is dropped.
+    let model = comm.model();
+    comm.set_model(model);
+    assert_eq!(
+        bcast(comm, 15, 1001, a, Choice::Auto),
+        MISS,
+        "after set_model"
+    );
+    assert_eq!(bcast(comm, 16, 1001, a, Choice::Auto), HIT);
     println!("bounded ok on rank {}", comm.rank());
 }
 

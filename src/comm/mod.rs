@@ -43,6 +43,7 @@ mod call;
 mod check;
 mod collectives;
 mod config;
+mod error;
 mod nonblocking;
 mod persistent;
 mod plan_cache;
@@ -60,54 +61,17 @@ pub use config::{
     Config, ConfigError, ALGORITHM_ENV, ALPHA_ENV, AUTH_KEY_ENV, BETA_ENV, CHECK_ENV,
     PLAN_CACHE_ENV, PROVIDER_ENV, TIMEOUT_ENV,
 };
+pub use error::{CommError, Result};
 pub use nonblocking::Request;
 pub use persistent::Persistent;
 pub use split::{InterCommunicator, Side};
 
-use crate::bootstrap::{Bootstrap, BootstrapError};
+use crate::bootstrap::Bootstrap;
 use crate::fabric::Access::RemoteWrite;
-use crate::fabric::{FabricError, RegisteredMemory};
-use crate::plan::{CostModel, PlanError};
-use crate::transport::{OpStats, Transport, TransportError};
+use crate::fabric::RegisteredMemory;
+use crate::plan::CostModel;
+use crate::transport::{OpStats, Transport};
 use plan_cache::{PlanCache, Planned};
-
-/// Errors of the user API.
-#[derive(Debug, thiserror::Error)]
-pub enum CommError {
-    #[error("bootstrap: {0}")]
-    Bootstrap(#[from] BootstrapError),
-    #[error("fabric: {0}")]
-    Fabric(#[from] FabricError),
-    #[error(transparent)]
-    Transport(#[from] TransportError),
-    #[error("{0}")]
-    Plan(#[from] PlanError),
-    #[error("configuration: {0}")]
-    Config(#[from] ConfigError),
-    #[error("no libfabric provider offers RDM endpoints with RMA and remote CQ data{0}")]
-    NoProvider(String),
-    #[error("ranks chose different providers: rank {rank} uses {theirs}, this rank {ours} (set FI_PROVIDER the same for every rank)")]
-    ProviderMismatch {
-        rank: usize,
-        theirs: String,
-        ours: String,
-    },
-    #[error("{op}: {what}")]
-    Argument { op: &'static str, what: String },
-    /// The ranks called an operation with arguments that differ (found by the full check,
-    /// `CIRCULANT_CHECK=1`); every rank gets this error.
-    #[error("{op}: {what}")]
-    Disagree { op: &'static str, what: String },
-    /// A persistent request used out of order (start twice, wait without start, buffer
-    /// access while the operation runs).
-    #[error("{op}: {what}")]
-    Request {
-        op: &'static str,
-        what: &'static str,
-    },
-}
-
-pub type Result<T> = std::result::Result<T, CommError>;
 
 /// Which algorithm a call uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
