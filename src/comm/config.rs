@@ -8,6 +8,7 @@
 //! | `CIRCULANT_ALPHA`, `CIRCULANT_BETA`, `CIRCULANT_O` | α (s), β (s/byte) and the per-write overhead o (s) of the model that picks algorithms | per provider, see [`Config::model_for`] |
 //! | `CIRCULANT_ALGORITHM` | comma-separated algorithm names forced wherever they apply | none |
 //! | `CIRCULANT_CHECK` | `1`: every collective first checks that all ranks called it with the same arguments | `0` |
+//! | `CIRCULANT_PLAN_CACHE` | plans of earlier calls kept per communicator (at most 65536; `0`: none) | 64 |
 //! | `CIRCULANT_AUTH_KEY` | the job's authentication key (hex) for providers that support keys; `circulant run` sets a random one | none |
 
 use std::time::Duration;
@@ -26,6 +27,10 @@ pub const O_ENV: &str = "CIRCULANT_O";
 pub const ALGORITHM_ENV: &str = "CIRCULANT_ALGORITHM";
 pub const CHECK_ENV: &str = "CIRCULANT_CHECK";
 pub const AUTH_KEY_ENV: &str = "CIRCULANT_AUTH_KEY";
+pub const PLAN_CACHE_ENV: &str = "CIRCULANT_PLAN_CACHE";
+
+/// Most plans a communicator keeps (`CIRCULANT_PLAN_CACHE`).
+pub const MAX_PLAN_CACHE: usize = 65536;
 
 #[derive(Debug, thiserror::Error)]
 #[error("{var}={value:?}: {reason}")]
@@ -48,6 +53,9 @@ pub struct Config {
     pub check: bool,
     /// Set on the domain of providers that support authorization keys (see [`AuthKey`]).
     pub auth_key: Option<AuthKey>,
+    /// Plans of earlier calls kept per communicator, least recently used dropped first
+    /// (0: none).
+    pub plan_cache: usize,
 }
 
 impl Default for Config {
@@ -62,6 +70,7 @@ impl Default for Config {
             algorithms: Vec::new(),
             check: false,
             auth_key: None,
+            plan_cache: super::plan_cache::DEFAULT_PLAN_CACHE,
         }
     }
 }
@@ -114,6 +123,9 @@ impl Config {
                 .filter(|s| !s.is_empty())
                 .collect();
         }
+        if let Some(v) = var(PLAN_CACHE_ENV) {
+            config.plan_cache = count(PLAN_CACHE_ENV, &v, MAX_PLAN_CACHE)?;
+        }
         if let Some(v) = var(AUTH_KEY_ENV) {
             config.auth_key = Some(AuthKey::from_hex(&v).map_err(|_| ConfigError {
                 var: AUTH_KEY_ENV,
@@ -162,6 +174,23 @@ fn flag(var: &'static str, value: &str) -> Result<bool, ConfigError> {
             var,
             value: value.to_string(),
             reason: "expected 0 or 1",
+        }),
+    }
+}
+
+/// A whole number from 0 to `max`.
+fn count(var: &'static str, value: &str, max: usize) -> Result<usize, ConfigError> {
+    match value.trim().parse::<usize>() {
+        Ok(n) if n <= max => Ok(n),
+        Ok(_) => Err(ConfigError {
+            var,
+            value: value.to_string(),
+            reason: "too large (at most 65536)",
+        }),
+        Err(_) => Err(ConfigError {
+            var,
+            value: value.to_string(),
+            reason: "expected a whole number from 0 to 65536",
         }),
     }
 }
