@@ -471,3 +471,488 @@ impl Run {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The run state fed events as a completion queue would report them, without a fabric.
+
+    use super::*;
+    use crate::plan::{piece, Buf, RankPlan, Round};
+    use crate::transport::Limits;
+
+    const SIZE: usize = 3;
+    const DIGEST: u64 = 0xd1;
+    /// Operations a data write's sequence number tells apart.
+    const SEQ_SPACE: u64 = 1 << wire::SEQ_BITS;
+    const ABORT_SPACE: u64 = 1 << wire::ABORT_SEQ_BITS;
+
+    fn prepare(buffers: crate::plan::Buffers, rounds: Vec<Round>) -> Prepared {
+        let plan = RankPlan {
+            rank: 0,
+            buffers,
+            setup: Vec::new(),
+            rounds: Box::new(rounds.into_iter()),
+        };
+        Prepared::new("test", plan, SIZE, Limits { max_msg_size: 0 }).expect("a valid plan")
+    }
+
+    /// Rank 0 of 3, receiving data:
+    /// round 0: 8 bytes to rank 1 (held from the start); 1 write from rank 2;
+    /// round 1: 8 bytes to rank 1 (held after round 0), 8 to rank 2; 2 writes from rank 2;
+    /// round 2: 8 bytes to rank 1 (held from the start, but behind round 1's in plan order).
+    fn data_plan() -> Prepared {
+        let bytes = |src, after| vec![piece(Buf::Send, src, Buf::Recv, 0, 8, after)];
+        let mut r0 = Round::new(0);
+        r0.send(1, bytes(0, None));
+        r0.expect(2, 1);
+        let mut r1 = Round::new(1);
+        r1.send(1, bytes(8, Some(0)));
+        r1.send(2, bytes(0, None));
+        r1.expect(2, 2);
+        let mut r2 = Round::new(2);
+        r2.send(1, bytes(8, None));
+        let buffers = crate::plan::Buffers {
+            send: 16,
+            recv: 16,
+            scratch: 0,
+        };
+        prepare(buffers, vec![r0, r1, r2])
+    }
+
+    /// Rank 0 of 3 in a barrier-like plan: a signal to rank 1, one signal from rank 2.
+    fn signal_plan() -> Prepared {
+        let mut r0 = Round::new(0);
+        r0.signal(1);
+        r0.expect(2, 1);
+        prepare(crate::plan::Buffers::default(), vec![r0])
+    }
+
+    fn run_at(seq: u64, plan: &Prepared) -> Run {
+        Run::new(format!("test (operation {seq})"), seq, DIGEST, plan, SIZE)
+    }
+
+    fn data(seq: u64, round: u32) -> Incoming {
+        Incoming::Data {
+            seq: wire_seq(seq),
+            round,
+            signal: false,
+        }
+    }
+
+    fn signal(seq: u64, round: u32) -> Incoming {
+        Incoming::Data {
+            seq: wire_seq(seq),
+            round,
+            signal: true,
+        }
+    }
+
+    fn token(from: usize, seq: u64, digest: u64) -> Incoming {
+        let region = RemoteRegion {
+            base: 4096,
+            len: 16,
+            key: 9,
+        };
+        Incoming::Token {
+            from,
+            token: Some(Token {
+                seq,
+                digest,
+                recv: region,
+                scratch: region,
+            }),
+        }
+    }
+
+    fn abort(from: usize, seq: u64) -> Incoming {
+        Incoming::Abort {
+            from,
+            seq: wire::abort_seq(seq),
+        }
+    }
+
+    fn complete(run: &mut Run) -> bool {
+        run.complete_rounds(&Buffers::default())
+            .expect("rounds without local steps")
+    }
+
+    /// The transfers one scan finds ready, each posted whole: (target, round).
+    fn post_all_ready(run: &mut Run, inbox: &mut Inbox) -> Vec<(usize, u32)> {
+        run.start_scan();
+        let mut posted = Vec::new();
+        while let Some(ready) = run.next_ready(inbox).expect("a ready transfer") {
+            while let Some(piece) = run.next_piece() {
+                run.piece_posted(piece.len);
+            }
+            run.transfer_posted();
+            posted.push((ready.to, ready.round));
+        }
+        posted
+    }
+
+    #[test]
+    fn rounds_complete_in_order_once_their_writes_are_in() {
+        let plan = data_plan();
+        let mut inbox = Inbox::new(SIZE);
+        let mut run = run_at(5, &plan);
+        run.on_event(&mut inbox, data(5, 1)).unwrap();
+        run.on_event(&mut inbox, data(5, 1)).unwrap();
+        // Round 1 is in, but round 0 is not.
+        assert!(!complete(&mut run));
+        assert_eq!(run.next, 0);
+        assert!(run
+            .awaited(&inbox)
+            .contains("1 of 1 writes in round 0 from rank(s) 2"));
+        run.on_event(&mut inbox, data(5, 0)).unwrap();
+        assert!(complete(&mut run));
+        // Round 2 expects nothing, so it completes with round 1.
+        assert_eq!(run.next, 3);
+        assert_eq!(run.stats.arrivals, 3);
+        assert!(!run.done(), "nothing is posted yet");
+    }
+
+    #[test]
+    fn a_write_for_a_round_without_writes_is_refused() {
+        let plan = data_plan();
+        let mut inbox = Inbox::new(SIZE);
+        let mut run = run_at(0, &plan);
+        let err = run.on_event(&mut inbox, data(0, 2)).unwrap_err();
+        assert!(matches!(err, TransportError::Protocol { .. }), "{err}");
+        let err = run.on_event(&mut inbox, data(0, 7)).unwrap_err();
+        assert!(err.to_string().contains("round 7"), "{err}");
+    }
+
+    #[test]
+    fn transfers_wait_for_their_data_and_token_in_plan_order_per_target() {
+        let plan = data_plan();
+        let mut inbox = Inbox::new(SIZE);
+        let mut run = run_at(3, &plan);
+        assert_eq!(post_all_ready(&mut run, &mut inbox), []);
+        assert!(run.awaited(&inbox).contains("round 0"));
+        run.on_event(&mut inbox, token(1, 3, DIGEST)).unwrap();
+        // Round 0's write to rank 1 goes; round 1's waits for round 0, and round 2's, though
+        // its data is held, stays behind it.
+        assert_eq!(post_all_ready(&mut run, &mut inbox), [(1, 0)]);
+        assert_eq!(run.in_flight, 1);
+        assert_eq!(run.stats.writes, 1);
+        assert_eq!(run.stats.bytes_written, 8);
+        run.on_event(&mut inbox, data(3, 0)).unwrap();
+        assert!(complete(&mut run));
+        assert_eq!(post_all_ready(&mut run, &mut inbox), [(1, 1), (1, 2)]);
+        // Rank 2's token has not come.
+        run.on_event(&mut inbox, data(3, 1)).unwrap();
+        run.on_event(&mut inbox, data(3, 1)).unwrap();
+        assert!(complete(&mut run));
+        assert_eq!(run.awaited(&inbox), "waiting for the ready token of rank 2");
+        run.on_event(&mut inbox, token(2, 3, DIGEST)).unwrap();
+        assert_eq!(run.awaited(&inbox), "posting a write to rank 2");
+        assert_eq!(post_all_ready(&mut run, &mut inbox), [(2, 1)]);
+        assert_eq!(run.in_flight, 4);
+        for left in (0..4).rev() {
+            assert!(!run.done());
+            run.on_event(&mut inbox, Incoming::LocalDone).unwrap();
+            assert_eq!(run.in_flight, left);
+        }
+        assert!(run.done());
+    }
+
+    #[test]
+    fn a_transfer_refused_half_way_resumes_at_its_next_piece() {
+        let mut r0 = Round::new(0);
+        r0.send(
+            1,
+            vec![
+                piece(Buf::Send, 0, Buf::Recv, 0, 4, None),
+                piece(Buf::Send, 4, Buf::Recv, 4, 4, None),
+            ],
+        );
+        let buffers = crate::plan::Buffers {
+            send: 8,
+            recv: 8,
+            scratch: 0,
+        };
+        let plan = prepare(buffers, vec![r0]);
+        let mut inbox = Inbox::new(SIZE);
+        let mut run = run_at(0, &plan);
+        run.on_event(&mut inbox, token(1, 0, DIGEST)).unwrap();
+        run.start_scan();
+        assert!(run.next_ready(&mut inbox).unwrap().is_some());
+        let first = run.next_piece().unwrap();
+        run.piece_posted(first.len);
+        // The provider refuses the second piece: the next scan offers the same transfer.
+        run.start_scan();
+        let ready = run.next_ready(&mut inbox).unwrap().unwrap();
+        assert_eq!((ready.to, ready.round, ready.signal), (1, 0, false));
+        assert_eq!(run.next_piece().map(|p| p.src_offset), Some(4));
+    }
+
+    #[test]
+    fn writes_and_tokens_of_the_next_operation_wait_for_it_across_the_wrap() {
+        let plan = data_plan();
+        let mut inbox = Inbox::new(SIZE);
+        let last = SEQ_SPACE - 1;
+        let mut run = run_at(last, &plan);
+        // The next operation's wire sequence is 0: ahead of this one, not behind.
+        run.on_event(&mut inbox, data(last + 1, 0)).unwrap();
+        run.on_event(&mut inbox, data(last + 1, 1)).unwrap();
+        run.on_event(&mut inbox, token(1, last + 1, DIGEST))
+            .unwrap();
+        assert_eq!(run.stats.arrivals, 0);
+        assert_eq!(inbox.early.get(&(0, 0, false)), Some(&1));
+        assert_eq!(inbox.early.get(&(0, 1, false)), Some(&1));
+        assert!(inbox.has_token(1, last + 1));
+        // This operation cannot use the next one's token.
+        assert_eq!(post_all_ready(&mut run, &mut inbox), []);
+
+        let mut next = run_at(last + 1, &plan);
+        next.adopt_early(&mut inbox).unwrap();
+        assert!(inbox.early.is_empty());
+        assert_eq!(next.stats.arrivals, 2);
+        assert!(complete(&mut next));
+        assert_eq!(next.next, 1, "round 1 still misses a write");
+        assert_eq!(
+            post_all_ready(&mut next, &mut inbox),
+            [(1, 0), (1, 1), (1, 2)]
+        );
+    }
+
+    #[test]
+    fn a_write_of_an_operation_that_is_over_aborts_the_one_its_sender_is_in() {
+        let plan = data_plan();
+        for (current, late) in [
+            (SEQ_SPACE, SEQ_SPACE - 1),
+            (SEQ_SPACE + 2, SEQ_SPACE - 1),
+            (5, 4),
+        ] {
+            let mut inbox = Inbox::new(SIZE);
+            let mut run = run_at(current, &plan);
+            let err = run.on_event(&mut inbox, data(late, 0)).unwrap_err();
+            assert!(matches!(err, TransportError::Protocol { .. }), "{err}");
+            assert_eq!(run.abort_seq, late, "current {current}");
+            assert_eq!(run.stats.arrivals, 0);
+            assert!(inbox.early.is_empty());
+        }
+    }
+
+    #[test]
+    fn the_future_reaches_half_the_sequence_space() {
+        let plan = data_plan();
+        let half = SEQ_SPACE / 2;
+        for current in [0, SEQ_SPACE - 3, 5 * SEQ_SPACE + 17] {
+            let mut inbox = Inbox::new(SIZE);
+            let mut run = run_at(current, &plan);
+            run.on_event(&mut inbox, data(current + half - 1, 0))
+                .unwrap();
+            assert_eq!(
+                inbox.early.get(&(wire_seq(current + half - 1), 0, false)),
+                Some(&1)
+            );
+            // Half the space ahead is as far behind: an operation that is over.
+            let err = run
+                .on_event(&mut inbox, data(current + half, 0))
+                .unwrap_err();
+            assert!(matches!(err, TransportError::Protocol { .. }), "{err}");
+            assert_eq!(run.abort_seq, current.saturating_sub(half));
+        }
+    }
+
+    #[test]
+    fn more_writes_than_a_round_expects_are_an_error() {
+        let plan = data_plan();
+        let mut inbox = Inbox::new(SIZE);
+        let mut run = run_at(1, &plan);
+        run.on_event(&mut inbox, data(1, 0)).unwrap();
+        let err = run.on_event(&mut inbox, data(1, 0)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "test (operation 1): protocol violation: 2 writes arrived in round 0, 1 expected"
+        );
+    }
+
+    #[test]
+    fn more_early_writes_than_a_round_expects_are_an_error_when_adopted() {
+        let plan = data_plan();
+        let mut inbox = Inbox::new(SIZE);
+        let mut run = run_at(1, &plan);
+        run.on_event(&mut inbox, data(2, 0)).unwrap();
+        run.on_event(&mut inbox, data(2, 0)).unwrap();
+        assert_eq!(inbox.early.get(&(wire_seq(2), 0, false)), Some(&2));
+        let err = run_at(2, &plan).adopt_early(&mut inbox).unwrap_err();
+        assert!(err
+            .to_string()
+            .contains("2 writes arrived in round 0, 1 expected"));
+    }
+
+    #[test]
+    fn a_token_that_comes_twice_is_kept_once() {
+        let plan = data_plan();
+        let mut inbox = Inbox::new(SIZE);
+        let mut run = run_at(4, &plan);
+        run.on_event(&mut inbox, token(1, 4, DIGEST)).unwrap();
+        run.on_event(&mut inbox, token(1, 4, DIGEST)).unwrap();
+        run.on_event(&mut inbox, token(1, 5, DIGEST)).unwrap();
+        assert_eq!(inbox.tokens[1].len(), 2);
+        // A slot that held no well-formed token is ignored.
+        run.on_event(
+            &mut inbox,
+            Incoming::Token {
+                from: 2,
+                token: None,
+            },
+        )
+        .unwrap();
+        assert!(inbox.tokens[2].is_empty());
+    }
+
+    #[test]
+    fn tokens_that_disagree_are_errors() {
+        let plan = data_plan();
+        let mut inbox = Inbox::new(SIZE);
+        let mut run = run_at(4, &plan);
+        let err = run
+            .on_event(&mut inbox, token(1, 4, DIGEST + 1))
+            .unwrap_err();
+        assert!(
+            matches!(err, TransportError::Mismatch { peer: 1, .. }),
+            "{err}"
+        );
+        // A future token is checked by its own operation.
+        run.on_event(&mut inbox, token(2, 5, DIGEST + 1)).unwrap();
+        let err = run_at(5, &plan).adopt_early(&mut inbox).unwrap_err();
+        assert!(
+            matches!(err, TransportError::Mismatch { peer: 2, .. }),
+            "{err}"
+        );
+        // A token of an operation that is over: its sender is still in it.
+        let mut run = run_at(9, &plan);
+        let err = run.on_event(&mut inbox, token(1, 7, DIGEST)).unwrap_err();
+        assert!(matches!(err, TransportError::Disagree { .. }), "{err}");
+        assert_eq!(run.abort_seq, 7);
+        // A token from a rank this one does not write to.
+        let signals = signal_plan();
+        let mut run = run_at(9, &signals);
+        let err = run.on_event(&mut inbox, token(1, 9, DIGEST)).unwrap_err();
+        assert!(matches!(err, TransportError::Disagree { .. }), "{err}");
+        // A token from a rank that does not exist.
+        let err = run
+            .on_event(&mut inbox, token(SIZE, 9, DIGEST))
+            .unwrap_err();
+        assert!(matches!(err, TransportError::Protocol { .. }), "{err}");
+    }
+
+    #[test]
+    fn aborts_of_this_past_and_future_operations() {
+        let plan = data_plan();
+        let mut inbox = Inbox::new(SIZE);
+        let mut run = run_at(10, &plan);
+        let err = run.on_event(&mut inbox, abort(2, 10)).unwrap_err();
+        assert!(
+            matches!(err, TransportError::AbortedBy { rank: 2, .. }),
+            "{err}"
+        );
+        let err = run.on_event(&mut inbox, abort(1, 9)).unwrap_err();
+        assert!(
+            matches!(err, TransportError::AbortedEarlier { rank: 1, .. }),
+            "{err}"
+        );
+        // A future abort waits for its operation, which then fails at its start.
+        run.on_event(&mut inbox, abort(1, 12)).unwrap();
+        assert_eq!(inbox.early_aborts, [(wire::abort_seq(12), 1)]);
+        run_at(11, &plan).adopt_early(&mut inbox).unwrap();
+        assert_eq!(inbox.early_aborts.len(), 1, "still ahead of operation 11");
+        let err = run_at(12, &plan).adopt_early(&mut inbox).unwrap_err();
+        assert!(
+            matches!(err, TransportError::AbortedBy { rank: 1, .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn aborts_order_across_the_wrap_of_their_shorter_sequence() {
+        let plan = data_plan();
+        let mut inbox = Inbox::new(SIZE);
+        let last = ABORT_SPACE - 1;
+        let mut run = run_at(last, &plan);
+        run.on_event(&mut inbox, abort(2, last + 1)).unwrap();
+        assert_eq!(inbox.early_aborts, [(0, 2)]);
+        let err = run_at(last + 1, &plan).adopt_early(&mut inbox).unwrap_err();
+        assert!(
+            matches!(err, TransportError::AbortedBy { rank: 2, .. }),
+            "{err}"
+        );
+        let mut run = run_at(ABORT_SPACE, &plan);
+        let err = run.on_event(&mut inbox, abort(0, last)).unwrap_err();
+        assert!(
+            matches!(err, TransportError::AbortedEarlier { .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_abort_passed_over_is_dropped() {
+        let plan = data_plan();
+        let mut inbox = Inbox::new(SIZE);
+        run_at(1, &plan).on_event(&mut inbox, abort(2, 3)).unwrap();
+        // Operation 3 was given up elsewhere before this rank came to it (its abort was for
+        // operation 3, and this rank now starts operation 4): it is no longer kept.
+        run_at(4, &plan).adopt_early(&mut inbox).unwrap();
+        assert!(inbox.early_aborts.is_empty());
+    }
+
+    #[test]
+    fn a_signal_never_completes_a_round_that_expects_data() {
+        let plan = data_plan();
+        let mut inbox = Inbox::new(SIZE);
+        let mut run = run_at(6, &plan);
+        let err = run.on_event(&mut inbox, signal(6, 0)).unwrap_err();
+        assert!(matches!(err, TransportError::Disagree { .. }), "{err}");
+        assert!(
+            err.to_string().contains("a signal arrived in round 0"),
+            "{err}"
+        );
+        assert_eq!(run.stats.arrivals, 0);
+        assert!(!complete(&mut run));
+        assert_eq!(run.next, 0);
+        // Nor when it came early.
+        let mut run = run_at(5, &plan);
+        run.on_event(&mut inbox, signal(6, 0)).unwrap();
+        assert_eq!(inbox.early.get(&(wire_seq(6), 0, true)), Some(&1));
+        let mut next = run_at(6, &plan);
+        assert!(matches!(
+            next.adopt_early(&mut inbox),
+            Err(TransportError::Disagree { .. })
+        ));
+        assert_eq!(next.next, 0);
+        assert_eq!(next.stats.arrivals, 0);
+    }
+
+    #[test]
+    fn signals_complete_signal_rounds_and_data_does_not() {
+        let plan = signal_plan();
+        let mut inbox = Inbox::new(SIZE);
+        let mut run = run_at(2, &plan);
+        let err = run.on_event(&mut inbox, data(2, 0)).unwrap_err();
+        assert!(err.to_string().contains("data arrived in round 0"), "{err}");
+        let mut run = run_at(2, &plan);
+        // A signal needs no token.
+        let ready = {
+            run.start_scan();
+            run.next_ready(&mut inbox).unwrap()
+        };
+        assert_eq!(
+            ready,
+            Some(Ready {
+                to: 1,
+                round: 0,
+                signal: true,
+                token: None
+            })
+        );
+        run.piece_posted(0);
+        run.transfer_posted();
+        run.on_event(&mut inbox, signal(2, 0)).unwrap();
+        assert!(complete(&mut run));
+        run.on_event(&mut inbox, Incoming::LocalDone).unwrap();
+        assert!(run.done());
+    }
+}
