@@ -3,7 +3,8 @@
 //! A [`Run`] is plain state: it is told what arrived ([`Incoming`]) and asked what may be
 //! posted next; the transport that owns it does all reading and writing on the fabric.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 
 use crate::plan::{Local, Piece};
 
@@ -61,8 +62,15 @@ impl Inbox {
 struct Pending {
     position: usize,
     transfer: usize,
+    to: usize,
+    /// The last round whose completion the data of its pieces waits for.
+    after: Option<u32>,
+    /// The next transfer to the same target, in plan order.
+    next_to_same: Option<usize>,
     /// Pieces posted so far (a post may be refused with EAGAIN half way).
     posted: usize,
+    /// Every piece is posted.
+    done: bool,
 }
 
 /// A transfer allowed to be posted now ([`Run::next_ready`]).
@@ -89,28 +97,51 @@ pub(super) struct Run {
     arrived: Vec<usize>,
     /// Position of the first incomplete round in `rounds`.
     next: usize,
-    pending: Vec<Pending>,
+    /// Every transfer of the plan, in plan order.
+    transfers: Vec<Pending>,
+    /// Transfers not posted whole yet.
+    unposted: usize,
+    /// The first transfer in plan order not posted whole yet.
+    first_unposted: usize,
+    /// Transfers to look at, earliest in plan order first: each the first unposted transfer
+    /// to its target (posting keeps plan order per target) that may have become ready.
+    candidates: BinaryHeap<Reverse<usize>>,
+    /// First unposted transfers whose data is not held yet, by the round they wait for.
+    awaiting_round: BinaryHeap<Reverse<(u32, usize)>>,
+    /// Per target, its first unposted transfer if that waits for the target's token.
+    awaiting_token: Vec<Option<usize>>,
+    /// The transfer [`Self::next_ready`] returned, until it is posted whole.
+    current: usize,
     /// Local writes not completed yet.
     pub(super) in_flight: usize,
     pub(super) stats: OpStats,
     local: LocalSteps,
-    /// Generation stamps per target, to keep plan order per target while scanning.
-    blocked: Vec<u64>,
-    scan: u64,
-    /// Position in `pending` of the scan in progress.
-    cursor: usize,
 }
 
 impl Run {
     /// Operation `seq`, named `op`, of `plan` among `size` ranks.
     pub fn new(op: String, seq: u64, digest: u64, plan: &Prepared, size: usize) -> Self {
-        let mut pending = Vec::new();
+        let mut transfers: Vec<Pending> = Vec::new();
+        let mut last_to = vec![None; size];
+        let mut candidates = BinaryHeap::new();
         for (position, round) in plan.rounds.iter().enumerate() {
-            for transfer in 0..round.sends.len() {
-                pending.push(Pending {
+            for (transfer, t) in round.sends.iter().enumerate() {
+                let index = transfers.len();
+                match last_to[t.to].replace(index) {
+                    Some(before) => {
+                        let before: &mut Pending = &mut transfers[before];
+                        before.next_to_same = Some(index);
+                    }
+                    None => candidates.push(Reverse(index)),
+                }
+                transfers.push(Pending {
                     position,
                     transfer,
+                    to: t.to,
+                    after: t.pieces.iter().map(|p| p.after).max().flatten(),
+                    next_to_same: None,
                     posted: 0,
+                    done: false,
                 });
             }
         }
@@ -121,13 +152,16 @@ impl Run {
             plan: plan.clone(),
             arrived: vec![0; plan.rounds.len()],
             next: 0,
-            pending,
+            unposted: transfers.len(),
+            transfers,
+            first_unposted: 0,
+            candidates,
+            awaiting_round: BinaryHeap::new(),
+            awaiting_token: vec![None; size],
+            current: 0,
             in_flight: 0,
             stats: OpStats::default(),
             local: LocalSteps::default(),
-            blocked: vec![0; size],
-            scan: 0,
-            cursor: 0,
             abort_seq: seq,
         }
     }
@@ -272,6 +306,11 @@ impl Run {
                     if !list.iter().any(|tok| tok.seq == token.seq) {
                         list.push(token);
                     }
+                    if token.seq == self.seq {
+                        if let Some(waiting) = self.awaiting_token[from].take() {
+                            self.candidates.push(Reverse(waiting));
+                        }
+                    }
                 }
             }
             Incoming::Abort { from, seq } => {
@@ -356,43 +395,48 @@ impl Run {
             .map_or(u64::MAX, |r| u64::from(r.index))
     }
 
-    /// Starts a pass over the pending transfers ([`Self::next_ready`]).
+    /// Starts a pass over the transfers that may have become ready ([`Self::next_ready`]):
+    /// those whose data the rounds completed since the last pass hold.
     pub fn start_scan(&mut self) {
-        self.scan += 1;
-        self.cursor = 0;
+        let below = self.complete_below();
+        while let Some(&Reverse((round, index))) = self.awaiting_round.peek() {
+            if u64::from(round) >= below {
+                break;
+            }
+            self.awaiting_round.pop();
+            self.candidates.push(Reverse(index));
+        }
     }
 
-    /// The next pending transfer of this pass whose data is held and whose target is ready,
-    /// keeping plan order per target: a target whose earlier transfer is not ready gets none
-    /// in this pass. The transfer stays current until [`Self::transfer_posted`].
+    /// The next transfer of this pass, in plan order, whose data is held and whose target is
+    /// ready; only the first unposted transfer to each target is looked at, so that plan
+    /// order per target is kept. The work is proportional to the transfers that may have
+    /// become ready, not to all of them. The transfer stays current until
+    /// [`Self::transfer_posted`].
     pub fn next_ready(&mut self, inbox: &mut Inbox) -> Result<Option<Ready>> {
         let below = self.complete_below();
-        while self.cursor < self.pending.len() {
+        while let Some(&Reverse(index)) = self.candidates.peek() {
             let Pending {
-                position, transfer, ..
-            } = self.pending[self.cursor];
+                position,
+                transfer,
+                to,
+                after,
+                ..
+            } = self.transfers[index];
+            if let Some(round) = after.filter(|&r| u64::from(r) >= below) {
+                self.candidates.pop();
+                self.awaiting_round.push(Reverse((round, index)));
+                continue;
+            }
             let round = &self.plan.rounds[position];
-            let transfer = &round.sends[transfer];
-            let to = transfer.to;
-            if self.blocked[to] == self.scan {
-                self.cursor += 1;
+            let signal = round.sends[transfer].bytes() == 0;
+            let token = self.token_for(inbox, to)?;
+            if token.is_none() && !signal {
+                self.candidates.pop();
+                self.awaiting_token[to] = Some(index);
                 continue;
             }
-            let held = transfer
-                .pieces
-                .iter()
-                .all(|p| p.after.map_or(true, |r| u64::from(r) < below));
-            let signal = transfer.bytes() == 0;
-            let token = if held {
-                self.token_for(inbox, to)?
-            } else {
-                None
-            };
-            if !(held && (token.is_some() || signal)) {
-                self.blocked[to] = self.scan;
-                self.cursor += 1;
-                continue;
-            }
+            self.current = index;
             return Ok(Some(Ready {
                 to,
                 round: round.index,
@@ -417,7 +461,7 @@ impl Run {
 
     /// The next piece of the current ready transfer still to post.
     pub fn next_piece(&self) -> Option<Piece> {
-        let p = &self.pending[self.cursor];
+        let p = &self.transfers[self.current];
         self.plan.rounds[p.position].sends[p.transfer]
             .pieces
             .get(p.posted)
@@ -426,19 +470,34 @@ impl Run {
 
     /// The provider took the piece [`Self::next_piece`] returned.
     pub fn piece_posted(&mut self, len: usize) {
-        self.pending[self.cursor].posted += 1;
+        self.transfers[self.current].posted += 1;
         self.in_flight += 1;
         self.stats.writes += 1;
         self.stats.bytes_written += len as u64;
     }
 
-    /// Every piece of the current ready transfer is posted: it is no longer pending.
+    /// Every piece of the current ready transfer is posted: the next transfer to its target
+    /// may go.
     pub fn transfer_posted(&mut self) {
-        self.pending.remove(self.cursor);
+        let top = self.candidates.pop();
+        debug_assert_eq!(top, Some(Reverse(self.current)));
+        let posted = &mut self.transfers[self.current];
+        posted.done = true;
+        if let Some(next) = posted.next_to_same {
+            self.candidates.push(Reverse(next));
+        }
+        self.unposted -= 1;
+        while self
+            .transfers
+            .get(self.first_unposted)
+            .is_some_and(|t| t.done)
+        {
+            self.first_unposted += 1;
+        }
     }
 
     pub fn done(&self) -> bool {
-        self.next == self.plan.rounds.len() && self.pending.is_empty() && self.in_flight == 0
+        self.next == self.plan.rounds.len() && self.unposted == 0 && self.in_flight == 0
     }
 
     /// What the operation is still waiting for, for a deadline error.
@@ -453,8 +512,8 @@ impl Run {
                 from.join(", ")
             );
         }
-        if let Some(p) = self.pending.first() {
-            let to = self.plan.rounds[p.position].sends[p.transfer].to;
+        if let Some(p) = self.transfers.get(self.first_unposted) {
+            let to = p.to;
             return if inbox.has_token(to, self.seq) {
                 format!("posting a write to rank {to}")
             } else {
@@ -629,7 +688,11 @@ mod tests {
         let mut run = run_at(3, &plan);
         assert_eq!(post_all_ready(&mut run, &mut inbox), []);
         assert!(run.awaited(&inbox).contains("round 0"));
+        // Nothing is looked at again until a token or a round makes it ready.
+        assert!(run.candidates.is_empty());
+        assert_eq!(run.awaiting_token, [None, Some(0), Some(2)]);
         run.on_event(&mut inbox, token(1, 3, DIGEST)).unwrap();
+        assert_eq!(run.candidates.len(), 1);
         // Round 0's write to rank 1 goes; round 1's waits for round 0, and round 2's, though
         // its data is held, stays behind it.
         assert_eq!(post_all_ready(&mut run, &mut inbox), [(1, 0)]);
