@@ -21,6 +21,11 @@
 //! region and need no token; one that arrives before its target reached its operation is kept
 //! for later. A rank that finds a digest that differs from its own, or fails in any other way,
 //! writes an abort to every rank, so that all of them return an error instead of waiting.
+//!
+//! The [`Transport`] owns the endpoint and drives one run at a time (`drive`); a run's state
+//! (`run`) only takes in what arrived and says what may be posted, so it can be tested
+//! without a fabric. Set-up is in `setup`, the prepared plan in `prepared`, local copy and
+//! combine steps in `local`, the waiting policy in `waiting`, the wire format in [`wire`].
 
 mod drive;
 mod liveness;
