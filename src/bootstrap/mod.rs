@@ -35,7 +35,7 @@ use pmi1::{Greeted, Pmi1Client};
 use pmi2::Pmi2Client;
 use pmix::PmixClient;
 
-pub use channel::Endpoint;
+pub use channel::ServerAddress;
 pub use launcher::{Detected, PmiChoice, PMI_ENV};
 pub use pmi1::KvsLimits;
 
@@ -208,21 +208,21 @@ impl Bootstrap {
         let fd = var("PMI_FD");
         let port = var("PMI_PORT");
         let id = var("PMI_ID");
-        let endpoint = match (fd, port) {
-            (Some(fd), _) => Some(Endpoint::Fd(parse_env("PMI_FD", &fd)?)),
-            (None, Some(address)) => Some(Endpoint::Port { address, id }),
+        let server = match (fd, port) {
+            (Some(fd), _) => Some(ServerAddress::Fd(parse_env("PMI_FD", &fd)?)),
+            (None, Some(address)) => Some(ServerAddress::Port { address, id }),
             (None, None) => None,
         };
         let detected = launcher::detect();
-        match (endpoint, choice) {
-            (Some(endpoint), PmiChoice::Auto | PmiChoice::Pmi1 | PmiChoice::Pmi2) => {
+        match (server, choice) {
+            (Some(server), PmiChoice::Auto | PmiChoice::Pmi1 | PmiChoice::Pmi2) => {
                 // PMI-2 is offered where it is known to keep PMI-1's guarantees: under Slurm.
                 // Hydra accepts it too, but its PMI-2 fence does not wait for ranks that never
                 // initialized and it has no abort; there PMI-2 is only used when asked for.
                 let offer_pmi2 = choice == PmiChoice::Pmi2
                     || (choice == PmiChoice::Auto && var("SLURM_STEP_ID").is_some());
                 Self::connect_as(
-                    &endpoint,
+                    &server,
                     var("PMI_RANK"),
                     var("PMI_SIZE"),
                     options,
@@ -295,26 +295,26 @@ impl Bootstrap {
         })
     }
 
-    /// Joins through an explicit endpoint, with rank and size as the environment would give.
+    /// Joins the PMI server at an explicit address, with rank and size as the environment would give.
     /// PMI-1 only, as the built-in launcher and Hydra serve it.
     pub fn connect(
-        endpoint: &Endpoint,
+        server: &ServerAddress,
         rank: Option<String>,
         size: Option<String>,
         options: &BootstrapOptions,
     ) -> Result<Self, BootstrapError> {
-        Self::connect_as(endpoint, rank, size, options, false)
+        Self::connect_as(server, rank, size, options, false)
     }
 
-    /// Joins through `endpoint` with PMI-2 if offered and the server accepts it, else PMI-1.
+    /// Joins the server at `server` with PMI-2 if offered and the server accepts it, else PMI-1.
     fn connect_as(
-        endpoint: &Endpoint,
+        server: &ServerAddress,
         rank: Option<String>,
         size: Option<String>,
         options: &BootstrapOptions,
         offer_pmi2: bool,
     ) -> Result<Self, BootstrapError> {
-        let mut client = match Pmi1Client::greet(endpoint, options.timeout, offer_pmi2)? {
+        let mut client = match Pmi1Client::greet(server, options.timeout, offer_pmi2)? {
             Greeted::Pmi1(client) => client,
             Greeted::Pmi2 { channel, assigned } => {
                 let rank = match (assigned.0, &rank) {

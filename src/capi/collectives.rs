@@ -1,4 +1,4 @@
-//! The collectives of the C API, blocking: each builds a [`Collective`] from its C arguments,
+//! The collectives of the C API, blocking: each builds a `Collective` from its C arguments,
 //! starts it and waits. The nonblocking and persistent forms (`requests.rs`) start the same
 //! descriptions.
 

@@ -6,7 +6,7 @@
 //! write names the remote offset.
 
 use super::{
-    ceil_log2, displacements, piece, Algorithm, Buf, Buffers, CostModel, Local, PlanError,
+    ceil_log2, displacements, piece, Algorithm, Buf, BufferSizes, CostModel, Local, PlanError,
     Prediction, Problem, Round,
 };
 
@@ -62,8 +62,8 @@ impl Gathered {
         self.counts.len()
     }
 
-    pub fn buffers(&self, rank: usize) -> Buffers {
-        Buffers {
+    pub fn buffers(&self, rank: usize) -> BufferSizes {
+        BufferSizes {
             send: self.counts[rank],
             recv: self.total,
             scratch: 0,
@@ -129,7 +129,7 @@ impl Algorithm for RingAllgather {
     fn problem(&self) -> &Problem {
         &self.g.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
         self.g.buffers(rank)
     }
     fn setup(&self, rank: usize) -> Vec<Local> {
@@ -202,7 +202,7 @@ impl Algorithm for RecursiveDoublingAllgather {
     fn problem(&self) -> &Problem {
         &self.g.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
         self.g.buffers(rank)
     }
     fn setup(&self, rank: usize) -> Vec<Local> {
@@ -320,7 +320,7 @@ impl Algorithm for BruckAllgather {
     fn problem(&self) -> &Problem {
         &self.g.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
         self.g.buffers(rank)
     }
     fn setup(&self, rank: usize) -> Vec<Local> {

@@ -5,8 +5,8 @@
 //! destination, so no write ever races with a message still being sent from the same bytes.
 
 use super::{
-    floor_log2, piece, Algorithm, Blocks, Buf, Buffers, CostModel, Local, PlanError, Prediction,
-    Problem, Reduction, Round,
+    floor_log2, piece, Algorithm, Blocks, Buf, BufferSizes, CostModel, Local, PlanError,
+    Prediction, Problem, Reduction, Round,
 };
 
 fn allreduce_of(
@@ -86,9 +86,9 @@ impl Algorithm for RecursiveDoublingAllreduce {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, _rank: usize) -> Buffers {
+    fn buffers(&self, _rank: usize) -> BufferSizes {
         let (l, _) = self.shape();
-        Buffers {
+        BufferSizes {
             send: self.bytes,
             recv: self.bytes,
             scratch: 2 * (l + 1) * self.bytes,
@@ -239,8 +239,8 @@ impl Algorithm for ReduceScatterAllgather {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, _rank: usize) -> Buffers {
-        Buffers {
+    fn buffers(&self, _rank: usize) -> BufferSizes {
+        BufferSizes {
             send: self.bytes,
             recv: self.bytes,
             scratch: 2 * self.p.saturating_sub(1) * self.slot(),

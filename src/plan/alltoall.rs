@@ -5,7 +5,7 @@
 //! connected network too. (p − 1)(α + βb).
 
 use super::{
-    piece, Algorithm, Buf, Buffers, CostModel, Local, PlanError, Prediction, Problem, Round,
+    piece, Algorithm, Buf, BufferSizes, CostModel, Local, PlanError, Prediction, Problem, Round,
 };
 
 pub struct PairwiseAlltoall {
@@ -50,8 +50,8 @@ impl Algorithm for PairwiseAlltoall {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, _rank: usize) -> Buffers {
-        Buffers {
+    fn buffers(&self, _rank: usize) -> BufferSizes {
+        BufferSizes {
             send: self.p * self.block,
             recv: self.p * self.block,
             scratch: 0,

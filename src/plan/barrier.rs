@@ -2,7 +2,7 @@
 //! ⌈log p⌉ rounds every rank has heard, directly or through others, from every rank. The same
 //! doubling pattern as seed 002's all-to-all broadcast on a hypercube, with empty messages.
 
-use super::{ceil_log2, Algorithm, Buffers, CostModel, PlanError, Prediction, Problem, Round};
+use super::{ceil_log2, Algorithm, BufferSizes, CostModel, PlanError, Prediction, Problem, Round};
 
 /// Dissemination barrier; ⌈log p⌉ rounds, ⌈log p⌉α.
 pub struct DisseminationBarrier {
@@ -35,8 +35,8 @@ impl Algorithm for DisseminationBarrier {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, _rank: usize) -> Buffers {
-        Buffers::default()
+    fn buffers(&self, _rank: usize) -> BufferSizes {
+        BufferSizes::default()
     }
     fn rounds(&self, rank: usize) -> Box<dyn Iterator<Item = Round> + Send + '_> {
         let p = self.p;

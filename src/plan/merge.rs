@@ -242,7 +242,7 @@ pub struct Tally {
     /// Most pieces any rank sends (the writes of one write per piece).
     pub pieces_per_rank: u64,
     /// Priced by rounds with the merged writes: every round costs its busiest port, a message
-    /// [`CostModel::message_writes`].
+    /// [`CostModel::message_writes`](super::CostModel::message_writes).
     pub round_time: f64,
 }
 

@@ -55,7 +55,7 @@ pub enum Buf {
     Send,
     /// The caller's output.
     Recv,
-    /// Library scratch memory (size given by [`Buffers::scratch`]).
+    /// Library scratch memory (size given by [`BufferSizes::scratch`]).
     Scratch,
 }
 
@@ -218,16 +218,19 @@ pub(super) fn push_piece(out: &mut Vec<Piece>, p: Piece) {
 
 /// Sizes in bytes of one rank's buffers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Buffers {
+pub struct BufferSizes {
     pub send: usize,
     pub recv: usize,
     pub scratch: usize,
 }
 
+/// The former name of [`BufferSizes`], still used by the executor in `src/transport/`.
+pub type Buffers = BufferSizes;
+
 /// The plan of one rank.
 pub struct RankPlan<'a> {
     pub rank: usize,
-    pub buffers: Buffers,
+    pub buffers: BufferSizes,
     pub setup: Vec<Local>,
     pub rounds: Box<dyn Iterator<Item = Round> + Send + 'a>,
 }
@@ -543,7 +546,7 @@ pub trait Algorithm: Send + Sync {
     /// The problem this instance solves.
     fn problem(&self) -> &Problem;
     /// Buffer sizes of `rank` (valid rank assumed; see [`Algorithm::rank_plan`]).
-    fn buffers(&self, rank: usize) -> Buffers;
+    fn buffers(&self, rank: usize) -> BufferSizes;
     /// Local steps before the first round.
     fn setup(&self, _rank: usize) -> Vec<Local> {
         Vec::new()

@@ -11,7 +11,7 @@
 
 use super::allgather::{counts_of, own_copy};
 use super::{
-    check_rounds, displacements, piece, Algorithm, Buf, Buffers, CostModel, Local, PlanError,
+    check_rounds, displacements, piece, Algorithm, Buf, BufferSizes, CostModel, Local, PlanError,
     Prediction, Problem, Round,
 };
 
@@ -162,8 +162,8 @@ impl Algorithm for PipelinedRingAllgatherv {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
-        Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
+        BufferSizes {
             send: self.counts[rank],
             recv: self.total,
             scratch: 0,

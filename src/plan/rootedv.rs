@@ -10,8 +10,8 @@
 
 use super::tree::{parent, top_down_receive};
 use super::{
-    ceil_log2, displacements, piece, push_piece, Algorithm, Buf, Buffers, CostModel, Local, Piece,
-    PlanError, Prediction, Problem, Round,
+    ceil_log2, displacements, piece, push_piece, Algorithm, Buf, BufferSizes, CostModel, Local,
+    Piece, PlanError, Prediction, Problem, Round,
 };
 
 /// (root, counts, displacements) of a gatherv or scatterv problem.
@@ -168,10 +168,10 @@ impl Algorithm for BinomialGatherv {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
         let t = &self.tree;
         let v = t.virt(rank);
-        Buffers {
+        BufferSizes {
             send: t.counts[rank],
             recv: if v == 0 { t.vsum[t.p] } else { 0 },
             scratch: t.scratch(v),
@@ -271,10 +271,10 @@ impl Algorithm for BinomialScatterv {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
         let t = &self.tree;
         let v = t.virt(rank);
-        Buffers {
+        BufferSizes {
             send: if v == 0 { t.vsum[t.p] } else { 0 },
             recv: t.counts[rank],
             scratch: t.scratch(v),
@@ -367,9 +367,9 @@ impl Algorithm for LinearGatherv {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
         let t = &self.tree;
-        Buffers {
+        BufferSizes {
             send: t.counts[rank],
             recv: if rank == t.root { t.vsum[t.p] } else { 0 },
             scratch: 0,
@@ -443,9 +443,9 @@ impl Algorithm for LinearScatterv {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
         let t = &self.tree;
-        Buffers {
+        BufferSizes {
             send: if rank == t.root { t.vsum[t.p] } else { 0 },
             recv: t.counts[rank],
             scratch: 0,

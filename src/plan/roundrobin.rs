@@ -12,7 +12,7 @@
 //! for odd N (Table 1 and §5.3, with the latency term per message).
 
 use super::{
-    check_rounds, piece, Algorithm, Blocks, Buf, Buffers, CostModel, PlanError, Prediction,
+    check_rounds, piece, Algorithm, Blocks, Buf, BufferSizes, CostModel, PlanError, Prediction,
     Problem, Round,
 };
 
@@ -118,8 +118,8 @@ impl Algorithm for RoundRobinBroadcast {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, _rank: usize) -> Buffers {
-        Buffers {
+    fn buffers(&self, _rank: usize) -> BufferSizes {
+        BufferSizes {
             send: 0,
             recv: self.messages.total,
             scratch: 0,

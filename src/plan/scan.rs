@@ -3,8 +3,8 @@
 //! to the total, and to its result when the partner is lower. ⌈log p⌉ rounds, ⌈log p⌉(α + βm).
 
 use super::{
-    ceil_log2, piece, Algorithm, Buf, Buffers, CostModel, Local, PlanError, Prediction, Problem,
-    Reduction, Round,
+    ceil_log2, piece, Algorithm, Buf, BufferSizes, CostModel, Local, PlanError, Prediction,
+    Problem, Reduction, Round,
 };
 
 pub struct HypercubeScan {
@@ -69,8 +69,8 @@ impl Algorithm for HypercubeScan {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, _rank: usize) -> Buffers {
-        Buffers {
+    fn buffers(&self, _rank: usize) -> BufferSizes {
+        BufferSizes {
             send: self.bytes,
             recv: self.bytes,
             scratch: 3 * ceil_log2(self.p) * self.bytes,

@@ -7,7 +7,7 @@
 //! for any p follow the hypercube template and skip partners ≥ p.
 
 use super::{
-    ceil_log2, piece, push_piece, Algorithm, Blocks, Buf, Buffers, CostModel, Local, PlanError,
+    ceil_log2, piece, push_piece, Algorithm, Blocks, Buf, BufferSizes, CostModel, Local, PlanError,
     Prediction, Problem, Round,
 };
 
@@ -83,8 +83,8 @@ impl Algorithm for BinomialBroadcast {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, _rank: usize) -> Buffers {
-        Buffers {
+    fn buffers(&self, _rank: usize) -> BufferSizes {
+        BufferSizes {
             send: 0,
             recv: self.bytes,
             scratch: 0,
@@ -189,9 +189,9 @@ impl Algorithm for BinomialReduce {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
         let v = virt(rank, self.root, self.p);
-        Buffers {
+        BufferSizes {
             send: self.bytes,
             recv: if v == 0 { self.bytes } else { 0 },
             scratch: 2 * self.children(v).len() * self.bytes,
@@ -330,9 +330,9 @@ impl Algorithm for BinomialScatter {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
         let v = virt(rank, self.root, self.p);
-        Buffers {
+        BufferSizes {
             send: if v == 0 { self.p * self.block } else { 0 },
             recv: self.block,
             scratch: if v == 0 {
@@ -481,9 +481,9 @@ impl Algorithm for BinomialGather {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
         let v = virt(rank, self.root, self.p);
-        Buffers {
+        BufferSizes {
             send: self.block,
             recv: if v == 0 { self.p * self.block } else { 0 },
             scratch: if v == 0 {
@@ -588,8 +588,8 @@ impl Algorithm for ScatterAllgatherBroadcast {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, _rank: usize) -> Buffers {
-        Buffers {
+    fn buffers(&self, _rank: usize) -> BufferSizes {
+        BufferSizes {
             send: 0,
             recv: self.bytes,
             scratch: 0,

@@ -1,26 +1,13 @@
-//! Executes plans between processes with one-sided writes (ARCHITECTURE.md, "One-sided
-//! protocol").
-//!
-//! Per operation (sequence number s, the same order on every rank):
-//! 1. every rank that expects writes sends a ready token to each rank that will write to it:
-//!    a write into the writer's control region naming s, a digest of the operation's arguments
-//!    and where its receive and scratch buffers are;
-//! 2. a transfer is posted as soon as the data it carries is held (the rounds its pieces depend
-//!    on are complete) and the target's token for s has arrived, in plan order per target;
-//!    every piece is one write carrying remote CQ data (s, round);
-//! 3. the receiver counts arrivals per round against its plan; a round is complete when all its
-//!    writes are in and every earlier round is complete; then its local steps run;
-//! 4. the operation is done when every round is complete and every local write has completed.
+//! Executes plans between processes with one-sided writes: per operation, every rank that
+//! expects writes sends its writers a ready token, writers post each piece as one write with
+//! remote CQ data once the data is held and the token is in, and receivers count arrivals per
+//! round. The protocol (tokens, CQ data, signals, aborts, deadlines, waiting) is described in
+//! docs/architecture.md, section "The one-sided protocol (src/transport)".
 //!
 //! An operation is [`Transport::prepare`]d (the plan materialised once into a [`Prepared`],
 //! which persistent operations keep and reuse), [`Transport::start`]ed (setup steps, ready
 //! tokens, the writes already allowed) and [`Transport::finish`]ed (driven to completion);
 //! [`Transport::execute`] does all three. Only one operation is in progress at a time.
-//!
-//! Zero-length pieces (signals, as in the barrier) carry no data, go into the target's control
-//! region and need no token; one that arrives before its target reached its operation is kept
-//! for later. A rank that finds a digest that differs from its own, or fails in any other way,
-//! writes an abort to every rank, so that all of them return an error instead of waiting.
 //!
 //! The [`Transport`] owns the endpoint and drives one run at a time (`drive`); a run's state
 //! (`run`) only takes in what arrived and says what may be posted, so it can be tested

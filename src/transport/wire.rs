@@ -13,6 +13,9 @@
 //! need no token, so that a target that expects data never counts a signal as data. A control
 //! write names its sender: the target then reads the sender's slot of its control region (a
 //! token) or fails the operation (abort).
+//!
+//! The protocol these words serve: docs/architecture.md, section "The one-sided protocol
+//! (src/transport)".
 
 use crate::fabric::{RemoteRegion, REMOTE_REGION_BYTES};
 

@@ -8,7 +8,7 @@ use plotters::coord::Shift;
 use plotters::element::{DashedPathElement, DynElement, IntoDynElement};
 use plotters::prelude::*;
 
-use super::report::{
+use super::compare::{
     format_beta, format_bytes, format_seconds, format_seconds_short, Comparison, Group, Statistic,
 };
 
