@@ -9,6 +9,7 @@
 //! "seed 004": README.md, section "References".
 
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod bootstrap;
 // `#[no_mangle]` exports trip the unsafe_code lint; the C API's unsafe blocks are in capi::raw.

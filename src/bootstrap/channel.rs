@@ -18,7 +18,12 @@ pub enum ServerAddress {
     /// An inherited socket (`PMI_FD`).
     Fd(i32),
     /// `PMI_PORT=host:port`, with `PMI_ID` when the server assigns rank and size itself.
-    Port { address: String, id: Option<String> },
+    Port {
+        /// `host:port` of the server.
+        address: String,
+        /// `PMI_ID`: the id this process presents in Hydra's port mode.
+        id: Option<String>,
+    },
 }
 
 enum Stream {

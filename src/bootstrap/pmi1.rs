@@ -15,8 +15,11 @@ use super::BootstrapError;
 /// fields are therefore one less than the announced figures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KvsLimits {
+    /// The longest kvsname in bytes.
     pub kvsname_max: usize,
+    /// The longest key in bytes.
     pub key_max: usize,
+    /// The longest value in bytes.
     pub value_max: usize,
 }
 

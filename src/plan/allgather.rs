@@ -113,8 +113,11 @@ pub struct RingAllgather {
 }
 
 impl RingAllgather {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "ring-allgather";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         Ok(RingAllgather {
             g: Gathered::new(problem, Self::NAME)?,
@@ -172,8 +175,11 @@ pub struct RecursiveDoublingAllgather {
 }
 
 impl RecursiveDoublingAllgather {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "recursive-doubling-allgather";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         let g = Gathered::new(problem, Self::NAME)?;
         if !g.p().is_power_of_two() {
@@ -245,8 +251,11 @@ pub struct BruckAllgather {
 }
 
 impl BruckAllgather {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "bruck-allgather";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         Ok(BruckAllgather {
             g: Gathered::new(problem, Self::NAME)?,

@@ -51,8 +51,11 @@ pub struct RecursiveDoublingAllreduce {
 }
 
 impl RecursiveDoublingAllreduce {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "recursive-doubling-allreduce";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         let (p, reduction, bytes) = allreduce_of(problem, Self::NAME)?;
         Ok(RecursiveDoublingAllreduce {
@@ -202,8 +205,11 @@ pub struct ReduceScatterAllgather {
 }
 
 impl ReduceScatterAllgather {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "reduce-scatter-allgather";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         let (p, reduction, bytes) = allreduce_of(problem, Self::NAME)?;
         Ok(ReduceScatterAllgather {

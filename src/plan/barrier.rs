@@ -11,8 +11,11 @@ pub struct DisseminationBarrier {
 }
 
 impl DisseminationBarrier {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "dissemination-barrier";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         problem.validate()?;
         match *problem {

@@ -44,8 +44,11 @@ pub struct CirculantBroadcast {
 }
 
 impl CirculantBroadcast {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "circulant-bcast";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem, blocking: Blocking) -> Result<Self, PlanError> {
         problem.validate()?;
         match *problem {
@@ -150,8 +153,11 @@ pub struct CirculantAllgather {
 }
 
 impl CirculantAllgather {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "circulant-allgather";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         let g = Gathered::new(problem, Self::NAME)?;
         let skips = Skips::new(g.p())?.as_slice().to_vec();
@@ -192,8 +198,11 @@ pub struct CirculantCensus {
 }
 
 impl CirculantCensus {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "circulant-census";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         problem.validate()?;
         match *problem {
@@ -344,8 +353,11 @@ pub struct CirculantAllgatherv {
 }
 
 impl CirculantAllgatherv {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "circulant-allgatherv";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem, blocking: Blocking) -> Result<Self, PlanError> {
         let g = Gathered::new(problem, Self::NAME)?;
         ScheduleTable::bytes_for(g.p())?;
@@ -380,6 +392,7 @@ impl CirculantAllgatherv {
         Ok(a)
     }
 
+    /// The number of blocks n of the schedule.
     pub fn blocks(&self) -> usize {
         self.n
     }

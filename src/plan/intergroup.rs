@@ -69,8 +69,11 @@ pub struct IntergroupAllgatherv {
 }
 
 impl IntergroupAllgatherv {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "intergroup-allgatherv";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         let (a, b) = groups_of(problem, Self::NAME)?;
         let (pa, pb) = (a.len(), b.len());
@@ -350,8 +353,11 @@ impl Group<'_> {
 }
 
 impl RootGathering {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "root-gathering";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         let (a, b) = groups_of(problem, Self::NAME)?;
         Ok(RootGathering {

@@ -15,6 +15,7 @@ use super::{
     Prediction, Problem, Round,
 };
 
+/// The pipelined ring allgatherv of seed 001: blocks travel the ring in pipelined rounds.
 pub struct PipelinedRingAllgatherv {
     problem: Problem,
     counts: Vec<usize>,
@@ -30,6 +31,7 @@ pub struct PipelinedRingAllgatherv {
 }
 
 impl PipelinedRingAllgatherv {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "pipelined-ring-allgatherv";
 
     /// With block size `block`, or (None) the block size of eq. (2) for `model`.

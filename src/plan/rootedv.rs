@@ -133,8 +133,11 @@ pub struct BinomialGatherv {
 }
 
 impl BinomialGatherv {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "binomial-gatherv";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         let (root, counts, displs) = rooted(problem, Self::NAME, true)?;
         Ok(BinomialGatherv {
@@ -236,8 +239,11 @@ pub struct BinomialScatterv {
 }
 
 impl BinomialScatterv {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "binomial-scatterv";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         let (root, counts, displs) = rooted(problem, Self::NAME, false)?;
         Ok(BinomialScatterv {
@@ -340,8 +346,11 @@ pub struct LinearGatherv {
 }
 
 impl LinearGatherv {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "linear-gatherv";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         let (root, counts, displs) = rooted(problem, Self::NAME, true)?;
         Ok(LinearGatherv {
@@ -425,8 +434,11 @@ pub struct LinearScatterv {
 }
 
 impl LinearScatterv {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "linear-scatterv";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         let (root, counts, displs) = rooted(problem, Self::NAME, false)?;
         Ok(LinearScatterv {

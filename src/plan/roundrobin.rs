@@ -16,6 +16,7 @@ use super::{
     Problem, Round,
 };
 
+/// The pipelined round-robin broadcast of seed 004.
 pub struct RoundRobinBroadcast {
     problem: Problem,
     p: usize,
@@ -25,6 +26,7 @@ pub struct RoundRobinBroadcast {
 }
 
 impl RoundRobinBroadcast {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "round-robin-bcast";
 
     /// With `segments` segments, or (None) the S minimising the α-β time:
@@ -74,6 +76,7 @@ impl RoundRobinBroadcast {
         })
     }
 
+    /// The number of segments the message is cut into.
     pub fn segments(&self) -> usize {
         self.segments
     }

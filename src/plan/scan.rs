@@ -7,6 +7,7 @@ use super::{
     Problem, Reduction, Round,
 };
 
+/// Hypercube prefix sum (inclusive or exclusive scan).
 pub struct HypercubeScan {
     problem: Problem,
     p: usize,
@@ -16,8 +17,11 @@ pub struct HypercubeScan {
 }
 
 impl HypercubeScan {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "hypercube-scan";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         problem.validate()?;
         match *problem {

@@ -60,8 +60,11 @@ pub struct BinomialBroadcast {
 }
 
 impl BinomialBroadcast {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "binomial-bcast";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         problem.validate()?;
         match *problem {
@@ -146,8 +149,11 @@ pub struct BinomialReduce {
 }
 
 impl BinomialReduce {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "binomial-reduce";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         problem.validate()?;
         match *problem {
@@ -307,8 +313,11 @@ pub struct BinomialScatter {
 }
 
 impl BinomialScatter {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "binomial-scatter";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         problem.validate()?;
         match *problem {
@@ -431,8 +440,11 @@ pub struct BinomialGather {
 }
 
 impl BinomialGather {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "binomial-gather";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         problem.validate()?;
         match *problem {
@@ -553,8 +565,11 @@ pub struct ScatterAllgatherBroadcast {
 }
 
 impl ScatterAllgatherBroadcast {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "scatter-allgather-bcast";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         problem.validate()?;
         match *problem {

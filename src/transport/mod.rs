@@ -45,43 +45,104 @@ pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(60);
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
     #[error(transparent)]
+    /// A libfabric call failed.
     Fabric(#[from] FabricError),
     #[error(transparent)]
+    /// The plan is invalid.
     Plan(#[from] PlanError),
     #[error("{op}: timed out after {after:?} {waiting}")]
+    /// The operation did not complete by its deadline.
     Timeout {
+        /// The operation.
         op: String,
+        /// The deadline that passed.
         after: Duration,
+        /// What it was waiting for (round, writes and senders, a token, local completions).
         waiting: String,
     },
     #[error("{op}: rank {rank} aborted the operation (it failed, or was called with different arguments)")]
-    AbortedBy { op: String, rank: usize },
+    /// Another rank aborted this operation.
+    AbortedBy {
+        /// The operation.
+        op: String,
+        /// The rank that aborted.
+        rank: usize,
+    },
     #[error("{op}: rank {peer} was called with different arguments (the collective, counts, sizes, root, reduction or algorithm differ)")]
-    Mismatch { op: String, peer: usize },
+    /// A peer's ready token carries another digest: it was called with other arguments.
+    Mismatch {
+        /// The operation.
+        op: String,
+        /// The peer.
+        peer: usize,
+    },
     #[error("{op}: the ranks were called with different arguments: {what}")]
-    Disagree { op: String, what: String },
+    /// The ranks disagree on the operation (found by what arrived, not by a digest).
+    Disagree {
+        /// The operation.
+        op: String,
+        /// What disagrees.
+        what: String,
+    },
     #[error("{op}: rank {rank} failed an earlier operation, so this one cannot complete")]
-    AbortedEarlier { op: String, rank: usize },
+    /// A rank gave up an operation this rank had already finished: it left the communicator.
+    AbortedEarlier {
+        /// The operation.
+        op: String,
+        /// The rank.
+        rank: usize,
+    },
     #[error("{op}: rank {peer}'s process has ended")]
-    Exited { op: String, peer: usize },
+    /// A peer on this host has ended, so no write to it can be made.
+    Exited {
+        /// The operation.
+        op: String,
+        /// The peer.
+        peer: usize,
+    },
     #[error("{op}: protocol violation: {what}")]
-    Protocol { op: String, what: String },
+    /// A peer broke the protocol (a write that was not expected).
+    Protocol {
+        /// The operation.
+        op: String,
+        /// What arrived.
+        what: String,
+    },
     #[error("{op}: {what}")]
-    Invalid { op: String, what: String },
+    /// The operation cannot run as given: buffers its plan needs are missing, it is not the one in
+    /// progress, or it exceeds what the wire or the provider can carry.
+    Invalid {
+        /// The operation.
+        op: String,
+        /// What does not fit.
+        what: String,
+    },
     #[error("the communicator is unusable after an earlier failure: {0}")]
+    /// An earlier failure left the transport unusable; holds that failure.
     Broken(String),
     #[error("{op}: operation {seq} is still in progress (wait for it first)")]
-    Busy { op: String, seq: u64 },
+    /// An operation was started while another is in progress.
+    Busy {
+        /// The operation started.
+        op: String,
+        /// The sequence number of the one in progress.
+        seq: u64,
+    },
 }
 
+/// Results of the transport.
 pub type Result<T> = std::result::Result<T, TransportError>;
 
 /// What one operation did on this rank.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OpStats {
+    /// Writes posted.
     pub writes: u64,
+    /// Bytes those writes carried.
     pub bytes_written: u64,
+    /// Writes that arrived.
     pub arrivals: u64,
+    /// Bytes copied by local steps.
     pub bytes_copied: u64,
 }
 
@@ -123,30 +184,37 @@ impl fmt::Debug for Transport {
 }
 
 impl Transport {
+    /// This rank.
     pub fn rank(&self) -> usize {
         self.rank
     }
 
+    /// The number of ranks.
     pub fn size(&self) -> usize {
         self.size
     }
 
+    /// The provider's description.
     pub fn info(&self) -> &Info {
         self.endpoint.info()
     }
 
+    /// The endpoint this transport writes from.
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint
     }
 
+    /// The provider limits the transport honours.
     pub fn limits(&self) -> Limits {
         self.limits
     }
 
+    /// How long an operation may take.
     pub fn deadline(&self) -> Duration {
         self.deadline
     }
 
+    /// Sets how long an operation may take.
     pub fn set_deadline(&mut self, deadline: Duration) {
         self.deadline = deadline;
     }
