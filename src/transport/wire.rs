@@ -13,6 +13,9 @@
 //! need no token, so that a target that expects data never counts a signal as data. A control
 //! write names its sender: the target then reads the sender's slot of its control region (a
 //! token) or fails the operation (abort).
+//!
+//! The protocol these words serve: docs/architecture.md, section "The one-sided protocol
+//! (src/transport)".
 
 use crate::fabric::{RemoteRegion, REMOTE_REGION_BYTES};
 
@@ -39,14 +42,30 @@ const ABORT_SEQ_MASK: u64 = (1 << ABORT_SEQ_BITS) - 1;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     /// A write of operation `seq` (modulo 2^SEQ_BITS) in `round`: data, or a zero-length signal.
-    Data { seq: u8, round: u32, signal: bool },
+    Data {
+        /// Sequence number of the operation, modulo 2^SEQ_BITS.
+        seq: u8,
+        /// Round index.
+        round: u32,
+        /// A zero-length signal, not data.
+        signal: bool,
+    },
     /// `from` wrote its ready token into our control region.
-    Token { from: usize },
+    Token {
+        /// The writer's rank.
+        from: usize,
+    },
     /// `from` gave up operation `seq` (modulo 2^ABORT_SEQ_BITS).
-    Abort { from: usize, seq: u8 },
+    Abort {
+        /// The rank that gave up.
+        from: usize,
+        /// Sequence number, modulo 2^ABORT_SEQ_BITS.
+        seq: u8,
+    },
 }
 
 impl Event {
+    /// The 32-bit remote CQ data of this event.
     pub fn encode(self) -> u64 {
         match self {
             Event::Data { seq, round, signal } => {
@@ -64,6 +83,7 @@ impl Event {
         }
     }
 
+    /// The event a remote CQ data word carries.
     pub fn decode(word: u64) -> Event {
         let low = (word & MAX_FIELD) as usize;
         if word & CONTROL == 0 {
@@ -96,7 +116,9 @@ pub fn abort_seq(seq: u64) -> u8 {
 /// Where wire sequence `seq` (of `bits` bits) lies from the `current` one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Order {
+    /// Before the current one (an operation already finished).
     Past,
+    /// The current one.
     Current,
     /// Ahead by less than half the sequence space.
     Future,
@@ -127,9 +149,13 @@ pub fn behind(current: u8, seq: u8, bits: u32) -> u64 {
 /// corrupting memory), and where its receive and scratch buffers are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Token {
+    /// The operation's sequence number.
     pub seq: u64,
+    /// Digest of the operation's arguments.
     pub digest: u64,
+    /// The receive buffer to write into.
     pub recv: RemoteRegion,
+    /// The scratch region to write into.
     pub scratch: RemoteRegion,
 }
 
@@ -137,6 +163,7 @@ pub struct Token {
 pub const TOKEN_BYTES: usize = 16 + 2 * REMOTE_REGION_BYTES;
 
 impl Token {
+    /// The encoded token, [`TOKEN_BYTES`] long.
     pub fn to_bytes(&self) -> [u8; TOKEN_BYTES] {
         let mut out = [0; TOKEN_BYTES];
         out[..8].copy_from_slice(&self.seq.to_le_bytes());
@@ -174,6 +201,7 @@ impl Default for Digest {
 }
 
 impl Digest {
+    /// Adds a 64-bit word.
     pub fn word(mut self, w: u64) -> Self {
         for byte in w.to_le_bytes() {
             self.0 ^= u64::from(byte);
@@ -182,11 +210,13 @@ impl Digest {
         self
     }
 
+    /// Adds a string (its length, then its bytes).
     pub fn text(self, s: &str) -> Self {
         s.bytes()
             .fold(self.word(s.len() as u64), |d, b| d.word(u64::from(b)))
     }
 
+    /// The digest.
     pub fn finish(self) -> u64 {
         self.0
     }
