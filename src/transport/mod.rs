@@ -24,12 +24,14 @@
 //!
 //! The [`Transport`] owns the endpoint and drives one run at a time (`drive`); a run's state
 //! (`run`) only takes in what arrived and says what may be posted, so it can be tested
-//! without a fabric. Set-up is in `setup`, the prepared plan in `prepared`, local copy and
+//! without a fabric. Set-up is in `setup`, the peers' addresses (known at start or fetched when first
+//! needed) in `peers`, the prepared plan in `prepared`, local copy and
 //! combine steps in `local`, the waiting policy in `waiting`, the wire format in [`wire`].
 
 mod drive;
 mod liveness;
 mod local;
+mod peers;
 mod prepared;
 mod run;
 mod setup;
@@ -40,14 +42,15 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use crate::fabric::{
-    Access, Address, AddressVector, Completion, CompletionQueue, Endpoint, FabricError, Info,
-    RegisteredMemory, RemoteRegion,
+    Access, AddressVector, Completion, CompletionQueue, Endpoint, FabricError, Info,
+    RegisteredMemory,
 };
 use crate::plan::{PlanError, RankPlan};
-use liveness::PeerProcesses;
+use peers::Peers;
 use run::{Inbox, Run};
 
 pub use local::{Buffers, View};
+pub use peers::CardSource;
 pub use prepared::{Limits, Prepared};
 pub use setup::{Card, Opened};
 
@@ -77,6 +80,13 @@ pub enum TransportError {
     AbortedEarlier { op: String, rank: usize },
     #[error("{op}: rank {peer}'s process has ended")]
     Exited { op: String, peer: usize },
+    #[error("{op}: cannot reach rank {peer}: {source}")]
+    Unreachable {
+        op: String,
+        peer: usize,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     #[error("{op}: protocol violation: {what}")]
     Protocol { op: String, what: String },
     #[error("{op}: {what}")]
@@ -107,10 +117,9 @@ pub struct Transport {
     cq: CompletionQueue,
     _av: AddressVector,
     control: RegisteredMemory,
-    peers: Vec<Address>,
-    peer_control: Vec<RemoteRegion>,
-    /// The peers' processes, where they can be watched (shm).
-    processes: PeerProcesses,
+    /// The peers' addresses and control regions, and their processes where they can be
+    /// watched (shm).
+    peers: Peers,
     /// Sequence number of the next operation.
     seq: u64,
     /// Tokens, and writes and aborts of operations not reached yet, kept between operations.
@@ -168,6 +177,12 @@ impl Transport {
     /// since the communicator was created.
     pub fn bytes_copied(&self) -> u64 {
         self.copied
+    }
+
+    /// Peers' address cards fetched since the transport was connected, each when an
+    /// operation first wrote to that peer (0 for a transport connected with every card).
+    pub fn cards_fetched(&self) -> usize {
+        self.peers.fetched()
     }
 
     /// Takes back bytes an operation of the library's own counted (the argument check), so
