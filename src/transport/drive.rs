@@ -208,15 +208,14 @@ impl Transport {
         }
     }
 
-    /// Tells every other rank that `run` failed here. A full transmit queue is progressed and
+    /// Tells every other rank whose card is known that `run` failed here (see
+    /// [`Transport::fetch_cards_to_abort`]). A full transmit queue is progressed and
     /// the abort posted again, for as long as draining would wait.
     pub(super) fn abort_all(&mut self, run: &mut Run) {
         let event = Event::Abort {
             from: self.rank,
             seq: wire::abort_seq(run.abort_seq),
         };
-        // Every rank must hear of it: fetch the cards not known yet, if the source answers.
-        self.peers.resolve_all(Instant::now() + self.deadline);
         let deadline = Instant::now() + DRAIN;
         let (rank, size) = (self.rank, self.size);
         for peer in (0..size).filter(|&peer| peer != rank) {

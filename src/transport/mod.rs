@@ -342,6 +342,7 @@ impl Transport {
             &Prepared::empty(),
             self.size,
         );
+        self.fetch_cards_to_abort(None);
         self.abort_all(&mut run);
         self.drain(&mut run);
         self.broken = Some(format!("{name} (operation {seq}): {why}"));
@@ -361,6 +362,19 @@ impl Transport {
         Ok(())
     }
 
+    /// Before an abort: every rank must hear of the failure, so the cards not known yet are
+    /// fetched (within the deadline, while the source answers). Not after an abort from a
+    /// peer (`err`): that peer fetched them and told every rank, and a failure that spreads
+    /// must not make every rank read every card.
+    fn fetch_cards_to_abort(&mut self, err: Option<&TransportError>) {
+        if !matches!(
+            err,
+            Some(TransportError::AbortedBy { .. } | TransportError::AbortedEarlier { .. })
+        ) {
+            self.peers.resolve_all(Instant::now() + self.deadline);
+        }
+    }
+
     /// Tells the peers that `run` failed and marks the transport unusable.
     fn fail(&mut self, run: &mut Run, err: TransportError) -> TransportError {
         // A local write that failed has completed: draining must not wait for it.
@@ -370,6 +384,7 @@ impl Transport {
         {
             run.in_flight = run.in_flight.saturating_sub(1);
         }
+        self.fetch_cards_to_abort(Some(&err));
         self.abort_all(run);
         self.drain(run);
         // Writes of a failed operation may still arrive: nothing later can trust them.
