@@ -114,6 +114,20 @@ impl Channel {
         self.timeout
     }
 
+    /// The deadline of each wait from now on, for reading and for writing.
+    pub(super) fn set_timeout(&mut self, timeout: Duration) -> Result<(), BootstrapError> {
+        // A zero write timeout means none to the socket: the shortest wait is a millisecond.
+        let timeout = timeout.max(Duration::from_millis(1));
+        self.stream
+            .set_write_timeout(timeout)
+            .map_err(|source| BootstrapError::Io {
+                during: "setting the PMI socket's write timeout".into(),
+                source,
+            })?;
+        self.timeout = timeout;
+        Ok(())
+    }
+
     /// Writes `bytes` whole, in one call: servers that read a request with a single `read()`
     /// must find all of it there.
     pub(super) fn send(&mut self, bytes: &[u8], what: &str) -> Result<(), BootstrapError> {

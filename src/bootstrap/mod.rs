@@ -574,6 +574,30 @@ impl Bootstrap {
         self.timeout
     }
 
+    /// Sets the deadline of each later wait for the server (PMI-1 and PMI-2; the other
+    /// backends keep theirs): a caller with a deadline of its own bounds its requests by it.
+    pub fn set_timeout(&mut self, timeout: Duration) -> Result<(), BootstrapError> {
+        match &mut self.backend {
+            Backend::Pmi1(client) => client.set_timeout(timeout)?,
+            Backend::Pmi2(client) => client.set_timeout(timeout)?,
+            Backend::Pmix(_) | Backend::Singleton(_) | Backend::Oob(_) | Backend::Memory(_) => {}
+        }
+        self.timeout = timeout;
+        Ok(())
+    }
+
+    /// Whether a get after a fence is a read of data this node already holds: PMIx collects
+    /// every rank's data at the fence, and under Slurm each node's step daemon receives the
+    /// whole key-value space at the fence (PMI-2, and PMI-1 served by it); the other backends
+    /// keep it locally too. False for PMI-1 and PMI-2 elsewhere (`circulant run`, Hydra),
+    /// where every get is a request to the launcher's one server.
+    pub fn gets_are_local(&self) -> bool {
+        match &self.backend {
+            Backend::Pmi1(_) | Backend::Pmi2(_) => self.nodes().is_some(),
+            Backend::Pmix(_) | Backend::Singleton(_) | Backend::Oob(_) | Backend::Memory(_) => true,
+        }
+    }
+
     /// The key under which `rank` publishes `name`: one namespace per rank.
     pub fn rank_key(rank: usize, name: &str) -> String {
         format!("{name}@{rank}")

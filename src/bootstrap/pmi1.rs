@@ -219,6 +219,13 @@ impl Pmi1Client {
         Ok(())
     }
 
+    pub(super) fn set_timeout(
+        &mut self,
+        timeout: std::time::Duration,
+    ) -> Result<(), BootstrapError> {
+        self.channel.set_timeout(timeout)
+    }
+
     /// Ends this process if the server hangs up before finalize.
     pub(super) fn watch_hangup(&mut self) -> Result<(), BootstrapError> {
         self.channel.watch_hangup()

@@ -81,6 +81,7 @@ impl From<CommError> for Failure {
                 TransportError::Busy { .. } => CIRCULANT_ERR_BUSY,
                 TransportError::Invalid { .. } | TransportError::Plan(_) => CIRCULANT_ERR_ARGUMENT,
                 TransportError::Fabric(_) => CIRCULANT_ERR_FABRIC,
+                TransportError::Unreachable { .. } => CIRCULANT_ERR_BOOTSTRAP,
             },
         };
         Failure {

@@ -53,7 +53,7 @@ mod split;
 mod staging;
 mod start;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 pub use buffer::{Buffer, Element, Payload, PayloadMut};
@@ -102,6 +102,8 @@ pub struct Communicator {
     /// The plans of earlier calls (`CIRCULANT_PLAN_CACHE`).
     plans: PlanCache,
     last: Option<Executed>,
+    /// Other ranks' address cards read from the key-value space at start.
+    cards_at_start: usize,
 }
 
 /// What the last collective ran.
@@ -113,15 +115,38 @@ pub struct Executed {
     pub stats: OpStats,
 }
 
-/// Membership in the launcher's job: leaves it when dropped.
+/// Membership in the launcher's job: leaves it when dropped. The world communicator's
+/// transport reads peers' address cards from its key-value space after start, so the job is
+/// left when that transport is gone too.
 struct Job {
-    bootstrap: Bootstrap,
+    bootstrap: Mutex<Bootstrap>,
+    kind: &'static str,
+}
+
+impl Job {
+    fn new(bootstrap: Bootstrap) -> Job {
+        Job {
+            kind: bootstrap.kind(),
+            bootstrap: Mutex::new(bootstrap),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Bootstrap> {
+        // A thread that panicked while holding it left the bootstrap as usable as it was.
+        self.bootstrap
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
 }
 
 impl Drop for Job {
     fn drop(&mut self) {
+        let bootstrap = match self.bootstrap.get_mut() {
+            Ok(bootstrap) => bootstrap,
+            Err(poisoned) => poisoned.into_inner(),
+        };
         // Leaving the job is best effort: a launcher that is gone cannot be told.
-        let _ = self.bootstrap.finalize();
+        let _ = bootstrap.finalize();
     }
 }
 
@@ -160,10 +185,12 @@ impl Communicator {
     }
 
     /// Joins a job through `bootstrap`.
-    pub fn init_over(mut bootstrap: Bootstrap, config: Config) -> Result<Communicator> {
-        let (transport, model) = provider::connect(&mut bootstrap, &config)?;
-        let mut comm = Communicator::new(transport, Arc::new(Job { bootstrap }), config, model);
-        // Every endpoint is up and every address known before the first collective.
+    pub fn init_over(bootstrap: Bootstrap, config: Config) -> Result<Communicator> {
+        let job = Arc::new(Job::new(bootstrap));
+        let connected = provider::connect(&job, &config)?;
+        let mut comm = Communicator::new(connected.transport, job, config, connected.model);
+        comm.cards_at_start = connected.cards_at_start;
+        // Every endpoint is up before the first collective.
         comm.barrier()?;
         Ok(comm)
     }
@@ -184,6 +211,7 @@ impl Communicator {
             check_plan: None,
             plans,
             last: None,
+            cards_at_start: 0,
         }
     }
 
@@ -204,7 +232,18 @@ impl Communicator {
 
     /// `"pmi-1"`, `"singleton"` or `"oob"`.
     pub fn launcher(&self) -> &'static str {
-        self.job.bootstrap.kind()
+        self.job.kind
+    }
+
+    /// Other ranks' address cards this communicator read from the job's key-value space so
+    /// far. Where the PMI brings every rank's data to each node at its fence (PMIx, Slurm)
+    /// all p − 1 are read at start; elsewhere (`circulant run`, Hydra, in-memory and
+    /// out-of-band jobs) a peer's card is read when an operation first writes to that peer
+    /// (its data, a ready token, a signal or an abort), so a rank that only talks to a few
+    /// peers reads a few cards. Communicators from [`Communicator::split`] exchange their
+    /// cards over the parent and read none.
+    pub fn cards_fetched(&self) -> usize {
+        self.cards_at_start + self.transport.cards_fetched()
     }
 
     /// The α-β model used to choose algorithms.

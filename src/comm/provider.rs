@@ -1,19 +1,34 @@
 //! Which libfabric provider a job uses, and connecting the ranks of a job over it.
 
-use crate::bootstrap::Bootstrap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::bootstrap::{Bootstrap, BootstrapError};
 use crate::fabric::{Hints, Info};
 use crate::plan::CostModel;
-use crate::transport::{Card, Opened, Transport};
+use crate::transport::{Card, CardSource, Opened, Transport};
 
-use super::{CommError, Config, Result};
+use super::{CommError, Config, Job, Result};
 
-/// Connects the ranks of the job of `bootstrap`: chooses the provider, opens this rank's
-/// endpoint and exchanges the address cards. Returns the transport and the α-β model for the
-/// provider.
-pub(super) fn connect(
-    bootstrap: &mut Bootstrap,
-    config: &Config,
-) -> Result<(Transport, CostModel)> {
+/// The key under which each rank publishes its provider and card.
+const CARD_KEY: &str = "card";
+
+/// A connected transport, the α-β model for its provider, and how many of the other ranks'
+/// cards were read at start.
+pub(super) struct Connected {
+    pub transport: Transport,
+    pub model: CostModel,
+    pub cards_at_start: usize,
+}
+
+/// Connects the ranks of `job`: chooses the provider, opens this rank's endpoint and
+/// publishes its address card. Where the key-value space keeps every rank's data on this node
+/// after the fence, every card is read now; elsewhere (PMI-1 and PMI-2 outside Slurm, where
+/// each get is a request to the launcher's one server) a peer's card is fetched when an
+/// operation first writes to it, and so it is in jobs whose key-value space lives in this
+/// process (in-memory, out-of-band), which saves inserting addresses that are never used.
+pub(super) fn connect(job: &Arc<Job>, config: &Config) -> Result<Connected> {
+    let mut bootstrap = job.lock();
     let (rank, size) = (bootstrap.rank(), bootstrap.size());
     // At most two key-value exchanges: the hosts, unless the launcher tells how many nodes
     // the job spans (the provider depends on it), then each rank's provider with its card.
@@ -26,6 +41,7 @@ pub(super) fn connect(
     };
     let info = choose_provider(config, one_host)?;
     let ours = info.provider();
+    let model = config.model_for(&ours);
     let opened = Opened::open(&info, rank, size)?;
     // [provider length: 1 byte][provider][card]; provider names are a few bytes long.
     let name = &ours.as_bytes()[..ours.len().min(usize::from(u8::MAX))];
@@ -34,28 +50,106 @@ pub(super) fn connect(
     mine.push(name.len() as u8);
     mine.extend_from_slice(name);
     mine.extend_from_slice(&card);
-    let mut cards = Vec::with_capacity(size);
-    for (r, entry) in bootstrap.exchange("card", &mine)?.iter().enumerate() {
-        let split = entry
-            .split_first()
-            .filter(|(&n, rest)| rest.len() >= usize::from(n))
-            .map(|(&n, rest)| rest.split_at(usize::from(n)));
-        match split {
-            Some((theirs, card)) if theirs == name => cards.push(Card::from_bytes(card)?),
-            _ => {
-                let theirs = split.map_or("(an unreadable card)".into(), |(theirs, _)| {
-                    String::from_utf8_lossy(theirs).into_owned()
-                });
-                return Err(CommError::ProviderMismatch {
-                    rank: r,
-                    theirs,
-                    ours,
-                });
+    let read_all = bootstrap.gets_are_local() && !matches!(bootstrap.kind(), "memory" | "oob");
+    if !read_all {
+        bootstrap.put_bytes(&Bootstrap::rank_key(rank, CARD_KEY), &mine)?;
+        bootstrap.fence()?;
+        drop(bootstrap);
+        let source = KeyValueCards {
+            job: Arc::clone(job),
+            provider: name.to_vec(),
+            failed: None,
+        };
+        return Ok(Connected {
+            transport: opened.connect_lazily(Box::new(source), config.deadline)?,
+            model,
+            cards_at_start: 0,
+        });
+    }
+    let cards = bootstrap
+        .exchange(CARD_KEY, &mine)?
+        .iter()
+        .enumerate()
+        .map(|(r, entry)| read_card(r, entry, name))
+        .collect::<Result<Vec<Card>>>()?;
+    Ok(Connected {
+        transport: opened.connect(&cards, config.deadline)?,
+        model,
+        cards_at_start: size - 1,
+    })
+}
+
+/// The card in `rank`'s entry, which must name the provider `ours`.
+fn read_card(rank: usize, entry: &[u8], ours: &[u8]) -> Result<Card> {
+    let split = entry
+        .split_first()
+        .filter(|(&n, rest)| rest.len() >= usize::from(n))
+        .map(|(&n, rest)| rest.split_at(usize::from(n)));
+    match split {
+        Some((theirs, card)) if theirs == ours => Ok(Card::from_bytes(card)?),
+        _ => Err(CommError::ProviderMismatch {
+            rank,
+            theirs: split.map_or("(an unreadable card)".into(), |(theirs, _)| {
+                String::from_utf8_lossy(theirs).into_owned()
+            }),
+            ours: String::from_utf8_lossy(ours).into_owned(),
+        }),
+    }
+}
+
+/// The ranks' cards in the job's key-value space, read one at a time.
+struct KeyValueCards {
+    job: Arc<Job>,
+    /// This rank's provider, which every card must name.
+    provider: Vec<u8>,
+    /// Why the key-value space failed, once it has: it is not asked again, as a reply that
+    /// came late would be taken for the answer to the next request.
+    failed: Option<String>,
+}
+
+impl KeyValueCards {
+    fn fetch(
+        &self,
+        bootstrap: &mut Bootstrap,
+        rank: usize,
+        deadline: Instant,
+    ) -> std::result::Result<Vec<u8>, BootstrapError> {
+        let usual = bootstrap.timeout();
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(BootstrapError::Deadline {
+                awaiting: format!("rank {rank}'s address card"),
+                timeout: usual,
+            });
+        }
+        bootstrap.set_timeout(left.min(usual))?;
+        let entry = bootstrap.get_bytes(&Bootstrap::rank_key(rank, CARD_KEY));
+        bootstrap.set_timeout(usual)?;
+        entry
+    }
+}
+
+impl CardSource for KeyValueCards {
+    fn card(
+        &mut self,
+        rank: usize,
+        deadline: Instant,
+    ) -> std::result::Result<Card, Box<dyn std::error::Error + Send + Sync>> {
+        if let Some(why) = &self.failed {
+            return Err(format!("the job's key-value space failed earlier: {why}").into());
+        }
+        let entry = {
+            let mut bootstrap = self.job.lock();
+            self.fetch(&mut bootstrap, rank, deadline)
+        };
+        match entry {
+            Ok(entry) => Ok(read_card(rank, &entry, &self.provider)?),
+            Err(error) => {
+                self.failed = Some(error.to_string());
+                Err(error.into())
             }
         }
     }
-    let transport = opened.connect(&cards, config.deadline)?;
-    Ok((transport, config.model_for(&info.provider())))
 }
 
 /// This host's name, to tell whether all ranks share one node.

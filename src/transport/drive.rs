@@ -146,7 +146,8 @@ impl Transport {
             round: ready.round,
             signal: ready.signal,
         };
-        let peer = self.peers[ready.to];
+        self.reachable(run, ready.to)?;
+        let peer = self.peers.address(ready.to)?;
         while let Some(piece) = run.next_piece() {
             let post = if piece.len == 0 {
                 self.reachable(run, ready.to)?;
@@ -209,7 +210,8 @@ impl Transport {
         }
     }
 
-    /// Tells every other rank that `run` failed here. A full transmit queue is progressed and
+    /// Tells every other rank whose card is known that `run` failed here (see
+    /// [`Transport::fetch_cards_to_abort`]). A full transmit queue is progressed and
     /// the abort posted again, for as long as draining would wait.
     pub(super) fn abort_all(&mut self, run: &mut Run) {
         let event = Event::Abort {
@@ -221,7 +223,7 @@ impl Transport {
         for peer in (0..size).filter(|&peer| peer != rank) {
             loop {
                 // A write to a peer that has ended could spin forever (see `liveness`).
-                if self.processes.ended(peer) {
+                if self.peers.ended(peer) || !self.peers.known(peer) {
                     break;
                 }
                 match self.post_signal(peer, event) {
@@ -265,9 +267,12 @@ impl Transport {
         run.in_flight == 0
     }
 
-    /// Refuses a write to a peer whose process has ended (see `liveness`).
-    fn reachable(&self, run: &Run, peer: usize) -> Result<()> {
-        if self.processes.ended(peer) {
+    /// Fetches the peer's card if it is not known yet, and refuses a write to a peer whose
+    /// process has ended (see `liveness`).
+    fn reachable(&mut self, run: &Run, peer: usize) -> Result<()> {
+        self.peers
+            .resolve(&run.op, peer, Instant::now() + self.deadline)?;
+        if self.peers.ended(peer) {
             return Err(TransportError::Exited {
                 op: run.op.to_string(),
                 peer,
@@ -279,22 +284,32 @@ impl Transport {
     /// A zero-length write into `peer`'s control region carrying `event`.
     fn post_signal(&self, peer: usize, event: Event) -> Result<Post> {
         let local = self.control.range(0, 0)?;
-        let remote = self.peer_control[peer].range(0, 0)?;
-        Ok(self
-            .endpoint
-            .write(local, self.peers[peer], remote, Some(event.encode()), 0)?)
+        let remote = self.peers.control(peer)?.range(0, 0)?;
+        Ok(self.endpoint.write(
+            local,
+            self.peers.address(peer)?,
+            remote,
+            Some(event.encode()),
+            0,
+        )?)
     }
 
     fn post_token(&self, peer: usize, token: &Token) -> Result<Post> {
         let out = (self.size + peer) * TOKEN_BYTES;
         self.control.store(out, &token.to_bytes())?;
         let local = self.control.range(out, TOKEN_BYTES)?;
-        let remote =
-            self.peer_control[peer].range((self.rank * TOKEN_BYTES) as u64, TOKEN_BYTES as u64)?;
+        let remote = self
+            .peers
+            .control(peer)?
+            .range((self.rank * TOKEN_BYTES) as u64, TOKEN_BYTES as u64)?;
         let event = Event::Token { from: self.rank };
-        Ok(self
-            .endpoint
-            .write(local, self.peers[peer], remote, Some(event.encode()), 0)?)
+        Ok(self.endpoint.write(
+            local,
+            self.peers.address(peer)?,
+            remote,
+            Some(event.encode()),
+            0,
+        )?)
     }
 
     /// Reads the token `from` just wrote into our control region.

@@ -31,24 +31,17 @@ impl PeerProcesses {
         }
     }
 
-    /// Watches the processes `pids` (one per rank, all on this host) except `me`'s.
-    pub fn watch(pids: &[u32], me: usize) -> Self {
-        let mut watched = PeerProcesses::none(pids.len());
-        for (rank, &pid) in pids.iter().enumerate() {
-            if rank == me {
-                continue;
-            }
-            let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
-                continue;
-            };
-            match pidfd_open(pid, PidfdFlags::empty()) {
-                Ok(fd) => watched.pidfds[rank] = Some(fd),
-                Err(rustix::io::Errno::SRCH) => watched.ended[rank] = true,
-                // No pidfds here (old kernel, seccomp): writes go out unchecked.
-                Err(_) => {}
-            }
+    /// Watches `rank`'s process `pid` (on this host) from now on.
+    pub fn watch_one(&mut self, rank: usize, pid: u32) {
+        let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+            return;
+        };
+        match pidfd_open(pid, PidfdFlags::empty()) {
+            Ok(fd) => self.pidfds[rank] = Some(fd),
+            Err(rustix::io::Errno::SRCH) => self.ended[rank] = true,
+            // No pidfds here (old kernel, seccomp): writes go out unchecked.
+            Err(_) => {}
         }
-        watched
     }
 
     /// Whether `peer`'s process is known to have ended.
@@ -79,8 +72,9 @@ mod tests {
             .arg("30")
             .spawn()
             .expect("sleep starts");
-        let watched = PeerProcesses::watch(&[std::process::id(), child.id()], 0);
-        assert!(!watched.ended(0), "this rank itself is never watched");
+        let mut watched = PeerProcesses::none(2);
+        watched.watch_one(1, child.id());
+        assert!(!watched.ended(0), "a rank not watched is never ended");
         assert!(!watched.ended(1));
         child.kill().expect("kill");
         child.wait().expect("reaped");

@@ -11,12 +11,14 @@
 //!
 //! The [`Transport`] owns the endpoint and drives one run at a time (`drive`); a run's state
 //! (`run`) only takes in what arrived and says what may be posted, so it can be tested
-//! without a fabric. Set-up is in `setup`, the prepared plan in `prepared`, local copy and
-//! combine steps in `local`, the waiting policy in `waiting`, the wire format in [`wire`].
+//! without a fabric. Set-up is in `setup`, the peers' addresses (known at start or fetched
+//! when first needed) in `peers`, the prepared plan in `prepared`, local copy and combine
+//! steps in `local`, the waiting policy in `waiting`, the wire format in [`wire`].
 
 mod drive;
 mod liveness;
 mod local;
+mod peers;
 mod prepared;
 mod run;
 mod setup;
@@ -27,14 +29,15 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use crate::fabric::{
-    Access, Address, AddressVector, Completion, CompletionQueue, Endpoint, FabricError, Info,
-    RegisteredMemory, RemoteRegion,
+    Access, AddressVector, Completion, CompletionQueue, Endpoint, FabricError, Info,
+    RegisteredMemory,
 };
 use crate::plan::{PlanError, RankPlan};
-use liveness::PeerProcesses;
+use peers::Peers;
 use run::{Inbox, Run};
 
 pub use local::{Buffers, View};
+pub use peers::CardSource;
 pub use prepared::{Limits, Prepared};
 pub use setup::{Card, Opened};
 
@@ -100,6 +103,17 @@ pub enum TransportError {
         /// The peer.
         peer: usize,
     },
+    #[error("{op}: cannot reach rank {peer}: {source}")]
+    /// A peer's address card could not be fetched or used.
+    Unreachable {
+        /// The operation.
+        op: String,
+        /// The peer.
+        peer: usize,
+        /// Why.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     #[error("{op}: protocol violation: {what}")]
     /// A peer broke the protocol (a write that was not expected).
     Protocol {
@@ -155,10 +169,9 @@ pub struct Transport {
     cq: CompletionQueue,
     _av: AddressVector,
     control: RegisteredMemory,
-    peers: Vec<Address>,
-    peer_control: Vec<RemoteRegion>,
-    /// The peers' processes, where they can be watched (shm).
-    processes: PeerProcesses,
+    /// The peers' addresses and control regions, and their processes where they can be
+    /// watched (shm).
+    peers: Peers,
     /// Sequence number of the next operation.
     seq: u64,
     /// Tokens, and writes and aborts of operations not reached yet, kept between operations.
@@ -223,6 +236,12 @@ impl Transport {
     /// since the communicator was created.
     pub fn bytes_copied(&self) -> u64 {
         self.copied
+    }
+
+    /// Peers' address cards fetched since the transport was connected, each when an
+    /// operation first wrote to that peer (0 for a transport connected with every card).
+    pub fn cards_fetched(&self) -> usize {
+        self.peers.fetched()
     }
 
     /// Takes back bytes an operation of the library's own counted (the argument check), so
@@ -382,6 +401,7 @@ impl Transport {
             &Prepared::empty(),
             self.size,
         );
+        self.fetch_cards_to_abort(None);
         self.abort_all(&mut run);
         self.drain(&mut run);
         self.broken = Some(format!("{name} (operation {seq}): {why}"));
@@ -401,6 +421,19 @@ impl Transport {
         Ok(())
     }
 
+    /// Before an abort: every rank must hear of the failure, so the cards not known yet are
+    /// fetched (within the deadline, while the source answers). Not after an abort from a
+    /// peer (`err`): that peer fetched them and told every rank, and a failure that spreads
+    /// must not make every rank read every card.
+    fn fetch_cards_to_abort(&mut self, err: Option<&TransportError>) {
+        if !matches!(
+            err,
+            Some(TransportError::AbortedBy { .. } | TransportError::AbortedEarlier { .. })
+        ) {
+            self.peers.resolve_all(Instant::now() + self.deadline);
+        }
+    }
+
     /// Tells the peers that `run` failed and marks the transport unusable.
     fn fail(&mut self, run: &mut Run, err: TransportError) -> TransportError {
         // A local write that failed has completed: draining must not wait for it.
@@ -410,6 +443,7 @@ impl Transport {
         {
             run.in_flight = run.in_flight.saturating_sub(1);
         }
+        self.fetch_cards_to_abort(Some(&err));
         self.abort_all(run);
         self.drain(run);
         // Writes of a failed operation may still arrive: nothing later can trust them.

@@ -1,5 +1,6 @@
 //! Setting a transport up: an endpoint opened with its control region, the card a rank
-//! publishes so that others can reach it, and connecting to every rank's card.
+//! publishes so that others can reach it, and connecting to the ranks' cards: all of them at
+//! once, or each when first needed (`peers`).
 
 use std::time::Duration;
 
@@ -9,7 +10,7 @@ use crate::fabric::{
     RemoteRegion, REMOTE_REGION_BYTES,
 };
 
-use super::liveness::PeerProcesses;
+use super::peers::{CardSource, Peers};
 use super::run::Inbox;
 use super::wire::{self, TOKEN_BYTES};
 use super::{Limits, Result, Transport, TransportError};
@@ -121,22 +122,39 @@ impl Opened {
                 what: format!("{} address cards for {} ranks", cards.len(), self.size),
             });
         }
-        let mut peers = Vec::with_capacity(self.size);
-        for card in cards {
-            peers.push(self.av.insert(&card.name)?);
-        }
-        let info = self.endpoint.info();
-        // Every shm peer shares this host, so its process can be watched.
-        let processes = if info.provider() == "shm" {
-            let pids: Vec<u32> = cards.iter().map(|c| c.pid).collect();
-            PeerProcesses::watch(&pids, self.rank)
-        } else {
-            PeerProcesses::none(self.size)
-        };
+        let peers = Peers::all(self.av.clone(), self.rank, cards, self.watches_peers())?;
+        Ok(self.into_transport(peers, deadline))
+    }
+
+    /// Returns the ready transport knowing only this rank's own card: the card of a peer is
+    /// fetched from `source` when an operation first writes to it.
+    pub fn connect_lazily(
+        self,
+        source: Box<dyn CardSource>,
+        deadline: Duration,
+    ) -> Result<Transport> {
+        let own = self.card()?;
+        let peers = Peers::lazy(
+            self.av.clone(),
+            self.rank,
+            self.size,
+            &own,
+            self.watches_peers(),
+            source,
+        )?;
+        Ok(self.into_transport(peers, deadline))
+    }
+
+    /// Every shm peer shares this host, so its process can be watched.
+    fn watches_peers(&self) -> bool {
+        self.endpoint.info().provider() == "shm"
+    }
+
+    fn into_transport(self, peers: Peers, deadline: Duration) -> Transport {
         let limits = Limits {
-            max_msg_size: info.max_msg_size(),
+            max_msg_size: self.endpoint.info().max_msg_size(),
         };
-        Ok(Transport {
+        Transport {
             rank: self.rank,
             size: self.size,
             endpoint: self.endpoint,
@@ -144,8 +162,6 @@ impl Opened {
             _av: self.av,
             control: self.control,
             peers,
-            peer_control: cards.iter().map(|c| c.control).collect(),
-            processes,
             seq: 0,
             inbox: Inbox::new(self.size),
             limits,
@@ -154,6 +170,6 @@ impl Opened {
             broken: None,
             active: None,
             completions: Vec::with_capacity(64),
-        })
+        }
     }
 }

@@ -1,0 +1,185 @@
+//! The peers' addresses and control regions, known from the start or fetched when an operation
+//! first writes to a peer.
+//!
+//! Where the job's key-value space answers every get with a request to one server (PMI-1), a
+//! rank that read every card at start would make p requests, O(p²) at the server. A [`Peers`]
+//! built with a [`CardSource`] instead knows only this rank's own card at first and asks the
+//! source for a peer's card the first time a plan writes to that peer (data, a ready token or
+//! a signal); a broadcast over a tree then fetches the cards of the parent and the children
+//! only. An abort must reach every rank, so a failing rank fetches the cards still missing
+//! (see [`Peers::resolve_all`]).
+
+use std::error::Error;
+use std::time::Instant;
+
+use crate::fabric::{Address, AddressVector, RemoteRegion};
+
+use super::liveness::PeerProcesses;
+use super::setup::Card;
+use super::{Result, TransportError};
+
+/// Where the cards of peers not known yet come from (the job's key-value space).
+pub trait CardSource: Send {
+    /// The card `rank` published at start, read before `deadline` or failing: a source whose
+    /// server does not answer must return an error by then, never block longer.
+    fn card(
+        &mut self,
+        rank: usize,
+        deadline: Instant,
+    ) -> std::result::Result<Card, Box<dyn Error + Send + Sync>>;
+}
+
+/// What a rank needs to write to a peer.
+#[derive(Clone, Copy, Debug)]
+struct Peer {
+    address: Address,
+    control: RemoteRegion,
+}
+
+/// The table of every rank's address and control region, this rank's included.
+pub(super) struct Peers {
+    av: AddressVector,
+    rank: usize,
+    known: Vec<Option<Peer>>,
+    /// The peers' processes, where they can be watched: each is watched from the moment its
+    /// card is known.
+    processes: PeerProcesses,
+    /// Whether peers' processes are watched (every rank on this host, as under shm).
+    watch: bool,
+    /// Cards not known yet come from here; `None` once every card is known.
+    source: Option<Box<dyn CardSource>>,
+    /// Cards fetched from the source so far.
+    fetched: usize,
+}
+
+impl Peers {
+    /// Every rank's card known at once (`cards` in rank order).
+    pub fn all(av: AddressVector, rank: usize, cards: &[Card], watch: bool) -> Result<Peers> {
+        let mut peers = Peers::empty(av, rank, cards.len(), watch, None);
+        for (r, card) in cards.iter().enumerate() {
+            peers.learn(r, card)?;
+        }
+        Ok(peers)
+    }
+
+    /// Only this rank's own card known; the others are fetched from `source` when needed.
+    pub fn lazy(
+        av: AddressVector,
+        rank: usize,
+        size: usize,
+        own: &Card,
+        watch: bool,
+        source: Box<dyn CardSource>,
+    ) -> Result<Peers> {
+        let mut peers = Peers::empty(av, rank, size, watch, Some(source));
+        peers.learn(rank, own)?;
+        Ok(peers)
+    }
+
+    fn empty(
+        av: AddressVector,
+        rank: usize,
+        size: usize,
+        watch: bool,
+        source: Option<Box<dyn CardSource>>,
+    ) -> Peers {
+        Peers {
+            av,
+            rank,
+            known: vec![None; size],
+            processes: PeerProcesses::none(size),
+            watch,
+            source,
+            fetched: 0,
+        }
+    }
+
+    /// Makes `rank`'s address known, fetching its card before `deadline` if it is not yet.
+    /// `op` names the operation for the error.
+    pub fn resolve(&mut self, op: &str, rank: usize, deadline: Instant) -> Result<()> {
+        if self.known.get(rank).is_some_and(Option::is_some) {
+            return Ok(());
+        }
+        let unreachable = |source| TransportError::Unreachable {
+            op: op.to_string(),
+            peer: rank,
+            source,
+        };
+        if rank >= self.known.len() {
+            return Err(unreachable(
+                format!("there are only {} ranks", self.known.len()).into(),
+            ));
+        }
+        let Some(source) = self.source.as_mut() else {
+            return Err(unreachable("its address card is not known".into()));
+        };
+        let card = source.card(rank, deadline).map_err(unreachable)?;
+        self.fetched += 1;
+        self.learn(rank, &card)
+    }
+
+    /// Fetches every card not known yet, for as long as `deadline` allows and the source
+    /// answers; best effort (an abort goes to the ranks that can be reached).
+    pub fn resolve_all(&mut self, deadline: Instant) {
+        for rank in 0..self.known.len() {
+            if Instant::now() >= deadline {
+                return;
+            }
+            // A rank whose card cannot be read is not told; a source that failed on a
+            // server that does not answer fails at once for the rest.
+            let _ = self.resolve("abort", rank, deadline);
+        }
+    }
+
+    fn learn(&mut self, rank: usize, card: &Card) -> Result<()> {
+        let address = self.av.insert(&card.name)?;
+        if self.watch && rank != self.rank {
+            self.processes.watch_one(rank, card.pid);
+        }
+        self.known[rank] = Some(Peer {
+            address,
+            control: card.control,
+        });
+        if self.known.iter().all(Option::is_some) {
+            // Every card is known: the source (and what it holds on to) is not needed again.
+            self.source = None;
+        }
+        Ok(())
+    }
+
+    fn peer(&self, rank: usize) -> Result<Peer> {
+        self.known
+            .get(rank)
+            .copied()
+            .flatten()
+            .ok_or_else(|| TransportError::Invalid {
+                op: "write".into(),
+                what: format!("rank {rank}'s address is not known"),
+            })
+    }
+
+    /// The address of a peer made known by [`Self::resolve`].
+    pub fn address(&self, rank: usize) -> Result<Address> {
+        Ok(self.peer(rank)?.address)
+    }
+
+    /// The control region of a peer made known by [`Self::resolve`].
+    pub fn control(&self, rank: usize) -> Result<RemoteRegion> {
+        Ok(self.peer(rank)?.control)
+    }
+
+    /// Whether `rank`'s process is known to have ended (see `liveness`).
+    pub fn ended(&self, rank: usize) -> bool {
+        self.processes.ended(rank)
+    }
+
+    /// Whether `rank`'s card is known.
+    pub fn known(&self, rank: usize) -> bool {
+        self.known.get(rank).is_some_and(Option::is_some)
+    }
+
+    /// Cards fetched from the source so far.
+    pub fn fetched(&self) -> usize {
+        self.fetched
+    }
+}
