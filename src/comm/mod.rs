@@ -229,7 +229,8 @@ impl Communicator {
     }
 
     /// A communicator over a connected transport (of the world or of a split).
-    fn new(transport: Transport, job: Arc<Job>, config: Config, model: CostModel) -> Self {
+    fn new(mut transport: Transport, job: Arc<Job>, config: Config, model: CostModel) -> Self {
+        transport.set_eager(config.eager_for(&model));
         Communicator {
             transport,
             job,

@@ -383,7 +383,8 @@ impl Communicator {
             }
         };
 
-        let prepared = self.transport.prepare(op, plan)?;
+        let bytes = call.problem.total_bytes();
+        let prepared = self.transport.prepare_sized(op, plan, bytes)?;
         let (transport, owned) = split(self);
         let buffers = views(send_source, &recv_target, recv_len, need.scratch, owned);
         let operation = transport.start(op, digest, &prepared, buffers)?;

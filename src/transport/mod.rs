@@ -22,6 +22,7 @@
 //! for later. A rank that finds a digest that differs from its own, or fails in any other way,
 //! writes an abort to every rank, so that all of them return an error instead of waiting.
 
+pub mod eager;
 mod liveness;
 pub mod wire;
 
@@ -36,6 +37,8 @@ use crate::fabric::{
     LocalRange, Post, RegisteredMemory, RemoteRegion, REMOTE_REGION_BYTES,
 };
 use crate::plan::{self, Buf, Local, PlanError, RankPlan, Round, Transfer};
+pub use eager::EagerConfig;
+use eager::{Cursor, Eager, EagerPost};
 use liveness::PeerProcesses;
 use wire::{order, wire_seq, Event, Order, Token, TOKEN_BYTES};
 
@@ -232,9 +235,10 @@ impl Opened {
         let cq = CompletionQueue::open(&domain, depth)?;
         let av = AddressVector::open(&domain, size)?;
         let endpoint = Endpoint::open(&domain, &av, &cq, &cq)?;
-        // Incoming token slots (one per peer), then outgoing ones (the source of our tokens).
+        // Incoming token slots (one per peer), outgoing ones (the source of our tokens), then
+        // the same for eager credit words.
         let control =
-            RegisteredMemory::for_endpoint(&endpoint, 2 * size * TOKEN_BYTES, RemoteWrite)?;
+            RegisteredMemory::for_endpoint(&endpoint, wire::control_bytes(size), RemoteWrite)?;
         Ok(Opened {
             endpoint,
             cq,
@@ -291,6 +295,7 @@ impl Opened {
             tokens: vec![Vec::new(); self.size],
             early: HashMap::new(),
             early_aborts: Vec::new(),
+            eager: Eager::new(self.size),
             limits,
             deadline,
             copied: 0,
@@ -323,6 +328,8 @@ pub struct Transport {
     early: HashMap<(u8, u32, bool), usize>,
     /// Aborts of operations this rank has not reached yet: (wire seq, rank).
     early_aborts: Vec<(u8, usize)>,
+    /// Receive slots kept for eager writers, and the targets' slots for this rank.
+    eager: Eager,
     limits: Limits,
     deadline: Duration,
     copied: u64,
@@ -399,9 +406,38 @@ impl Transport {
     }
 
     /// Materialises `plan` once for repeated starts ([`Prepared::new`] with this transport's
-    /// size and limits).
+    /// size and limits). It never takes the eager path: see [`Self::prepare_sized`].
     pub fn prepare(&self, name: &str, plan: RankPlan<'_>) -> Result<Prepared> {
         Prepared::new(name, plan, self.size, self.limits)
+    }
+
+    /// As [`Self::prepare`], for an operation of `bytes` as every rank computes it (the
+    /// problem's size): at most the eager limit, it takes the eager path.
+    pub fn prepare_sized(&self, name: &str, plan: RankPlan<'_>, bytes: usize) -> Result<Prepared> {
+        let mut prepared = Prepared::new(name, plan, self.size, self.limits)?;
+        prepared.eager = self.eager.config.applies(bytes);
+        Ok(prepared)
+    }
+
+    /// Sets the eager path's settings (the same limit on every rank, or eager operations fail
+    /// with a mismatch); receive slots kept already stay as they are.
+    pub fn set_eager(&mut self, config: EagerConfig) {
+        self.eager.config = config;
+        // The sockets provider loses injected writes now and then (design notes).
+        self.eager.inject = match self.info().provider().as_str() {
+            "sockets" => 0,
+            _ => self.info().inject_size(),
+        };
+    }
+
+    /// The eager path's settings.
+    pub fn eager(&self) -> EagerConfig {
+        self.eager.config
+    }
+
+    /// Bytes of receive slots this rank keeps for eager writers.
+    pub fn eager_slot_bytes(&self) -> usize {
+        self.eager.kept_bytes()
     }
 
     /// Runs `plan` as operation `name` with `buffers`; `digest` must be equal on every rank
@@ -615,6 +651,8 @@ pub struct Prepared {
     targets: Arc<[usize]>,
     /// Whether what arrives are signals (no receive or scratch buffer) rather than data.
     receives_signals: bool,
+    /// Whether the operation takes the eager path (the same on every rank).
+    eager: bool,
 }
 
 impl Prepared {
@@ -671,6 +709,7 @@ impl Prepared {
             expected: expected.into(),
             writers: writers.into(),
             targets: targets.into(),
+            eager: false,
         })
     }
 
@@ -684,12 +723,18 @@ impl Prepared {
             writers: Arc::new([]),
             targets: Arc::new([]),
             receives_signals: true,
+            eager: false,
         }
     }
 
     /// Rounds in which this rank does something.
     pub fn rounds(&self) -> usize {
         self.rounds.len()
+    }
+
+    /// Whether the operation takes the eager path.
+    pub fn is_eager(&self) -> bool {
+        self.eager
     }
 }
 
@@ -715,6 +760,8 @@ struct Pending {
     transfer: usize,
     /// Pieces posted so far (a post may be refused with EAGAIN half way).
     posted: usize,
+    /// Where the eager posting stands (slots of a transfer go out one by one).
+    cursor: Cursor,
 }
 
 /// One operation in progress. The buffers are passed to each step rather than held, so that
@@ -750,13 +797,19 @@ impl Run {
                     position,
                     transfer,
                     posted: 0,
+                    cursor: Cursor::default(),
                 });
             }
         }
         Run {
             op,
             seq,
-            digest,
+            // An eager operation's digest is marked: ranks that disagree on it fail.
+            digest: if plan.eager {
+                eager::eager_digest(digest)
+            } else {
+                digest
+            },
             plan: plan.clone(),
             arrived: vec![0; plan.rounds.len()],
             next: 0,
@@ -789,6 +842,9 @@ impl Run {
         }
         self.local_steps(&plan.setup, buffers)?;
         self.adopt_early(t)?;
+        // Eager writes of this operation that came before it began.
+        t.eager.queue_parked();
+        self.take_slots(t, buffers)?;
         // Ready tokens: our buffers are free for this operation from now on.
         let has_target =
             buffers.recv.is_some_and(|v| v.len > 0) || buffers.scratch.is_some_and(|v| v.len > 0);
@@ -803,8 +859,14 @@ impl Run {
                 digest: self.digest,
                 recv: buffers.recv.map_or(empty, |v| v.remote()),
                 scratch: buffers.scratch.map_or(empty, |v| v.remote()),
+                slots: wire::SlotRing::NONE,
             };
             for &writer in plan.writers.iter() {
+                // An eager writer that knows our slots needs no token.
+                let Some(slots) = self.eager_token(t, writer)? else {
+                    continue;
+                };
+                let token = Token { slots, ..token };
                 self.reachable(t, writer)?;
                 self.post_with_retry(t, |t| t.post_token(writer, &token))?;
             }
@@ -1004,10 +1066,12 @@ impl Run {
     /// One pass without waiting: completes rounds, posts what is allowed, takes the
     /// completions that are there.
     fn progress(&mut self, t: &mut Transport, buffers: &Buffers<'_>) -> Result<()> {
+        self.take_slots(t, buffers)?;
         self.complete_rounds(buffers)?;
         self.post_ready(t, buffers)?;
         if t.cq.poll(&mut t.completions)? > 0 {
             self.take_completions(t)?;
+            self.take_slots(t, buffers)?;
             self.complete_rounds(buffers)?;
             self.post_ready(t, buffers)?;
         }
@@ -1047,7 +1111,8 @@ impl Run {
         let mut idle_since = Instant::now();
         let mut idle = false;
         loop {
-            let mut progress = self.complete_rounds(buffers)?;
+            let mut progress = self.take_slots(t, buffers)?;
+            progress |= self.complete_rounds(buffers)?;
             progress |= self.post_ready(t, buffers)?;
             if self.done() {
                 return Ok(());
@@ -1122,7 +1187,14 @@ impl Run {
             } else {
                 None
             };
-            let ready = held && (token.is_some() || transfer.bytes() == 0);
+            // Without a token, an eager operation writes into the target's slots if it knows
+            // them (else the target's token, with its slots, is on its way).
+            let eager = held
+                && token.is_none()
+                && self.plan.eager
+                && transfer.bytes() > 0
+                && t.eager.outbound[to].is_some();
+            let ready = held && (token.is_some() || transfer.bytes() == 0 || eager);
             if !ready {
                 self.blocked[to] = self.scan;
                 i += 1;
@@ -1131,6 +1203,20 @@ impl Run {
             let rounds = Arc::clone(&self.plan.rounds);
             let round = rounds[position].index;
             let transfer = &rounds[position].sends[index];
+            if eager {
+                match self.post_eager(t, buffers, transfer, round, i)? {
+                    EagerPost::Done => {
+                        progress = true;
+                        self.pending.remove(i);
+                    }
+                    EagerPost::Again => break,
+                    EagerPost::NoCredit => {
+                        self.blocked[to] = self.scan;
+                        i += 1;
+                    }
+                }
+                continue;
+            }
             let finished = self.post_transfer(t, buffers, transfer, round, token, i)?;
             progress = true;
             if finished {
@@ -1285,11 +1371,21 @@ impl Run {
                     if token.seq == self.seq {
                         self.check_token(from, &token)?;
                     }
+                    t.eager
+                        .learn(from, &token.slots)
+                        .map_err(|what| self.protocol(what))?;
                     let list = &mut t.tokens[from];
                     if !list.iter().any(|tok| tok.seq == token.seq) {
                         list.push(token);
                     }
                 }
+            }
+            Event::Slot { from, slot } => self.slot_arrived(t, from, slot)?,
+            Event::Credit { from } => self.credit_arrived(t, from)?,
+            Event::Unknown { from, kind } => {
+                return Err(self.protocol(format!(
+                    "a control write of unknown kind {kind} from rank {from}"
+                )));
             }
             Event::Abort { from, seq } => {
                 let current = wire::abort_seq(self.seq);
@@ -1365,6 +1461,13 @@ impl Run {
         if let Some(p) = self.pending.first() {
             let to = self.plan.rounds[p.position].sends[p.transfer].to;
             let has_token = t.tokens[to].iter().any(|tok| tok.seq == self.seq);
+            let slots = t.eager.outbound[to].as_ref().filter(|_| self.plan.eager);
+            if let Some(out) = slots.filter(|o| !has_token && o.free() == 0) {
+                return format!(
+                    "waiting for rank {to} to read its receive slots (all {} in use)",
+                    out.slots
+                );
+            }
             return if has_token {
                 format!("posting a write to rank {to}")
             } else {
