@@ -152,7 +152,7 @@ pub struct SlotHeader {
 
 impl SlotHeader {
     /// Bytes of the header with its segment table.
-    pub fn len(&self) -> usize {
+    pub fn table_end(&self) -> usize {
         HEADER_BYTES + SEGMENT_BYTES * self.segments.len()
     }
 
@@ -162,7 +162,7 @@ impl SlotHeader {
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.len());
+        let mut out = Vec::with_capacity(self.table_end());
         out.extend_from_slice(&self.seq.to_le_bytes());
         out.extend_from_slice(&self.digest.to_le_bytes());
         out.extend_from_slice(&self.number.to_le_bytes());
@@ -756,10 +756,7 @@ impl Run {
         let mut progress = false;
         let mut owed = Vec::new();
         while let Some(from) = t.eager.next_queued() {
-            loop {
-                let Some(ring) = t.eager.inbound[from].as_ref() else {
-                    break;
-                };
+            while let Some(ring) = t.eager.inbound[from].as_ref() {
                 let Some(slot) = ring.reads.head() else {
                     break;
                 };
@@ -798,7 +795,7 @@ impl Run {
                         ),
                     });
                 }
-                let mut at = header.len();
+                let mut at = header.table_end();
                 for seg in &header.segments {
                     let view = self.writable(buffers, seg.dst)?;
                     let (offset, len) = (seg.offset as usize, seg.len as usize);
@@ -837,19 +834,20 @@ impl Run {
         if !ring.reads.credits_due() {
             return Ok(true);
         }
-        if t.processes.ended(from) {
-            return Err(TransportError::Exited {
-                op: self.op.clone(),
-                peer: from,
-            });
-        }
         let read = ring.reads.read;
+        // Credits only serve later operations: a writer may have finished its last one and
+        // ended, and that is no failure of this one.
+        if t.processes.ended(from) {
+            ring.reads.returned = read;
+            ring.reads.owed = false;
+            return Ok(true);
+        }
         let word = credit_word(read);
         let remote = t.peer_control[from].range(wire::credit_in(t.size, t.rank) as u64, 8)?;
         let event = Some(Event::Credit { from: t.rank }.encode());
-        let post = if word.len() <= t.eager.inject {
-            t.endpoint
-                .inject_write(&word, t.peers[from], remote, event)?
+        let injected = word.len() <= t.eager.inject;
+        let post = if injected {
+            t.endpoint.inject_write(&word, t.peers[from], remote, event)
         } else {
             // The source may be overwritten by the next word while this write is in flight:
             // the target then reads that newer count, or a torn word it ignores.
@@ -857,10 +855,12 @@ impl Run {
             t.control.store(out, &word)?;
             let local = t.control.range(out, word.len())?;
             t.endpoint
-                .write(local, t.peers[from], remote, event, self.seq)?
+                .write(local, t.peers[from], remote, event, self.seq)
         };
-        let posted = post == Post::Posted;
-        if posted && word.len() > t.eager.inject {
+        // A writer that is gone needs no credits; one that is not and never gets them fails
+        // at its deadline.
+        let posted = !matches!(post, Ok(Post::Again));
+        if matches!(post, Ok(Post::Posted)) && !injected {
             self.in_flight += 1;
         }
         ring.reads.owed = !posted;
@@ -935,15 +935,15 @@ mod tests {
     fn slot_headers_round_trip() {
         let h = header();
         let mut slot = h.to_bytes();
-        assert_eq!(slot.len(), h.len());
-        slot.resize(h.len() + h.data_len(), 0);
+        assert_eq!(slot.len(), h.table_end());
+        slot.resize(h.table_end() + h.data_len(), 0);
         assert_eq!(SlotHeader::from_bytes(&slot), Ok(h));
     }
 
     #[test]
     fn bad_slot_headers_are_refused() {
         let h = header();
-        let full = |bytes: &mut Vec<u8>| bytes.resize(h.len() + h.data_len(), 0);
+        let full = |bytes: &mut Vec<u8>| bytes.resize(h.table_end() + h.data_len(), 0);
         // Nothing written.
         assert!(SlotHeader::from_bytes(&[0; 64]).is_err());
         // Too short for its data.

@@ -75,7 +75,7 @@ pub enum TransportError {
     },
     #[error("{op}: rank {rank} aborted the operation (it failed, or was called with different arguments)")]
     AbortedBy { op: String, rank: usize },
-    #[error("{op}: rank {peer} was called with different arguments (the collective, counts, sizes, root, reduction or algorithm differ)")]
+    #[error("{op}: rank {peer} was called with different arguments (the collective, counts, sizes, root, reduction, algorithm or CIRCULANT_EAGER_LIMIT differ)")]
     Mismatch { op: String, peer: usize },
     #[error("{op}: the ranks were called with different arguments: {what}")]
     Disagree { op: String, what: String },
