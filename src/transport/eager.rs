@@ -566,6 +566,36 @@ impl Eager {
         }
     }
 
+    /// Notes that `from` wrote into its slot `slot` of this rank.
+    pub fn slot_arrived(&mut self, from: usize, slot: u8) -> std::result::Result<(), String> {
+        let Some(ring) = self.inbound.get_mut(from).and_then(|r| r.as_mut()) else {
+            return Err(format!(
+                "an eager write from rank {from}, for which this rank keeps no slots"
+            ));
+        };
+        ring.reads
+            .arrive(usize::from(slot))
+            .map_err(|what| format!("rank {from}: {what}"))?;
+        self.queue(from);
+        Ok(())
+    }
+
+    /// Takes the count of a credit word from `from` (`None`: the word was torn, being
+    /// overwritten; the newer write's own event follows).
+    pub fn credit(&mut self, from: usize, low: Option<u32>) -> std::result::Result<(), String> {
+        let Some(out) = self.outbound.get_mut(from).and_then(|o| o.as_mut()) else {
+            return Err(format!(
+                "credits from rank {from}, whose slots this rank does not use"
+            ));
+        };
+        match low {
+            Some(low) => out
+                .credit(low)
+                .map_err(|what| format!("rank {from}: {what}")),
+            None => Ok(()),
+        }
+    }
+
     /// Records the slots a token names (the first token that names them counts).
     pub fn learn(&mut self, from: usize, ring: &SlotRing) -> std::result::Result<(), String> {
         if ring.is_none() || self.outbound[from].is_some() {
@@ -598,6 +628,18 @@ impl From<Post> for EagerPost {
             Post::Posted => EagerPost::Done,
             Post::Again => EagerPost::Again,
         }
+    }
+}
+
+impl Transport {
+    /// The count of the credit word `from` wrote into our control region (`None` if it is
+    /// torn or cannot be read).
+    pub(super) fn read_credit(&self, from: usize) -> Option<u32> {
+        let mut word = [0u8; wire::CREDIT_BYTES];
+        self.control
+            .read(wire::credit_in(self.size, from), &mut word)
+            .ok()?;
+        read_credit_word(&word)
     }
 }
 
@@ -719,33 +761,17 @@ impl Run {
 
     /// `from` wrote into its slot `slot` of this rank.
     pub(super) fn slot_arrived(&mut self, t: &mut Transport, from: usize, slot: u8) -> Result<()> {
-        let Some(ring) = t.eager.inbound.get_mut(from).and_then(|r| r.as_mut()) else {
-            return Err(self.protocol(format!(
-                "an eager write from rank {from}, for which this rank keeps no slots"
-            )));
-        };
-        ring.reads
-            .arrive(usize::from(slot))
-            .map_err(|what| self.protocol(format!("rank {from}: {what}")))?;
-        t.eager.queue(from);
-        Ok(())
+        t.eager
+            .slot_arrived(from, slot)
+            .map_err(|what| self.protocol(what))
     }
 
     /// `from` returned credits: reads its credit word.
     pub(super) fn credit_arrived(&mut self, t: &mut Transport, from: usize) -> Result<()> {
-        let Some(out) = t.eager.outbound.get_mut(from).and_then(|o| o.as_mut()) else {
-            return Err(self.protocol(format!(
-                "credits from rank {from}, whose slots this rank does not use"
-            )));
-        };
-        let mut word = [0u8; wire::CREDIT_BYTES];
-        t.control.read(wire::credit_in(t.size, from), &mut word)?;
-        // A torn word is being overwritten: the newer write's own event follows.
-        if let Some(low) = read_credit_word(&word) {
-            out.credit(low)
-                .map_err(|what| self.protocol(format!("rank {from}: {what}")))?;
-        }
-        Ok(())
+        let low = t.read_credit(from);
+        t.eager
+            .credit(from, low)
+            .map_err(|what| self.protocol(what))
     }
 
     /// Reads the slots that arrived, in order per writer, for as long as they belong to this
