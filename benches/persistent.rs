@@ -14,6 +14,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 const MODEL: CostModel = CostModel {
     alpha: 1e-6,
     beta: 1e-10,
+    o: 0.0,
 };
 
 const LIMITS: Limits = Limits {

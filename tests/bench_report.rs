@@ -446,6 +446,7 @@ fn bcast_bound(p: usize, m: usize, ab: AlphaBeta) -> f64 {
         &CostModel {
             alpha: ab.alpha_s,
             beta: ab.beta_s_per_byte,
+            o: 0.0,
         },
     )
 }

@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use circulant::comm::{Choice, CommError, Communicator, Payload};
 use circulant::plan::distribution::Distribution;
+use circulant::plan::Problem;
+use circulant::sim::cases::CaseData;
 
 const BIN: &str = env!("CARGO_BIN_EXE_circulant");
 
@@ -337,10 +339,6 @@ fn rank_role() {
     }
 }
 
-fn byte(i: usize, owner: usize, k: usize) -> u8 {
-    (i * 31 + owner * 131 + k * 7 + 1) as u8
-}
-
 /// 1000 broadcasts and 1000 allgathervs, back to back, alternating two buffer pairs, roots and
 /// distributions, each result checked: a fast rank must never write into a buffer that a slow
 /// one still reads or forwards from.
@@ -355,41 +353,44 @@ fn stress(comm: &mut Communicator) {
     ];
     let mut recvs = [comm.alloc(3 * len).unwrap(), comm.alloc(3 * len).unwrap()];
     for i in 0..1000 {
+        // Data of generation i: a byte left from an earlier operation shows.
+        let generation = i as u64;
         let root = i % p;
+        let bcast = CaseData::generation(
+            Problem::Broadcast {
+                p,
+                root,
+                bytes: len,
+            },
+            generation,
+        )
+        .for_rank(rank);
         let buf = &mut bufs[i % 2];
-        if rank == root {
-            for (k, x) in buf.iter_mut().enumerate() {
-                *x = byte(i, root, k);
-            }
-        }
+        buf.copy_from_slice(&bcast.recv_initial);
         comm.bcast(buf, root)
             .unwrap_or_else(|e| panic!("bcast {i}: {e}"));
-        assert!(
-            buf.iter().enumerate().all(|(k, &x)| x == byte(i, root, k)),
-            "bcast {i} wrong"
-        );
+        if let Err(wrong) = bcast.expected.check(buf) {
+            panic!("bcast {i}: {wrong}");
+        }
 
         let dist = dists[i % dists.len()];
         let counts = dist.counts(p, dist.base_for_total(p, 2 * len));
-        let send: Vec<u8> = (0..counts[rank]).map(|k| byte(i, rank, k)).collect();
-        let total: usize = counts.iter().sum();
+        let gather = CaseData::generation(
+            Problem::Allgatherv {
+                counts: counts.clone(),
+            },
+            generation,
+        )
+        .for_rank(rank);
+        let total = gather.recv_initial.len();
         let recv = &mut recvs[i % 2];
         recv.set_len(total)
             .unwrap_or_else(|e| panic!("{total} bytes fit: {e}"));
-        recv.fill(0);
-        comm.allgatherv(&send[..], recv, &counts)
+        recv.copy_from_slice(&gather.recv_initial);
+        comm.allgatherv(&gather.send[..], recv, &counts)
             .unwrap_or_else(|e| panic!("allgatherv {i}: {e}"));
-        let got: &[u8] = recv;
-        let mut at = 0;
-        for (owner, &c) in counts.iter().enumerate() {
-            for k in 0..c {
-                assert_eq!(
-                    got[at],
-                    byte(i, owner, k),
-                    "allgatherv {i}: byte {k} of rank {owner}"
-                );
-                at += 1;
-            }
+        if let Err(wrong) = gather.expected.check(recv) {
+            panic!("allgatherv {i}: {wrong}");
         }
     }
     println!("stress ok on rank {rank}");
@@ -456,29 +457,35 @@ fn mismatch(comm: &mut Communicator) {
 fn zero_copy(comm: &mut Communicator) {
     let (rank, p) = (comm.rank(), comm.size());
     let before = comm.bytes_copied();
-    let mut buf = comm.alloc((1 << 20) + 1).unwrap();
-    for choice in [Choice::Named("circulant-bcast"), Choice::Auto] {
+    let bytes = (1 << 20) + 1;
+    let mut buf = comm.alloc(bytes).unwrap();
+    for (generation, choice) in [Choice::Named("circulant-bcast"), Choice::Auto]
+        .into_iter()
+        .enumerate()
+    {
         for root in 0..p {
-            if rank == root {
-                buf.fill(root as u8 + 1);
-            }
+            let problem = Problem::Broadcast { p, root, bytes };
+            let data = CaseData::generation(problem, generation as u64).for_rank(rank);
+            buf.copy_from_slice(&data.recv_initial);
             comm.bcast_using(&mut buf, root, choice).unwrap();
-            assert!(buf.iter().all(|&x| x == root as u8 + 1));
+            data.expected.check(&buf).unwrap();
         }
     }
     let counts: Vec<usize> = Distribution::Geometric.counts(p, 5000);
     let mut recv = comm.alloc(counts.iter().sum()).unwrap();
-    for choice in [Choice::Named("circulant-allgatherv"), Choice::Auto] {
-        recv.fill(0);
-        let mine: usize = counts[..rank].iter().sum();
-        recv[mine..mine + counts[rank]].fill(rank as u8);
+    for (generation, choice) in [Choice::Named("circulant-allgatherv"), Choice::Auto]
+        .into_iter()
+        .enumerate()
+    {
+        let problem = Problem::Allgatherv {
+            counts: counts.clone(),
+        };
+        let data = CaseData::generation(problem, generation as u64).for_rank(rank);
+        let in_place = data.in_place_initial.as_ref().expect("an allgatherv");
+        recv.copy_from_slice(in_place);
         comm.allgatherv_in_place_using(&mut recv, &counts, choice)
             .unwrap();
-        let mut at = 0;
-        for (owner, &c) in counts.iter().enumerate() {
-            assert!(recv.bytes()[at..at + c].iter().all(|&x| x == owner as u8));
-            at += c;
-        }
+        data.expected.check(recv.bytes()).unwrap();
     }
     assert_eq!(
         comm.bytes_copied(),
@@ -565,7 +572,7 @@ fn persistent(comm: &mut Communicator) {
 /// Typed reductions with a forced algorithm, the list of algorithms that apply, what a
 /// plain-memory broadcast copies at the root, and a length beyond a buffer's capacity.
 fn api(comm: &mut Communicator) {
-    use circulant::plan::{Problem, ReduceOp};
+    use circulant::plan::ReduceOp;
     let (rank, p) = (comm.rank(), comm.size());
     let send = [rank as i64 + 1; 5];
     let mut sum = [0i64; 5];

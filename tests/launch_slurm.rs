@@ -205,3 +205,88 @@ fn rank_never_initializing_fails_the_step_within_the_deadline() {
         assert_all_gone(&done.pids());
     }
 }
+
+/// A Slurm of several nodes on the emulated cluster (`ci/slurm nodes up`); stopped on drop if
+/// this test started it.
+struct SlurmNodes {
+    started_here: bool,
+}
+
+impl SlurmNodes {
+    fn up(n: usize) -> Option<SlurmNodes> {
+        if Command::new("srun").arg("--version").output().is_err() {
+            println!("skipped: srun not found (ci/deps installs slurm-wlm and munge)");
+            return None;
+        }
+        if !rustix::process::geteuid().is_root() {
+            println!("skipped: network namespaces and slurmd need root");
+            return None;
+        }
+        let running = Command::new(script())
+            .args(["nodes", "status"])
+            .status()
+            .is_ok_and(|s| s.success());
+        if running {
+            return Some(SlurmNodes {
+                started_here: false,
+            });
+        }
+        let out = Command::new(script())
+            .args(["nodes", "up", &n.to_string()])
+            .output()
+            .expect("run ci/slurm nodes up");
+        assert!(
+            out.status.success(),
+            "ci/slurm nodes up failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Some(SlurmNodes { started_here: true })
+    }
+
+    fn srun(&self, mpi: &str, nodes: usize, n: usize, args: &[&str]) -> Command {
+        let mut command = Command::new(script());
+        command
+            .args(["nodes", "srun"])
+            .arg(format!("--mpi={mpi}"))
+            .arg(format!("-N{nodes}"))
+            .arg(format!("-n{n}"))
+            .arg("--time=2")
+            .arg(bin())
+            .args(args);
+        command
+    }
+}
+
+impl Drop for SlurmNodes {
+    fn drop(&mut self) {
+        if self.started_here {
+            let stopped = Command::new(script()).args(["nodes", "down"]).status();
+            if !stopped.as_ref().is_ok_and(|s| s.success()) && !std::thread::panicking() {
+                panic!("ci/slurm nodes down failed: {stopped:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn srun_on_three_nodes_runs_pmi_check_and_selftest_over_the_network() {
+    let _one = CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(slurm) = SlurmNodes::up(3) else {
+        return;
+    };
+    for (mpi, kind) in [("pmi2", "pmi-2"), ("pmix", "pmix")] {
+        let done = run(slurm.srun(mpi, 3, 4, &["pmi-check"]));
+        passes(&done, 4, kind);
+        let done = run(slurm.srun(mpi, 3, 4, &["selftest", "--quick"]));
+        assert_eq!(done.code(), Some(0), "{mpi}: {done:?}");
+        // Ranks on different hosts: the network provider, not shared memory.
+        assert!(
+            done.stdout.contains(&format!(
+                "selftest: 4 rank(s), provider tcp;ofi_rxm, launcher {kind}"
+            )),
+            "{mpi}: {}",
+            done.stdout
+        );
+        assert!(done.stdout.contains(" passed, 0 failed"), "{}", done.stdout);
+    }
+}

@@ -9,14 +9,17 @@ const MODELS: [CostModel; 3] = [
     CostModel {
         alpha: 1e-6,
         beta: 1e-9,
+        o: 0.0,
     },
     CostModel {
         alpha: 50e-6,
         beta: 27e-9,
+        o: 0.0,
     },
     CostModel {
         alpha: 2e-6,
         beta: 1e-10,
+        o: 0.0,
     },
 ];
 

@@ -13,6 +13,7 @@ use circulant::sim::{simulate, SimError};
 const MODEL: CostModel = CostModel {
     alpha: 2e-6,
     beta: 1e-10,
+    o: 0.0,
 };
 
 fn all_errors(problem: &Problem) -> Vec<PlanError> {

@@ -77,6 +77,27 @@ fn bad_input_is_an_error_not_a_panic() {
             "nope",
         ],
         vec!["--op", "bcast", "-p", "4", "--bytes", "10", "--alpha", "-1"],
+        vec!["--op", "bcast", "-p", "4", "--bytes", "10", "--o", "-1"],
+        vec![
+            "--op",
+            "bcast",
+            "-p",
+            "4",
+            "--bytes",
+            "10",
+            "--iov-limit",
+            "0",
+        ],
+        vec![
+            "--op",
+            "bcast",
+            "-p",
+            "4",
+            "--bytes",
+            "10",
+            "--rma-iov-limit",
+            "0",
+        ],
         vec!["--op", "nope", "-p", "4", "--bytes", "10"],
     ] {
         let out = model(&args);
@@ -84,4 +105,95 @@ fn bad_input_is_an_error_not_a_panic() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!err.contains("panicked"), "{err}");
     }
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let out = model(args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn algorithm<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    v["algorithms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == name)
+        .unwrap_or_else(|| panic!("{name} missing"))
+}
+
+#[test]
+fn per_write_overhead_prefers_fewer_writes() {
+    let base = ["--op", "allgather", "-p", "64", "--bytes", "512", "--json"];
+    let without = json(&[&base[..], &["--o", "0"]].concat());
+    let with = json(&[&base[..], &["--o", "1e-6"]].concat());
+    assert_eq!(with["o_s"], 1e-6);
+    let t = |v: &serde_json::Value, n: &str| algorithm(v, n)["time_s"].as_f64().unwrap();
+    // Without o Bruck and recursive doubling tie; with o Bruck's wrapped rounds (two writes)
+    // cost five o more, and recursive doubling (one write per round) comes first.
+    assert_eq!(
+        t(&without, "bruck-allgather"),
+        t(&without, "recursive-doubling-allgather")
+    );
+    let diff = t(&with, "bruck-allgather") - t(&with, "recursive-doubling-allgather");
+    assert!((diff - 5e-6).abs() < 1e-12, "{diff}");
+    assert_eq!(
+        with["algorithms"][0]["name"],
+        "recursive-doubling-allgather"
+    );
+    let text = String::from_utf8_lossy(
+        &model(&[
+            "--op",
+            "allgather",
+            "-p",
+            "64",
+            "--bytes",
+            "512",
+            "--o",
+            "1e-6",
+        ])
+        .stdout,
+    )
+    .to_string();
+    assert!(text.contains("o = 0.000001 s"), "{text}");
+}
+
+#[test]
+fn writes_per_rank_follow_the_limits() {
+    let at = |l: &str| {
+        json(&[
+            "--op",
+            "allgatherv",
+            "--dist",
+            "spike",
+            "-p",
+            "64",
+            "--bytes",
+            "512",
+            "--json",
+            "--iov-limit",
+            l,
+            "--rma-iov-limit",
+            l,
+        ])
+    };
+    let one = at("1");
+    let four = at("4");
+    assert_eq!(four["iov_limit"], 4);
+    assert_eq!(four["rma_iov_limit"], 4);
+    let w =
+        |v: &serde_json::Value, k: &str| algorithm(v, "circulant-allgatherv")[k].as_u64().unwrap();
+    // 63 pieces (one per other root) in 6 rounds; merged, one write per round.
+    assert_eq!(w(&one, "pieces_per_rank"), 63);
+    assert!(w(&one, "writes_per_rank") < 63);
+    assert_eq!(w(&four, "writes_per_rank"), 6);
+    // No plans are walked for a million ranks.
+    let big = json(&[
+        "--op", "bcast", "-p", "1000000", "--bytes", "1024", "--json",
+    ]);
+    assert!(big["algorithms"][0]["writes_per_rank"].is_null());
 }

@@ -11,6 +11,7 @@ use circulant::sim::simulate;
 const MODEL: CostModel = CostModel {
     alpha: 2e-6,
     beta: 1e-10,
+    o: 0.0,
 };
 
 /// A small deterministic generator (xorshift), so failures reproduce.

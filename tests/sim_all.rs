@@ -1,13 +1,16 @@
-//! Every algorithm against the simulator for every p in 1..=64 with small sizes.
+//! Every algorithm against the simulator for every p in 1..=64 with small sizes, one write per
+//! piece and merged under iov limits.
 
 use circulant::plan::distribution::Distribution;
+use circulant::plan::merge::IovLimits;
 use circulant::plan::registry;
 use circulant::plan::{CostModel, Dtype, Problem, ReduceOp, Reduction};
-use circulant::sim::simulate;
+use circulant::sim::{simulate, simulate_merged};
 
 const MODEL: CostModel = CostModel {
     alpha: 2e-6,
     beta: 1e-10,
+    o: 0.0,
 };
 
 /// Small model-independent problem set for p ranks.
@@ -161,4 +164,48 @@ fn every_reduction_on_every_reducing_algorithm() {
     // 6 types × 4 ops + 4 integer types × 3 bitwise ops, 6 sizes; binomial reduce, three
     // allreduces, inclusive and exclusive scan.
     assert_eq!(runs, (6 * 4 + 4 * 3) * 6 * 6);
+}
+
+#[test]
+fn every_algorithm_with_merged_writes() {
+    let mut runs = 0;
+    for p in [1, 2, 3, 5, 7, 8, 12, 17, 31, 32, 36, 63, 64] {
+        for problem in problems(p) {
+            for alg in registry::applicable(&problem, &MODEL).unwrap() {
+                let single = simulate(alg.as_ref(), &MODEL).unwrap();
+                let mut previous = single.writes.clone();
+                for l in [1, 2, 4, 8] {
+                    let limits = IovLimits::new(l, l).unwrap();
+                    let r = simulate_merged(alg.as_ref(), &MODEL, limits).unwrap_or_else(|e| {
+                        panic!("{} on {:?} (p={p}, limits {l}): {e}", alg.name(), problem)
+                    });
+                    assert_eq!(r.pieces, single.writes, "{}", alg.name());
+                    assert_eq!(r.bytes_received, single.bytes_received, "{}", alg.name());
+                    // Larger limits never need more writes.
+                    for (rank, (&w, &before)) in r.writes.iter().zip(&previous).enumerate() {
+                        assert!(w <= before, "{} rank {rank}: {w} > {before}", alg.name());
+                        assert!(w >= r.messages[rank], "{}", alg.name());
+                    }
+                    previous = r.writes;
+                    runs += 1;
+                }
+            }
+        }
+    }
+    assert!(runs > 1000, "{runs}");
+}
+
+#[test]
+fn merging_adds_o_per_further_write_only() {
+    // p = 64 allgather of 8 bytes: Bruck's wrapped rounds are two pieces, one write merged.
+    let model = CostModel { o: 1e-6, ..MODEL };
+    let problem = Problem::Allgather { p: 64, block: 8 };
+    let alg = registry::by_name("bruck-allgather", &problem, &model).unwrap();
+    let single = simulate(alg.as_ref(), &model).unwrap();
+    let merged = simulate_merged(alg.as_ref(), &model, IovLimits::new(4, 4).unwrap()).unwrap();
+    assert_eq!(merged.writes.iter().max(), Some(&6));
+    assert!(single.writes.iter().max().unwrap() > &6);
+    // Five wrapped rounds cost o more each without merging.
+    let diff = single.round_time - merged.round_time;
+    assert!((diff - 5.0 * model.o).abs() < 1e-12, "{diff}");
 }

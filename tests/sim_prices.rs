@@ -17,10 +17,12 @@ const MODELS: [CostModel; 2] = [
     CostModel {
         alpha: 2e-6,
         beta: 1e-10,
+        o: 0.0,
     },
     CostModel {
         alpha: 1.0,
         beta: 0.25,
+        o: 0.0,
     },
 ];
 
@@ -307,6 +309,7 @@ fn round_robin_tends_to_table_2() {
     let model = CostModel {
         alpha: 0.0,
         beta: 1.0,
+        o: 0.0,
     };
     for (n, factor) in [(3usize, 1.5), (5, 1.25), (7, 7.0 / 6.0), (4, 1.0), (8, 1.0)] {
         let s = 400;

@@ -3,20 +3,24 @@
 //! with zeros.
 
 use circulant::plan::distribution::Distribution;
+use circulant::plan::merge::IovLimits;
 use circulant::plan::registry;
 use circulant::plan::{CostModel, Dtype, Problem, ReduceOp, Reduction};
-use circulant::sim::simulate;
+use circulant::sim::{simulate, simulate_merged};
 use proptest::prelude::*;
 
 const MODEL: CostModel = CostModel {
     alpha: 2e-6,
     beta: 1e-10,
+    o: 0.0,
 };
 
 fn run_all(problem: &Problem) -> Result<(), TestCaseError> {
     let algs =
         registry::applicable(problem, &MODEL).map_err(|e| TestCaseError::fail(e.to_string()))?;
     prop_assert!(!algs.is_empty());
+    // Merged writes under limits that vary with p (1 to 8 segments a side).
+    let limits = IovLimits::new(1 + problem.p() % 8, 1 + problem.p() / 8 % 8).unwrap();
     for alg in algs {
         let r = simulate(alg.as_ref(), &MODEL);
         prop_assert!(
@@ -25,6 +29,15 @@ fn run_all(problem: &Problem) -> Result<(), TestCaseError> {
             alg.name(),
             problem.p(),
             r.unwrap_err()
+        );
+        let m = simulate_merged(alg.as_ref(), &MODEL, limits);
+        prop_assert!(
+            m.is_ok(),
+            "{} on p={} merged under {:?}: {}",
+            alg.name(),
+            problem.p(),
+            limits,
+            m.unwrap_err()
         );
     }
     Ok(())

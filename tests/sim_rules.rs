@@ -1,9 +1,10 @@
 //! The simulator rejects plans that break the one-sided rules or compute the wrong result.
 
+use circulant::plan::merge::IovLimits;
 use circulant::plan::{
     piece, Algorithm, Buf, Buffers, CostModel, Local, Prediction, Problem, Round,
 };
-use circulant::sim::{simulate, SimError};
+use circulant::sim::{simulate, simulate_merged, SimError};
 
 /// A hand-written plan: rounds per rank.
 struct Scripted {
@@ -40,6 +41,7 @@ impl Algorithm for Scripted {
 const MODEL: CostModel = CostModel {
     alpha: 1.0,
     beta: 0.5,
+    o: 0.0,
 };
 
 fn round(
@@ -250,4 +252,61 @@ fn a_barrier_that_does_not_hear_from_everyone_fails() {
         simulate(&s, &MODEL).unwrap_err(),
         SimError::WrongResult { .. }
     ));
+}
+
+/// Two ranks, 8 bytes from 0 to 1 in two pieces (bytes 4..8 first, then 0..4), contiguous on
+/// both sides once put in order; rank 1 expects `expected` writes.
+fn two_pieces(expected: usize) -> Scripted {
+    let b = Buffers {
+        send: 0,
+        recv: 8,
+        scratch: 0,
+    };
+    Scripted {
+        problem: Problem::Broadcast {
+            p: 2,
+            root: 0,
+            bytes: 8,
+        },
+        buffers: vec![b; 2],
+        setup: vec![vec![]; 2],
+        rounds: vec![
+            vec![round(
+                0,
+                vec![(
+                    1,
+                    vec![
+                        piece(Buf::Recv, 4, Buf::Recv, 4, 4, None),
+                        piece(Buf::Recv, 0, Buf::Recv, 0, 4, None),
+                    ],
+                )],
+                vec![],
+            )],
+            vec![round(0, vec![], vec![(0, expected)])],
+        ],
+    }
+}
+
+#[test]
+fn merged_writes_are_counted_and_priced() {
+    let model = CostModel { o: 0.25, ..MODEL };
+    let single = simulate(&two_pieces(2), &model).unwrap();
+    assert_eq!((single.writes[0], single.pieces[0]), (2, 2));
+    // α + o + 8β.
+    assert_eq!(single.round_time, 1.0 + 0.25 + 4.0);
+    let merged = simulate_merged(&two_pieces(2), &model, IovLimits::SINGLE).unwrap();
+    assert_eq!((merged.writes[0], merged.pieces[0]), (1, 2));
+    assert_eq!(merged.round_time, 1.0 + 4.0);
+    assert_eq!(merged.dataflow_time, 5.0);
+}
+
+#[test]
+fn a_target_expecting_other_pieces_than_its_source_sends_is_refused() {
+    // Rank 1 expects one piece, rank 0's plan sends two: the target cannot count its writes.
+    let err = simulate_merged(&two_pieces(1), &MODEL, IovLimits::SINGLE).unwrap_err();
+    assert!(
+        matches!(err, SimError::Rule { rank: 1, round: 0, ref what } if what.contains("expects 1 pieces")),
+        "{err}"
+    );
+    assert!(simulate(&two_pieces(1), &MODEL).is_err());
 }

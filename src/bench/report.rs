@@ -727,6 +727,7 @@ pub fn row_bound(
     let model = CostModel {
         alpha: ab.alpha_s,
         beta: ab.beta_s_per_byte,
+        o: 0.0,
     };
     Some(lower_bound(&problem, &model))
 }

@@ -15,6 +15,7 @@
 mod channel;
 mod hangup;
 mod launcher;
+pub mod memory;
 mod oob;
 mod pmi1;
 pub mod pmi2;
@@ -113,6 +114,8 @@ pub enum BootstrapError {
     CorruptBytes { key: String, reason: String },
     #[error("the bootstrap was already finalized")]
     Finalized,
+    #[error("in-memory job: {0}")]
+    Memory(String),
     #[error("the out-of-band allgather failed: {0}")]
     Oob(String),
     #[error("{seen}, but this process has no PMI it can use: {advice}")]
@@ -164,6 +167,7 @@ enum Backend {
     Pmix(PmixClient),
     Singleton(HashMap<String, String>),
     Oob(OobKvs),
+    Memory(memory::MemoryKvs),
 }
 
 /// This process's place in the job, and the job's key-value space.
@@ -386,6 +390,12 @@ impl Bootstrap {
         })
     }
 
+    /// One bootstrap per rank of a job of `size` ranks that are threads of this process,
+    /// sharing a key-value space; every fence waits at most `timeout`. See [`memory::Job`].
+    pub fn in_memory(size: usize, timeout: Duration) -> Result<Vec<Self>, BootstrapError> {
+        Ok(memory::Job::new(size)?.timeout(timeout).bootstraps())
+    }
+
     pub fn rank(&self) -> usize {
         self.rank
     }
@@ -394,7 +404,7 @@ impl Bootstrap {
         self.size
     }
 
-    /// `"pmi-1"`, `"pmi-2"`, `"pmix"`, `"singleton"` or `"oob"`.
+    /// `"pmi-1"`, `"pmi-2"`, `"pmix"`, `"singleton"`, `"oob"` or `"memory"`.
     pub fn kind(&self) -> &'static str {
         match self.backend {
             Backend::Pmi1(_) => "pmi-1",
@@ -402,6 +412,7 @@ impl Bootstrap {
             Backend::Pmix(_) => "pmix",
             Backend::Singleton(_) => "singleton",
             Backend::Oob(_) => "oob",
+            Backend::Memory(_) => "memory",
         }
     }
 
@@ -411,7 +422,7 @@ impl Bootstrap {
             Backend::Pmi1(client) => client.appnum(),
             Backend::Pmi2(client) => client.appnum(),
             Backend::Pmix(client) => client.appnum(),
-            Backend::Singleton(_) | Backend::Oob(_) => 0,
+            Backend::Singleton(_) | Backend::Oob(_) | Backend::Memory(_) => 0,
         }
     }
 
@@ -423,12 +434,14 @@ impl Bootstrap {
             Backend::Pmix(client) => client.namespace(),
             Backend::Singleton(_) => "singleton",
             Backend::Oob(_) => "oob",
+            Backend::Memory(kvs) => kvs.kvsname(),
         }
     }
 
     /// How many nodes the job spans, where the launcher says so: PMIx's job data, a Slurm
     /// step's `SLURM_STEP_NUM_NODES`; 1 for a singleton. None elsewhere (the built-in
-    /// launcher and Hydra, whose ranks may sit in network namespaces of one machine).
+    /// launcher and Hydra, whose ranks may sit in network namespaces of one machine); 1 for an
+    /// in-memory job, whose ranks are threads of one process.
     pub fn nodes(&self) -> Option<usize> {
         match &self.backend {
             Backend::Pmix(client) => client.nodes(),
@@ -441,7 +454,7 @@ impl Bootstrap {
                     .ok()
                     .filter(|&n| n > 0)
             }
-            Backend::Singleton(_) => Some(1),
+            Backend::Singleton(_) | Backend::Memory(_) => Some(1),
             Backend::Oob(_) => None,
         }
     }
@@ -454,6 +467,7 @@ impl Bootstrap {
             Backend::Pmix(client) => client.limits(),
             Backend::Singleton(_) => SINGLETON_LIMITS,
             Backend::Oob(_) => oob::OOB_LIMITS,
+            Backend::Memory(_) => memory::MEMORY_LIMITS,
         }
     }
 
@@ -479,6 +493,7 @@ impl Bootstrap {
                 Ok(())
             }
             Backend::Oob(kvs) => kvs.put(key, value),
+            Backend::Memory(kvs) => kvs.put(key, value),
         }
     }
 
@@ -498,6 +513,7 @@ impl Bootstrap {
                     })
             }
             Backend::Oob(kvs) => kvs.get(key),
+            Backend::Memory(kvs) => kvs.get(key),
         }
     }
 
@@ -511,6 +527,7 @@ impl Bootstrap {
             Backend::Pmix(client) => client.fence(),
             Backend::Singleton(_) => Ok(()),
             Backend::Oob(kvs) => kvs.fence(),
+            Backend::Memory(kvs) => kvs.fence(),
         }
     }
 
@@ -600,6 +617,10 @@ impl Bootstrap {
             Backend::Pmi1(client) => client.abort(code),
             Backend::Pmi2(client) => client.abort(message),
             Backend::Pmix(client) => client.abort(code, message),
+            Backend::Memory(kvs) => {
+                kvs.abort(code, message);
+                Ok(())
+            }
             Backend::Singleton(_) | Backend::Oob(_) => Ok(()),
         }
     }
@@ -614,6 +635,10 @@ impl Bootstrap {
             Backend::Pmi1(client) => client.finalize(),
             Backend::Pmi2(client) => client.finalize(),
             Backend::Pmix(client) => client.finalize(),
+            Backend::Memory(kvs) => {
+                kvs.finalize();
+                Ok(())
+            }
             Backend::Singleton(_) | Backend::Oob(_) => Ok(()),
         }
     }

@@ -12,6 +12,7 @@ use circulant::launch::{run_job, JobSpec};
 use circulant::plan::bounds::lower_bound;
 use circulant::plan::distribution::Distribution;
 use circulant::plan::{registry, Problem};
+use circulant::sim::cases::{CaseData, RankData};
 
 use super::bench::measure::{measure_model, Window};
 use super::{ratio_to_bound, CliResult};
@@ -65,6 +66,13 @@ struct Row {
     ok: bool,
 }
 
+/// This rank's data of each repetition, one generation each: a stale result shows.
+fn data_per_rep(problem: &Problem, reps: u32, me: usize) -> Vec<RankData> {
+    (0..reps)
+        .map(|rep| CaseData::generation(problem.clone(), u64::from(rep)).for_rank(me))
+        .collect()
+}
+
 fn rank(args: &Args) -> CliResult {
     let mut comm = Communicator::init()?;
     let (me, p) = (comm.rank(), comm.size());
@@ -86,23 +94,19 @@ fn rank(args: &Args) -> CliResult {
     let mut failures = 0u64;
     for bytes in [1000usize, 100_000, 4 << 20] {
         let problem = Problem::Broadcast { p, root: 0, bytes };
+        let per_rep = data_per_rep(&problem, reps, me);
         for algorithm in registry::applicable(&problem, &model)? {
             let name = algorithm.name();
             let mut buf = comm.alloc(bytes)?;
             let mut best = f64::INFINITY;
             let mut ok = true;
-            for rep in 0..reps {
-                let value = |k: usize| (k * 7 + rep as usize * 13 + 1) as u8;
-                if me == 0 {
-                    for (k, x) in buf.iter_mut().enumerate() {
-                        *x = value(k);
-                    }
-                }
+            for data in &per_rep {
+                buf.copy_from_slice(&data.recv_initial);
                 let t = window.time(&mut comm, &mut |c| {
                     c.bcast_using(&mut buf, 0, Choice::Named(name))
                 })?;
                 best = best.min(t);
-                ok &= buf.iter().enumerate().all(|(k, &x)| x == value(k));
+                ok &= data.expected.check(&buf).is_ok();
             }
             rows.push(Row {
                 op: "bcast".into(),
@@ -122,30 +126,21 @@ fn rank(args: &Args) -> CliResult {
                 counts: counts.clone(),
             };
             let sum: usize = counts.iter().sum();
+            let per_rep = data_per_rep(&problem, reps, me);
             for algorithm in registry::applicable(&problem, &model)? {
                 let name = algorithm.name();
                 let mut send = comm.alloc(counts[me])?;
                 let mut recv = comm.alloc(sum)?;
                 let mut best = f64::INFINITY;
                 let mut ok = true;
-                for rep in 0..reps {
-                    let value =
-                        |owner: usize, k: usize| (owner * 131 + k * 7 + rep as usize + 1) as u8;
-                    for (k, x) in send.iter_mut().enumerate() {
-                        *x = value(me, k);
-                    }
+                for data in &per_rep {
+                    send.copy_from_slice(&data.send);
+                    recv.copy_from_slice(&data.recv_initial);
                     let t = window.time(&mut comm, &mut |c| {
                         c.allgatherv_using(&send, &mut recv, &counts, Choice::Named(name))
                     })?;
                     best = best.min(t);
-                    let mut at = 0;
-                    for (owner, &c) in counts.iter().enumerate() {
-                        ok &= recv[at..at + c]
-                            .iter()
-                            .enumerate()
-                            .all(|(k, &x)| x == value(owner, k));
-                        at += c;
-                    }
+                    ok &= data.expected.check(&recv).is_ok();
                 }
                 rows.push(Row {
                     op: format!("allgatherv {dist}"),

@@ -1,5 +1,7 @@
-//! `circulant model`: every applicable algorithm's rounds and α-β time for one problem, from
-//! the closed forms of the seeds (no plans are built, so p = 10^6 answers at once).
+//! `circulant model`: every applicable algorithm's rounds and α-β-o time for one problem, from
+//! the closed forms of the seeds (no plans are built, so p = 10^6 answers at once). Where the
+//! plans are small (p × rounds up to [`MAX_WALKED`]) they are also walked to count the writes
+//! each rank posts when a transfer's pieces are merged under the given iov limits.
 
 use std::process::ExitCode;
 
@@ -10,7 +12,12 @@ use circulant::bench::csv::AlphaBeta;
 use circulant::bench::report::format_seconds;
 use circulant::plan::bounds::lower_bound;
 use circulant::plan::distribution::Distribution;
+use circulant::plan::merge::{tally, IovLimits};
 use circulant::plan::{registry, CostModel, Dtype, Problem, ReduceOp, Reduction};
+
+/// Beyond this many rank-rounds (p times the predicted rounds) plans are not walked and writes
+/// are not counted: the walk takes about 10 µs per rank-round in a debug build.
+pub const MAX_WALKED: u64 = 1 << 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Op {
@@ -48,6 +55,15 @@ pub struct Args {
     /// Time per byte β in seconds.
     #[arg(long, default_value_t = 1e-10)]
     beta: f64,
+    /// Overhead o in seconds of every write after the first of a message (LogGP's o).
+    #[arg(long = "o", default_value_t = 3e-7)]
+    o: f64,
+    /// Local segments per write (the provider's iov_limit; tcp;ofi_rxm: 4).
+    #[arg(long, default_value_t = 4)]
+    iov_limit: usize,
+    /// Remote segments per write (the provider's rma_iov_limit; tcp;ofi_rxm: 4).
+    #[arg(long, default_value_t = 4)]
+    rma_iov_limit: usize,
     /// Distribution of the allgatherv, gatherv and scatterv counts (seed 001 §3), scaled to
     /// about `bytes` in total.
     #[arg(long, default_value = "regular")]
@@ -131,61 +147,108 @@ fn counts(args: &Args) -> Result<Vec<usize>, Box<dyn std::error::Error>> {
     Ok(d.counts(args.p, d.base_for_total(args.p, args.bytes)))
 }
 
+/// One algorithm's answer: closed form, and counted writes where the plans were walked.
+struct Row {
+    name: &'static str,
+    rounds: u64,
+    time: f64,
+    /// (writes per rank, pieces per rank, time priced with the merged writes).
+    writes: Option<(u64, u64, f64)>,
+}
+
 pub fn run(args: Args) -> CliResult {
     let Some(ab) = AlphaBeta::new(args.alpha, args.beta) else {
         return Err("alpha and beta must be finite and non-negative".into());
     };
+    if !(args.o.is_finite() && args.o >= 0.0) {
+        return Err("o must be finite and non-negative".into());
+    }
+    let limits = IovLimits::new(args.iov_limit, args.rma_iov_limit)?;
     let model = CostModel {
         alpha: ab.alpha_s,
         beta: ab.beta_s_per_byte,
+        o: args.o,
     };
     let problem = problem(&args)?;
     let algs = registry::applicable(&problem, &model)?;
     let bound = lower_bound(&problem, &model);
-    let mut rows: Vec<(&'static str, u64, f64)> = algs
-        .iter()
-        .map(|a| {
-            let pr = a.predict(&model);
-            (a.name(), pr.rounds, pr.time)
-        })
-        .collect();
-    rows.sort_by(|a, b| a.2.total_cmp(&b.2));
+    let mut rows = Vec::with_capacity(algs.len());
+    for a in &algs {
+        let pr = a.predict(&model);
+        let writes = if (args.p as u64).saturating_mul(pr.rounds.max(1)) <= MAX_WALKED {
+            let t = tally(a.as_ref(), limits, &model)?;
+            Some((t.writes_per_rank, t.pieces_per_rank, t.round_time))
+        } else {
+            None
+        };
+        rows.push(Row {
+            name: a.name(),
+            rounds: pr.rounds,
+            time: pr.time,
+            writes,
+        });
+    }
+    rows.sort_by(|a, b| a.time.total_cmp(&b.time));
     let op = format!("{:?}", args.op).to_lowercase();
     if args.json {
         let algorithms: Vec<serde_json::Value> = rows
             .iter()
-            .map(|(name, rounds, time)| {
-                serde_json::json!({"name": name, "rounds": rounds, "time_s": time})
+            .map(|r| {
+                serde_json::json!({
+                    "name": r.name,
+                    "rounds": r.rounds,
+                    "time_s": r.time,
+                    "writes_per_rank": r.writes.map(|w| w.0),
+                    "pieces_per_rank": r.writes.map(|w| w.1),
+                    "merged_time_s": r.writes.map(|w| w.2),
+                })
             })
             .collect();
         let out = serde_json::json!({
             "op": op,
             "p": args.p,
             "bytes": problem.total_bytes(),
+            "alpha_s": args.alpha,
+            "beta_s_per_byte": args.beta,
+            "o_s": args.o,
+            "iov_limit": limits.iov,
+            "rma_iov_limit": limits.rma_iov,
             "lower_bound_s": bound,
             "algorithms": algorithms,
         });
         println!("{out}");
     } else {
         println!(
-            "{op}: p = {}, {} bytes, α = {} s, β = {} s/B; lower bound {}",
+            "{op}: p = {}, {} bytes, α = {} s, β = {} s/B, o = {} s; lower bound {}",
             args.p,
             problem.total_bytes(),
             args.alpha,
             args.beta,
+            args.o,
             format_seconds(bound)
         );
         println!(
-            "{:<32} {:>10} {:>14} {:>8}",
-            "algorithm", "rounds", "time", "/bound"
+            "{:<32} {:>10} {:>14} {:>8} {:>10} {:>14}",
+            "algorithm",
+            "rounds",
+            "time",
+            "/bound",
+            "writes",
+            format!("merged {}/{}", limits.iov, limits.rma_iov)
         );
-        for (name, rounds, time) in rows {
+        for r in rows {
+            let (writes, merged) = match r.writes {
+                Some((w, _, t)) => (w.to_string(), format_seconds(t)),
+                None => ("-".to_string(), "-".to_string()),
+            };
             println!(
-                "{:<32} {:>10} {:>14} {:>8}",
-                name,
-                rounds,
-                format_seconds(time),
-                ratio_to_bound(time, bound, 3)
+                "{:<32} {:>10} {:>14} {:>8} {:>10} {:>14}",
+                r.name,
+                r.rounds,
+                format_seconds(r.time),
+                ratio_to_bound(r.time, bound, 3),
+                writes,
+                merged
             );
         }
     }

@@ -5,7 +5,7 @@
 use crate::plan::{Problem, Reduction};
 use crate::transport::wire::Digest;
 
-use super::Choice;
+use super::{Choice, Result};
 
 /// Version of the encoding below: part of every digest, so that ranks of different library
 /// versions fail instead of misreading each other.
@@ -24,6 +24,9 @@ pub(crate) struct Call<'a> {
     pub recv_unchanged: bool,
     /// In place: (offset, length) of this rank's send data within the receive buffer.
     pub send_in_recv: Option<(usize, usize)>,
+    /// The outcome of this rank's own checks of the arguments: a refused call is still
+    /// consumed on every rank.
+    pub checked: Result<()>,
 }
 
 impl<'a> Call<'a> {
@@ -35,7 +38,13 @@ impl<'a> Call<'a> {
             copy_in_recv: false,
             recv_unchanged: false,
             send_in_recv: None,
+            checked: Ok(()),
         }
+    }
+
+    pub fn checked(mut self, checked: Result<()>) -> Self {
+        self.checked = checked;
+        self
     }
 
     pub fn copy_in(mut self, yes: bool) -> Self {
@@ -55,7 +64,7 @@ impl<'a> Call<'a> {
 }
 
 /// The arguments of a problem that must be equal on every rank.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Shape {
     /// The collective (`"broadcast"`, `"exscan"`, ...).
     pub collective: &'static str,

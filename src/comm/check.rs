@@ -7,9 +7,14 @@
 //! Without it, only disagreements between ranks that exchange data in the call are caught
 //! (by the digest of the ready tokens); see the README.
 
+use crate::fabric::Access::{Local, RemoteWrite};
 use crate::plan::{registry, Algorithm, Dtype, Problem, ReduceOp};
+use crate::transport::{Buffers, View};
 
-use super::call::Shape;
+use super::call::{digest, Shape};
+use super::plan_cache::Planned;
+use super::staging::ensure;
+use super::{CommError, Communicator};
 
 /// Bytes of one record.
 pub(crate) const RECORD_BYTES: usize = 256;
@@ -240,6 +245,77 @@ pub(crate) fn exchange_algorithm(
     model: &crate::plan::CostModel,
 ) -> Result<Box<dyn Algorithm>, crate::plan::PlanError> {
     registry::by_name(CHECK_ALGORITHM, &exchange_problem(p), model)
+}
+
+impl Communicator {
+    /// The full argument check (`CIRCULANT_CHECK=1`): every rank's record of this call is
+    /// exchanged and compared on every rank; a difference, or a rank that refused its call,
+    /// fails the call everywhere with the same message.
+    pub(super) fn agree(
+        &mut self,
+        op: &'static str,
+        problem: &Problem,
+        chosen: Result<&str, String>,
+    ) -> super::Result<()> {
+        let record = Record::new(op, problem, chosen);
+        let p = self.size();
+        let planned = match self.check_plan.clone() {
+            Some(planned) => planned,
+            None => {
+                let algorithm = exchange_algorithm(p, &self.model)?;
+                let plan = algorithm.rank_plan(self.rank())?;
+                let planned = Planned {
+                    algorithm: algorithm.name(),
+                    prepared: self.transport.prepare(CHECK_OP, plan)?,
+                    digest: digest(CHECK_OP, algorithm.name(), &exchange_problem(p)),
+                };
+                // The exchange's plan depends on p and the model only.
+                if self.plans.capacity() > 0 {
+                    self.check_plan = Some(planned.clone());
+                }
+                planned
+            }
+        };
+        let need = planned.prepared.buffers;
+        let (send, recv) = match self.check_mem.take() {
+            Some(mem) => mem,
+            None => (
+                self.transport.alloc(RECORD_BYTES, Local)?,
+                self.transport.alloc(p * RECORD_BYTES, RemoteWrite)?,
+            ),
+        };
+        let (send, recv) = &*self.check_mem.insert((send, recv));
+        ensure(
+            &self.transport,
+            &mut self.scratch,
+            need.scratch,
+            RemoteWrite,
+        )?;
+        send.store(0, &record.to_bytes())?;
+        let buffers = Buffers {
+            send: Some(View::prefix(send, RECORD_BYTES)),
+            recv: Some(View::prefix(recv, p * RECORD_BYTES)),
+            scratch: self.scratch.as_ref().map(|m| View::prefix(m, need.scratch)),
+        };
+        let operation =
+            self.transport
+                .start(CHECK_OP, planned.digest, &planned.prepared, buffers)?;
+        let stats = self.transport.finish(operation, buffers)?;
+        // The check's own copies are not the user's.
+        self.transport.discount_copied(stats.bytes_copied);
+        let records: Vec<Option<Record>> = recv
+            .to_vec()
+            .chunks_exact(RECORD_BYTES)
+            .map(Record::from_bytes)
+            .collect();
+        match compare(&records) {
+            None => Ok(()),
+            Some(what) => {
+                self.transport.abandon(op, &what);
+                Err(CommError::Disagree { op, what })
+            }
+        }
+    }
 }
 
 #[cfg(test)]

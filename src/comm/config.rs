@@ -5,12 +5,13 @@
 //! | `CIRCULANT_PROVIDER` (or `FI_PROVIDER`) | libfabric provider, e.g. `shm`, `tcp;ofi_rxm`, `verbs;ofi_rxm` | `shm` on one host, else the first RMA-capable provider |
 //! | `CIRCULANT_LOOPBACK` | `0`: do not pin network providers to 127.0.0.1 when all ranks share a host | `1` |
 //! | `CIRCULANT_TIMEOUT` | deadline of one collective, seconds (at most 604800, 7 days) | 60 |
-//! | `CIRCULANT_ALPHA`, `CIRCULANT_BETA` | α (s) and β (s/byte) of the model that picks algorithms | per provider, see [`Config::model_for`] |
+//! | `CIRCULANT_ALPHA`, `CIRCULANT_BETA`, `CIRCULANT_O` | α (s), β (s/byte) and the per-write overhead o (s) of the model that picks algorithms | per provider, see [`Config::model_for`] |
 //! | `CIRCULANT_ALGORITHM` | comma-separated algorithm names forced wherever they apply | none |
 //! | `CIRCULANT_CHECK` | `1`: every collective first checks that all ranks called it with the same arguments | `0` |
 //! | `CIRCULANT_EAGER_LIMIT` | operations of at most this many bytes take the eager path (no ready token; data copied through receive slots); `0`: never (at most 1073741824) | from the model, see [`EagerConfig::new`] |
 //! | `CIRCULANT_EAGER_SLOTS` | receive slots a rank keeps per peer that writes to it eagerly (2 to 32) | 16 |
 //! | `CIRCULANT_EAGER_SLOT_BYTES` | bytes of one receive slot, header included (256 to 1048576) | 8192 |
+//! | `CIRCULANT_PLAN_CACHE` | plans of earlier calls kept per communicator (at most 65536; `0`: none) | 64 |
 //! | `CIRCULANT_AUTH_KEY` | the job's authentication key (hex) for providers that support keys; `circulant run` sets a random one | none |
 
 use std::time::Duration;
@@ -25,12 +26,17 @@ pub const LOOPBACK_ENV: &str = "CIRCULANT_LOOPBACK";
 pub const TIMEOUT_ENV: &str = "CIRCULANT_TIMEOUT";
 pub const ALPHA_ENV: &str = "CIRCULANT_ALPHA";
 pub const BETA_ENV: &str = "CIRCULANT_BETA";
+pub const O_ENV: &str = "CIRCULANT_O";
 pub const ALGORITHM_ENV: &str = "CIRCULANT_ALGORITHM";
 pub const CHECK_ENV: &str = "CIRCULANT_CHECK";
 pub const AUTH_KEY_ENV: &str = "CIRCULANT_AUTH_KEY";
 pub const EAGER_LIMIT_ENV: &str = "CIRCULANT_EAGER_LIMIT";
 pub const EAGER_SLOTS_ENV: &str = "CIRCULANT_EAGER_SLOTS";
 pub const EAGER_SLOT_BYTES_ENV: &str = "CIRCULANT_EAGER_SLOT_BYTES";
+pub const PLAN_CACHE_ENV: &str = "CIRCULANT_PLAN_CACHE";
+
+/// Most plans a communicator keeps (`CIRCULANT_PLAN_CACHE`).
+pub const MAX_PLAN_CACHE: usize = 65536;
 
 #[derive(Debug, thiserror::Error)]
 #[error("{var}={value:?}: {reason}")]
@@ -47,6 +53,7 @@ pub struct Config {
     pub deadline: Duration,
     pub alpha: Option<f64>,
     pub beta: Option<f64>,
+    pub o: Option<f64>,
     pub algorithms: Vec<String>,
     /// The full argument check before every collective (the same on every rank).
     pub check: bool,
@@ -56,6 +63,9 @@ pub struct Config {
     pub eager_limit: Option<usize>,
     pub eager_slots: Option<usize>,
     pub eager_slot_bytes: Option<usize>,
+    /// Plans of earlier calls kept per communicator, least recently used dropped first
+    /// (0: none).
+    pub plan_cache: usize,
 }
 
 impl Default for Config {
@@ -66,12 +76,14 @@ impl Default for Config {
             deadline: DEFAULT_DEADLINE,
             alpha: None,
             beta: None,
+            o: None,
             algorithms: Vec::new(),
             check: false,
             auth_key: None,
             eager_limit: None,
             eager_slots: None,
             eager_slot_bytes: None,
+            plan_cache: super::plan_cache::DEFAULT_PLAN_CACHE,
         }
     }
 }
@@ -114,6 +126,9 @@ impl Config {
         if let Some(v) = var(BETA_ENV) {
             config.beta = Some(positive(BETA_ENV, &v)?);
         }
+        if let Some(v) = var(O_ENV) {
+            config.o = Some(positive(O_ENV, &v)?);
+        }
         if let Some(v) = var(ALGORITHM_ENV) {
             config.algorithms = v
                 .split(',')
@@ -132,6 +147,9 @@ impl Config {
             let (min, max) = (eager::MIN_SLOT_BYTES, eager::MAX_SLOT_BYTES);
             config.eager_slot_bytes = Some(in_range(EAGER_SLOT_BYTES_ENV, &v, min, max)?);
         }
+        if let Some(v) = var(PLAN_CACHE_ENV) {
+            config.plan_cache = count(PLAN_CACHE_ENV, &v, MAX_PLAN_CACHE)?;
+        }
         if let Some(v) = var(AUTH_KEY_ENV) {
             config.auth_key = Some(AuthKey::from_hex(&v).map_err(|_| ConfigError {
                 var: AUTH_KEY_ENV,
@@ -143,25 +161,31 @@ impl Config {
         Ok(config)
     }
 
-    /// The α-β model: the configured values, else rough figures for the provider's kind
-    /// (shared memory: α = 1 µs, β = 0.1 ns/B; sockets-based: α = 20 µs, β = 0.4 ns/B; RDMA
-    /// hardware: α = 2 µs, β = 0.1 ns/B). They only rank algorithms against each other; set
-    /// measured values (`circulant bench` reports them) for a given machine.
+    /// The α-β-o model: the configured values, else rough figures for the provider's kind
+    /// (shared memory: α = 1 µs, β = 0.1 ns/B, o = 0.1 µs; sockets-based: α = 20 µs,
+    /// β = 0.4 ns/B, o = 2 µs; RDMA hardware: α = 2 µs, β = 0.1 ns/B, o = 0.3 µs). o, the cost of
+    /// each further write of a message, is the software share of a small write's one-way time
+    /// (posting at the sender, completion at the receiver): about 40 % of a shared-memory write
+    /// (0.26 µs one-way measured), a quarter of a tcp;ofi_rxm one (8.4 µs, mostly the kernel's
+    /// TCP path), a doorbell and a completion poll on RDMA hardware. They only rank algorithms
+    /// against each other; set measured values (`circulant bench` reports α and β) for a given
+    /// machine.
     pub fn model_for(&self, provider: &str) -> CostModel {
-        let (alpha, beta) = match provider {
-            "shm" => (1e-6, 1e-10),
+        let (alpha, beta, o) = match provider {
+            "shm" => (1e-6, 1e-10, 1e-7),
             p if p.starts_with("tcp")
                 || p.starts_with("sockets")
                 || p.starts_with("udp")
                 || p.starts_with("net") =>
             {
-                (2e-5, 4e-10)
+                (2e-5, 4e-10, 2e-6)
             }
-            _ => (2e-6, 1e-10),
+            _ => (2e-6, 1e-10, 3e-7),
         };
         CostModel {
             alpha: self.alpha.unwrap_or(alpha),
             beta: self.beta.unwrap_or(beta),
+            o: self.o.unwrap_or(o),
         }
     }
 
@@ -200,6 +224,23 @@ fn flag(var: &'static str, value: &str) -> Result<bool, ConfigError> {
             var,
             value: value.to_string(),
             reason: "expected 0 or 1",
+        }),
+    }
+}
+
+/// A whole number from 0 to `max`.
+fn count(var: &'static str, value: &str, max: usize) -> Result<usize, ConfigError> {
+    match value.trim().parse::<usize>() {
+        Ok(n) if n <= max => Ok(n),
+        Ok(_) => Err(ConfigError {
+            var,
+            value: value.to_string(),
+            reason: "too large (at most 65536)",
+        }),
+        Err(_) => Err(ConfigError {
+            var,
+            value: value.to_string(),
+            reason: "expected a whole number from 0 to 65536",
         }),
     }
 }

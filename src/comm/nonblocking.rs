@@ -21,36 +21,14 @@
 //! # Ok::<(), circulant::comm::CommError>(())
 //! ```
 
-use crate::fabric::Access::{Local, RemoteWrite};
-use crate::fabric::RegisteredMemory;
 use crate::plan::{Problem, ReduceOp, Reduction};
-use crate::transport::{Buffers, Operation, Transport, TransportError, View};
+use crate::transport::{Operation, TransportError};
 
-use super::call::{digest, Call};
-use super::{argument, ensure, expect_len, in_call, typed, Choice, Communicator, Executed};
-use super::{Element, Payload, PayloadMut, Result};
-
-/// Where the plan's send buffer is.
-#[derive(Clone, Copy)]
-enum SendSource<'a> {
-    /// The plan sends nothing.
-    None,
-    /// The caller's registered buffer, `len` bytes of it.
-    Registered(&'a RegisteredMemory, usize),
-    /// The communicator's send staging memory, `len` bytes of it.
-    Staged(usize),
-    /// (offset, length) within the receive buffer (in place).
-    InRecv(usize, usize),
-}
-
-/// Where the plan's receive buffer is.
-enum RecvTarget<'a> {
-    /// The plan receives nothing.
-    None,
-    Registered(&'a RegisteredMemory),
-    /// The communicator's receive staging memory, copied into `user` when complete.
-    Staged(&'a mut [u8]),
-}
+use super::arguments::{argument, expect_len, typed};
+use super::call::Call;
+use super::staging::{split, Placement};
+use super::start::Started;
+use super::{Choice, Communicator, Element, Executed, Payload, PayloadMut, Result};
 
 /// Where a request stands.
 enum State {
@@ -67,12 +45,9 @@ pub struct Request<'a> {
     op: &'static str,
     algorithm: &'static str,
     state: State,
-    send: SendSource<'a>,
-    recv: RecvTarget<'a>,
-    recv_len: usize,
-    scratch_len: usize,
-    /// Bytes staged in so far; staged out bytes are added at completion.
-    copied: usize,
+    /// Where the buffers are; its count of bytes staged in grows by those staged out at
+    /// completion.
+    placement: Placement<'a>,
     /// Whether a staged receive buffer is copied out at completion (not where the call leaves
     /// it unchanged, as at the broadcast root).
     copy_out: bool,
@@ -94,6 +69,24 @@ impl std::fmt::Debug for Request<'_> {
 }
 
 impl<'a> Request<'a> {
+    /// The request of an operation `started` for call `op` (`copy_out`: whether a staged
+    /// receive buffer is copied out at completion).
+    pub(super) fn new(
+        comm: &'a mut Communicator,
+        op: &'static str,
+        started: Started<'a>,
+        copy_out: bool,
+    ) -> Self {
+        Request {
+            comm,
+            op,
+            algorithm: started.algorithm,
+            state: State::Running(Box::new(started.operation)),
+            placement: started.placement,
+            copy_out,
+        }
+    }
+
     /// Progresses the operation without blocking; `true` once it is complete (the results
     /// are then in the receive buffer). Past the deadline, counted from the start, it fails.
     pub fn test(&mut self) -> Result<bool> {
@@ -103,13 +96,7 @@ impl<'a> Request<'a> {
             State::Failed(why) => return Err(TransportError::Broken(why.clone()).into()),
         };
         let (transport, owned) = split(self.comm);
-        let buffers = views(
-            self.send,
-            &self.recv,
-            self.recv_len,
-            self.scratch_len,
-            owned,
-        );
+        let buffers = self.placement.views(owned);
         match transport.test(operation, buffers) {
             Ok(false) => Ok(false),
             Ok(true) => self.complete().map(|()| true),
@@ -146,13 +133,7 @@ impl<'a> Request<'a> {
             }
         };
         let (transport, owned) = split(self.comm);
-        let buffers = views(
-            self.send,
-            &self.recv,
-            self.recv_len,
-            self.scratch_len,
-            owned,
-        );
+        let buffers = self.placement.views(owned);
         let stats = match transport.finish(*operation, buffers) {
             Ok(stats) => stats,
             Err(err) => {
@@ -160,14 +141,11 @@ impl<'a> Request<'a> {
                 return Err(err.into());
             }
         };
-        let comm = &mut *self.comm;
-        if let (RecvTarget::Staged(user), Some(stage), true) =
-            (&mut self.recv, &comm.stage_recv, self.copy_out)
-        {
-            stage.read(0, user)?;
-            self.copied += user.len();
+        if self.copy_out {
+            self.placement.copied += self.placement.stage_out(self.comm)?;
         }
-        comm.transport.count_copied(self.copied);
+        let comm = &mut *self.comm;
+        comm.transport.count_copied(self.placement.copied);
         comm.last = Some(Executed {
             algorithm: self.algorithm,
             stats,
@@ -187,223 +165,12 @@ impl Drop for Request<'_> {
     }
 }
 
-/// The communicator's own memory an operation may use.
-#[derive(Clone, Copy)]
-struct Owned<'x> {
-    stage_send: Option<&'x RegisteredMemory>,
-    stage_recv: Option<&'x RegisteredMemory>,
-    scratch: Option<&'x RegisteredMemory>,
-}
-
-/// The transport's view of a request's buffers.
-fn views<'x>(
-    send: SendSource<'x>,
-    recv: &RecvTarget<'x>,
-    recv_len: usize,
-    scratch_len: usize,
-    owned: Owned<'x>,
-) -> Buffers<'x> {
-    let recv_view = match recv {
-        RecvTarget::None => None,
-        RecvTarget::Registered(mem) => Some(View::prefix(mem, recv_len)),
-        RecvTarget::Staged(_) => owned.stage_recv.map(|m| View::prefix(m, recv_len)),
-    };
-    let send_view = match send {
-        SendSource::None => None,
-        SendSource::Registered(mem, len) => Some(View::prefix(mem, len)),
-        SendSource::Staged(len) => owned.stage_send.map(|m| View::prefix(m, len)),
-        SendSource::InRecv(offset, len) => recv_view.map(|v| View {
-            mem: v.mem,
-            offset: v.offset + offset,
-            len,
-        }),
-    };
-    Buffers {
-        send: send_view,
-        recv: recv_view,
-        scratch: owned.scratch.map(|m| View::prefix(m, scratch_len)),
-    }
-}
-
-/// An operation started on the transport, with where its buffers are: everything a
-/// [`Request`] holds besides the communicator.
-struct Started<'a> {
-    operation: Operation,
-    algorithm: &'static str,
-    send: SendSource<'a>,
-    recv: RecvTarget<'a>,
-    recv_len: usize,
-    scratch_len: usize,
-    copied: usize,
-}
-
 impl Communicator {
-    /// Starts one call on this rank: its own checks (`checked`, the buffers' owner, the
-    /// algorithm), the full argument check when it is on, then the plan on the given buffers,
-    /// staging those that are not registered. A call refused on this rank is still consumed
-    /// and given up on every rank ([`Transport::abandon`]), so that no rank pairs the data of
-    /// one call with another.
-    pub(super) fn start<'a, S, R>(
-        &'a mut self,
-        call: Call<'_>,
-        checked: Result<()>,
-        send: Option<&'a S>,
-        recv: Option<&'a mut R>,
-    ) -> Result<Request<'a>>
-    where
-        S: Payload + ?Sized,
-        R: PayloadMut + ?Sized,
-    {
-        let (op, copy_out) = (call.op, !call.recv_unchanged);
-        match self.begin(call, checked, send, recv) {
-            Ok(started) => Ok(Request {
-                comm: self,
-                op,
-                algorithm: started.algorithm,
-                state: State::Running(Box::new(started.operation)),
-                send: started.send,
-                recv: started.recv,
-                recv_len: started.recv_len,
-                scratch_len: started.scratch_len,
-                copied: started.copied,
-                copy_out,
-            }),
-            Err(err) => {
-                // Every failure once the transport started the call has broken it, so a
-                // transport still whole means the call was refused before it started (the
-                // argument check's own exchange may have run): the peers still count on it.
-                self.comm_refused(op, &err);
-                Err(err)
-            }
-        }
-    }
-
-    /// Gives up call `op`, which failed with `err` before the transport started it (nothing
-    /// happens where the transport is broken already).
-    pub(super) fn comm_refused(&mut self, op: &'static str, err: &super::CommError) {
-        if self.transport.broken().is_none() {
-            let why = err.to_string();
-            let why = why.strip_prefix(&format!("{op}: ")).unwrap_or(&why);
-            self.transport.abandon(op, why);
-        }
-    }
-
-    fn begin<'a, S, R>(
-        &mut self,
-        call: Call<'_>,
-        checked: Result<()>,
-        send: Option<&'a S>,
-        recv: Option<&'a mut R>,
-    ) -> Result<Started<'a>>
-    where
-        S: Payload + ?Sized,
-        R: PayloadMut + ?Sized,
-    {
-        if let Some(why) = self.transport.broken() {
-            return Err(TransportError::Broken(why.to_string()).into());
-        }
-        let op = call.op;
-        let chosen = checked
-            .and_then(|()| self.owns(op, "send", send.and_then(|s| s.registered())))
-            .and_then(|()| self.owns(op, "recv", recv.as_ref().and_then(|r| r.registered())))
-            .and_then(|()| self.choose(&call.problem, call.choice))
-            .map_err(|e| in_call(op, e));
-        if self.config.check {
-            let name = chosen.as_ref().map(|a| a.name()).map_err(|e| e.to_string());
-            self.agree(op, &call.problem, name)?;
-        }
-        let algorithm = chosen?;
-        let plan = algorithm
-            .rank_plan(self.rank())
-            .map_err(|e| in_call(op, e.into()))?;
-        let need = plan.buffers;
-        let digest = digest(op, algorithm.name(), &call.problem);
-        ensure(
-            &self.transport,
-            &mut self.scratch,
-            need.scratch,
-            RemoteWrite,
-        )?;
-        let mut copied = 0usize;
-
-        let send_source = match (send, call.send_in_recv) {
-            _ if need.send == 0 => SendSource::None,
-            (_, Some((offset, len))) => SendSource::InRecv(offset, len),
-            (Some(s), None) if s.registered().is_some() => match s.registered() {
-                Some(mem) => SendSource::Registered(mem, s.bytes().len()),
-                None => SendSource::None,
-            },
-            (s, None) => {
-                let bytes = s.map_or(&[][..], |s| s.bytes());
-                let part = &bytes[..need.send.min(bytes.len())];
-                ensure(&self.transport, &mut self.stage_send, need.send, Local)?;
-                if let Some(stage) = &self.stage_send {
-                    stage.store(0, part)?;
-                }
-                copied += part.len();
-                SendSource::Staged(need.send)
-            }
-        };
-
-        // Only what the plan receives is staged: a rank that receives nothing (a non-root of
-        // reduce or gather) keeps its buffer as it was.
-        let recv_len = need.recv;
-        let recv_target = match recv {
-            _ if recv_len == 0 => RecvTarget::None,
-            None => RecvTarget::None,
-            Some(r) if r.registered().is_some_and(|m| m.len() >= recv_len) => {
-                let r: &'a R = r;
-                match r.registered() {
-                    Some(mem) => RecvTarget::Registered(mem),
-                    None => RecvTarget::None,
-                }
-            }
-            Some(r) => {
-                let user = r.bytes_mut();
-                let part = recv_len.min(user.len());
-                ensure(&self.transport, &mut self.stage_recv, recv_len, RemoteWrite)?;
-                if let Some(stage) = &self.stage_recv {
-                    match call.send_in_recv {
-                        // In place: only this rank's part is input, the plan writes the rest.
-                        Some((offset, len)) => {
-                            let mine = user.get(offset..offset + len).ok_or_else(|| {
-                                argument(op, "the in-place part lies outside recv".to_string())
-                            })?;
-                            stage.store(offset, mine)?;
-                            copied += len;
-                        }
-                        None if call.copy_in_recv => {
-                            stage.store(0, &user[..part])?;
-                            copied += part;
-                        }
-                        None => {}
-                    }
-                }
-                RecvTarget::Staged(&mut user[..part])
-            }
-        };
-
-        let bytes = call.problem.total_bytes();
-        let prepared = self.transport.prepare_sized(op, plan, bytes)?;
-        let (transport, owned) = split(self);
-        let buffers = views(send_source, &recv_target, recv_len, need.scratch, owned);
-        let operation = transport.start(op, digest, &prepared, buffers)?;
-        Ok(Started {
-            operation,
-            algorithm: algorithm.name(),
-            send: send_source,
-            recv: recv_target,
-            recv_len,
-            scratch_len: need.scratch,
-            copied,
-        })
-    }
-
     /// Starts [`Self::barrier`] and returns its [`Request`].
     pub fn ibarrier(&mut self) -> Result<Request<'_>> {
         let problem = Problem::Barrier { p: self.size() };
         let call = Call::new("barrier", problem, Choice::Auto);
-        self.start::<[u8], [u8]>(call, Ok(()), None, None)
+        self.start::<[u8], [u8]>(call, None, None)
     }
 
     /// Starts [`Self::bcast`] and returns its [`Request`].
@@ -432,7 +199,7 @@ impl Communicator {
         let call = Call::new("bcast", problem, choice)
             .copy_in(is_root)
             .unchanged(is_root);
-        self.start::<[u8], B>(call, Ok(()), None, Some(buf))
+        self.start::<[u8], B>(call, None, Some(buf))
     }
 
     /// Starts [`Self::allgather`] and returns its [`Request`].
@@ -464,7 +231,7 @@ impl Communicator {
         );
         let problem = Problem::Allgather { p, block };
         let call = Call::new("allgather", problem, choice);
-        self.start(call, checked, Some(send), Some(recv))
+        self.start(call.checked(checked), Some(send), Some(recv))
     }
 
     /// Starts [`Self::allgatherv`] and returns its [`Request`].
@@ -501,8 +268,7 @@ impl Communicator {
             counts: counts.to_vec(),
         };
         self.start(
-            Call::new(op, problem, choice),
-            checked,
+            Call::new(op, problem, choice).checked(checked),
             Some(send),
             Some(recv),
         )
@@ -537,7 +303,7 @@ impl Communicator {
             counts: counts.to_vec(),
         };
         let call = Call::new(op, problem, choice).in_place(mine);
-        self.start::<[u8], R>(call, checked, None, Some(recv))
+        self.start::<[u8], R>(call.checked(checked), None, Some(recv))
     }
 
     /// Starts [`Self::allgather_in_place`] and returns its [`Request`].
@@ -559,7 +325,7 @@ impl Communicator {
         let problem = Problem::Allgather { p, block };
         let mine = (self.rank() * block, block);
         let call = Call::new("allgather", problem, Choice::Auto).in_place(mine);
-        self.start::<[u8], R>(call, checked, None, Some(recv))
+        self.start::<[u8], R>(call.checked(checked), None, Some(recv))
     }
 
     /// Starts [`Self::allreduce`] and returns its [`Request`].
@@ -604,7 +370,7 @@ impl Communicator {
             bytes,
         };
         let call = Call::new("allreduce", problem, choice);
-        self.start(call, checked, Some(send), Some(recv))
+        self.start(call.checked(checked), Some(send), Some(recv))
     }
 
     /// Starts [`Self::reduce`] and returns its [`Request`].
@@ -657,7 +423,7 @@ impl Communicator {
             bytes,
         };
         let call = Call::new("reduce", problem, choice);
-        self.start(call, checked, Some(send), Some(recv))
+        self.start(call.checked(checked), Some(send), Some(recv))
     }
 
     /// Starts [`Self::scan`] and returns its [`Request`].
@@ -728,7 +494,7 @@ impl Communicator {
         };
         let copy_in = exclusive && self.rank() == 0;
         let call = Call::new(name, problem, choice).copy_in(copy_in);
-        self.start(call, checked, Some(send), Some(recv))
+        self.start(call.checked(checked), Some(send), Some(recv))
     }
 
     /// Starts [`Self::gather`] and returns its [`Request`].
@@ -765,7 +531,7 @@ impl Communicator {
         };
         let problem = Problem::Gather { p, root, block };
         let call = Call::new("gather", problem, choice);
-        self.start(call, checked, Some(send), Some(recv))
+        self.start(call.checked(checked), Some(send), Some(recv))
     }
 
     /// Starts [`Self::scatter`] and returns its [`Request`].
@@ -802,7 +568,7 @@ impl Communicator {
         };
         let problem = Problem::Scatter { p, root, block };
         let call = Call::new("scatter", problem, choice);
-        self.start(call, checked, Some(send), Some(recv))
+        self.start(call.checked(checked), Some(send), Some(recv))
     }
 
     /// Starts [`Self::gatherv`] and returns its [`Request`].
@@ -842,8 +608,7 @@ impl Communicator {
         let whole = ("recv", recv.bytes().len());
         let checked = self.check_rooted(op, counts, root, own, whole);
         self.start(
-            Call::new(op, problem, choice),
-            checked,
+            Call::new(op, problem, choice).checked(checked),
             Some(send),
             Some(recv),
         )
@@ -886,8 +651,7 @@ impl Communicator {
         let whole = ("send", send.bytes().len());
         let checked = self.check_rooted(op, counts, root, own, whole);
         self.start(
-            Call::new(op, problem, choice),
-            checked,
+            Call::new(op, problem, choice).checked(checked),
             Some(send),
             Some(recv),
         )
@@ -925,23 +689,6 @@ impl Communicator {
         };
         let problem = Problem::Alltoall { p, block: len / p };
         let call = Call::new("alltoall", problem, choice);
-        self.start(call, checked, Some(send), Some(recv))
+        self.start(call.checked(checked), Some(send), Some(recv))
     }
-}
-
-/// The communicator's transport, and beside it the memory it owns.
-fn split(comm: &mut Communicator) -> (&mut Transport, Owned<'_>) {
-    let Communicator {
-        transport,
-        stage_send,
-        stage_recv,
-        scratch,
-        ..
-    } = comm;
-    let owned = Owned {
-        stage_send: stage_send.as_ref(),
-        stage_recv: stage_recv.as_ref(),
-        scratch: scratch.as_ref(),
-    };
-    (transport, owned)
 }

@@ -32,7 +32,9 @@ use crate::transport::{Buffers, Operation, Prepared, View};
 
 use crate::transport::TransportError;
 
-use super::{digest, expect_len, in_call, Buffer, Choice, CommError, Communicator, Executed};
+use super::arguments::{expect_len, in_call};
+use super::call::{digest, Call};
+use super::{Buffer, Choice, CommError, Communicator, Executed};
 use super::{Payload, Result};
 
 /// A collective set up once and run many times. It borrows the communicator, so no other
@@ -88,7 +90,7 @@ impl Communicator {
             root,
             bytes: buf.len(),
         };
-        Persistent::new(self, "bcast", Ok((problem, None)), choice, buf, None)
+        Persistent::new(self, Call::new("bcast", problem, choice), buf, None)
     }
 
     /// A persistent allgatherv (see [`Self::allgatherv`]); both buffers stay with the request
@@ -116,8 +118,8 @@ impl Communicator {
         let problem = Problem::Allgatherv {
             counts: counts.to_vec(),
         };
-        let setup = checked.map(|()| (problem, None));
-        Persistent::new(self, op, setup, choice, recv, Some(send))
+        let call = Call::new(op, problem, choice).checked(checked);
+        Persistent::new(self, call, recv, Some(send))
     }
 
     /// A persistent in-place allgatherv (see [`Self::allgatherv_in_place`]): this rank's
@@ -142,28 +144,36 @@ impl Communicator {
         let problem = Problem::Allgatherv {
             counts: counts.to_vec(),
         };
-        let setup = checked.map(|()| (problem, Some(mine)));
-        Persistent::new(self, op, setup, choice, recv, None)
+        let call = Call::new(op, problem, choice)
+            .in_place(mine)
+            .checked(checked);
+        Persistent::new(self, call, recv, None)
     }
 }
 
 impl<'c, 'b> Persistent<'c, 'b> {
-    /// Sets up `op` on the checked arguments `setup` (the problem and, in place, this rank's
-    /// part of the receive buffer). A request refused here gives up the first start on every
+    /// Sets up `call` (its problem and, in place, this rank's part of the receive buffer) if
+    /// its arguments passed this rank's checks. A request refused here gives up the first start on every
     /// rank, as a refused call does ([`crate::transport::Transport::abandon`]): the peers
     /// count on it.
     fn new(
         comm: &'c mut Communicator,
-        op: &'static str,
-        setup: Result<(Problem, Option<(usize, usize)>)>,
-        choice: Choice<'_>,
+        call: Call<'_>,
         recv: &'b mut Buffer,
         send: Option<&'b mut Buffer>,
     ) -> Result<Self> {
         if let Some(why) = comm.transport.broken() {
             return Err(TransportError::Broken(why.to_string()).into());
         }
-        let prepared = setup.and_then(|(problem, send_in_recv)| {
+        let Call {
+            op,
+            problem,
+            choice,
+            send_in_recv,
+            checked,
+            ..
+        } = call;
+        let prepared = checked.and_then(|()| {
             comm.owns(op, "recv", Some(&recv.mem))?;
             if let Some(send) = &send {
                 comm.owns(op, "send", Some(&send.mem))?;

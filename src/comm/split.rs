@@ -11,8 +11,9 @@ use std::sync::Arc;
 use crate::plan::Problem;
 use crate::transport::{Card, Opened};
 
+use super::arguments::{argument, expect_len};
 use super::call::Call;
-use super::{argument, expect_len, Choice, CommError, Communicator, Payload, PayloadMut, Result};
+use super::{Choice, CommError, Communicator, Payload, PayloadMut, Result};
 
 /// The two groups of an inter-communicator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -226,8 +227,7 @@ impl Communicator {
             b: counts_b.to_vec(),
         };
         self.run(
-            Call::new(op, problem, choice),
-            checked,
+            Call::new(op, problem, choice).checked(checked),
             Some(send),
             Some(recv),
         )

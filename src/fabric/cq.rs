@@ -1,7 +1,7 @@
 //! Completion queues (`FI_CQ_FORMAT_DATA`) and the table of operations in flight.
 
-use std::collections::HashMap;
-use std::ptr::{self, NonNull};
+use std::cell::UnsafeCell;
+use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -39,6 +39,9 @@ impl Completion {
 
 /// What an operation in flight keeps alive until its completion is read.
 pub(crate) enum Keep {
+    /// The local registered memory of a single-region operation the provider may still read or
+    /// write (held without a `Vec`, so that posting it does not allocate).
+    Region { _alive: Arc<RegionInner> },
     /// Local registered memory the provider may still read or write.
     Regions { _alive: Vec<Arc<RegionInner>> },
     /// A receive posted for remote CQ data (`FI_RX_CQ_DATA`): counts consumed receives so the
@@ -46,19 +49,87 @@ pub(crate) enum Keep {
     CqDataReceive(Arc<AtomicUsize>),
 }
 
-/// An operation in flight: its heap `fi_context2` (owned through a raw pointer, as the provider
-/// writes into it while we hold it) and what its completion releases.
+/// An operation in flight: the caller's context and what its completion releases.
 struct Pending {
-    context: NonNull<sys::fi_context2>,
     user: u64,
     keep: Keep,
 }
 
-impl Drop for Pending {
-    fn drop(&mut self) {
-        // SAFETY: context came from Box::into_raw in `track` and is freed once, here, after the
-        // provider reported (or can no longer report) the operation.
-        drop(unsafe { Box::from_raw(self.context.as_ptr()) });
+/// Contexts handed out per chunk: each chunk is allocated once and never moved or freed before
+/// the CQ closes, so a context's address stays valid while the provider holds it.
+const CHUNK: usize = 256;
+
+/// The `fi_context2` of every operation in flight, kept in chunks of stable addresses and
+/// reused through a free list, so that tracking an operation neither allocates (once enough
+/// chunks exist) nor hashes. A context's slot is found from its address by arithmetic alone:
+/// the op_context of a remote event may be any value, so it is never dereferenced.
+struct Contexts {
+    /// Memory the provider writes into while an operation is in flight (hence `UnsafeCell`).
+    chunks: Vec<Box<[UnsafeCell<sys::fi_context2>]>>,
+    /// What each slot's operation holds, by slot index; `None` for a free slot.
+    slots: Vec<Option<Pending>>,
+    /// Free slot indices.
+    free: Vec<usize>,
+    /// Slots in use.
+    live: usize,
+}
+
+impl Contexts {
+    fn new() -> Self {
+        Contexts {
+            chunks: Vec::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+        }
+    }
+
+    /// Takes a free slot for `pending` and returns its context's address.
+    fn insert(&mut self, pending: Pending) -> *mut sys::fi_context2 {
+        let index = match self.free.pop() {
+            Some(index) => index,
+            None => {
+                let first = self.chunks.len() * CHUNK;
+                self.chunks.push(
+                    (0..CHUNK)
+                        .map(|_| UnsafeCell::new(sys::fi_context2::default()))
+                        .collect(),
+                );
+                self.slots.resize_with(first + CHUNK, || None);
+                // Lowest index on top, so that a lightly used CQ keeps to the first slots.
+                self.free.extend((first + 1..first + CHUNK).rev());
+                first
+            }
+        };
+        let context = self.chunks[index / CHUNK][index % CHUNK].get();
+        // SAFETY: the slot was free, so no operation in flight refers to its context and
+        // nothing else reads or writes it; it is cleared as a new one would be.
+        unsafe { context.write(sys::fi_context2::default()) };
+        self.slots[index] = Some(pending);
+        self.live += 1;
+        context
+    }
+
+    /// The slot whose context is at `address`, if it is one of ours.
+    fn index_of(&self, address: usize) -> Option<usize> {
+        let size = std::mem::size_of::<UnsafeCell<sys::fi_context2>>();
+        self.chunks.iter().enumerate().find_map(|(c, chunk)| {
+            let offset = address.checked_sub(chunk.as_ptr() as usize)?;
+            (offset < CHUNK * size && offset % size == 0).then_some(c * CHUNK + offset / size)
+        })
+    }
+
+    fn get(&self, address: usize) -> Option<&Pending> {
+        self.slots[self.index_of(address)?].as_ref()
+    }
+
+    /// Frees the slot of the context at `address`, returning what it held.
+    fn remove(&mut self, address: usize) -> Option<Pending> {
+        let index = self.index_of(address)?;
+        let pending = self.slots[index].take()?;
+        self.free.push(index);
+        self.live -= 1;
+        Some(pending)
     }
 }
 
@@ -66,8 +137,9 @@ pub(crate) struct CqInner {
     pub(crate) fid: *mut sys::fid_cq,
     has_wait: bool,
     provider: String,
-    /// Operations in flight, by the address of their fi_context2.
-    pending: Mutex<HashMap<usize, Pending>>,
+    /// Operations in flight, by their fi_context2. Locked because endpoints sharing this CQ
+    /// may post from any thread (the CQ is `Sync`).
+    pending: Mutex<Contexts>,
     _domain: Arc<DomainInner>,
 }
 
@@ -78,30 +150,20 @@ unsafe impl Send for CqInner {}
 unsafe impl Sync for CqInner {}
 
 impl CqInner {
-    fn pending(&self) -> MutexGuard<'_, HashMap<usize, Pending>> {
-        // A panic while holding the lock cannot leave the map inconsistent (single inserts and
-        // removes), so a poisoned lock is still usable.
+    fn pending(&self) -> MutexGuard<'_, Contexts> {
+        // A panic while holding the lock cannot leave the table inconsistent (single inserts
+        // and removes), so a poisoned lock is still usable.
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Registers an operation about to be posted; returns the context pointer to pass.
     pub(crate) fn track(&self, user: u64, keep: Keep) -> *mut std::os::raw::c_void {
-        let context = NonNull::from(Box::leak(Box::<sys::fi_context2>::default()));
-        let ptr = context.as_ptr();
-        self.pending().insert(
-            ptr as usize,
-            Pending {
-                context,
-                user,
-                keep,
-            },
-        );
-        ptr.cast()
+        self.pending().insert(Pending { user, keep }).cast()
     }
 
     /// Forgets an operation whose post failed (or returned -FI_EAGAIN): no completion will come.
     pub(crate) fn untrack(&self, context: *mut std::os::raw::c_void) {
-        self.pending().remove(&(context as usize));
+        self.pending().remove(context as usize);
     }
 
     /// Resolves the op_context of a completion with `flags`: the caller's context, or `None`
@@ -115,13 +177,13 @@ impl CqInner {
         // The op_context of a remote event is undefined unless it consumed one of our
         // receives: never let such a value release a local operation still in flight.
         let remote = flags & (sys::FI_REMOTE_WRITE | sys::FI_REMOTE_READ) != 0;
-        if remote && !matches!(pending.get(&key)?.keep, Keep::CqDataReceive(_)) {
+        if remote && !matches!(pending.get(key)?.keep, Keep::CqDataReceive(_)) {
             return None;
         }
-        let done = pending.remove(&key)?;
+        let done = pending.remove(key)?;
         drop(pending);
         match &done.keep {
-            Keep::Regions { .. } => Some(done.user),
+            Keep::Region { .. } | Keep::Regions { .. } => Some(done.user),
             Keep::CqDataReceive(consumed) => {
                 consumed.fetch_add(1, Ordering::Relaxed);
                 None
@@ -133,7 +195,8 @@ impl CqInner {
 impl Drop for CqInner {
     fn drop(&mut self) {
         // SAFETY: opened by fi_cq_open; endpoints bound to it hold an Arc to this, so they are
-        // closed and no operation can complete into the pending contexts any more.
+        // closed and no operation can complete into the pending contexts any more (their chunks
+        // are freed after this, with the fields).
         unsafe { sys::circ_fi_close(ptr::addr_of_mut!((*self.fid).fid)) };
     }
 }
@@ -177,7 +240,7 @@ impl CompletionQueue {
                 fid,
                 has_wait,
                 provider: domain.info().provider(),
-                pending: Mutex::new(HashMap::new()),
+                pending: Mutex::new(Contexts::new()),
                 _domain: domain.inner.clone(),
             }),
         })
@@ -190,7 +253,7 @@ impl CompletionQueue {
 
     /// Operations posted on this CQ whose completion has not been read yet.
     pub fn in_flight(&self) -> usize {
-        self.inner.pending().len()
+        self.inner.pending().live
     }
 
     /// Reads available completions without blocking (this also progresses manual-progress
@@ -297,5 +360,68 @@ impl CompletionQueue {
             prov_errno: entry.prov_errno,
             prov_text,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn receive() -> Pending {
+        Pending {
+            user: 7,
+            keep: Keep::CqDataReceive(Arc::new(AtomicUsize::new(0))),
+        }
+    }
+
+    #[test]
+    fn contexts_are_found_by_address_and_reused_without_growing() {
+        let mut contexts = Contexts::new();
+        let a = contexts.insert(receive()) as usize;
+        let b = contexts.insert(receive()) as usize;
+        assert_ne!(a, b);
+        assert_eq!(contexts.live, 2);
+        assert_eq!(contexts.get(a).map(|p| p.user), Some(7));
+        assert!(contexts.remove(a).is_some());
+        assert!(contexts.remove(a).is_none(), "a slot is released once");
+        assert_eq!(contexts.live, 1);
+        // The freed context is handed out again: no new chunk.
+        assert_eq!(contexts.insert(receive()) as usize, a);
+        assert_eq!(contexts.chunks.len(), 1);
+    }
+
+    #[test]
+    fn addresses_that_are_not_contexts_are_unknown() {
+        let mut contexts = Contexts::new();
+        let a = contexts.insert(receive()) as usize;
+        let size = std::mem::size_of::<sys::fi_context2>();
+        assert!(contexts.get(a + 1).is_none(), "inside a context");
+        assert!(contexts.get(a + size).is_none(), "a free slot");
+        assert!(
+            contexts.get(a.wrapping_sub(size)).is_none(),
+            "before the chunk"
+        );
+        assert!(contexts.get(a + CHUNK * size).is_none(), "past the chunk");
+        assert!(contexts.remove(12345).is_none());
+        assert_eq!(contexts.live, 1);
+    }
+
+    #[test]
+    fn contexts_keep_their_addresses_as_chunks_are_added() {
+        let mut contexts = Contexts::new();
+        let first: Vec<usize> = (0..CHUNK)
+            .map(|_| contexts.insert(receive()) as usize)
+            .collect();
+        let more: Vec<usize> = (0..CHUNK + 1)
+            .map(|_| contexts.insert(receive()) as usize)
+            .collect();
+        assert_eq!(contexts.chunks.len(), 3);
+        for &address in first.iter().chain(&more) {
+            assert!(contexts.get(address).is_some());
+        }
+        for &address in &first {
+            assert!(contexts.remove(address).is_some());
+        }
+        assert_eq!(contexts.live, CHUNK + 1);
     }
 }

@@ -278,8 +278,8 @@ impl Endpoint {
         let region = &src.region.inner;
         let op = self.inner.tx_cq.track(
             context,
-            Keep::Regions {
-                _alive: vec![region.clone()],
+            Keep::Region {
+                _alive: region.clone(),
             },
         );
         // SAFETY: endpoint is open; the source range is inside the registered region, which the
@@ -471,8 +471,8 @@ impl Endpoint {
         let region = &dst.region.inner;
         let op = self.inner.tx_cq.track(
             context,
-            Keep::Regions {
-                _alive: vec![region.clone()],
+            Keep::Region {
+                _alive: region.clone(),
             },
         );
         // SAFETY: as in write; the provider writes into the registered range only.

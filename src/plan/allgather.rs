@@ -294,7 +294,9 @@ pub(crate) fn doubling_cost(g: &Gathered, skips: &[usize], model: &CostModel) ->
         };
         if b > 0 {
             rounds += 1;
-            time += model.message(b);
+            // Blocks r.. wrap around the end of the receive buffer: two pieces, two writes.
+            let writes = if count >= 2 { 2 } else { 1 };
+            time += model.message_writes(b, writes);
         }
     }
     Prediction { rounds, time }

@@ -335,7 +335,8 @@ impl Algorithm for CirculantCensus {
 /// read from one [`ScheduleTable`] for all roots. Root j's m_j bytes are cut into n blocks.
 /// Unlike the paper nothing is packed: a round's message is one piece per root, written straight
 /// into the target's receive buffer; roots with nothing to send contribute no piece.
-/// n − 1 + q rounds; at most (n − 1 + q)(α + β·Σ_j⌈m_j/n⌉) (Theorem 3 with m = Σ m_j).
+/// n − 1 + q rounds; at most (n − 1 + q)(α + β·Σ_j⌈m_j/n⌉) (Theorem 3 with m = Σ m_j), plus o
+/// for every piece after the first of a message.
 pub struct CirculantAllgatherv {
     g: Gathered,
     n: usize,
@@ -392,11 +393,17 @@ impl CirculantAllgatherv {
     }
 }
 
-/// Upper bound of the allgatherv time with n blocks: (n − 1 + q)(α + β·Σ_j⌈m_j/n⌉).
+/// Upper bound of the allgatherv time with n blocks: (n − 1 + q)(α + β·Σ_j⌈m_j/n⌉), plus o for
+/// each of the about w·n − (n − 1 + q) writes beyond one per round (w roots with data).
 fn allgatherv_bound(counts: &[usize], n: usize, model: &CostModel) -> f64 {
     let q = ceil_log2(counts.len());
     let per_round: usize = counts.iter().map(|&c| c.div_ceil(n)).sum();
-    (n - 1 + q) as f64 * model.message(per_round)
+    // One write per piece: every rank receives about n blocks of each root with data, so the
+    // writes beyond one per round are about w·n − (n − 1 + q).
+    let rounds = n - 1 + q;
+    let roots = counts.iter().filter(|&&c| c > 0).count();
+    let extra = roots.saturating_mul(n).saturating_sub(rounds);
+    rounds as f64 * model.message(per_round) + model.o * extra as f64
 }
 
 /// The block count minimising [`allgatherv_bound`] among Theorem 3's n (m = Σ m_j) and its

@@ -11,7 +11,9 @@
 //! 2. for every round in order: post each transfer as soon as every piece's dependency
 //!    ([`Piece::after`]) is met — `None`: data held after setup; `Some(i)`: data held once round
 //!    `i` of this rank is complete — and the target's ready token has arrived. Each piece is one
-//!    write; the write carries the round index so the target can count it;
+//!    write, or the transfer is posted as the scatter-gather writes of [`merge::merge_transfer`]
+//!    (the target then counts with [`merge::Incoming`]); a write carries the round index so the
+//!    target can count it;
 //! 3. a round is complete when all writes its expectations announce have arrived (and all
 //!    earlier rounds are complete); then its local steps run. Local steps only write bytes that
 //!    nothing has written before in this operation, so they never race with a posted write;
@@ -35,6 +37,7 @@ pub mod bounds;
 pub mod circulant;
 pub mod distribution;
 pub mod intergroup;
+pub mod merge;
 pub mod reduce;
 pub mod registry;
 pub mod ring;
@@ -258,6 +261,8 @@ pub enum PlanError {
     },
     #[error("block count must be at least 1")]
     NoBlocks,
+    #[error("a write needs at least one local and one remote segment (iov limit {iov}, rma iov limit {rma_iov})")]
+    IovLimit { iov: usize, rma_iov: usize },
     #[error("unknown algorithm {0:?}")]
     UnknownAlgorithm(String),
     #[error("schedule: {0}")]
@@ -499,16 +504,27 @@ pub fn floor_log2(p: usize) -> usize {
     }
 }
 
-/// The α-β (Hockney) cost model: a message of m bytes costs `alpha + beta * m` seconds.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// The α-β (Hockney) cost model with LogGP's per-message overhead: a message of m bytes posted
+/// as w writes costs `alpha + o * (w - 1) + beta * m` seconds. α is the one-way time of a
+/// message of one write (its own overhead at both ends included); each further write of the
+/// same message adds o, the software cost of posting it at the sender and completing it at the
+/// receiver, which pipelined writes do not hide (docs/plan-model.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct CostModel {
     pub alpha: f64,
     pub beta: f64,
+    pub o: f64,
 }
 
 impl CostModel {
+    /// A message of one write.
     pub fn message(&self, bytes: usize) -> f64 {
         self.alpha + self.beta * bytes as f64
+    }
+
+    /// A message of `bytes` posted as `writes` writes (at least one).
+    pub fn message_writes(&self, bytes: usize, writes: usize) -> f64 {
+        self.message(bytes) + self.o * writes.saturating_sub(1) as f64
     }
 }
 

@@ -1,4 +1,8 @@
 //! Inputs for simulated runs and the results the definition of each collective demands.
+//!
+//! Every input is a function of (problem, rank, generation): a job that repeats a call can
+//! change its data between calls by changing the generation, and no two ranks, buffers or
+//! generations share a byte pattern, so a misplaced or stale byte shows.
 
 use crate::plan::{Dtype, Problem, ReduceOp, Reduction};
 
@@ -19,12 +23,12 @@ fn bytes_of(rank: usize, len: usize, salt: u64) -> Vec<u8> {
 
 /// Elements whose reduction is exact in every order: small integers for sums, ±1 and 2 for
 /// products, anything for min/max and the bitwise operators.
-fn elements(rank: usize, bytes: usize, r: Reduction) -> Vec<u8> {
+fn elements(rank: usize, bytes: usize, r: Reduction, salt: u64) -> Vec<u8> {
     let size = r.dtype.size();
     let n = bytes / size;
     let mut out = Vec::with_capacity(bytes);
     for i in 0..n {
-        let h = mix(rank, i, 7);
+        let h = mix(rank, i, salt);
         let small: i64 = match r.op {
             ReduceOp::Sum => (h % 7) as i64 - 3,
             ReduceOp::Prod => [1, 2, -1, 1][(h % 4) as usize],
@@ -57,8 +61,19 @@ fn elements(rank: usize, bytes: usize, r: Reduction) -> Vec<u8> {
     out
 }
 
+/// The salt of one buffer kind in one generation.
+fn salt(kind: u64, generation: u64) -> u64 {
+    kind.wrapping_add(generation.wrapping_mul(16))
+}
+
 /// The send buffer of `rank` (empty where the collective has none).
 pub fn send_input(problem: &Problem, rank: usize) -> Vec<u8> {
+    send_input_at(problem, rank, 0)
+}
+
+/// The send buffer of `rank` in generation `generation` (empty where the collective has none).
+pub fn send_input_at(problem: &Problem, rank: usize, generation: u64) -> Vec<u8> {
+    let bytes = |len: usize, kind: u64| bytes_of(rank, len, salt(kind, generation));
     match problem {
         Problem::Broadcast { .. } | Problem::Barrier { .. } => Vec::new(),
         Problem::Reduce {
@@ -69,23 +84,21 @@ pub fn send_input(problem: &Problem, rank: usize) -> Vec<u8> {
         }
         | Problem::Scan {
             reduction, bytes, ..
-        } => elements(rank, *bytes, *reduction),
-        Problem::Allgather { block, .. } | Problem::Gather { block, .. } => {
-            bytes_of(rank, *block, 1)
-        }
-        Problem::Allgatherv { counts } => bytes_of(rank, counts[rank], 1),
+        } => elements(rank, *bytes, *reduction, salt(7, generation)),
+        Problem::Allgather { block, .. } | Problem::Gather { block, .. } => bytes(*block, 1),
+        Problem::Allgatherv { counts } => bytes(counts[rank], 1),
         Problem::Scatter { p, root, block } => {
             if rank == *root {
-                bytes_of(rank, p * block, 2)
+                bytes(p * block, 2)
             } else {
                 Vec::new()
             }
         }
-        Problem::Alltoall { p, block } => bytes_of(rank, p * block, 3),
-        Problem::Gatherv { counts, .. } => bytes_of(rank, counts[rank], 6),
+        Problem::Alltoall { p, block } => bytes(p * block, 3),
+        Problem::Gatherv { counts, .. } => bytes(counts[rank], 6),
         Problem::Scatterv { root, counts } => {
             if rank == *root {
-                bytes_of(rank, counts.iter().sum(), 7)
+                bytes(counts.iter().sum(), 7)
             } else {
                 Vec::new()
             }
@@ -96,33 +109,56 @@ pub fn send_input(problem: &Problem, rank: usize) -> Vec<u8> {
             } else {
                 b[rank - a.len()]
             };
-            bytes_of(rank, len, 4)
+            bytes(len, 4)
         }
     }
 }
 
 /// The receive buffer's initial content where it is input (the broadcast root).
 pub fn recv_input(problem: &Problem, rank: usize) -> Option<Vec<u8>> {
+    recv_input_at(problem, rank, 0)
+}
+
+/// The receive buffer's initial content where it is input (the broadcast root), in generation
+/// `generation`.
+pub fn recv_input_at(problem: &Problem, rank: usize, generation: u64) -> Option<Vec<u8>> {
     match problem {
-        Problem::Broadcast { root, bytes, .. } if rank == *root => Some(bytes_of(rank, *bytes, 5)),
+        Problem::Broadcast { root, bytes, .. } if rank == *root => {
+            Some(bytes_of(rank, *bytes, salt(5, generation)))
+        }
         _ => None,
     }
 }
 
-/// What `rank`'s receive buffer must hold at the end (`None`: nothing is demanded).
+/// What `rank`'s receive buffer must hold at the end (`None`: nothing is demanded), given
+/// every rank's send buffer of generation 0 (as [`send_input`] makes them).
 pub fn expected(problem: &Problem, rank: usize, sends: &[Vec<u8>]) -> Option<Vec<u8>> {
+    expected_with(problem, rank, 0, |j| sends[j].clone())
+}
+
+/// What `rank`'s receive buffer must hold at the end of generation `generation` (`None`:
+/// nothing is demanded); `send(j)` is rank j's send buffer. Only the send buffers the result
+/// depends on are asked for, one at a time: a rank's result can be had without every rank's
+/// input in memory at once.
+pub fn expected_with(
+    problem: &Problem,
+    rank: usize,
+    generation: u64,
+    send: impl Fn(usize) -> Vec<u8>,
+) -> Option<Vec<u8>> {
     let fold = |ranks: std::ops::Range<usize>, r: &Reduction| -> Option<Vec<u8>> {
         let mut it = ranks;
         let first = it.next()?;
-        let mut acc = sends[first].clone();
+        let mut acc = send(first);
         for j in it {
             // The element buffers were built valid; an error cannot occur here.
-            r.accumulate(&mut acc, &sends[j]).ok()?;
+            r.accumulate(&mut acc, &send(j)).ok()?;
         }
         Some(acc)
     };
+    let concat = |ranks: std::ops::Range<usize>| -> Vec<u8> { ranks.flat_map(&send).collect() };
     match problem {
-        Problem::Broadcast { root, bytes, .. } => Some(bytes_of(*root, *bytes, 5)),
+        Problem::Broadcast { root, .. } => recv_input_at(problem, *root, generation),
         Problem::Reduce {
             p, root, reduction, ..
         } => (rank == *root).then(|| fold(0..*p, reduction)).flatten(),
@@ -138,28 +174,28 @@ pub fn expected(problem: &Problem, rank: usize, sends: &[Vec<u8>]) -> Option<Vec
                 fold(0..rank + 1, reduction)
             }
         }
-        Problem::Allgather { .. } | Problem::Allgatherv { .. } => Some(sends.concat()),
+        Problem::Allgather { p, .. } => Some(concat(0..*p)),
+        Problem::Allgatherv { counts } => Some(concat(0..counts.len())),
         Problem::Scatter { root, block, .. } => {
-            Some(sends[*root][rank * block..(rank + 1) * block].to_vec())
+            Some(send(*root)[rank * block..(rank + 1) * block].to_vec())
         }
-        Problem::Gather { root, .. } | Problem::Gatherv { root, .. } => {
-            (rank == *root).then(|| sends.concat())
-        }
+        Problem::Gather { p, root, .. } => (rank == *root).then(|| concat(0..*p)),
+        Problem::Gatherv { root, counts } => (rank == *root).then(|| concat(0..counts.len())),
         Problem::Scatterv { root, counts } => {
             let at: usize = counts[..rank].iter().sum();
-            Some(sends[*root][at..at + counts[rank]].to_vec())
+            Some(send(*root)[at..at + counts[rank]].to_vec())
         }
         Problem::Alltoall { p, block } => Some(
             (0..*p)
-                .flat_map(|i| sends[i][rank * block..(rank + 1) * block].to_vec())
+                .flat_map(|i| send(i)[rank * block..(rank + 1) * block].to_vec())
                 .collect(),
         ),
         Problem::Barrier { .. } => None,
-        Problem::Intergroup { a, .. } => {
+        Problem::Intergroup { a, b } => {
             if rank < a.len() {
-                Some(sends[a.len()..].concat())
+                Some(concat(a.len()..a.len() + b.len()))
             } else {
-                Some(sends[..a.len()].concat())
+                Some(concat(0..a.len()))
             }
         }
     }

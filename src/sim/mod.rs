@@ -7,16 +7,26 @@
 //!   arrives, and no write arrives that was not expected; local steps read held bytes and write
 //!   fresh ones.
 //!
-//! It reports rounds, messages and bytes per rank, and prices the plan in the α-β model two
-//! ways: by rounds (each round costs its slowest rank: the larger of what the rank sends and
-//! what it receives in the round, 1-ported) and by dataflow (a message starts when the data it
-//! carries is held and the sender's and receiver's ports are free).
+//! It reports rounds, messages, writes and bytes per rank, and prices the plan in the α-β-o
+//! model ([`CostModel::message_writes`]) two ways: by rounds (each round costs its slowest rank:
+//! the larger of what the rank sends and what it receives in the round, 1-ported) and by dataflow
+//! (a message starts when the data it carries is held and the sender's and receiver's ports are
+//! free).
+//!
+//! [`simulate`] posts one write per piece; [`simulate_merged`] posts the merged writes of
+//! [`crate::plan::merge`] for given limits, gathering each from its local segments and
+//! scattering it over its remote segments, and counts arrivals against what each target
+//! computes with [`Incoming`] from its sources' plans.
 
+pub mod cases;
 pub mod data;
 
 use std::collections::BTreeMap;
 
-use crate::plan::{Algorithm, Buf, CostModel, Local, PlanError, Problem, Round};
+use crate::plan::merge::{merge_transfer, Incoming, IovLimits};
+use crate::plan::{
+    Algorithm, Buf, CostModel, Local, PlanError, Problem, RankPlan, Round, Transfer,
+};
 
 /// A plan that breaks a rule, or a wrong result.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -44,7 +54,10 @@ pub struct Report {
     /// Round indices in which at least one message was sent.
     pub rounds: u32,
     pub messages: Vec<u64>,
+    /// Writes posted: one per piece ([`simulate`]) or the merged ones ([`simulate_merged`]).
     pub writes: Vec<u64>,
+    /// Plan pieces sent.
+    pub pieces: Vec<u64>,
     pub bytes_sent: Vec<u64>,
     pub bytes_received: Vec<u64>,
     pub bytes_copied: Vec<u64>,
@@ -225,119 +238,135 @@ fn run_local(
     }
 }
 
-/// Simulates `alg` for all its ranks, checks it, and prices it with `model`.
+/// Simulates `alg` for all its ranks posting one write per piece, checks it, and prices it with
+/// `model`.
 pub fn simulate(alg: &dyn Algorithm, model: &CostModel) -> Result<Report, SimError> {
-    let problem = alg.problem();
-    problem.validate()?;
-    let p = problem.p();
-    let barrier = matches!(problem, Problem::Barrier { .. });
-    let words = p.div_ceil(64);
+    let (sim, plans) = Sim::new(alg, model, None)?;
+    sim.run(plans)
+}
 
-    let mut plans = Vec::with_capacity(p);
-    let mut states = Vec::with_capacity(p);
-    let mut sends_in = Vec::with_capacity(p);
-    for r in 0..p {
-        let plan = alg.rank_plan(r)?;
-        let input = data::send_input(problem, r);
-        if input.len() != plan.buffers.send {
-            return Err(rule(
-                r,
-                0,
-                format!(
-                    "send buffer is {} bytes, the collective gives {}",
-                    plan.buffers.send,
-                    input.len()
-                ),
-            ));
+/// Like [`simulate`], but every transfer is posted as the merged writes of
+/// [`merge_transfer`] under `limits`, and every target counts the writes it computes from its
+/// sources' plans ([`Incoming`]).
+pub fn simulate_merged(
+    alg: &dyn Algorithm,
+    model: &CostModel,
+    limits: IovLimits,
+) -> Result<Report, SimError> {
+    let (sim, plans) = Sim::new(alg, model, Some(limits))?;
+    sim.run(plans)
+}
+
+/// A write on its way: the bytes gathered at the sender, as parts of the target's buffers.
+struct Posted {
+    from: usize,
+    to: usize,
+    parts: Vec<(Buf, usize, Vec<u8>)>,
+}
+
+/// What the ranks post in one round.
+#[derive(Default)]
+struct Outbox {
+    writes: Vec<Posted>,
+    /// Latest arrival time per target (dataflow).
+    arrivals: BTreeMap<usize, f64>,
+}
+
+/// The state of one simulated run.
+struct Sim<'a> {
+    problem: &'a Problem,
+    model: CostModel,
+    limits: Option<IovLimits>,
+    barrier: bool,
+    states: Vec<RankState>,
+    sends_in: Vec<Vec<u8>>,
+    /// Per rank, what it computes it receives (merged runs only).
+    incoming: Vec<Incoming<'a>>,
+    report: Report,
+}
+
+type Rounds<'a> = std::iter::Peekable<Box<dyn Iterator<Item = Round> + Send + 'a>>;
+
+impl<'a> Sim<'a> {
+    /// Plans of all ranks, and their buffers filled with the collective's inputs.
+    fn new(
+        alg: &'a dyn Algorithm,
+        model: &CostModel,
+        limits: Option<IovLimits>,
+    ) -> Result<(Self, Vec<RankPlan<'a>>), SimError> {
+        let problem = alg.problem();
+        problem.validate()?;
+        let p = problem.p();
+        let barrier = matches!(problem, Problem::Barrier { .. });
+        let mut plans = Vec::with_capacity(p);
+        let mut states = Vec::with_capacity(p);
+        let mut sends_in = Vec::with_capacity(p);
+        for r in 0..p {
+            let plan = alg.rank_plan(r)?;
+            let input = data::send_input(problem, r);
+            states.push(initial_state(problem, r, &plan, &input, barrier)?);
+            sends_in.push(input);
+            plans.push(plan);
         }
-        let recv = match data::recv_input(problem, r) {
-            Some(d) if d.len() == plan.buffers.recv => Memory::filled(d),
-            Some(d) => {
-                return Err(rule(
-                    r,
-                    0,
-                    format!(
-                        "receive buffer is {} bytes, the root's data {}",
-                        plan.buffers.recv,
-                        d.len()
-                    ),
-                ))
-            }
-            None => Memory::new(plan.buffers.recv),
+        let incoming = match limits {
+            Some(l) => (0..p).map(|r| Incoming::new(alg, r, l)).collect(),
+            None => Vec::new(),
         };
-        let mut knows = Vec::new();
-        if barrier {
-            let mut k = vec![0u64; words];
-            k[r / 64] |= 1 << (r % 64);
-            knows.push((u32::MAX, k));
-        }
-        states.push(RankState {
-            send: Memory::filled(input.clone()),
-            recv,
-            scratch: Memory::new(plan.buffers.scratch),
-            done: Vec::new(),
-            send_free: 0.0,
-            recv_free: 0.0,
-            knows,
-        });
-        sends_in.push(input);
-        plans.push(plan);
+        let sim = Sim {
+            problem,
+            model: *model,
+            limits,
+            barrier,
+            states,
+            sends_in,
+            incoming,
+            report: Report {
+                rounds: 0,
+                messages: vec![0; p],
+                writes: vec![0; p],
+                pieces: vec![0; p],
+                bytes_sent: vec![0; p],
+                bytes_received: vec![0; p],
+                bytes_copied: vec![0; p],
+                round_time: 0.0,
+                dataflow_time: 0.0,
+            },
+        };
+        Ok((sim, plans))
     }
 
-    let mut report = Report {
-        rounds: 0,
-        messages: vec![0; p],
-        writes: vec![0; p],
-        bytes_sent: vec![0; p],
-        bytes_received: vec![0; p],
-        bytes_copied: vec![0; p],
-        round_time: 0.0,
-        dataflow_time: 0.0,
-    };
-
-    for (r, plan) in plans.iter().enumerate() {
-        for step in &plan.setup {
-            report.bytes_copied[r] += run_local(&mut states[r], step, 0, r, 0)?;
+    /// All rounds in lock step, then the results.
+    fn run(mut self, plans: Vec<RankPlan<'a>>) -> Result<Report, SimError> {
+        for (r, plan) in plans.iter().enumerate() {
+            for step in &plan.setup {
+                self.report.bytes_copied[r] += run_local(&mut self.states[r], step, 0, r, 0)?;
+            }
         }
+        let mut iters: Vec<Rounds<'a>> = plans.into_iter().map(|pl| pl.rounds.peekable()).collect();
+        let mut last: Option<u32> = None;
+        while let Some(index) = next_index(&mut iters, &mut last)? {
+            let current: Vec<Option<Round>> = iters
+                .iter_mut()
+                .map(|it| it.next_if(|x| x.index == index))
+                .collect();
+            let outbox = self.post(&current, index)?;
+            let counted = self.deliver(outbox.writes, index)?;
+            self.check_expectations(&current, &counted, index)?;
+            self.complete(current, &outbox.arrivals, index)?;
+        }
+        self.check_results()?;
+        Ok(self.report)
     }
 
-    let mut iters: Vec<_> = plans.into_iter().map(|pl| pl.rounds.peekable()).collect();
-    let mut last: Option<u32> = None;
-    let mut current: Vec<Option<Round>> = vec![None; p];
-    loop {
-        let next = iters
-            .iter_mut()
-            .filter_map(|it| it.peek().map(|r| r.index))
-            .min();
-        let Some(index) = next else { break };
-        if last.is_some_and(|l| index <= l) {
-            return Err(rule(0, index, "round indices do not increase"));
-        }
-        last = Some(index);
-        let marker = index + 1;
-        for (r, it) in iters.iter_mut().enumerate() {
-            current[r] = if it.peek().is_some_and(|x| x.index == index) {
-                it.next()
-            } else {
-                None
-            };
-        }
-
-        // Sends: check sources, collect writes.
-        struct Write {
-            from: usize,
-            to: usize,
-            dst: Buf,
-            off: usize,
-            bytes: Vec<u8>,
-        }
-        let mut writes: Vec<Write> = Vec::new();
+    /// Checks every rank's sends of the round, gathers their bytes and prices them.
+    fn post(&mut self, current: &[Option<Round>], index: u32) -> Result<Outbox, SimError> {
+        let p = current.len();
+        let mut out = Outbox::default();
         let mut recv_cost: BTreeMap<usize, f64> = BTreeMap::new();
         let mut round_max = 0.0f64;
-        let mut arrivals: BTreeMap<usize, f64> = BTreeMap::new();
         let mut any = false;
-        for r in 0..p {
-            let Some(round) = &current[r] else { continue };
+        for (r, round) in current.iter().enumerate() {
+            let Some(round) = round else { continue };
             let mut my_send = 0.0;
             for t in &round.sends {
                 if t.to >= p || t.to == r {
@@ -346,81 +375,24 @@ pub fn simulate(alg: &dyn Algorithm, model: &CostModel) -> Result<Report, SimErr
                 if t.pieces.is_empty() {
                     return Err(rule(r, index, "message without pieces"));
                 }
-                let mut bytes = 0usize;
-                let mut dep: Option<u32> = None;
-                for pc in &t.pieces {
-                    if pc.after.is_some_and(|a| a >= index) {
-                        return Err(rule(
-                            r,
-                            index,
-                            format!("piece depends on round {:?}, not earlier", pc.after),
-                        ));
-                    }
-                    dep = dep.max(pc.after);
-                    let limit = pc.after.map_or(0, |a| a + 1);
-                    check_held(states[r].mem(pc.src), pc.src_offset, pc.len, limit).map_err(
-                        |(at, when)| {
-                            rule(
-                                r,
-                                index,
-                                match when {
-                                    Some(w) => format!(
-                                        "sends {} byte {at} to {}: held only after round {w}, piece says {:?}",
-                                        pc.src, t.to, pc.after
-                                    ),
-                                    None => format!(
-                                        "sends {} byte {at} to {}: not held",
-                                        pc.src, t.to
-                                    ),
-                                },
-                            )
-                        },
-                    )?;
-                    if pc.dst == Buf::Send {
-                        return Err(rule(r, index, "writes into a send buffer"));
-                    }
-                    let bytes_src =
-                        states[r].mem(pc.src).data[pc.src_offset..pc.src_offset + pc.len].to_vec();
-                    writes.push(Write {
-                        from: r,
-                        to: t.to,
-                        dst: pc.dst,
-                        off: pc.dst_offset,
-                        bytes: bytes_src,
-                    });
-                    bytes += pc.len;
-                }
+                let (bytes, dep) = self.check_sources(r, t, index)?;
+                let writes = self.gather(r, t);
+                let cost = self.model.message_writes(bytes, writes.len());
                 any = true;
-                let cost = model.message(bytes);
                 my_send += cost;
                 *recv_cost.entry(t.to).or_insert(0.0) += cost;
-                report.messages[r] += 1;
-                report.writes[r] += t.pieces.len() as u64;
-                report.bytes_sent[r] += bytes as u64;
-                report.bytes_received[t.to] += bytes as u64;
-                // Dataflow: start when the data is held and both ports are free.
-                let start = states[r]
-                    .ready_at(dep)
-                    .max(states[r].send_free)
-                    .max(states[t.to].recv_free);
-                let end = start + cost;
-                states[r].send_free = end;
-                states[t.to].recv_free = end;
-                let a = arrivals.entry(t.to).or_insert(0.0);
+                let rep = &mut self.report;
+                rep.messages[r] += 1;
+                rep.writes[r] += writes.len() as u64;
+                rep.pieces[r] += t.pieces.len() as u64;
+                rep.bytes_sent[r] += bytes as u64;
+                rep.bytes_received[t.to] += bytes as u64;
+                out.writes.extend(writes);
+                let end = self.dataflow(r, t.to, dep, cost);
+                let a = out.arrivals.entry(t.to).or_insert(0.0);
                 *a = a.max(end);
-                report.dataflow_time = report.dataflow_time.max(end);
-                if barrier {
-                    let k = states[r].knowledge(dep).cloned().unwrap_or_default();
-                    let kt = &mut states[t.to];
-                    let mut merged = kt.knows.last().map(|x| x.1.clone()).unwrap_or_default();
-                    for (m, w) in merged.iter_mut().zip(k.iter()) {
-                        *m |= w;
-                    }
-                    // Knowledge arriving in this round counts once the round is complete.
-                    match kt.knows.last_mut() {
-                        Some(last) if last.0 == index => last.1 = merged,
-                        _ => kt.knows.push((index, merged)),
-                    }
+                if self.barrier {
+                    self.spread_knowledge(r, t.to, dep, index);
                 }
             }
             round_max = round_max.max(my_send);
@@ -429,62 +401,175 @@ pub fn simulate(alg: &dyn Algorithm, model: &CostModel) -> Result<Report, SimErr
             round_max = round_max.max(*c);
         }
         if any {
-            report.rounds += 1;
-            report.round_time += round_max;
+            self.report.rounds += 1;
+            self.report.round_time += round_max;
         }
+        Ok(out)
+    }
 
-        // Deliver.
-        let mut counted: BTreeMap<(usize, usize), usize> = BTreeMap::new();
-        for w in writes {
-            let st = &mut states[w.to];
-            let m = st.mem_mut(w.dst);
-            let fits = w
-                .off
-                .checked_add(w.bytes.len())
-                .is_some_and(|end| end <= m.data.len());
-            if !fits {
+    /// Checks that rank `r` holds every byte of `t` by the round its piece names, and that no
+    /// piece writes a send buffer; returns the bytes and the latest dependency.
+    fn check_sources(
+        &self,
+        r: usize,
+        t: &Transfer,
+        index: u32,
+    ) -> Result<(usize, Option<u32>), SimError> {
+        let mut bytes = 0usize;
+        let mut dep: Option<u32> = None;
+        for pc in &t.pieces {
+            if pc.after.is_some_and(|a| a >= index) {
                 return Err(rule(
-                    w.from,
+                    r,
                     index,
-                    format!(
-                        "writes past the end of rank {}'s {} buffer ({}+{} > {})",
-                        w.to,
-                        w.dst,
-                        w.off,
-                        w.bytes.len(),
-                        m.data.len()
-                    ),
+                    format!("piece depends on round {:?}, not earlier", pc.after),
                 ));
             }
-            for (i, &b) in w.bytes.iter().enumerate() {
-                let at = w.off + i;
-                if m.held[at] != NOT_HELD {
-                    if m.data[at] != b {
-                        return Err(rule(
-                            w.from,
-                            index,
-                            format!(
-                                "overwrites byte {at} of rank {}'s {} buffer with different data",
-                                w.to, w.dst
+            dep = dep.max(pc.after);
+            let limit = pc.after.map_or(0, |a| a + 1);
+            check_held(self.states[r].mem(pc.src), pc.src_offset, pc.len, limit).map_err(
+                |(at, when)| {
+                    rule(
+                        r,
+                        index,
+                        match when {
+                            Some(w) => format!(
+                                "sends {} byte {at} to {}: held only after round {w}, piece says {:?}",
+                                pc.src, t.to, pc.after
                             ),
-                        ));
-                    }
-                } else {
-                    m.data[at] = b;
-                    m.held[at] = marker;
+                            None => format!("sends {} byte {at} to {}: not held", pc.src, t.to),
+                        },
+                    )
+                },
+            )?;
+            if pc.dst == Buf::Send {
+                return Err(rule(r, index, "writes into a send buffer"));
+            }
+            bytes += pc.len;
+        }
+        Ok((bytes, dep))
+    }
+
+    /// The writes carrying `t` (sources already checked): one per piece, or the merged ones,
+    /// each gathered from its local segments and cut along its remote segments.
+    fn gather(&self, r: usize, t: &Transfer) -> Vec<Posted> {
+        let st = &self.states[r];
+        let read = |b: Buf, off: usize, len: usize| st.mem(b).data[off..off + len].to_vec();
+        let Some(limits) = self.limits else {
+            return t
+                .pieces
+                .iter()
+                .map(|pc| Posted {
+                    from: r,
+                    to: t.to,
+                    parts: vec![(pc.dst, pc.dst_offset, read(pc.src, pc.src_offset, pc.len))],
+                })
+                .collect();
+        };
+        merge_transfer(t, limits)
+            .into_iter()
+            .map(|w| {
+                let stream: Vec<u8> = w
+                    .local
+                    .iter()
+                    .flat_map(|s| read(s.buf, s.offset, s.len))
+                    .collect();
+                let mut at = 0;
+                let mut parts = Vec::with_capacity(w.remote.len());
+                for s in &w.remote {
+                    let end = (at + s.len).min(stream.len());
+                    parts.push((s.buf, s.offset, stream[at..end].to_vec()));
+                    at = end;
                 }
+                Posted {
+                    from: r,
+                    to: w.to,
+                    parts,
+                }
+            })
+            .collect()
+    }
+
+    /// Dataflow price: the message starts when its data is held and both ports are free;
+    /// returns its arrival.
+    fn dataflow(&mut self, from: usize, to: usize, dep: Option<u32>, cost: f64) -> f64 {
+        let start = self.states[from]
+            .ready_at(dep)
+            .max(self.states[from].send_free)
+            .max(self.states[to].recv_free);
+        let end = start + cost;
+        self.states[from].send_free = end;
+        self.states[to].recv_free = end;
+        self.report.dataflow_time = self.report.dataflow_time.max(end);
+        end
+    }
+
+    /// Barrier knowledge: the target learns of every rank the sender knew of by `dep`.
+    fn spread_knowledge(&mut self, from: usize, to: usize, dep: Option<u32>, index: u32) {
+        let k = self.states[from]
+            .knowledge(dep)
+            .cloned()
+            .unwrap_or_default();
+        let kt = &mut self.states[to];
+        let mut merged = kt.knows.last().map(|x| x.1.clone()).unwrap_or_default();
+        for (m, w) in merged.iter_mut().zip(k.iter()) {
+            *m |= w;
+        }
+        // Knowledge arriving in this round counts once the round is complete.
+        match kt.knows.last_mut() {
+            Some(last) if last.0 == index => last.1 = merged,
+            _ => kt.knows.push((index, merged)),
+        }
+    }
+
+    /// Lands the writes; returns the writes that arrived per (target, source).
+    fn deliver(
+        &mut self,
+        writes: Vec<Posted>,
+        index: u32,
+    ) -> Result<BTreeMap<(usize, usize), usize>, SimError> {
+        let marker = index + 1;
+        let mut counted: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+        for w in writes {
+            for (dst, off, bytes) in &w.parts {
+                land(
+                    &mut self.states[w.to],
+                    w.from,
+                    w.to,
+                    *dst,
+                    *off,
+                    bytes,
+                    index,
+                    marker,
+                )?;
             }
             *counted.entry((w.to, w.from)).or_insert(0) += 1;
         }
+        Ok(counted)
+    }
 
-        // Expectations.
+    /// Every rank got exactly the writes it expects in the round: its plan's counts, or in a
+    /// merged run the merged counts it computes from its sources' plans.
+    fn check_expectations(
+        &mut self,
+        current: &[Option<Round>],
+        counted: &BTreeMap<(usize, usize), usize>,
+        index: u32,
+    ) -> Result<(), SimError> {
         for (r, round) in current.iter().enumerate() {
             let mut want: BTreeMap<usize, usize> = BTreeMap::new();
             if let Some(round) = round {
-                for e in &round.expects {
+                let expects = match self.incoming.get_mut(r) {
+                    Some(inc) => inc
+                        .expects(round)
+                        .map_err(|e| rule(r, index, e.to_string()))?,
+                    None => round.expects.clone(),
+                };
+                for e in expects {
                     *want.entry(e.from).or_insert(0) += e.writes;
                 }
             }
+            want.retain(|_, n| *n > 0);
             let got: BTreeMap<usize, usize> = counted
                 .range((r, 0)..(r, usize::MAX))
                 .map(|(&(_, from), &n)| (from, n))
@@ -498,68 +583,191 @@ pub fn simulate(alg: &dyn Algorithm, model: &CostModel) -> Result<Report, SimErr
                 ));
             }
         }
+        Ok(())
+    }
 
-        // Completion and local steps.
-        for r in 0..p {
-            let Some(round) = current[r].take() else {
-                continue;
-            };
+    /// Marks the rounds complete and runs their local steps.
+    fn complete(
+        &mut self,
+        current: Vec<Option<Round>>,
+        arrivals: &BTreeMap<usize, f64>,
+        index: u32,
+    ) -> Result<(), SimError> {
+        for (r, round) in current.into_iter().enumerate() {
+            let Some(round) = round else { continue };
+            let st = &mut self.states[r];
             if !round.expects.is_empty() || !round.local.is_empty() {
-                let prev = states[r].done.last().map_or(0.0, |d| d.1);
+                let prev = st.done.last().map_or(0.0, |d| d.1);
                 let t = prev.max(arrivals.get(&r).copied().unwrap_or(0.0));
-                states[r].done.push((index, t));
+                st.done.push((index, t));
             }
             for step in &round.local {
-                report.bytes_copied[r] += run_local(&mut states[r], step, marker, r, index)?;
+                self.report.bytes_copied[r] += run_local(st, step, index + 1, r, index)?;
             }
         }
+        Ok(())
     }
 
-    // Results.
-    for (r, st) in states.iter().enumerate() {
-        if let Some(want) = data::expected(problem, r, &sends_in) {
-            let got = &st.recv;
-            if got.data.len() != want.len() {
-                return Err(SimError::WrongResult {
-                    rank: r,
-                    offset: 0,
-                    len: want.len(),
-                    what: format!("receive buffer has {} bytes", got.data.len()),
-                });
+    /// Every receive buffer holds the collective's result; every rank left a barrier knowing of
+    /// all.
+    fn check_results(&self) -> Result<(), SimError> {
+        let p = self.states.len();
+        for (r, st) in self.states.iter().enumerate() {
+            if let Some(want) = data::expected(self.problem, r, &self.sends_in) {
+                check_result(r, &st.recv, &want)?;
             }
-            for i in 0..want.len() {
-                if got.held[i] == NOT_HELD {
+            if self.barrier {
+                let all = st
+                    .knows
+                    .last()
+                    .map(|k| k.1.iter().map(|w| w.count_ones()).sum::<u32>());
+                if all != Some(p as u32) {
                     return Err(SimError::WrongResult {
                         rank: r,
-                        offset: i,
-                        len: want.len(),
-                        what: "never written".into(),
-                    });
-                }
-                if got.data[i] != want[i] {
-                    return Err(SimError::WrongResult {
-                        rank: r,
-                        offset: i,
-                        len: want.len(),
-                        what: format!("{} instead of {}", got.data[i], want[i]),
+                        offset: 0,
+                        len: 0,
+                        what: format!("leaves the barrier knowing of {all:?} of {p} ranks"),
                     });
                 }
             }
         }
-        if barrier {
-            let all = st
-                .knows
-                .last()
-                .map(|k| k.1.iter().map(|w| w.count_ones()).sum::<u32>());
-            if all != Some(p as u32) {
-                return Err(SimError::WrongResult {
-                    rank: r,
-                    offset: 0,
-                    len: 0,
-                    what: format!("leaves the barrier knowing of {all:?} of {p} ranks"),
-                });
+        Ok(())
+    }
+}
+
+/// The index of the next round any rank has; checks indices increase.
+fn next_index(iters: &mut [Rounds<'_>], last: &mut Option<u32>) -> Result<Option<u32>, SimError> {
+    let next = iters
+        .iter_mut()
+        .filter_map(|it| it.peek().map(|r| r.index))
+        .min();
+    let Some(index) = next else { return Ok(None) };
+    if last.is_some_and(|l| index <= l) {
+        return Err(rule(0, index, "round indices do not increase"));
+    }
+    *last = Some(index);
+    Ok(Some(index))
+}
+
+/// Rank `r`'s buffers before the operation: its input, the root's data where the collective
+/// has one in the receive buffer, barrier knowledge of itself.
+fn initial_state(
+    problem: &Problem,
+    r: usize,
+    plan: &RankPlan<'_>,
+    input: &[u8],
+    barrier: bool,
+) -> Result<RankState, SimError> {
+    if input.len() != plan.buffers.send {
+        return Err(rule(
+            r,
+            0,
+            format!(
+                "send buffer is {} bytes, the collective gives {}",
+                plan.buffers.send,
+                input.len()
+            ),
+        ));
+    }
+    let recv = match data::recv_input(problem, r) {
+        Some(d) if d.len() == plan.buffers.recv => Memory::filled(d),
+        Some(d) => {
+            return Err(rule(
+                r,
+                0,
+                format!(
+                    "receive buffer is {} bytes, the root's data {}",
+                    plan.buffers.recv,
+                    d.len()
+                ),
+            ))
+        }
+        None => Memory::new(plan.buffers.recv),
+    };
+    let mut knows = Vec::new();
+    if barrier {
+        let mut k = vec![0u64; problem.p().div_ceil(64)];
+        k[r / 64] |= 1 << (r % 64);
+        knows.push((u32::MAX, k));
+    }
+    Ok(RankState {
+        send: Memory::filled(input.to_vec()),
+        recv,
+        scratch: Memory::new(plan.buffers.scratch),
+        done: Vec::new(),
+        send_free: 0.0,
+        recv_free: 0.0,
+        knows,
+    })
+}
+
+/// Writes `bytes` at `off` of `to`'s `dst` buffer: in bounds, and never over held bytes with
+/// different data.
+#[allow(clippy::too_many_arguments)]
+fn land(
+    st: &mut RankState,
+    from: usize,
+    to: usize,
+    dst: Buf,
+    off: usize,
+    bytes: &[u8],
+    index: u32,
+    marker: u32,
+) -> Result<(), SimError> {
+    let m = st.mem_mut(dst);
+    let fits = off
+        .checked_add(bytes.len())
+        .is_some_and(|end| end <= m.data.len());
+    if !fits {
+        return Err(rule(
+            from,
+            index,
+            format!(
+                "writes past the end of rank {to}'s {dst} buffer ({off}+{} > {})",
+                bytes.len(),
+                m.data.len()
+            ),
+        ));
+    }
+    for (i, &b) in bytes.iter().enumerate() {
+        let at = off + i;
+        if m.held[at] != NOT_HELD {
+            if m.data[at] != b {
+                return Err(rule(
+                    from,
+                    index,
+                    format!("overwrites byte {at} of rank {to}'s {dst} buffer with different data"),
+                ));
             }
+        } else {
+            m.data[at] = b;
+            m.held[at] = marker;
         }
     }
-    Ok(report)
+    Ok(())
+}
+
+/// Rank `r`'s receive buffer equals `want`, every byte written.
+fn check_result(r: usize, got: &Memory, want: &[u8]) -> Result<(), SimError> {
+    let wrong = |offset: usize, what: String| SimError::WrongResult {
+        rank: r,
+        offset,
+        len: want.len(),
+        what,
+    };
+    if got.data.len() != want.len() {
+        return Err(wrong(
+            0,
+            format!("receive buffer has {} bytes", got.data.len()),
+        ));
+    }
+    for (i, (&w, (&g, &h))) in want.iter().zip(got.data.iter().zip(&got.held)).enumerate() {
+        if h == NOT_HELD {
+            return Err(wrong(i, "never written".into()));
+        }
+        if g != w {
+            return Err(wrong(i, format!("{g} instead of {w}")));
+        }
+    }
+    Ok(())
 }

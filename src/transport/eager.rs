@@ -26,11 +26,13 @@
 //!   under the operation's deadline); it never overwrites a slot that was not read.
 
 use crate::fabric::{Access, Post, RegisteredMemory, RemoteRegion};
-use crate::plan::{Buf, Piece, Transfer};
+use crate::plan::{Buf, Piece};
 
+use super::local::Buffers;
+use super::run::{Ready, Run};
 pub use super::wire::MAX_SLOTS;
 use super::wire::{self, Digest, Event, SlotRing};
-use super::{Buffers, Run, Transport, TransportError};
+use super::{Transport, TransportError};
 
 type Result<T> = std::result::Result<T, TransportError>;
 
@@ -525,7 +527,7 @@ pub struct Eager {
     queued: Vec<usize>,
     queued_flag: Vec<bool>,
     /// Writers whose next slot belongs to an operation that has not begun.
-    parked: Vec<usize>,
+    pub parked: Vec<usize>,
     /// Eager writes and credit words up to this size are injected (`fi_inject_writedata`: no
     /// local completion); 0 where injection is not to be trusted.
     pub inject: usize,
@@ -641,50 +643,43 @@ impl Transport {
             .ok()?;
         read_credit_word(&word)
     }
-}
 
-impl Run {
     /// The slots to name in the ready token for `writer`, or `None` if it gets no token: in an
     /// eager operation, a writer that knows this rank's slots for it needs none; one that does
     /// not gets them now (allocated on first use).
-    pub(super) fn eager_token(
-        &mut self,
-        t: &mut Transport,
-        writer: usize,
-    ) -> Result<Option<SlotRing>> {
-        if let Some(ring) = &t.eager.inbound[writer] {
-            return Ok((!self.plan.eager).then(|| ring.ring()));
+    pub(super) fn eager_token(&mut self, run: &Run, writer: usize) -> Result<Option<SlotRing>> {
+        if let Some(ring) = &self.inbox.eager.inbound[writer] {
+            return Ok((!run.is_eager()).then(|| ring.ring()));
         }
-        if !self.plan.eager {
+        if !run.is_eager() {
             return Ok(Some(SlotRing::NONE));
         }
-        let config = t.eager.config;
-        let mem = t.alloc(config.ring_bytes(), Access::RemoteWrite)?;
+        let config = self.inbox.eager.config;
+        let mem = self.alloc(config.ring_bytes(), Access::RemoteWrite)?;
         let ring = Inbound::new(mem, config.slots, config.slot_bytes);
         let slots = ring.ring();
-        t.eager.inbound[writer] = Some(ring);
+        self.inbox.eager.inbound[writer] = Some(ring);
         Ok(Some(slots))
     }
 
-    /// Writes the next slots of pending transfer `index` (to a target whose slots this rank
-    /// knows), as many as the target has free.
+    /// Writes the next slots of the ready transfer (to a target whose slots this rank knows),
+    /// as many as the target has free.
     pub(super) fn post_eager(
         &mut self,
-        t: &mut Transport,
+        run: &mut Run,
         buffers: &Buffers<'_>,
-        transfer: &Transfer,
-        round: u32,
-        index: usize,
+        ready: Ready,
     ) -> Result<EagerPost> {
-        let to = transfer.to;
+        let to = ready.to;
+        let peer = self.peers[to];
+        let inject = self.inbox.eager.inject;
         loop {
-            self.reachable(t, to)?;
-            let cursor = self.pending[index].cursor;
-            let inject = t.eager.inject;
-            let Some(out) = t.eager.outbound[to].as_mut() else {
-                return Err(self.protocol(format!("an eager write to rank {to} without its slots")));
+            self.reachable(run, to)?;
+            let Some(out) = self.inbox.eager.outbound[to].as_mut() else {
+                return Err(run.protocol(format!("an eager write to rank {to} without its slots")));
             };
-            let Some((parts, next)) = pack(&transfer.pieces, cursor, out.slot_bytes) else {
+            let (pieces, cursor) = run.eager_cursor();
+            let Some((parts, next)) = pack(pieces, cursor, out.slot_bytes) else {
                 return Ok(EagerPost::Done);
             };
             if out.free() == 0 {
@@ -692,36 +687,31 @@ impl Run {
             }
             let slot = out.next_slot();
             let header = SlotHeader {
-                seq: self.seq,
-                digest: self.digest,
+                seq: run.seq,
+                digest: run.digest(),
                 number: out.written,
-                round,
+                round: ready.round,
                 writes: parts.iter().filter(|p| p.last).count() as u16,
-                segments: segments(&transfer.pieces, &parts),
+                segments: segments(pieces, &parts),
             };
             if out.mirror.is_none() {
                 let len = out.slots * out.slot_bytes;
                 out.mirror = Some(RegisteredMemory::for_endpoint(
-                    &t.endpoint,
+                    &self.endpoint,
                     len,
                     Access::Local,
                 )?);
             }
             let Some(mirror) = out.mirror.as_ref() else {
-                return Err(self.protocol("no source for eager writes".into()));
+                return Err(run.protocol("no source for eager writes".into()));
             };
             let base = slot * out.slot_bytes;
             let head = header.to_bytes();
             mirror.store(base, &head)?;
             let mut at = base + head.len();
             for part in &parts {
-                let piece = &transfer.pieces[part.piece];
-                let src = buffers
-                    .get(piece.src)
-                    .ok_or_else(|| TransportError::Invalid {
-                        op: self.op.clone(),
-                        what: format!("the plan uses a {} buffer that was not given", piece.src),
-                    })?;
+                let piece = &pieces[part.piece];
+                let src = buffers.view(&run.op, piece.src)?;
                 let from = src.offset + piece.src_offset + part.offset;
                 mirror.copy_from(at, src.mem, from, part.len)?;
                 at += part.len;
@@ -729,132 +719,87 @@ impl Run {
             let remote = out.region.range(base as u64, (at - base) as u64)?;
             let event = Some(
                 Event::Slot {
-                    from: t.rank,
+                    from: self.rank,
                     slot: slot as u8,
                 }
                 .encode(),
             );
-            let peer = t.peers[to];
             // Small slots are injected: no completion to wait for.
             let injected = at - base <= inject;
             let post = if injected {
-                t.endpoint
+                self.endpoint
                     .inject_write(&mirror.as_slice()[base..at], peer, remote, event)?
             } else {
                 let local = mirror.range(base, at - base)?;
-                t.endpoint.write(local, peer, remote, event, self.seq)?
+                self.endpoint.write(local, peer, remote, event, run.seq)?
             };
             if post == Post::Again {
                 return Ok(EagerPost::Again);
             }
             out.written += 1;
-            let data = header.data_len() as u64;
-            self.pending[index].cursor = next;
-            self.stats.writes += 1;
-            self.stats.bytes_written += data;
-            self.stats.bytes_copied += data;
-            if !injected {
-                self.in_flight += 1;
-            }
+            run.slot_posted(next, header.data_len(), injected);
         }
-    }
-
-    /// `from` wrote into its slot `slot` of this rank.
-    pub(super) fn slot_arrived(&mut self, t: &mut Transport, from: usize, slot: u8) -> Result<()> {
-        t.eager
-            .slot_arrived(from, slot)
-            .map_err(|what| self.protocol(what))
-    }
-
-    /// `from` returned credits: reads its credit word.
-    pub(super) fn credit_arrived(&mut self, t: &mut Transport, from: usize) -> Result<()> {
-        let low = t.read_credit(from);
-        t.eager
-            .credit(from, low)
-            .map_err(|what| self.protocol(what))
     }
 
     /// Reads the slots that arrived, in order per writer, for as long as they belong to this
     /// operation: checks each header, copies the data into place and counts its writes; gives
     /// credits back when due. A slot of a later operation waits for it; one of an operation
     /// that is over is a protocol error.
-    pub(super) fn take_slots(&mut self, t: &mut Transport, buffers: &Buffers<'_>) -> Result<bool> {
+    pub(super) fn take_slots(&mut self, run: &mut Run, buffers: &Buffers<'_>) -> Result<bool> {
         let mut progress = false;
         let mut owed = Vec::new();
-        while let Some(from) = t.eager.next_queued() {
-            while let Some(ring) = t.eager.inbound[from].as_ref() {
+        while let Some(from) = self.inbox.eager.next_queued() {
+            while let Some(ring) = self.inbox.eager.inbound[from].as_ref() {
                 let Some(slot) = ring.reads.head() else {
                     break;
                 };
                 let bytes = ring.slot(slot);
                 let header = SlotHeader::from_bytes(bytes)
-                    .map_err(|what| self.protocol(format!("rank {from}: {what}")))?;
+                    .map_err(|what| run.protocol(format!("rank {from}: {what}")))?;
                 if header.number != ring.reads.read {
-                    return Err(self.protocol(format!(
+                    return Err(run.protocol(format!(
                         "rank {from}'s eager write number {} in the place of number {}",
                         header.number, ring.reads.read
                     )));
                 }
-                if header.seq > self.seq {
-                    t.eager.parked.push(from);
+                if !run.check_slot(from, &header)? {
+                    self.inbox.eager.parked.push(from);
                     break;
-                }
-                if header.seq < self.seq {
-                    // Its sender may still be in that operation: abort that one.
-                    self.abort_seq = header.seq;
-                    return Err(self.protocol(format!(
-                        "an eager write of rank {from} for operation {}, which is over",
-                        header.seq
-                    )));
-                }
-                if header.digest != self.digest {
-                    return Err(TransportError::Mismatch {
-                        op: self.op.clone(),
-                        peer: from,
-                    });
-                }
-                if self.plan.writers.binary_search(&from).is_err() {
-                    return Err(TransportError::Disagree {
-                        op: self.op.clone(),
-                        what: format!(
-                            "rank {from} writes to this rank, whose call expects nothing from it"
-                        ),
-                    });
                 }
                 let mut at = header.table_end();
                 for seg in &header.segments {
-                    let view = self.writable(buffers, seg.dst)?;
+                    let view = buffers.view(&run.op, seg.dst)?;
                     let (offset, len) = (seg.offset as usize, seg.len as usize);
                     if offset.checked_add(len).map_or(true, |end| end > view.len) {
                         return Err(TransportError::Mismatch {
-                            op: self.op.clone(),
+                            op: run.op.clone(),
                             peer: from,
                         });
                     }
                     view.mem.store(view.offset + offset, &bytes[at..at + len])?;
                     at += len;
-                    self.stats.bytes_copied += len as u64;
+                    run.stats.bytes_copied += len as u64;
                 }
-                self.count_arrivals(header.round, false, usize::from(header.writes))?;
-                if let Some(ring) = t.eager.inbound[from].as_mut() {
+                run.count_slot(&header)?;
+                if let Some(ring) = self.inbox.eager.inbound[from].as_mut() {
                     ring.reads.consume();
                 }
                 progress = true;
             }
-            if !self.return_credits(t, from)? {
+            if !self.return_credits(run, from)? {
                 owed.push(from);
             }
         }
         for from in owed {
-            t.eager.queue(from);
+            self.inbox.eager.queue(from);
         }
         Ok(progress)
     }
 
     /// Sends `from` the count of its slots read, if due; false if the provider's queue was
     /// full (it is tried again on the next pass).
-    fn return_credits(&mut self, t: &mut Transport, from: usize) -> Result<bool> {
-        let Some(ring) = t.eager.inbound[from].as_mut() else {
+    fn return_credits(&mut self, run: &mut Run, from: usize) -> Result<bool> {
+        let Some(ring) = self.inbox.eager.inbound[from].as_mut() else {
             return Ok(true);
         };
         if !ring.reads.credits_due() {
@@ -863,32 +808,37 @@ impl Run {
         let read = ring.reads.read;
         // Credits only serve later operations: a writer may have finished its last one and
         // ended, and that is no failure of this one.
-        if t.processes.ended(from) {
+        if self.processes.ended(from) {
             ring.reads.returned = read;
             ring.reads.owed = false;
             return Ok(true);
         }
         let word = credit_word(read);
-        let remote = t.peer_control[from].range(wire::credit_in(t.size, t.rank) as u64, 8)?;
-        let event = Some(Event::Credit { from: t.rank }.encode());
-        let injected = word.len() <= t.eager.inject;
+        let remote =
+            self.peer_control[from].range(wire::credit_in(self.size, self.rank) as u64, 8)?;
+        let event = Some(Event::Credit { from: self.rank }.encode());
+        let injected = word.len() <= self.inbox.eager.inject;
         let post = if injected {
-            t.endpoint.inject_write(&word, t.peers[from], remote, event)
+            self.endpoint
+                .inject_write(&word, self.peers[from], remote, event)
         } else {
             // The source may be overwritten by the next word while this write is in flight:
             // the target then reads that newer count, or a torn word it ignores.
-            let out = wire::credit_out(t.size, from);
-            t.control.store(out, &word)?;
-            let local = t.control.range(out, word.len())?;
-            t.endpoint
-                .write(local, t.peers[from], remote, event, self.seq)
+            let out = wire::credit_out(self.size, from);
+            self.control.store(out, &word)?;
+            let local = self.control.range(out, word.len())?;
+            self.endpoint
+                .write(local, self.peers[from], remote, event, run.seq)
         };
         // A writer that is gone needs no credits; one that is not and never gets them fails
         // at its deadline.
         let posted = !matches!(post, Ok(Post::Again));
         if matches!(post, Ok(Post::Posted)) && !injected {
-            self.in_flight += 1;
+            run.in_flight += 1;
         }
+        let Some(ring) = self.inbox.eager.inbound[from].as_mut() else {
+            return Ok(true);
+        };
         ring.reads.owed = !posted;
         if posted {
             ring.reads.returned = read;

@@ -9,7 +9,7 @@
 //!                1 | 0 | kind (6 bits)                         | sender rank (24 bits)
 //! ```
 //!
-//! A data write names its operation (sequence number modulo 128) and its round, so the target
+//! A data write names its operation (sequence number modulo 2^SEQ_BITS) and its round, so the target
 //! counts it against its plan; the signal bit marks the zero-length writes of barriers, which
 //! need no token, so that a target that expects data never counts a signal as data. A control
 //! write names its sender: the target then reads the sender's slot of its control region (a
@@ -46,11 +46,11 @@ const KIND_SLOT: u64 = 1 << 5;
 /// A decoded remote CQ data word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
-    /// A write of operation `seq` (modulo 128) in `round`: data, or a zero-length signal.
+    /// A write of operation `seq` (modulo 2^SEQ_BITS) in `round`: data, or a zero-length signal.
     Data { seq: u8, round: u32, signal: bool },
     /// `from` wrote its ready token into our control region.
     Token { from: usize },
-    /// `from` gave up operation `seq` (modulo 64).
+    /// `from` gave up operation `seq` (modulo 2^ABORT_SEQ_BITS).
     Abort { from: usize, seq: u8 },
     /// `from` wrote an eager message into its receive slot `slot` of this rank.
     Slot { from: usize, slot: u8 },
@@ -151,6 +151,12 @@ pub fn order(current: u8, seq: u8, bits: u32) -> Order {
     } else {
         Order::Past
     }
+}
+
+/// How many operations wire sequence `seq` (of `bits` bits) lies behind the `current` one.
+pub fn behind(current: u8, seq: u8, bits: u32) -> u64 {
+    let mask = (1u16 << bits) - 1;
+    u64::from(u16::from(current).wrapping_sub(u16::from(seq)) & mask)
 }
 
 /// A receiver's permission to write into its buffers for one operation: the operation's
@@ -288,6 +294,13 @@ impl Digest {
 mod tests {
     use super::*;
 
+    /// The largest wire sequence of data writes and of aborts.
+    const LAST_SEQ: u8 = SEQ_MASK as u8;
+    const LAST_ABORT_SEQ: u8 = ABORT_SEQ_MASK as u8;
+    /// Half the sequence space: the first sequence number that is in the past.
+    const HALF_SEQ: u8 = 1 << (SEQ_BITS - 1);
+    const HALF_ABORT_SEQ: u8 = 1 << (ABORT_SEQ_BITS - 1);
+
     #[test]
     fn events_round_trip_in_32_bits() {
         let events = [
@@ -297,12 +310,12 @@ mod tests {
                 signal: false,
             },
             Event::Data {
-                seq: 127,
+                seq: LAST_SEQ,
                 round: MAX_ROUND as u32,
                 signal: true,
             },
             Event::Data {
-                seq: 127,
+                seq: LAST_SEQ,
                 round: MAX_ROUND as u32,
                 signal: false,
             },
@@ -315,7 +328,10 @@ mod tests {
             Event::Token {
                 from: MAX_FIELD as usize,
             },
-            Event::Abort { from: 3, seq: 63 },
+            Event::Abort {
+                from: 3,
+                seq: LAST_ABORT_SEQ,
+            },
             Event::Abort { from: 0, seq: 0 },
             Event::Slot { from: 0, slot: 0 },
             Event::Slot {
@@ -330,7 +346,8 @@ mod tests {
             assert!(word <= u64::from(u32::MAX), "{e:?} needs more than 32 bits");
             assert_eq!(Event::decode(word), e);
         }
-        assert_eq!(wire_seq(128 + 9), 9);
+        assert_eq!(wire_seq((1 << SEQ_BITS) + 9), 9);
+        assert_eq!(abort_seq((1 << ABORT_SEQ_BITS) + 9), 9);
     }
 
     #[test]
@@ -338,13 +355,22 @@ mod tests {
         assert_eq!(order(5, 5, SEQ_BITS), Order::Current);
         assert_eq!(order(5, 6, SEQ_BITS), Order::Future);
         assert_eq!(order(5, 4, SEQ_BITS), Order::Past);
-        assert_eq!(order(127, 0, SEQ_BITS), Order::Future);
-        assert_eq!(order(0, 127, SEQ_BITS), Order::Past);
-        assert_eq!(order(0, 63, SEQ_BITS), Order::Future);
-        assert_eq!(order(0, 64, SEQ_BITS), Order::Past);
-        assert_eq!(order(63, 0, ABORT_SEQ_BITS), Order::Future);
-        assert_eq!(order(0, 31, ABORT_SEQ_BITS), Order::Future);
-        assert_eq!(order(0, 32, ABORT_SEQ_BITS), Order::Past);
+        assert_eq!(order(LAST_SEQ, 0, SEQ_BITS), Order::Future);
+        assert_eq!(order(0, LAST_SEQ, SEQ_BITS), Order::Past);
+        assert_eq!(order(0, HALF_SEQ - 1, SEQ_BITS), Order::Future);
+        assert_eq!(order(0, HALF_SEQ, SEQ_BITS), Order::Past);
+        assert_eq!(order(LAST_ABORT_SEQ, 0, ABORT_SEQ_BITS), Order::Future);
+        assert_eq!(order(0, HALF_ABORT_SEQ - 1, ABORT_SEQ_BITS), Order::Future);
+        assert_eq!(order(0, HALF_ABORT_SEQ, ABORT_SEQ_BITS), Order::Past);
+    }
+
+    #[test]
+    fn distance_behind_counts_across_the_wrap() {
+        assert_eq!(behind(5, 3, SEQ_BITS), 2);
+        assert_eq!(behind(0, LAST_SEQ, SEQ_BITS), 1);
+        assert_eq!(behind(1, LAST_SEQ - 1, SEQ_BITS), 3);
+        assert_eq!(behind(0, LAST_ABORT_SEQ, ABORT_SEQ_BITS), 1);
+        assert_eq!(behind(4, 4, SEQ_BITS), 0);
     }
 
     #[test]

@@ -27,9 +27,8 @@ use circulant::bench::report::format_seconds;
 use circulant::bench::row_bound;
 use circulant::comm::{Buffer, Choice, CommError, Communicator};
 use circulant::plan::distribution::{Distribution, UnknownDistribution};
-use circulant::plan::{
-    ceil_log2, displacements, registry, CostModel, Dtype, Problem, ReduceOp, Reduction,
-};
+use circulant::plan::{ceil_log2, registry, CostModel, Dtype, Problem, ReduceOp, Reduction};
+use circulant::sim::cases::CaseData;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
@@ -123,7 +122,11 @@ pub fn run(args: Args) -> CliResult {
             if AlphaBeta::new(alpha, beta).is_none() {
                 return Err(MeasureError::BadModel { alpha, beta }.into());
             }
-            Some(CostModel { alpha, beta })
+            Some(CostModel {
+                alpha,
+                beta,
+                o: 0.0,
+            })
         }
         _ => None,
     };
@@ -152,16 +155,19 @@ pub fn run(args: Args) -> CliResult {
             Problem::Allgatherv { counts } => counts.clone(),
             _ => Vec::new(),
         };
-        let (send_len, recv_len) = lengths(&cell.problem, me);
-        fit(&comm, &mut send, send_len)?;
-        fit(&comm, &mut recv, recv_len)?;
+        let data = CaseData::new(cell.problem.clone());
+        let mine = data.send(me);
+        fit(&comm, &mut send, mine.len())?;
+        fit(&comm, &mut recv, data.recv_len(me))?;
+        send.copy_from_slice(&mine);
+        drop(mine);
         for &name in &cell.algorithms {
             progress.start(cell, name);
-            fill(cell, me, args.root, &mut send, &mut recv);
+            data.fill_recv(me, &mut recv);
             call(
                 &mut comm, cell.op, &send, &mut recv, &counts, args.root, name,
             )?;
-            let wrong = wrong_bytes(cell, p, args.root, &recv);
+            let wrong = data.wrong(me, &recv);
             let mut run =
                 |c: &mut Communicator| call(c, cell.op, &send, &mut recv, &counts, args.root, name);
             for _ in 1..args.warmup {
@@ -329,17 +335,6 @@ fn int32_sum() -> Reduction {
     }
 }
 
-/// Send and receive lengths of `rank` for `problem`.
-fn lengths(problem: &Problem, rank: usize) -> (usize, usize) {
-    match problem {
-        Problem::Broadcast { bytes, .. } => (0, *bytes),
-        Problem::Allgather { p, block } => (*block, p * block),
-        Problem::Allgatherv { counts } => (counts[rank], counts.iter().sum()),
-        Problem::Allreduce { bytes, .. } => (*bytes, *bytes),
-        _ => (0, 0),
-    }
-}
-
 /// Makes `buf` present `len` bytes, registering a larger buffer when it is too small.
 fn fit(comm: &Communicator, buf: &mut Buffer, len: usize) -> Result<(), CommError> {
     if buf.set_len(len).is_err() {
@@ -348,84 +343,6 @@ fn fit(comm: &Communicator, buf: &mut Buffer, len: usize) -> Result<(), CommErro
         *buf = comm.alloc(len)?;
     }
     Ok(())
-}
-
-/// The byte every rank contributes at position k (the same pattern as the peer benchmark).
-fn pattern(rank: usize, k: usize) -> u8 {
-    (rank
-        .wrapping_mul(131)
-        .wrapping_add(k.wrapping_mul(7))
-        .wrapping_add(1)) as u8
-}
-
-/// One int32 element of rank `rank`'s allreduce input.
-fn element(rank: usize, k: usize) -> i32 {
-    (rank + k % 17) as i32
-}
-
-fn fill(cell: &Cell, me: usize, root: usize, send: &mut Buffer, recv: &mut Buffer) {
-    recv.fill(0);
-    match cell.op {
-        Op::Bcast if me == root => {
-            for (k, x) in recv.iter_mut().enumerate() {
-                *x = pattern(root, k);
-            }
-        }
-        Op::Bcast => {}
-        Op::Allgather | Op::Allgatherv => {
-            for (k, x) in send.iter_mut().enumerate() {
-                *x = pattern(me, k);
-            }
-        }
-        Op::Allreduce => {
-            for (k, x) in send.chunks_exact_mut(4).enumerate() {
-                x.copy_from_slice(&element(me, k).to_ne_bytes());
-            }
-        }
-    }
-}
-
-/// Wrong bytes (allreduce: elements) in this rank's result of the checked call.
-fn wrong_bytes(cell: &Cell, p: usize, root: usize, recv: &[u8]) -> u64 {
-    let mismatches = |owner_of: &dyn Fn(usize) -> (usize, usize)| {
-        recv.iter()
-            .enumerate()
-            .filter(|&(i, &x)| {
-                let (owner, k) = owner_of(i);
-                x != pattern(owner, k)
-            })
-            .count() as u64
-    };
-    match &cell.problem {
-        Problem::Broadcast { .. } => mismatches(&|i| (root, i)),
-        Problem::Allgather { block, .. } => {
-            let block = (*block).max(1);
-            mismatches(&|i| (i / block, i % block))
-        }
-        // Each rank's slice against its pattern; a slice beyond the buffer is wrong throughout.
-        Problem::Allgatherv { counts } => counts
-            .iter()
-            .zip(displacements(counts))
-            .enumerate()
-            .map(|(r, (&c, at))| match recv.get(at..at.saturating_add(c)) {
-                Some(slice) => slice
-                    .iter()
-                    .enumerate()
-                    .filter(|&(k, &x)| x != pattern(r, k))
-                    .count() as u64,
-                None => c as u64,
-            })
-            .sum(),
-        Problem::Allreduce { .. } => recv
-            .chunks_exact(4)
-            .enumerate()
-            .filter(|(k, x)| {
-                let want: i32 = (0..p).map(|r| element(r, *k)).fold(0, i32::wrapping_add);
-                x != &want.to_ne_bytes()
-            })
-            .count() as u64,
-        _ => 0,
-    }
 }
 
 /// One call of the operation with algorithm `name`.
@@ -582,7 +499,12 @@ pub(in crate::cli) fn measure_model(
     }
     let alpha = (t_small / rounds).max(1e-8);
     let beta = ((t_big / rounds - alpha) / big_len as f64).max(1e-13);
-    Ok(CostModel { alpha, beta })
+    // The broadcasts post one write per message: they do not show o, the configured one stays.
+    Ok(CostModel {
+        alpha,
+        beta,
+        o: comm.model().o,
+    })
 }
 
 fn render_csv(comm: &Communicator, model: &CostModel, late: u64, rows: &[Measured]) -> String {

@@ -1,0 +1,356 @@
+//! Merged writes: a transfer's pieces posted as few scatter-gather writes as the provider's
+//! limits allow.
+//!
+//! One write (`fi_writemsg`) gathers up to `iov` local segments into one byte stream and scatters
+//! it over up to `rma_iov` remote segments. The pieces of a write are taken in one order; its
+//! local segments are their source ranges with adjacent ones joined, its remote segments their
+//! destination ranges with adjacent ones joined. So with `rma_iov = 1` pieces whose destinations
+//! follow each other still share one write (with several local segments), and likewise for
+//! sources.
+//!
+//! The result depends only on the transfer and the limits, so a target learns how many writes it
+//! receives by merging its sources' transfers ([`Incoming`]), from their plans.
+
+use std::collections::BTreeMap;
+
+use super::{Algorithm, Buf, Expect, Piece, PlanError, RankPlan, Round, Transfer};
+
+/// Provider limits on one write: local segments (`iov_limit`) and remote segments
+/// (`rma_iov_limit`), both at least 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IovLimits {
+    pub iov: usize,
+    pub rma_iov: usize,
+}
+
+impl IovLimits {
+    /// One segment on each side: only pieces contiguous on both sides share a write.
+    pub const SINGLE: IovLimits = IovLimits { iov: 1, rma_iov: 1 };
+
+    pub fn new(iov: usize, rma_iov: usize) -> Result<Self, PlanError> {
+        if iov == 0 || rma_iov == 0 {
+            return Err(PlanError::IovLimit { iov, rma_iov });
+        }
+        Ok(IovLimits { iov, rma_iov })
+    }
+}
+
+/// A byte range of one buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub buf: Buf,
+    pub offset: usize,
+    pub len: usize,
+}
+
+impl Segment {
+    fn follows(&self, buf: Buf, offset: usize) -> bool {
+        self.buf == buf && self.offset.checked_add(self.len) == Some(offset)
+    }
+}
+
+/// One scatter-gather write to `to`: the bytes of `local` in order land in `remote` in order
+/// (both total the same length).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Write {
+    pub to: usize,
+    pub local: Vec<Segment>,
+    pub remote: Vec<Segment>,
+    /// The latest dependency of its pieces (see [`Piece::after`]).
+    pub after: Option<u32>,
+    /// How many plan pieces it carries.
+    pub pieces: usize,
+}
+
+impl Write {
+    pub fn bytes(&self) -> usize {
+        self.local.iter().map(|s| s.len).sum()
+    }
+}
+
+/// Appends `len` bytes at `offset` of `buf` to a segment list, joining the last segment when
+/// adjacent; returns whether a new segment was started.
+fn extend(segs: &mut Vec<Segment>, buf: Buf, offset: usize, len: usize) -> bool {
+    match segs.last_mut() {
+        Some(last) if last.follows(buf, offset) => {
+            last.len += len;
+            false
+        }
+        _ => {
+            segs.push(Segment { buf, offset, len });
+            true
+        }
+    }
+}
+
+/// Segments `pieces` would need in this order, if they formed one write.
+fn starts(prev: Option<&Piece>, p: &Piece) -> (bool, bool) {
+    match prev {
+        None => (true, true),
+        Some(q) => (
+            !(q.src == p.src && q.src_offset.checked_add(q.len) == Some(p.src_offset)),
+            !(q.dst == p.dst && q.dst_offset.checked_add(q.len) == Some(p.dst_offset)),
+        ),
+    }
+}
+
+/// Greedy cut of `order` into writes: a piece joins the current write unless that would need
+/// more segments than the limits allow. For a fixed order this gives the fewest writes (every
+/// part of a valid write is valid).
+fn pack(to: usize, order: &[&Piece], limits: IovLimits) -> Vec<Write> {
+    let mut out: Vec<Write> = Vec::new();
+    let mut prev: Option<&Piece> = None;
+    for &p in order {
+        let (new_local, new_remote) = starts(prev, p);
+        let fits = out.last().is_some_and(|w| {
+            w.local.len() + usize::from(new_local) <= limits.iov
+                && w.remote.len() + usize::from(new_remote) <= limits.rma_iov
+        });
+        if !fits {
+            out.push(Write {
+                to,
+                local: Vec::new(),
+                remote: Vec::new(),
+                after: None,
+                pieces: 0,
+            });
+        }
+        if let Some(w) = out.last_mut() {
+            extend(&mut w.local, p.src, p.src_offset, p.len);
+            extend(&mut w.remote, p.dst, p.dst_offset, p.len);
+            w.after = w.after.max(p.after);
+            w.pieces += 1;
+        }
+        prev = Some(p);
+    }
+    out
+}
+
+fn buf_rank(b: Buf) -> u8 {
+    match b {
+        Buf::Send => 0,
+        Buf::Recv => 1,
+        Buf::Scratch => 2,
+    }
+}
+
+/// The writes that carry `transfer` under `limits`: its pieces in plan order, in destination
+/// order and in source order are each packed greedily, and the order with the fewest writes
+/// wins (the first on ties). Empty pieces carry nothing and are left out, unless the transfer
+/// has nothing else (a signal: one empty write).
+pub fn merge_transfer(transfer: &Transfer, limits: IovLimits) -> Vec<Write> {
+    let mut pieces: Vec<&Piece> = transfer.pieces.iter().filter(|p| p.len > 0).collect();
+    if pieces.is_empty() {
+        pieces.extend(transfer.pieces.first());
+    }
+    let mut by_dst = pieces.clone();
+    by_dst.sort_by_key(|p| (buf_rank(p.dst), p.dst_offset));
+    let mut by_src = pieces.clone();
+    by_src.sort_by_key(|p| (buf_rank(p.src), p.src_offset));
+    let mut best = pack(transfer.to, &pieces, limits);
+    for order in [by_dst, by_src] {
+        let w = pack(transfer.to, &order, limits);
+        if w.len() < best.len() {
+            best = w;
+        }
+    }
+    best
+}
+
+/// Number of writes `transfer` needs under `limits`.
+pub fn write_count(transfer: &Transfer, limits: IovLimits) -> usize {
+    merge_transfer(transfer, limits).len()
+}
+
+/// Every write a rank posts in `round` (its transfers in order, each merged on its own: a
+/// transfer is posted once all its pieces' data is held).
+pub fn round_writes(round: &Round, limits: IovLimits) -> Vec<Write> {
+    round
+        .sends
+        .iter()
+        .flat_map(|t| merge_transfer(t, limits))
+        .collect()
+}
+
+/// The writes a target receives, per source, in the rounds of its plan: merges the transfers
+/// its sources address to it in the same round, from the sources' own plans (walked lazily, one
+/// iterator per source, so the work is that of the sources' plans up to the target's last round).
+pub struct Incoming<'a> {
+    alg: &'a dyn Algorithm,
+    rank: usize,
+    limits: IovLimits,
+    sources: BTreeMap<usize, std::iter::Peekable<Box<dyn Iterator<Item = Round> + Send + 'a>>>,
+}
+
+impl<'a> Incoming<'a> {
+    pub fn new(alg: &'a dyn Algorithm, rank: usize, limits: IovLimits) -> Self {
+        Incoming {
+            alg,
+            rank,
+            limits,
+            sources: BTreeMap::new(),
+        }
+    }
+
+    /// The expectations of `round` (a round of this rank's plan; rounds are given in increasing
+    /// index order) counted in merged writes. Fails if a source's plan does not send the pieces
+    /// the round expects from it.
+    pub fn expects(&mut self, round: &Round) -> Result<Vec<Expect>, PlanError> {
+        let mut per_source: BTreeMap<usize, usize> = BTreeMap::new();
+        for e in &round.expects {
+            *per_source.entry(e.from).or_insert(0) += e.writes;
+        }
+        let mut out = Vec::with_capacity(per_source.len());
+        for (from, pieces) in per_source {
+            let src = match self.sources.entry(from) {
+                std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    let RankPlan { rounds, .. } = self.alg.rank_plan(from)?;
+                    v.insert(rounds.peekable())
+                }
+            };
+            while src.next_if(|r| r.index < round.index).is_some() {}
+            let mut sent_pieces = 0;
+            let mut writes = 0;
+            if let Some(r) = src.next_if(|r| r.index == round.index) {
+                for t in r.sends.iter().filter(|t| t.to == self.rank) {
+                    sent_pieces += t.pieces.len();
+                    writes += write_count(t, self.limits);
+                }
+            }
+            if sent_pieces != pieces {
+                return Err(PlanError::Unsupported {
+                    algorithm: self.alg.name(),
+                    reason: format!(
+                        "rank {} expects {pieces} pieces from rank {from} in round {}, \
+                         whose plan sends {sent_pieces}",
+                        self.rank, round.index
+                    ),
+                });
+            }
+            out.push(Expect { from, writes });
+        }
+        Ok(out)
+    }
+}
+
+/// Writes and price of a whole plan under given limits, counted without data.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tally {
+    /// Most writes any rank posts.
+    pub writes_per_rank: u64,
+    /// Most pieces any rank sends (the writes of one write per piece).
+    pub pieces_per_rank: u64,
+    /// Priced by rounds with the merged writes: every round costs its busiest port, a message
+    /// [`CostModel::message_writes`].
+    pub round_time: f64,
+}
+
+/// Walks the plans of all ranks of `alg` in lock step and counts their merged writes.
+pub fn tally(
+    alg: &dyn Algorithm,
+    limits: IovLimits,
+    model: &super::CostModel,
+) -> Result<Tally, PlanError> {
+    let p = alg.problem().p();
+    let mut iters = Vec::with_capacity(p);
+    for r in 0..p {
+        iters.push(alg.rank_plan(r)?.rounds.peekable());
+    }
+    let mut writes = vec![0u64; p];
+    let mut pieces = vec![0u64; p];
+    let mut round_time = 0.0;
+    while let Some(index) = iters
+        .iter_mut()
+        .filter_map(|it| it.peek().map(|r| r.index))
+        .min()
+    {
+        let mut send = BTreeMap::<usize, f64>::new();
+        let mut recv = BTreeMap::<usize, f64>::new();
+        for (r, it) in iters.iter_mut().enumerate() {
+            let Some(round) = it.next_if(|x| x.index == index) else {
+                continue;
+            };
+            for t in &round.sends {
+                let w = write_count(t, limits);
+                writes[r] += w as u64;
+                pieces[r] += t.pieces.len() as u64;
+                let cost = model.message_writes(t.bytes(), w);
+                *send.entry(r).or_insert(0.0) += cost;
+                *recv.entry(t.to).or_insert(0.0) += cost;
+            }
+        }
+        round_time += send
+            .values()
+            .chain(recv.values())
+            .fold(0.0f64, |a, &b| a.max(b));
+    }
+    Ok(Tally {
+        writes_per_rank: writes.into_iter().max().unwrap_or(0),
+        pieces_per_rank: pieces.into_iter().max().unwrap_or(0),
+        round_time,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::piece;
+
+    fn t(pieces: Vec<Piece>) -> Transfer {
+        Transfer { to: 1, pieces }
+    }
+
+    #[test]
+    fn adjacent_destinations_share_one_remote_segment() {
+        // Destinations follow each other, sources do not.
+        let tr = t(vec![
+            piece(Buf::Recv, 0, Buf::Recv, 0, 4, None),
+            piece(Buf::Recv, 100, Buf::Recv, 4, 4, None),
+            piece(Buf::Send, 0, Buf::Recv, 8, 4, Some(3)),
+        ]);
+        assert_eq!(write_count(&tr, IovLimits::SINGLE), 3);
+        let w = merge_transfer(&tr, IovLimits { iov: 4, rma_iov: 1 });
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].remote.len(), 1);
+        assert_eq!(w[0].local.len(), 3);
+        assert_eq!(w[0].after, Some(3));
+        assert_eq!(w[0].pieces, 3);
+        assert_eq!(write_count(&tr, IovLimits { iov: 2, rma_iov: 1 }), 2);
+    }
+
+    #[test]
+    fn adjacent_sources_share_one_local_segment() {
+        let tr = t(vec![
+            piece(Buf::Recv, 0, Buf::Recv, 50, 4, None),
+            piece(Buf::Recv, 4, Buf::Scratch, 0, 4, None),
+        ]);
+        let w = merge_transfer(&tr, IovLimits { iov: 1, rma_iov: 2 });
+        assert_eq!(w.len(), 1);
+        assert_eq!(
+            w[0].local,
+            vec![Segment {
+                buf: Buf::Recv,
+                offset: 0,
+                len: 8
+            }]
+        );
+        assert_eq!(w[0].remote.len(), 2);
+    }
+
+    #[test]
+    fn a_signal_is_one_empty_write() {
+        let mut r = Round::new(0);
+        r.signal(3);
+        let w = round_writes(&r, IovLimits { iov: 4, rma_iov: 4 });
+        assert_eq!(w.len(), 1);
+        assert_eq!((w[0].to, w[0].bytes(), w[0].pieces), (3, 0, 1));
+    }
+
+    #[test]
+    fn zero_limits_are_refused() {
+        assert!(IovLimits::new(0, 1).is_err());
+        assert!(IovLimits::new(1, 0).is_err());
+        assert_eq!(IovLimits::new(2, 3), Ok(IovLimits { iov: 2, rma_iov: 3 }));
+    }
+}

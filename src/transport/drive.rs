@@ -1,0 +1,330 @@
+//! The transport driving a [`Run`] over the fabric: it sends the ready tokens, posts the
+//! writes the run allows, reads the completion queue and tells the run what arrived, and
+//! aborts and drains after a failure.
+
+use std::time::Instant;
+
+use crate::fabric::{Completion, LocalRange, Post};
+use crate::plan::Buf;
+
+use super::eager::EagerPost;
+use super::local::Buffers;
+use super::run::{Incoming, Ready, Run};
+use super::waiting::{Waiting, DRAIN, WAIT_SLICE};
+use super::wire::{wire_seq, Event, Token, TOKEN_BYTES};
+use super::{wire, Result, Transport, TransportError};
+
+impl Transport {
+    /// Checks the buffers, runs the setup steps, counts what arrived early and sends the ready
+    /// tokens.
+    pub(super) fn begin(&mut self, run: &mut Run, buffers: &Buffers<'_>) -> Result<()> {
+        run.setup(buffers)?;
+        run.adopt_early(&mut self.inbox)?;
+        // Eager writes of this operation that came before it began.
+        self.inbox.eager.queue_parked();
+        self.take_slots(run, buffers)?;
+        // Ready tokens: our buffers are free for this operation from now on.
+        if let Some(token) = run.ready_token(buffers) {
+            for i in 0..run.writers().len() {
+                let writer = run.writers()[i];
+                // An eager writer that knows our slots needs no token.
+                let Some(slots) = self.eager_token(run, writer)? else {
+                    continue;
+                };
+                let token = Token { slots, ..token };
+                self.reachable(run, writer)?;
+                self.post_with_retry(run, |t| t.post_token(writer, &token))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One pass without waiting: completes rounds, posts what is allowed, takes the
+    /// completions that are there.
+    pub(super) fn progress(&mut self, run: &mut Run, buffers: &Buffers<'_>) -> Result<()> {
+        self.take_slots(run, buffers)?;
+        run.complete_rounds(buffers)?;
+        self.post_ready(run, buffers)?;
+        if self.cq.poll(&mut self.completions)? > 0 {
+            self.take_completions(run)?;
+            self.take_slots(run, buffers)?;
+            run.complete_rounds(buffers)?;
+            self.post_ready(run, buffers)?;
+        }
+        Ok(())
+    }
+
+    /// Drives `run` until it is done, or its deadline passes with nothing happening.
+    pub(super) fn drive(&mut self, run: &mut Run, buffers: &Buffers<'_>) -> Result<()> {
+        // The deadline counts from the wait: a caller may do other work after starting.
+        let mut waiting = Waiting::new(&self.cq, self.deadline);
+        loop {
+            let mut progress = self.take_slots(run, buffers)?;
+            progress |= run.complete_rounds(buffers)?;
+            progress |= self.post_ready(run, buffers)?;
+            if run.done() {
+                return Ok(());
+            }
+            if waiting.read(&self.cq, &mut self.completions)? > 0 {
+                progress = true;
+                self.take_completions(run)?;
+            }
+            if waiting.expired(progress) {
+                return Err(TransportError::Timeout {
+                    op: run.op.to_string(),
+                    after: self.deadline,
+                    waiting: run.awaited(&self.inbox),
+                });
+            }
+        }
+    }
+
+    /// Handles the completions read into `self.completions` and empties it (keeping its
+    /// allocation for the next read). After an error the rest are still counted as local
+    /// writes done, so that draining does not wait for them; receives consumed by remote CQ
+    /// data are posted again.
+    fn take_completions(&mut self, run: &mut Run) -> Result<()> {
+        let completions = std::mem::take(&mut self.completions);
+        let mut outcome = Ok(());
+        for c in &completions {
+            if outcome.is_ok() {
+                outcome = match self.incoming(c) {
+                    Some(event) => run.on_event(&mut self.inbox, event),
+                    None => Ok(()),
+                };
+            } else if c.context.is_some() {
+                run.in_flight = run.in_flight.saturating_sub(1);
+            }
+        }
+        self.completions = completions;
+        self.completions.clear();
+        if self.endpoint.needs_cq_data_receives() {
+            self.endpoint.replenish_cq_data_receives()?;
+        }
+        outcome
+    }
+
+    /// What a completion tells the run, if anything: a token is read from the control region
+    /// here (from a rank that exists).
+    fn incoming(&mut self, c: &Completion) -> Option<Incoming> {
+        if c.context.is_some() {
+            return Some(Incoming::LocalDone);
+        }
+        if !c.is_remote_write_data() {
+            return None;
+        }
+        Some(match Event::decode(c.data?) {
+            Event::Data { seq, round, signal } => Incoming::Data { seq, round, signal },
+            Event::Token { from } => Incoming::Token {
+                from,
+                token: if from < self.size {
+                    self.take_token(from)
+                } else {
+                    None
+                },
+            },
+            Event::Abort { from, seq } => Incoming::Abort { from, seq },
+            Event::Slot { from, slot } => Incoming::Slot { from, slot },
+            Event::Credit { from } => Incoming::Credit {
+                from,
+                read: self.read_credit(from),
+            },
+            Event::Unknown { from, kind } => Incoming::Unknown { from, kind },
+        })
+    }
+
+    /// Posts every transfer whose data is held and whose target is ready, keeping plan order
+    /// per target.
+    fn post_ready(&mut self, run: &mut Run, buffers: &Buffers<'_>) -> Result<bool> {
+        run.start_scan();
+        let mut progress = false;
+        while let Some(ready) = run.next_ready(&mut self.inbox)? {
+            progress = true;
+            if ready.eager {
+                match self.post_eager(run, buffers, ready)? {
+                    EagerPost::Done => run.transfer_posted(),
+                    EagerPost::Again => break,
+                    EagerPost::NoCredit => run.wait_for_slots(),
+                }
+                continue;
+            }
+            if !self.post_transfer(run, buffers, ready)? {
+                // The provider's queue is full: progress completions before posting more.
+                break;
+            }
+            run.transfer_posted();
+        }
+        Ok(progress)
+    }
+
+    /// Posts the remaining pieces of the ready transfer; false if the provider asked to retry
+    /// later.
+    fn post_transfer(
+        &mut self,
+        run: &mut Run,
+        buffers: &Buffers<'_>,
+        ready: Ready,
+    ) -> Result<bool> {
+        let event = Event::Data {
+            seq: wire_seq(run.seq),
+            round: ready.round,
+            signal: ready.signal,
+        };
+        let peer = self.peers[ready.to];
+        while let Some(piece) = run.next_piece() {
+            let post = if piece.len == 0 {
+                self.reachable(run, ready.to)?;
+                self.post_signal(ready.to, event)?
+            } else {
+                let token = ready
+                    .token
+                    .ok_or_else(|| run.protocol("a write without a token".into()))?;
+                let target = match piece.dst {
+                    Buf::Recv => token.recv,
+                    Buf::Scratch => token.scratch,
+                    Buf::Send => {
+                        return Err(run.protocol("a write into a send buffer".into()));
+                    }
+                };
+                let remote = target
+                    .range(piece.dst_offset as u64, piece.len as u64)
+                    .map_err(|_| TransportError::Mismatch {
+                        op: run.op.to_string(),
+                        peer: ready.to,
+                    })?;
+                let src = buffers.view(&run.op, piece.src)?;
+                let local: LocalRange<'_> =
+                    src.mem.range(src.offset + piece.src_offset, piece.len)?;
+                self.reachable(run, ready.to)?;
+                self.endpoint
+                    .write(local, peer, remote, Some(event.encode()), run.seq)?
+            };
+            match post {
+                Post::Posted => run.piece_posted(piece.len),
+                Post::Again => return Ok(false),
+            }
+        }
+        Ok(true)
+    }
+
+    /// Posts a control write, progressing the queue while the provider asks to retry.
+    fn post_with_retry(
+        &mut self,
+        run: &mut Run,
+        mut post: impl FnMut(&Transport) -> Result<Post>,
+    ) -> Result<()> {
+        let deadline = Instant::now() + self.deadline;
+        loop {
+            if post(self)? == Post::Posted {
+                run.in_flight += 1;
+                return Ok(());
+            }
+            let n = self.cq.wait(&mut self.completions, WAIT_SLICE)?;
+            if n > 0 {
+                self.take_completions(run)?;
+            }
+            if Instant::now() >= deadline {
+                return Err(TransportError::Timeout {
+                    op: run.op.to_string(),
+                    after: self.deadline,
+                    waiting: "for room in the provider's transmit queue".into(),
+                });
+            }
+        }
+    }
+
+    /// Tells every other rank that `run` failed here. A full transmit queue is progressed and
+    /// the abort posted again, for as long as draining would wait.
+    pub(super) fn abort_all(&mut self, run: &mut Run) {
+        let event = Event::Abort {
+            from: self.rank,
+            seq: wire::abort_seq(run.abort_seq),
+        };
+        let deadline = Instant::now() + DRAIN;
+        let (rank, size) = (self.rank, self.size);
+        for peer in (0..size).filter(|&peer| peer != rank) {
+            loop {
+                // A write to a peer that has ended could spin forever (see `liveness`).
+                if self.processes.ended(peer) {
+                    break;
+                }
+                match self.post_signal(peer, event) {
+                    Ok(Post::Posted) => {
+                        run.in_flight += 1;
+                        break;
+                    }
+                    Ok(Post::Again) if Instant::now() < deadline => self.reap(run),
+                    // Best effort: a peer that is gone cannot be told.
+                    _ => break,
+                }
+            }
+        }
+    }
+
+    /// Waits a slice for completions after a failure, counting only our own writes.
+    fn reap(&mut self, run: &mut Run) {
+        match self.cq.wait(&mut self.completions, WAIT_SLICE) {
+            Ok(_) => {
+                let done = self
+                    .completions
+                    .iter()
+                    .filter(|c| c.context.is_some())
+                    .count();
+                run.in_flight = run.in_flight.saturating_sub(done);
+                self.completions.clear();
+            }
+            // A failed write is a completed one.
+            Err(_) => run.in_flight = run.in_flight.saturating_sub(1),
+        }
+    }
+
+    /// After a failure: waits a little for our own writes, so that no write that reads the
+    /// operation's buffers is still in flight (the regions stay alive until their writes
+    /// complete in any case). False if some never completed.
+    pub(super) fn drain(&mut self, run: &mut Run) -> bool {
+        let deadline = Instant::now() + DRAIN;
+        while run.in_flight > 0 && Instant::now() < deadline {
+            self.reap(run);
+        }
+        run.in_flight == 0
+    }
+
+    /// Refuses a write to a peer whose process has ended (see `liveness`).
+    pub(super) fn reachable(&self, run: &Run, peer: usize) -> Result<()> {
+        if self.processes.ended(peer) {
+            return Err(TransportError::Exited {
+                op: run.op.to_string(),
+                peer,
+            });
+        }
+        Ok(())
+    }
+
+    /// A zero-length write into `peer`'s control region carrying `event`.
+    fn post_signal(&self, peer: usize, event: Event) -> Result<Post> {
+        let local = self.control.range(0, 0)?;
+        let remote = self.peer_control[peer].range(0, 0)?;
+        Ok(self
+            .endpoint
+            .write(local, self.peers[peer], remote, Some(event.encode()), 0)?)
+    }
+
+    fn post_token(&self, peer: usize, token: &Token) -> Result<Post> {
+        let out = (self.size + peer) * TOKEN_BYTES;
+        self.control.store(out, &token.to_bytes())?;
+        let local = self.control.range(out, TOKEN_BYTES)?;
+        let remote =
+            self.peer_control[peer].range((self.rank * TOKEN_BYTES) as u64, TOKEN_BYTES as u64)?;
+        let event = Event::Token { from: self.rank };
+        Ok(self
+            .endpoint
+            .write(local, self.peers[peer], remote, Some(event.encode()), 0)?)
+    }
+
+    /// Reads the token `from` just wrote into our control region.
+    fn take_token(&mut self, from: usize) -> Option<Token> {
+        let mut bytes = [0u8; TOKEN_BYTES];
+        self.control.read(from * TOKEN_BYTES, &mut bytes).ok()?;
+        Token::from_bytes(&bytes)
+    }
+}

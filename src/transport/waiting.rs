@@ -1,0 +1,79 @@
+//! How a rank waits for completions: it polls while messages are likely to come soon,
+//! yielding its core between polls, then blocks in short slices so that deadlines are checked.
+
+use std::time::{Duration, Instant};
+
+use crate::fabric::{Completion, CompletionQueue, FabricError};
+
+/// How long a failed operation waits for its own writes to complete before giving up on them.
+pub(super) const DRAIN: Duration = Duration::from_secs(2);
+
+/// How long an idle rank polls the completion queue, yielding its core between polls, before
+/// it blocks: a message that comes within this time is seen at once, and when ranks outnumber
+/// cores the yield lets the rank that sends it run.
+const POLL_PHASE: Duration = Duration::from_micros(50);
+
+/// The same where the completion queue has no wait object (shm): blocking is then a sleep,
+/// which wakes late, so polling goes on longer.
+const POLL_PHASE_WITHOUT_WAIT_OBJECT: Duration = Duration::from_millis(1);
+
+/// Longest single blocking wait, so that deadlines are checked often.
+pub(super) const WAIT_SLICE: Duration = Duration::from_millis(20);
+
+/// The waiting of one drive to completion: whether the rank is idle, since when, and its
+/// deadline.
+pub(super) struct Waiting {
+    poll_phase: Duration,
+    deadline: Instant,
+    idle: bool,
+    idle_since: Instant,
+}
+
+impl Waiting {
+    /// Waiting on `cq` for at most `deadline` from now.
+    pub fn new(cq: &CompletionQueue, deadline: Duration) -> Self {
+        let now = Instant::now();
+        Waiting {
+            poll_phase: if cq.has_wait_object() {
+                POLL_PHASE
+            } else {
+                POLL_PHASE_WITHOUT_WAIT_OBJECT
+            },
+            deadline: now + deadline,
+            idle: false,
+            idle_since: now,
+        }
+    }
+
+    /// Reads completions into `out`: a poll while busy or in the poll phase (yielding first
+    /// when idle), else a blocking wait of at most one slice.
+    pub fn read(
+        &self,
+        cq: &CompletionQueue,
+        out: &mut Vec<Completion>,
+    ) -> Result<usize, FabricError> {
+        if !self.idle || self.idle_since.elapsed() < self.poll_phase {
+            if self.idle {
+                std::thread::yield_now();
+            }
+            cq.poll(out)
+        } else {
+            let left = self.deadline.saturating_duration_since(Instant::now());
+            cq.wait(out, left.min(WAIT_SLICE))
+        }
+    }
+
+    /// Notes whether the last pass made progress; true when the rank is idle past its
+    /// deadline.
+    pub fn expired(&mut self, progress: bool) -> bool {
+        if progress {
+            self.idle = false;
+            return false;
+        }
+        if !self.idle {
+            self.idle = true;
+            self.idle_since = Instant::now();
+        }
+        Instant::now() >= self.deadline
+    }
+}
