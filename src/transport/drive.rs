@@ -45,7 +45,8 @@ impl Transport {
         self.take_slots(run, buffers)?;
         run.complete_rounds(buffers)?;
         self.post_ready(run, buffers)?;
-        if self.cq.poll(&mut self.completions)? > 0 {
+        let got = self.cq.poll(&mut self.completions);
+        if run.forgive_credit_failure(got)? > 0 {
             self.take_completions(run)?;
             self.take_slots(run, buffers)?;
             run.complete_rounds(buffers)?;
@@ -65,7 +66,8 @@ impl Transport {
             if run.done() {
                 return Ok(());
             }
-            if waiting.read(&self.cq, &mut self.completions)? > 0 {
+            let got = waiting.read(&self.cq, &mut self.completions);
+            if run.forgive_credit_failure(got)? > 0 {
                 progress = true;
                 self.take_completions(run)?;
             }
@@ -219,7 +221,8 @@ impl Transport {
                 run.in_flight += 1;
                 return Ok(());
             }
-            let n = self.cq.wait(&mut self.completions, WAIT_SLICE)?;
+            let got = self.cq.wait(&mut self.completions, WAIT_SLICE);
+            let n = run.forgive_credit_failure(got)?;
             if n > 0 {
                 self.take_completions(run)?;
             }

@@ -25,7 +25,7 @@
 //!   control region. A writer without a free slot waits (progressing its completion queue,
 //!   under the operation's deadline); it never overwrites a slot that was not read.
 
-use crate::fabric::{Access, Post, RegisteredMemory, RemoteRegion};
+use crate::fabric::{Access, FabricError, Post, RegisteredMemory, RemoteRegion};
 use crate::plan::{Buf, Piece};
 
 use super::local::Buffers;
@@ -56,6 +56,9 @@ pub const COPY_SECONDS_PER_BYTE: f64 = 1e-10;
 pub const HEADER_BYTES: usize = 40;
 /// One segment of the header's table.
 pub const SEGMENT_BYTES: usize = 16;
+
+/// The context of credit words written (not injected): their failure is forgiven.
+pub const CREDIT_CONTEXT: u64 = u64::MAX;
 
 /// Marks a slot header, so that a slot that holds anything else is refused.
 const MAGIC: u32 = 0x6561_6772;
@@ -633,6 +636,28 @@ impl From<Post> for EagerPost {
     }
 }
 
+impl Run {
+    /// What reading the completion queue came to, with the failure of a credit word's write
+    /// forgiven (counted as done): its writer may have finished its last operation and ended,
+    /// which is no failure of this one. Credit words go out injected where the provider
+    /// allows; this covers the others (sockets, where no liveness check tells an ended peer).
+    pub(super) fn forgive_credit_failure(
+        &mut self,
+        got: std::result::Result<usize, FabricError>,
+    ) -> Result<usize> {
+        match got {
+            Err(FabricError::Completion {
+                context: Some(CREDIT_CONTEXT),
+                ..
+            }) => {
+                self.in_flight = self.in_flight.saturating_sub(1);
+                Ok(0)
+            }
+            other => Ok(other?),
+        }
+    }
+}
+
 impl Transport {
     /// The count of the credit word `from` wrote into our control region (`None` if it is
     /// torn or cannot be read).
@@ -828,7 +853,7 @@ impl Transport {
             self.control.store(out, &word)?;
             let local = self.control.range(out, word.len())?;
             self.endpoint
-                .write(local, self.peers[from], remote, event, run.seq)
+                .write(local, self.peers[from], remote, event, CREDIT_CONTEXT)
         };
         // A writer that is gone needs no credits; one that is not and never gets them fails
         // at its deadline.

@@ -25,7 +25,8 @@
 //! The [`Transport`] owns the endpoint and drives one run at a time (`drive`); a run's state
 //! (`run`) only takes in what arrived and says what may be posted, so it can be tested
 //! without a fabric. Set-up is in `setup`, the prepared plan in `prepared`, local copy and
-//! combine steps in `local`, the waiting policy in `waiting`, the wire format in [`wire`].
+//! combine steps in `local`, the waiting policy in `waiting`, the wire format in [`wire`], and
+//! the eager path for small operations (receive slots instead of ready tokens) in [`eager`].
 
 mod drive;
 pub mod eager;
