@@ -876,6 +876,163 @@ impl Transport {
 mod tests {
     use super::*;
     use crate::plan::piece;
+    use crate::plan::{RankPlan, Round};
+    use crate::transport::run::{Inbox, Incoming};
+    use crate::transport::{Limits, Prepared};
+
+    const SIZE: usize = 3;
+    const DIGEST: u64 = 0xd1;
+
+    /// Rank 0 of 3: round 0 writes 8 bytes to rank 1 and expects one write from rank 2.
+    fn plan(eager: bool) -> Prepared {
+        let mut r0 = Round::new(0);
+        r0.send(1, vec![piece(Buf::Send, 0, Buf::Recv, 0, 8, None)]);
+        r0.expect(2, 1);
+        let plan = RankPlan {
+            rank: 0,
+            buffers: crate::plan::Buffers {
+                send: 8,
+                recv: 8,
+                scratch: 0,
+            },
+            setup: Vec::new(),
+            rounds: Box::new(vec![r0].into_iter()),
+        };
+        let mut prepared =
+            Prepared::new("test", plan, SIZE, Limits { max_msg_size: 0 }).expect("a valid plan");
+        prepared.eager = eager;
+        prepared
+    }
+
+    fn ring(count: u32) -> SlotRing {
+        SlotRing {
+            region: RemoteRegion {
+                base: 0,
+                len: u64::from(count) * 512,
+                key: 1,
+            },
+            count,
+            slot_bytes: 512,
+        }
+    }
+
+    fn slot_header(seq: u64, digest: u64) -> SlotHeader {
+        SlotHeader {
+            seq,
+            digest,
+            number: 0,
+            round: 0,
+            writes: 1,
+            segments: vec![Segment {
+                dst: Buf::Recv,
+                offset: 0,
+                len: 8,
+                last: true,
+            }],
+        }
+    }
+
+    #[test]
+    fn an_eager_transfer_needs_known_slots_and_free_ones_not_a_token() {
+        let mut inbox = Inbox::new(SIZE);
+        // Slots not known yet: the transfer waits for the target's token (which names them).
+        let mut run = Run::new("test (operation 4)".into(), 4, DIGEST, &plan(true), SIZE);
+        assert_eq!(run.digest(), eager_digest(DIGEST));
+        run.start_scan();
+        assert_eq!(run.next_ready(&mut inbox).unwrap(), None);
+        // A token of a later operation names them: from the next operation on, no token.
+        inbox.eager.learn(1, &ring(4)).unwrap();
+        let mut run = Run::new("test (operation 5)".into(), 5, DIGEST, &plan(true), SIZE);
+        run.start_scan();
+        let ready = run
+            .next_ready(&mut inbox)
+            .unwrap()
+            .expect("ready without a token");
+        assert!(ready.eager && ready.token.is_none() && ready.to == 1);
+        // No free slot: it waits for credits, and the credit word wakes it.
+        run.wait_for_slots();
+        run.start_scan();
+        assert_eq!(run.next_ready(&mut inbox).unwrap(), None);
+        if let Some(out) = inbox.eager.outbound[1].as_mut() {
+            out.written = 4;
+        }
+        run.on_event(
+            &mut inbox,
+            Incoming::Credit {
+                from: 1,
+                read: Some(2),
+            },
+        )
+        .unwrap();
+        assert_eq!(inbox.eager.outbound[1].as_ref().map(|o| o.free()), Some(2));
+        run.start_scan();
+        assert!(run.next_ready(&mut inbox).unwrap().is_some_and(|r| r.eager));
+        // An operation above the limit waits for the token as ever.
+        let mut run = Run::new("test (operation 6)".into(), 6, DIGEST, &plan(false), SIZE);
+        assert_eq!(run.digest(), DIGEST);
+        run.start_scan();
+        assert_eq!(run.next_ready(&mut inbox).unwrap(), None);
+    }
+
+    #[test]
+    fn slot_headers_are_checked_against_the_operation() {
+        let prepared = plan(true);
+        let mut run = Run::new("test (operation 7)".into(), 7, DIGEST, &prepared, SIZE);
+        let digest = run.digest();
+        assert!(run.check_slot(2, &slot_header(7, digest)).unwrap());
+        run.count_slot(&slot_header(7, digest)).unwrap();
+        assert_eq!(run.stats.arrivals, 1);
+        assert!(
+            run.count_slot(&slot_header(7, digest)).is_err(),
+            "one write expected"
+        );
+        // A later operation's slot waits; an earlier one's aborts that operation.
+        assert!(!run.check_slot(2, &slot_header(8, digest)).unwrap());
+        let err = run.check_slot(2, &slot_header(6, digest)).unwrap_err();
+        assert!(err.to_string().contains("operation 6"), "{err}");
+        assert_eq!(run.abort_seq, 6);
+        // Another digest (different arguments, or an operation that is not eager there).
+        let mut run = Run::new("test (operation 7)".into(), 7, DIGEST, &prepared, SIZE);
+        let err = run.check_slot(2, &slot_header(7, DIGEST)).unwrap_err();
+        assert!(
+            matches!(err, TransportError::Mismatch { peer: 2, .. }),
+            "{err}"
+        );
+        // A rank this one expects nothing from.
+        let err = run.check_slot(1, &slot_header(7, digest)).unwrap_err();
+        assert!(matches!(err, TransportError::Disagree { .. }), "{err}");
+    }
+
+    #[test]
+    fn arrivals_and_credits_from_strangers_are_protocol_errors() {
+        let mut inbox = Inbox::new(SIZE);
+        let mut run = Run::new("test (operation 1)".into(), 1, DIGEST, &plan(true), SIZE);
+        let slot = run.on_event(&mut inbox, Incoming::Slot { from: 2, slot: 0 });
+        assert!(slot.unwrap_err().to_string().contains("keeps no slots"));
+        let credit = run.on_event(
+            &mut inbox,
+            Incoming::Credit {
+                from: 1,
+                read: Some(1),
+            },
+        );
+        assert!(credit.unwrap_err().to_string().contains("does not use"));
+        let unknown = run.on_event(&mut inbox, Incoming::Unknown { from: 1, kind: 9 });
+        assert!(unknown.unwrap_err().to_string().contains("unknown kind 9"));
+        // A torn credit word changes nothing.
+        inbox.eager.learn(1, &ring(4)).unwrap();
+        run.on_event(
+            &mut inbox,
+            Incoming::Credit {
+                from: 1,
+                read: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(inbox.eager.outbound[1].as_ref().map(|o| o.freed), Some(0));
+        // Slots too large for the CQ data's slot field are refused when learned.
+        assert!(Eager::new(SIZE).learn(1, &ring(64)).is_err());
+    }
 
     #[test]
     fn the_default_limit_follows_the_model_and_one_slot() {
