@@ -32,9 +32,7 @@ use super::local::Buffers;
 use super::run::{Ready, Run};
 pub use super::wire::MAX_SLOTS;
 use super::wire::{self, Digest, Event, SlotRing};
-use super::{Transport, TransportError};
-
-type Result<T> = std::result::Result<T, TransportError>;
+use super::{Result, Transport, TransportError};
 
 /// Default number of receive slots per eager writer.
 pub const DEFAULT_SLOTS: usize = 16;
