@@ -141,6 +141,22 @@ fn ranks_that_disagree_on_an_eager_call_all_get_an_error() {
 }
 
 #[test]
+fn a_mismatched_eager_broadcast_fails_every_receiver_and_the_roots_next_call() {
+    for provider in PROVIDERS {
+        let out = roles(
+            3,
+            provider,
+            "bcast-mismatch",
+            &[("CIRCULANT_TIMEOUT", "20")],
+            &[],
+        );
+        let all = text(&out);
+        assert!(out.status.success(), "{provider}:\n{all}");
+        assert_eq!(all.matches("bcast mismatch failed").count(), 3, "{all}");
+    }
+}
+
+#[test]
 fn ranks_with_different_eager_limits_all_get_an_error() {
     for provider in PROVIDERS {
         let out = roles(3, provider, "limits", &[("CIRCULANT_TIMEOUT", "20")], &[]);
@@ -190,6 +206,7 @@ fn rank_role() {
     match role.as_str() {
         "race" => race(&mut comm),
         "mismatch" => mismatch(&mut comm),
+        "bcast-mismatch" => bcast_mismatch(&mut comm),
         "limits" => limits(&mut comm),
         "kill" => kill(&mut comm),
         other => panic!("unknown role {other}"),
@@ -284,6 +301,30 @@ fn mismatch(comm: &mut Communicator) {
     match comm.allgatherv(&send[..], &mut recv, &counts) {
         Err(err) => println!("rank {rank}: mismatch detected: {err}"),
         Ok(()) => panic!("rank {rank}: allgatherv with mismatched counts succeeded"),
+    }
+}
+
+/// After a few eager broadcasts, the root sends 8 bytes where the others expect 16. The
+/// receivers compare the digest that comes with the data and fail the call; the root waits for
+/// nothing, so it may complete its call (its data are its own) and must then fail its next one.
+fn bcast_mismatch(comm: &mut Communicator) {
+    let rank = comm.rank();
+    let mut buf = [0u8; 16];
+    for i in 0..3 {
+        if rank == 0 {
+            buf.fill(i as u8 + 1);
+        }
+        comm.bcast(&mut buf[..8], 0).unwrap();
+        assert!(buf[..8].iter().all(|&x| x == i as u8 + 1), "bcast {i}");
+    }
+    let len = if rank == 0 { 8 } else { 16 };
+    match comm.bcast(&mut buf[..len], 0) {
+        Err(err) => println!("rank {rank}: bcast mismatch failed in the call: {err}"),
+        Ok(()) if rank == 0 => match comm.barrier() {
+            Err(err) => println!("rank {rank}: bcast mismatch failed in the next call: {err}"),
+            Ok(()) => panic!("rank {rank}: the call after a mismatched broadcast succeeded"),
+        },
+        Ok(()) => panic!("rank {rank}: a receiver completed a mismatched broadcast"),
     }
 }
 
