@@ -224,7 +224,8 @@ int circulant_split(const circulant_comm *comm, int color, int key, circulant_co
 int circulant_alloc(const circulant_comm *comm, size_t bytes, void **ptr);
 
 // Bytes `comm` copied locally so far (staging of memory that is not from `circulant_alloc`,
-// and the plans' copy steps): broadcasts and in-place allgathervs on memory from
+// the plans' copy steps, and operations up to `CIRCULANT_EAGER_LIMIT` bytes, whose data go
+// through receive slots): larger broadcasts and in-place allgathervs on memory from
 // `circulant_alloc` add nothing.
 int circulant_bytes_copied(const circulant_comm *comm, uint64_t *bytes);
 

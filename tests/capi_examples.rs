@@ -265,18 +265,24 @@ fn c_peer_failures_give_distinct_codes_within_the_deadline() {
             .map(str::to_string)
             .collect()
     };
-    // Disagreeing ranks: the one that noticed says mismatch, the others were told.
+    // Disagreeing ranks: the one that noticed says mismatch, the others were told. A root
+    // whose 8 bytes go the eager way waits for no token, so it may complete the call (its data
+    // are its own) and learn of the failure with its next call.
     let mismatch = lines("mismatch");
     assert_eq!(mismatch.len(), 3, "{all}");
     assert!(mismatch.iter().any(|l| l.contains("code 4 ")), "{all}");
+    let root_completed = mismatch
+        .iter()
+        .any(|l| l.starts_with("rank 0: ") && l.contains("code 0 "));
     assert!(
-        mismatch
-            .iter()
-            .all(|l| l.contains("code 4 ") || l.contains("code 2 ")),
+        mismatch.iter().all(|l| l.contains("code 4 ")
+            || l.contains("code 2 ")
+            || (l.starts_with("rank 0: ") && root_completed)),
         "{all}"
     );
     assert!(
-        lines("after").iter().all(|l| l.contains("code 6 ")),
+        lines("after").iter().all(|l| l.contains("code 6 ")
+            || (root_completed && l.starts_with("rank 0: ") && l.contains("code 2 "))),
         "{all}"
     );
     // Rank 1 is gone: the others fail (timeout, or told by the one that timed out first).

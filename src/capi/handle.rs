@@ -191,7 +191,8 @@ pub extern "C" fn circulant_alloc(comm: *const Comm, bytes: usize, ptr: *mut *mu
 }
 
 /// Bytes `comm` copied locally so far (staging of memory that is not from `circulant_alloc`,
-/// and the plans' copy steps): broadcasts and in-place allgathervs on memory from
+/// the plans' copy steps, and operations up to `CIRCULANT_EAGER_LIMIT` bytes, whose data go
+/// through receive slots): larger broadcasts and in-place allgathervs on memory from
 /// `circulant_alloc` add nothing.
 #[no_mangle]
 pub extern "C" fn circulant_bytes_copied(comm: *const Comm, bytes: *mut u64) -> c_int {

@@ -8,6 +8,9 @@
 //! | `CIRCULANT_ALPHA`, `CIRCULANT_BETA`, `CIRCULANT_O` | α (s), β (s/byte) and the per-write overhead o (s) of the model that picks algorithms | per provider, see [`Config::model_for`] |
 //! | `CIRCULANT_ALGORITHM` | comma-separated algorithm names forced wherever they apply | none |
 //! | `CIRCULANT_CHECK` | `1`: every collective first checks that all ranks called it with the same arguments | `0` |
+//! | `CIRCULANT_EAGER_LIMIT` | operations of at most this many bytes take the eager path (no ready token; data copied through receive slots); `0`: never (at most 1073741824) | from the model, see [`EagerConfig::new`] |
+//! | `CIRCULANT_EAGER_SLOTS` | receive slots a rank keeps per peer that writes to it eagerly (2 to 32) | 16 |
+//! | `CIRCULANT_EAGER_SLOT_BYTES` | bytes of one receive slot, header included (256 to 1048576) | 8192 |
 //! | `CIRCULANT_PLAN_CACHE` | plans of earlier calls kept per communicator (at most 65536; `0`: none) | 64 |
 //! | `CIRCULANT_AUTH_KEY` | the job's authentication key (hex) for providers that support keys; `circulant run` sets a random one | none |
 
@@ -16,7 +19,7 @@ use std::time::Duration;
 use crate::fabric::AuthKey;
 use crate::limits::parse_positive_seconds;
 use crate::plan::CostModel;
-use crate::transport::DEFAULT_DEADLINE;
+use crate::transport::{eager, EagerConfig, DEFAULT_DEADLINE};
 
 /// The libfabric provider to use (`shm`, `tcp;ofi_rxm`, `verbs;ofi_rxm`, ...).
 pub const PROVIDER_ENV: &str = "CIRCULANT_PROVIDER";
@@ -36,6 +39,9 @@ pub const ALGORITHM_ENV: &str = "CIRCULANT_ALGORITHM";
 pub const CHECK_ENV: &str = "CIRCULANT_CHECK";
 /// The job's authentication key (hex); `circulant run` sets a random one.
 pub const AUTH_KEY_ENV: &str = "CIRCULANT_AUTH_KEY";
+pub const EAGER_LIMIT_ENV: &str = "CIRCULANT_EAGER_LIMIT";
+pub const EAGER_SLOTS_ENV: &str = "CIRCULANT_EAGER_SLOTS";
+pub const EAGER_SLOT_BYTES_ENV: &str = "CIRCULANT_EAGER_SLOT_BYTES";
 /// How many plans of earlier calls a communicator keeps (`0`: none).
 pub const PLAN_CACHE_ENV: &str = "CIRCULANT_PLAN_CACHE";
 
@@ -76,6 +82,10 @@ pub struct Config {
     pub check: bool,
     /// Set on the domain of providers that support authorization keys (see [`AuthKey`]).
     pub auth_key: Option<AuthKey>,
+    /// The eager path's limit in bytes (`None`: from the model), slots per writer and slot size.
+    pub eager_limit: Option<usize>,
+    pub eager_slots: Option<usize>,
+    pub eager_slot_bytes: Option<usize>,
     /// Plans of earlier calls kept per communicator, least recently used dropped first
     /// (0: none).
     pub plan_cache: usize,
@@ -93,6 +103,9 @@ impl Default for Config {
             algorithms: Vec::new(),
             check: false,
             auth_key: None,
+            eager_limit: None,
+            eager_slots: None,
+            eager_slot_bytes: None,
             plan_cache: super::plan_cache::DEFAULT_PLAN_CACHE,
         }
     }
@@ -148,6 +161,17 @@ impl Config {
                 .filter(|s| !s.is_empty())
                 .collect();
         }
+        if let Some(v) = var(EAGER_LIMIT_ENV) {
+            config.eager_limit = Some(in_range(EAGER_LIMIT_ENV, &v, 0, eager::MAX_LIMIT)?);
+        }
+        if let Some(v) = var(EAGER_SLOTS_ENV) {
+            let (min, max) = (eager::MIN_SLOTS, eager::MAX_SLOTS);
+            config.eager_slots = Some(in_range(EAGER_SLOTS_ENV, &v, min, max)?);
+        }
+        if let Some(v) = var(EAGER_SLOT_BYTES_ENV) {
+            let (min, max) = (eager::MIN_SLOT_BYTES, eager::MAX_SLOT_BYTES);
+            config.eager_slot_bytes = Some(in_range(EAGER_SLOT_BYTES_ENV, &v, min, max)?);
+        }
         if let Some(v) = var(PLAN_CACHE_ENV) {
             config.plan_cache = count(PLAN_CACHE_ENV, &v, MAX_PLAN_CACHE)?;
         }
@@ -188,6 +212,32 @@ impl Config {
             beta: self.beta.unwrap_or(beta),
             o: self.o.unwrap_or(o),
         }
+    }
+
+    /// The eager path's settings for `model`: what was set, the rest from the model.
+    pub fn eager_for(&self, model: &CostModel) -> EagerConfig {
+        EagerConfig::new(
+            model.alpha,
+            self.eager_limit,
+            self.eager_slots,
+            self.eager_slot_bytes,
+        )
+    }
+}
+
+/// A whole number in `min..=max`.
+fn in_range(var: &'static str, value: &str, min: usize, max: usize) -> Result<usize, ConfigError> {
+    match value.trim().parse::<usize>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(ConfigError {
+            var,
+            value: value.to_string(),
+            reason: match (var, min) {
+                (EAGER_LIMIT_ENV, _) => "expected a number of bytes from 0 to 1073741824",
+                (EAGER_SLOTS_ENV, _) => "expected a number of slots from 2 to 32",
+                _ => "expected a number of bytes from 256 to 1048576",
+            },
+        }),
     }
 }
 

@@ -197,7 +197,8 @@ impl Communicator {
 
     /// A communicator over a connected transport (of the world or of a split): the only
     /// place one is built.
-    fn new(transport: Transport, job: Arc<Job>, config: Config, model: CostModel) -> Self {
+    fn new(mut transport: Transport, job: Arc<Job>, config: Config, model: CostModel) -> Self {
+        transport.set_eager(config.eager_for(&model));
         let plans = PlanCache::new(config.plan_cache);
         Communicator {
             transport,

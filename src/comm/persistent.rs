@@ -185,7 +185,8 @@ impl<'c, 'b> Persistent<'c, 'b> {
             let plan = algorithm
                 .rank_plan(comm.rank())
                 .map_err(|e| in_call(op, e.into()))?;
-            let prepared = comm.transport.prepare(op, plan)?;
+            let bytes = problem.total_bytes();
+            let prepared = comm.transport.prepare_sized(op, plan, bytes)?;
             let need = prepared.buffers;
             let scratch = if need.scratch > 0 {
                 Some(comm.transport.alloc(need.scratch, Access::RemoteWrite)?)

@@ -130,7 +130,9 @@ impl Communicator {
                     .map_err(|e| in_call(op, e.into()))?;
                 let planned = Planned {
                     algorithm: algorithm.name(),
-                    prepared: self.transport.prepare(op, plan)?,
+                    prepared: self
+                        .transport
+                        .prepare_sized(op, plan, call.problem.total_bytes())?,
                     digest: digest(op, algorithm.name(), &call.problem),
                 };
                 self.plans.insert(key, planned.clone());

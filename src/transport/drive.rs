@@ -9,6 +9,7 @@ use std::time::Instant;
 use crate::fabric::{Completion, LocalRange, Post};
 use crate::plan::Buf;
 
+use super::eager::EagerPost;
 use super::local::Buffers;
 use super::run::{Incoming, Ready, Run};
 use super::waiting::{Waiting, DRAIN, WAIT_SLICE};
@@ -21,10 +22,18 @@ impl Transport {
     pub(super) fn begin(&mut self, run: &mut Run, buffers: &Buffers<'_>) -> Result<()> {
         run.setup(buffers)?;
         run.adopt_early(&mut self.inbox)?;
+        // Eager writes of this operation that came before it began.
+        self.inbox.eager.queue_parked();
+        self.take_slots(run, buffers)?;
         // Ready tokens: our buffers are free for this operation from now on.
         if let Some(token) = run.ready_token(buffers) {
             for i in 0..run.writers().len() {
                 let writer = run.writers()[i];
+                // An eager writer that knows our slots needs no token.
+                let Some(slots) = self.eager_token(run, writer)? else {
+                    continue;
+                };
+                let token = Token { slots, ..token };
                 self.reachable(run, writer)?;
                 self.post_with_retry(run, |t| t.post_token(writer, &token))?;
             }
@@ -35,10 +44,13 @@ impl Transport {
     /// One pass without waiting: completes rounds, posts what is allowed, takes the
     /// completions that are there.
     pub(super) fn progress(&mut self, run: &mut Run, buffers: &Buffers<'_>) -> Result<()> {
+        self.take_slots(run, buffers)?;
         run.complete_rounds(buffers)?;
         self.post_ready(run, buffers)?;
-        if self.cq.poll(&mut self.completions)? > 0 {
+        let got = self.cq.poll(&mut self.completions);
+        if run.forgive_credit_failure(got)? > 0 {
             self.take_completions(run)?;
+            self.take_slots(run, buffers)?;
             run.complete_rounds(buffers)?;
             self.post_ready(run, buffers)?;
         }
@@ -50,12 +62,14 @@ impl Transport {
         // The deadline counts from the wait: a caller may do other work after starting.
         let mut waiting = Waiting::new(&self.cq, self.deadline);
         loop {
-            let mut progress = run.complete_rounds(buffers)?;
+            let mut progress = self.take_slots(run, buffers)?;
+            progress |= run.complete_rounds(buffers)?;
             progress |= self.post_ready(run, buffers)?;
             if run.done() {
                 return Ok(());
             }
-            if waiting.read(&self.cq, &mut self.completions)? > 0 {
+            let got = waiting.read(&self.cq, &mut self.completions);
+            if run.forgive_credit_failure(got)? > 0 {
                 progress = true;
                 self.take_completions(run)?;
             }
@@ -114,6 +128,12 @@ impl Transport {
                 },
             },
             Event::Abort { from, seq } => Incoming::Abort { from, seq },
+            Event::Slot { from, slot } => Incoming::Slot { from, slot },
+            Event::Credit { from } => Incoming::Credit {
+                from,
+                read: self.read_credit(from),
+            },
+            Event::Unknown { from, kind } => Incoming::Unknown { from, kind },
         })
     }
 
@@ -124,6 +144,14 @@ impl Transport {
         let mut progress = false;
         while let Some(ready) = run.next_ready(&mut self.inbox)? {
             progress = true;
+            if ready.eager {
+                match self.post_eager(run, buffers, ready)? {
+                    EagerPost::Done => run.transfer_posted(),
+                    EagerPost::Again => break,
+                    EagerPost::NoCredit => run.wait_for_slots(),
+                }
+                continue;
+            }
             if !self.post_transfer(run, buffers, ready)? {
                 // The provider's queue is full: progress completions before posting more.
                 break;
@@ -196,7 +224,8 @@ impl Transport {
                 run.in_flight += 1;
                 return Ok(());
             }
-            let n = self.cq.wait(&mut self.completions, WAIT_SLICE)?;
+            let got = self.cq.wait(&mut self.completions, WAIT_SLICE);
+            let n = run.forgive_credit_failure(got)?;
             if n > 0 {
                 self.take_completions(run)?;
             }
@@ -269,7 +298,7 @@ impl Transport {
 
     /// Fetches the peer's card if it is not known yet, and refuses a write to a peer whose
     /// process has ended (see `liveness`).
-    fn reachable(&mut self, run: &Run, peer: usize) -> Result<()> {
+    pub(super) fn reachable(&mut self, run: &Run, peer: usize) -> Result<()> {
         self.peers
             .resolve(&run.op, peer, Instant::now() + self.deadline)?;
         if self.peers.ended(peer) {

@@ -13,9 +13,11 @@
 //! (`run`) only takes in what arrived and says what may be posted, so it can be tested
 //! without a fabric. Set-up is in `setup`, the peers' addresses (known at start or fetched
 //! when first needed) in `peers`, the prepared plan in `prepared`, local copy and combine
-//! steps in `local`, the waiting policy in `waiting`, the wire format in [`wire`].
+//! steps in `local`, the waiting policy in `waiting`, the wire format in [`wire`], and the
+//! eager path for small operations (receive slots instead of ready tokens) in [`eager`].
 
 mod drive;
+pub mod eager;
 mod liveness;
 mod local;
 mod peers;
@@ -36,6 +38,7 @@ use crate::plan::{PlanError, RankPlan};
 use peers::Peers;
 use run::{Inbox, Run};
 
+pub use eager::EagerConfig;
 pub use local::{Buffers, View};
 pub use peers::CardSource;
 pub use prepared::{Limits, Prepared};
@@ -71,7 +74,7 @@ pub enum TransportError {
         /// The rank that aborted.
         rank: usize,
     },
-    #[error("{op}: rank {peer} was called with different arguments (the collective, counts, sizes, root, reduction or algorithm differ)")]
+    #[error("{op}: rank {peer} was called with different arguments (the collective, counts, sizes, root, reduction, algorithm or CIRCULANT_EAGER_LIMIT differ)")]
     /// A peer's ready token carries another digest: it was called with other arguments.
     Mismatch {
         /// The operation.
@@ -265,9 +268,38 @@ impl Transport {
     }
 
     /// Materialises `plan` once for repeated starts ([`Prepared::new`] with this transport's
-    /// size and limits).
+    /// size and limits). It never takes the eager path: see [`Self::prepare_sized`].
     pub fn prepare(&self, name: &str, plan: RankPlan<'_>) -> Result<Prepared> {
         Prepared::new(name, plan, self.size, self.limits)
+    }
+
+    /// As [`Self::prepare`], for an operation of `bytes` as every rank computes it (the
+    /// problem's size): at most the eager limit, it takes the eager path (`eager`).
+    pub fn prepare_sized(&self, name: &str, plan: RankPlan<'_>, bytes: usize) -> Result<Prepared> {
+        let mut prepared = Prepared::new(name, plan, self.size, self.limits)?;
+        prepared.eager = self.inbox.eager.config.applies(bytes);
+        Ok(prepared)
+    }
+
+    /// Sets the eager path's settings (the same limit on every rank, or eager operations fail
+    /// with a mismatch); receive slots kept already stay as they are.
+    pub fn set_eager(&mut self, config: EagerConfig) {
+        self.inbox.eager.config = config;
+        // The sockets provider loses injected writes now and then (design notes).
+        self.inbox.eager.inject = match self.info().provider().as_str() {
+            "sockets" => 0,
+            _ => self.info().inject_size(),
+        };
+    }
+
+    /// The eager path's settings.
+    pub fn eager(&self) -> EagerConfig {
+        self.inbox.eager.config
+    }
+
+    /// Bytes of receive slots this rank keeps for eager writers.
+    pub fn eager_slot_bytes(&self) -> usize {
+        self.inbox.eager.kept_bytes()
     }
 
     /// Runs `plan` as operation `name` with `buffers`; `digest` must be equal on every rank

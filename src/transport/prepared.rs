@@ -30,6 +30,8 @@ pub struct Prepared {
     pub(super) targets: Arc<[usize]>,
     /// Whether what arrives are signals (no receive or scratch buffer) rather than data.
     pub(super) receives_signals: bool,
+    /// Whether the operation takes the eager path (the same on every rank).
+    pub(super) eager: bool,
 }
 
 impl Prepared {
@@ -80,6 +82,7 @@ impl Prepared {
         }
         Ok(Prepared {
             receives_signals: plan.buffers.recv == 0 && plan.buffers.scratch == 0,
+            eager: false,
             buffers: plan.buffers,
             setup: plan.setup.into(),
             rounds: rounds.into(),
@@ -99,7 +102,13 @@ impl Prepared {
             writers: Arc::new([]),
             targets: Arc::new([]),
             receives_signals: true,
+            eager: false,
         }
+    }
+
+    /// Whether the operation takes the eager path.
+    pub fn is_eager(&self) -> bool {
+        self.eager
     }
 
     /// Rounds in which this rank does something.

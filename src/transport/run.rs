@@ -11,8 +11,9 @@ use std::collections::{BinaryHeap, HashMap};
 
 use crate::plan::{Local, Piece};
 
+use super::eager::{self, Cursor, Eager, SlotHeader};
 use super::local::{Buffers, LocalSteps};
-use super::wire::{self, order, wire_seq, Order, Token};
+use super::wire::{self, order, wire_seq, Order, SlotRing, Token};
 use super::{OpStats, Prepared, Result, TransportError};
 use crate::fabric::RemoteRegion;
 
@@ -26,6 +27,13 @@ pub(super) enum Incoming {
     Token { from: usize, token: Option<Token> },
     /// `from` gave up the operation of abort sequence `seq`.
     Abort { from: usize, seq: u8 },
+    /// `from` wrote an eager message into its receive slot `slot` of this rank.
+    Slot { from: usize, slot: u8 },
+    /// `from` wrote its credit word: the low 32 bits of its count of this rank's eager
+    /// messages read (`None` if the word was torn: a newer one is landing, with its own event).
+    Credit { from: usize, read: Option<u32> },
+    /// A control write of a kind this version does not know.
+    Unknown { from: usize, kind: u8 },
     /// One of this rank's own writes completed.
     LocalDone,
 }
@@ -40,6 +48,8 @@ pub(super) struct Inbox {
     pub(super) early: HashMap<(u8, u32, bool), usize>,
     /// Aborts of operations this rank has not reached yet: (abort seq, rank).
     pub(super) early_aborts: Vec<(u8, usize)>,
+    /// The receive slots kept for eager writers, and the targets' slots for this rank.
+    pub(super) eager: Eager,
 }
 
 impl Inbox {
@@ -48,6 +58,7 @@ impl Inbox {
             tokens: vec![Vec::new(); size],
             early: HashMap::new(),
             early_aborts: Vec::new(),
+            eager: Eager::new(size),
         }
     }
 
@@ -72,6 +83,8 @@ struct Pending {
     next_to_same: Option<usize>,
     /// Pieces posted so far (a post may be refused with EAGAIN half way).
     posted: usize,
+    /// Where the eager posting stands (a transfer's slots go out one by one).
+    cursor: Cursor,
     /// Every piece is posted.
     done: bool,
 }
@@ -83,8 +96,10 @@ pub(super) struct Ready {
     pub round: u32,
     /// Zero-length: its pieces are signals.
     pub signal: bool,
-    /// The target's token (`None` for signals, which need none).
+    /// The target's token (`None` for signals, which need none, and eager transfers).
     pub token: Option<Token>,
+    /// Into the target's receive slots, without a token (the eager path).
+    pub eager: bool,
 }
 
 /// One operation in progress. The buffers are passed to each step rather than held, so that
@@ -113,6 +128,8 @@ pub(super) struct Run {
     awaiting_round: BinaryHeap<Reverse<(u32, usize)>>,
     /// Per target, its first unposted transfer if that waits for the target's token.
     awaiting_token: Vec<Option<usize>>,
+    /// Per target, its first unposted transfer if that waits for free receive slots.
+    awaiting_slots: Vec<Option<usize>>,
     /// The transfer [`Self::next_ready`] returned, until it is posted whole.
     current: usize,
     /// Local writes not completed yet.
@@ -144,6 +161,7 @@ impl Run {
                     after: t.pieces.iter().map(|p| p.after).max().flatten(),
                     next_to_same: None,
                     posted: 0,
+                    cursor: Cursor::default(),
                     done: false,
                 });
             }
@@ -151,7 +169,12 @@ impl Run {
         Run {
             op,
             seq,
-            digest,
+            // An eager operation's digest is marked: ranks that disagree on it fail.
+            digest: if plan.eager {
+                eager::eager_digest(digest)
+            } else {
+                digest
+            },
             plan: plan.clone(),
             arrived: vec![0; plan.rounds.len()],
             next: 0,
@@ -161,6 +184,7 @@ impl Run {
             candidates,
             awaiting_round: BinaryHeap::new(),
             awaiting_token: vec![None; size],
+            awaiting_slots: vec![None; size],
             current: 0,
             in_flight: 0,
             stats: OpStats::default(),
@@ -207,6 +231,7 @@ impl Run {
             digest: self.digest,
             recv: buffers.recv.map_or(empty, |v| v.remote()),
             scratch: buffers.scratch.map_or(empty, |v| v.remote()),
+            slots: SlotRing::NONE,
         })
     }
 
@@ -305,6 +330,10 @@ impl Run {
                     if token.seq == self.seq {
                         self.check_token(from, &token)?;
                     }
+                    inbox
+                        .eager
+                        .learn(from, &token.slots)
+                        .map_err(|what| self.protocol(what))?;
                     let list = &mut inbox.tokens[from];
                     if !list.iter().any(|tok| tok.seq == token.seq) {
                         list.push(token);
@@ -315,6 +344,24 @@ impl Run {
                         }
                     }
                 }
+            }
+            Incoming::Slot { from, slot } => inbox
+                .eager
+                .slot_arrived(from, slot)
+                .map_err(|what| self.protocol(what))?,
+            Incoming::Credit { from, read } => {
+                inbox
+                    .eager
+                    .credit(from, read)
+                    .map_err(|what| self.protocol(what))?;
+                if let Some(waiting) = self.awaiting_slots[from].take() {
+                    self.candidates.push(Reverse(waiting));
+                }
+            }
+            Incoming::Unknown { from, kind } => {
+                return Err(self.protocol(format!(
+                    "a control write of unknown kind {kind} from rank {from}"
+                )));
             }
             Incoming::Abort { from, seq } => {
                 let current = wire::abort_seq(self.seq);
@@ -434,7 +481,11 @@ impl Run {
             let round = &self.plan.rounds[position];
             let signal = round.sends[transfer].bytes() == 0;
             let token = self.token_for(inbox, to)?;
-            if token.is_none() && !signal {
+            // Without a token, an eager operation writes into the target's slots if it knows
+            // them (else the target's token, which names its slots, is on its way).
+            let eager =
+                token.is_none() && !signal && self.plan.eager && inbox.eager.outbound[to].is_some();
+            if token.is_none() && !signal && !eager {
                 self.candidates.pop();
                 self.awaiting_token[to] = Some(index);
                 continue;
@@ -445,6 +496,7 @@ impl Run {
                 round: round.index,
                 signal,
                 token,
+                eager,
             }));
         }
         Ok(None)
@@ -499,6 +551,81 @@ impl Run {
         }
     }
 
+    /// Whether the operation takes the eager path.
+    pub fn is_eager(&self) -> bool {
+        self.plan.eager
+    }
+
+    /// The digest the operation's messages carry.
+    pub fn digest(&self) -> u64 {
+        self.digest
+    }
+
+    /// The pieces of the current ready transfer and where its eager posting stands.
+    pub fn eager_cursor(&self) -> (&[Piece], Cursor) {
+        let p = &self.transfers[self.current];
+        let pieces = &self.plan.rounds[p.position].sends[p.transfer].pieces;
+        (pieces, p.cursor)
+    }
+
+    /// One receive slot of the current transfer went out, carrying `data` bytes (copied into
+    /// the slot's source) up to `next`; `injected` writes have no local completion.
+    pub fn slot_posted(&mut self, next: Cursor, data: usize, injected: bool) {
+        self.transfers[self.current].cursor = next;
+        self.stats.writes += 1;
+        self.stats.bytes_written += data as u64;
+        self.stats.bytes_copied += data as u64;
+        if !injected {
+            self.in_flight += 1;
+        }
+    }
+
+    /// The current transfer waits for its target to free receive slots (its credits wake it).
+    pub fn wait_for_slots(&mut self) {
+        let top = self.candidates.pop();
+        debug_assert_eq!(top, Some(Reverse(self.current)));
+        let to = self.transfers[self.current].to;
+        self.awaiting_slots[to] = Some(self.current);
+    }
+
+    /// Checks the header of `from`'s next slot: `Ok(true)` if it belongs to this operation
+    /// (its writes are then counted with [`Self::count_slot`] once its data is in place),
+    /// `Ok(false)` if to a later one (it waits for that one). A slot of an operation that is
+    /// over, with another digest, or from a rank this one expects nothing from is an error.
+    pub fn check_slot(&mut self, from: usize, header: &SlotHeader) -> Result<bool> {
+        if header.seq > self.seq {
+            return Ok(false);
+        }
+        if header.seq < self.seq {
+            // Its sender may still be in that operation: abort that one.
+            self.abort_seq = header.seq;
+            return Err(self.protocol(format!(
+                "an eager write of rank {from} for operation {}, which is over",
+                header.seq
+            )));
+        }
+        if header.digest != self.digest {
+            return Err(TransportError::Mismatch {
+                op: self.op.clone(),
+                peer: from,
+            });
+        }
+        if self.plan.writers.binary_search(&from).is_err() {
+            return Err(TransportError::Disagree {
+                op: self.op.clone(),
+                what: format!(
+                    "rank {from} writes to this rank, whose call expects nothing from it"
+                ),
+            });
+        }
+        Ok(true)
+    }
+
+    /// Counts the writes a slot of this operation completes.
+    pub fn count_slot(&mut self, header: &SlotHeader) -> Result<()> {
+        self.count_arrivals(header.round, false, usize::from(header.writes))
+    }
+
     pub fn done(&self) -> bool {
         self.next == self.plan.rounds.len() && self.unposted == 0 && self.in_flight == 0
     }
@@ -517,6 +644,9 @@ impl Run {
         }
         if let Some(p) = self.transfers.get(self.first_unposted) {
             let to = p.to;
+            if self.awaiting_slots[to].is_some() {
+                return format!("waiting for rank {to} to read its receive slots (all in use)");
+            }
             return if inbox.has_token(to, self.seq) {
                 format!("posting a write to rank {to}")
             } else {
@@ -622,6 +752,7 @@ mod tests {
                 digest,
                 recv: region,
                 scratch: region,
+                slots: SlotRing::NONE,
             }),
         }
     }
@@ -1011,7 +1142,8 @@ mod tests {
                 to: 1,
                 round: 0,
                 signal: true,
-                token: None
+                token: None,
+                eager: false,
             })
         );
         run.piece_posted(0);

@@ -12,7 +12,7 @@ use crate::fabric::{
 
 use super::peers::{CardSource, Peers};
 use super::run::Inbox;
-use super::wire::{self, TOKEN_BYTES};
+use super::wire;
 use super::{Limits, Result, Transport, TransportError};
 
 /// What a rank publishes so that others can reach it: its endpoint name, its control
@@ -92,9 +92,10 @@ impl Opened {
         let cq = CompletionQueue::open(&domain, depth)?;
         let av = AddressVector::open(&domain, size)?;
         let endpoint = Endpoint::open(&domain, &av, &cq, &cq)?;
-        // Incoming token slots (one per peer), then outgoing ones (the source of our tokens).
+        // Incoming token slots (one per peer), outgoing ones (the source of our tokens), then
+        // the same for eager credit words.
         let control =
-            RegisteredMemory::for_endpoint(&endpoint, 2 * size * TOKEN_BYTES, RemoteWrite)?;
+            RegisteredMemory::for_endpoint(&endpoint, wire::control_bytes(size), RemoteWrite)?;
         Ok(Opened {
             endpoint,
             cq,

@@ -6,13 +6,16 @@
 //! ```text
 //! data write:    0 | signal (1 bit) | seq (7 bits) | round (23 bits)
 //! control write: 1 | abort (1 bit) | seq (6 bits, aborts only) | sender rank (24 bits)
+//!                1 | 0 | kind (6 bits)                         | sender rank (24 bits)
 //! ```
 //!
 //! A data write names its operation (sequence number modulo 2^SEQ_BITS) and its round, so the target
 //! counts it against its plan; the signal bit marks the zero-length writes of barriers, which
 //! need no token, so that a target that expects data never counts a signal as data. A control
 //! write names its sender: the target then reads the sender's slot of its control region (a
-//! token) or fails the operation (abort).
+//! token) or fails the operation (abort). The kind of a control write that is no abort says
+//! what it is: `0` a token, `1` returned eager credits (see `eager`), `1 s s s s s` an eager
+//! write into receive slot `s` (at most 32 slots per sender); other kinds are refused.
 //!
 //! The protocol these words serve: docs/architecture.md, section "The one-sided protocol
 //! (src/transport)".
@@ -31,12 +34,17 @@ pub const MAX_ROUND: u64 = (1 << ROUND_BITS) - 1;
 pub const SEQ_BITS: u32 = 7;
 /// Bits of the sequence number that aborts carry.
 pub const ABORT_SEQ_BITS: u32 = 6;
+/// Receive slots one sender can name in an eager write's CQ data.
+pub const MAX_SLOTS: usize = 32;
 
 const CONTROL: u64 = 1 << 31;
 const ABORT: u64 = 1 << 30;
 const SIGNAL: u64 = 1 << 30;
 const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
 const ABORT_SEQ_MASK: u64 = (1 << ABORT_SEQ_BITS) - 1;
+const KIND_MASK: u64 = (1 << ABORT_SEQ_BITS) - 1;
+const KIND_CREDIT: u64 = 1;
+const KIND_SLOT: u64 = 1 << 5;
 
 /// A decoded remote CQ data word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +70,25 @@ pub enum Event {
         /// Sequence number, modulo 2^ABORT_SEQ_BITS.
         seq: u8,
     },
+    /// `from` wrote an eager message into its receive slot `slot` of this rank.
+    Slot {
+        /// The writer's rank.
+        from: usize,
+        /// The slot.
+        slot: u8,
+    },
+    /// `from` wrote how many of this rank's eager messages it has read (its credit word).
+    Credit {
+        /// The reader's rank.
+        from: usize,
+    },
+    /// A control write of a kind this version does not know.
+    Unknown {
+        /// The writer's rank.
+        from: usize,
+        /// The kind field.
+        kind: u8,
+    },
 }
 
 impl Event {
@@ -74,6 +101,17 @@ impl Event {
                     | (u64::from(round) & MAX_ROUND)
             }
             Event::Token { from } => CONTROL | (from as u64 & MAX_FIELD),
+            Event::Slot { from, slot } => {
+                CONTROL
+                    | ((KIND_SLOT | (u64::from(slot) & (MAX_SLOTS as u64 - 1))) << RANK_BITS)
+                    | (from as u64 & MAX_FIELD)
+            }
+            Event::Credit { from } => {
+                CONTROL | (KIND_CREDIT << RANK_BITS) | (from as u64 & MAX_FIELD)
+            }
+            Event::Unknown { from, kind } => {
+                CONTROL | ((u64::from(kind) & KIND_MASK) << RANK_BITS) | (from as u64 & MAX_FIELD)
+            }
             Event::Abort { from, seq } => {
                 CONTROL
                     | ABORT
@@ -98,7 +136,19 @@ impl Event {
                 seq: ((word >> RANK_BITS) & ABORT_SEQ_MASK) as u8,
             }
         } else {
-            Event::Token { from: low }
+            let kind = (word >> RANK_BITS) & KIND_MASK;
+            match kind {
+                0 => Event::Token { from: low },
+                KIND_CREDIT => Event::Credit { from: low },
+                k if k & KIND_SLOT != 0 => Event::Slot {
+                    from: low,
+                    slot: (k & !KIND_SLOT) as u8,
+                },
+                k => Event::Unknown {
+                    from: low,
+                    kind: k as u8,
+                },
+            }
         }
     }
 }
@@ -146,7 +196,8 @@ pub fn behind(current: u8, seq: u8, bits: u32) -> u64 {
 
 /// A receiver's permission to write into its buffers for one operation: the operation's
 /// sequence number, a digest of its arguments (so that ranks that disagree fail instead of
-/// corrupting memory), and where its receive and scratch buffers are.
+/// corrupting memory), where its receive and scratch buffers are, and where the receive slots
+/// it keeps for the writer's eager messages are (an empty region if it keeps none).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Token {
     /// The operation's sequence number.
@@ -157,10 +208,55 @@ pub struct Token {
     pub recv: RemoteRegion,
     /// The scratch region to write into.
     pub scratch: RemoteRegion,
+    pub slots: SlotRing,
+}
+
+/// A target's receive slots for one writer: `count` slots of `slot_bytes` each in `region`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotRing {
+    pub region: RemoteRegion,
+    pub count: u32,
+    pub slot_bytes: u32,
+}
+
+impl SlotRing {
+    /// No slots.
+    pub const NONE: SlotRing = SlotRing {
+        region: RemoteRegion {
+            base: 0,
+            len: 0,
+            key: 0,
+        },
+        count: 0,
+        slot_bytes: 0,
+    };
+
+    pub fn is_none(&self) -> bool {
+        self.count == 0
+    }
 }
 
 /// Encoded size of a token, and of a control-region slot.
-pub const TOKEN_BYTES: usize = 16 + 2 * REMOTE_REGION_BYTES;
+pub const TOKEN_BYTES: usize = 24 + 3 * REMOTE_REGION_BYTES;
+
+/// Bytes of a credit word (see `eager`).
+pub const CREDIT_BYTES: usize = 8;
+
+/// Size of a rank's control region among `size` ranks: incoming tokens (one slot per peer),
+/// outgoing tokens (the source of ours), incoming credit words, outgoing credit words.
+pub fn control_bytes(size: usize) -> usize {
+    2 * size * (TOKEN_BYTES + CREDIT_BYTES)
+}
+
+/// Offset of the credit word `from` writes into a control region.
+pub fn credit_in(size: usize, from: usize) -> usize {
+    2 * size * TOKEN_BYTES + from * CREDIT_BYTES
+}
+
+/// Offset of the source of the credit word written to `to`.
+pub fn credit_out(size: usize, to: usize) -> usize {
+    2 * size * TOKEN_BYTES + (size + to) * CREDIT_BYTES
+}
 
 impl Token {
     /// The encoded token, [`TOKEN_BYTES`] long.
@@ -168,8 +264,12 @@ impl Token {
         let mut out = [0; TOKEN_BYTES];
         out[..8].copy_from_slice(&self.seq.to_le_bytes());
         out[8..16].copy_from_slice(&self.digest.to_le_bytes());
-        out[16..16 + REMOTE_REGION_BYTES].copy_from_slice(&self.recv.to_bytes());
-        out[16 + REMOTE_REGION_BYTES..].copy_from_slice(&self.scratch.to_bytes());
+        let r = REMOTE_REGION_BYTES;
+        out[16..16 + r].copy_from_slice(&self.recv.to_bytes());
+        out[16 + r..16 + 2 * r].copy_from_slice(&self.scratch.to_bytes());
+        out[16 + 2 * r..16 + 3 * r].copy_from_slice(&self.slots.region.to_bytes());
+        out[16 + 3 * r..20 + 3 * r].copy_from_slice(&self.slots.count.to_le_bytes());
+        out[20 + 3 * r..].copy_from_slice(&self.slots.slot_bytes.to_le_bytes());
         out
     }
 
@@ -180,11 +280,22 @@ impl Token {
             w.copy_from_slice(&bytes[i..i + 8]);
             u64::from_le_bytes(w)
         };
+        let half = |i: usize| {
+            let mut w = [0; 4];
+            w.copy_from_slice(&bytes[i..i + 4]);
+            u32::from_le_bytes(w)
+        };
+        let r = REMOTE_REGION_BYTES;
         Some(Token {
             seq: word(0),
             digest: word(8),
-            recv: RemoteRegion::from_bytes(&bytes[16..16 + REMOTE_REGION_BYTES]).ok()?,
-            scratch: RemoteRegion::from_bytes(&bytes[16 + REMOTE_REGION_BYTES..]).ok()?,
+            recv: RemoteRegion::from_bytes(&bytes[16..16 + r]).ok()?,
+            scratch: RemoteRegion::from_bytes(&bytes[16 + r..16 + 2 * r]).ok()?,
+            slots: SlotRing {
+                region: RemoteRegion::from_bytes(&bytes[16 + 2 * r..16 + 3 * r]).ok()?,
+                count: half(16 + 3 * r),
+                slot_bytes: half(20 + 3 * r),
+            },
         })
     }
 }
@@ -265,6 +376,13 @@ mod tests {
                 seq: LAST_ABORT_SEQ,
             },
             Event::Abort { from: 0, seq: 0 },
+            Event::Slot { from: 0, slot: 0 },
+            Event::Slot {
+                from: MAX_FIELD as usize,
+                slot: MAX_SLOTS as u8 - 1,
+            },
+            Event::Credit { from: 7 },
+            Event::Unknown { from: 2, kind: 9 },
         ];
         for e in events {
             let word = e.encode();
@@ -310,8 +428,19 @@ mod tests {
             digest: 0xfeed,
             recv: region(4096),
             scratch: region(0),
+            slots: SlotRing {
+                region: region(1 << 20),
+                count: 16,
+                slot_bytes: 8192,
+            },
         };
         assert_eq!(Token::from_bytes(&token.to_bytes()), Some(token));
+        let plain = Token {
+            slots: SlotRing::NONE,
+            ..token
+        };
+        assert_eq!(Token::from_bytes(&plain.to_bytes()), Some(plain));
+        assert!(plain.slots.is_none());
     }
 
     #[test]

@@ -1,0 +1,386 @@
+//! The eager path between real processes: selftest on both sides of the switch point (eager off,
+//! a limit of 64 bytes, every operation eager), a root that races ahead of a slow receiver
+//! through 10,000 broadcasts (it runs out of credits and waits; every receiver's data is right
+//! every time), ranks that disagree on an eager call or on the limit itself all get an error,
+//! and a rank killed during eager traffic gives every survivor an error within the deadline.
+//!
+//! Ranks are this test binary (`rank_role`, selected by CIRCULANT_TEST_ROLE) under the
+//! built-in launcher, which bounds every job and stops every rank it started.
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use circulant::comm::Communicator;
+
+const BIN: &str = env!("CARGO_BIN_EXE_circulant");
+
+fn launch(n: usize, provider: &str, cmd: &[&str], env: &[(&str, &str)], extra: &[&str]) -> Output {
+    let mut command = Command::new(BIN);
+    command
+        .args(["run", "-n", &n.to_string(), "--provider", provider])
+        .args(["--timeout", "240"])
+        .args(extra)
+        .arg("--")
+        .args(cmd);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.output().expect("circulant run starts")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// This test binary as rank `role` of a job of `n` ranks.
+fn roles(n: usize, provider: &str, role: &str, env: &[(&str, &str)], extra: &[&str]) -> Output {
+    let exe = std::env::current_exe().expect("test binary path");
+    let exe = exe.to_string_lossy().into_owned();
+    let cmd = [
+        exe.as_str(),
+        "--exact",
+        "rank_role",
+        "--nocapture",
+        "--test-threads=1",
+    ];
+    let mut all = vec![("CIRCULANT_TEST_ROLE", role)];
+    all.extend_from_slice(env);
+    launch(n, provider, &cmd, &all, extra)
+}
+
+const PROVIDERS: [&str; 2] = ["shm", "tcp;ofi_rxm"];
+
+#[test]
+fn selftest_passes_on_both_sides_of_the_switch_point() {
+    for provider in PROVIDERS {
+        for n in [2, 3, 4] {
+            // Off, only the smallest sizes, everything (transfers then span several slots).
+            for limit in ["0", "64", "1000000"] {
+                let out = launch(
+                    n,
+                    provider,
+                    &[BIN, "selftest", "--quick"],
+                    &[
+                        ("CIRCULANT_TIMEOUT", "60"),
+                        ("CIRCULANT_EAGER_LIMIT", limit),
+                    ],
+                    &[],
+                );
+                let all = text(&out);
+                let summary = String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .last()
+                    .unwrap_or_default()
+                    .to_string();
+                assert!(
+                    out.status.success()
+                        && summary.ends_with(" passed, 0 failed")
+                        && !summary.starts_with("0 passed"),
+                    "selftest, p = {n}, {provider}, CIRCULANT_EAGER_LIMIT={limit}:\n{all}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn selftest_passes_with_the_smallest_slots() {
+    // Two slots of 256 bytes: nearly every transfer spans slots and waits for credits.
+    for provider in PROVIDERS {
+        let out = launch(
+            3,
+            provider,
+            &[BIN, "selftest", "--quick"],
+            &[
+                ("CIRCULANT_TIMEOUT", "60"),
+                ("CIRCULANT_EAGER_LIMIT", "100000"),
+                ("CIRCULANT_EAGER_SLOTS", "2"),
+                ("CIRCULANT_EAGER_SLOT_BYTES", "256"),
+            ],
+            &[],
+        );
+        let all = text(&out);
+        assert!(out.status.success(), "{provider}:\n{all}");
+        assert!(all.contains(" passed, 0 failed"), "{provider}:\n{all}");
+    }
+}
+
+#[test]
+fn a_root_racing_ahead_waits_for_credits_and_corrupts_nothing() {
+    for provider in PROVIDERS {
+        for (n, slots) in [(2, "16"), (3, "2")] {
+            let out = roles(
+                n,
+                provider,
+                "race",
+                &[
+                    ("CIRCULANT_TIMEOUT", "60"),
+                    ("CIRCULANT_EAGER_SLOTS", slots),
+                ],
+                &[],
+            );
+            let all = text(&out);
+            assert!(out.status.success(), "p = {n}, {provider}:\n{all}");
+            assert_eq!(all.matches("race ok").count(), n, "{all}");
+        }
+    }
+}
+
+#[test]
+fn ranks_that_disagree_on_an_eager_call_all_get_an_error() {
+    for provider in PROVIDERS {
+        let out = roles(4, provider, "mismatch", &[("CIRCULANT_TIMEOUT", "20")], &[]);
+        let all = text(&out);
+        assert!(out.status.success(), "{provider}:\n{all}");
+        assert_eq!(all.matches("mismatch detected").count(), 4, "{all}");
+    }
+}
+
+#[test]
+fn a_mismatched_eager_broadcast_fails_every_receiver_and_the_roots_next_call() {
+    for provider in PROVIDERS {
+        let out = roles(
+            3,
+            provider,
+            "bcast-mismatch",
+            &[("CIRCULANT_TIMEOUT", "20")],
+            &[],
+        );
+        let all = text(&out);
+        assert!(out.status.success(), "{provider}:\n{all}");
+        assert_eq!(all.matches("bcast mismatch failed").count(), 3, "{all}");
+    }
+}
+
+#[test]
+fn ranks_with_different_eager_limits_all_get_an_error() {
+    for provider in PROVIDERS {
+        let out = roles(3, provider, "limits", &[("CIRCULANT_TIMEOUT", "20")], &[]);
+        let all = text(&out);
+        assert!(out.status.success(), "{provider}:\n{all}");
+        assert_eq!(all.matches("limits differ detected").count(), 3, "{all}");
+    }
+}
+
+#[test]
+fn a_rank_killed_during_eager_traffic_fails_every_survivor_within_the_deadline() {
+    for provider in PROVIDERS {
+        let started = Instant::now();
+        let out = roles(
+            4,
+            provider,
+            "kill",
+            &[("CIRCULANT_TIMEOUT", "3")],
+            &["--keep-going"],
+        );
+        let all = text(&out);
+        assert!(!out.status.success(), "{all}");
+        assert!(
+            all.contains("rank 1"),
+            "the launcher names the killed rank:\n{all}"
+        );
+        assert_eq!(
+            all.matches("survivor got an error").count(),
+            3,
+            "{provider}:\n{all}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(60), "{all}");
+    }
+}
+
+/// Entry point of the ranks of the jobs above; does nothing when run as an ordinary test.
+#[test]
+fn rank_role() {
+    let Ok(role) = std::env::var("CIRCULANT_TEST_ROLE") else {
+        return;
+    };
+    if role == "limits" && std::env::var("PMI_RANK").as_deref() == Ok("1") {
+        // This rank alone turns the eager path off.
+        std::env::set_var("CIRCULANT_EAGER_LIMIT", "0");
+    }
+    let mut comm = Communicator::init().expect("init");
+    match role.as_str() {
+        "race" => race(&mut comm),
+        "mismatch" => mismatch(&mut comm),
+        "bcast-mismatch" => bcast_mismatch(&mut comm),
+        "limits" => limits(&mut comm),
+        "kill" => kill(&mut comm),
+        other => panic!("unknown role {other}"),
+    }
+}
+
+fn byte(i: usize, k: usize) -> u8 {
+    (i * 7 + k * 13 + 1) as u8
+}
+
+const RACES: usize = 10_000;
+const LEN: usize = 64;
+
+/// Rank 0 broadcasts 10,000 times back to back; the last rank sleeps between calls, so the
+/// root runs out of its receive slots and must wait for credits. Every receiver checks every
+/// broadcast's data; registered buffers are only copied by the eager path, so the copy count
+/// shows that the broadcasts went eager.
+fn race(comm: &mut Communicator) {
+    let (rank, p) = (comm.rank(), comm.size());
+    let slow = p - 1;
+    let pause = Duration::from_micros(200);
+    let mut buf = comm.alloc(LEN).unwrap();
+    let before = comm.bytes_copied();
+    let started = Instant::now();
+    let mut slept = Duration::ZERO;
+    for i in 0..RACES {
+        if rank == 0 {
+            for (k, x) in buf.iter_mut().enumerate() {
+                *x = byte(i, k);
+            }
+        }
+        comm.bcast(&mut buf, 0)
+            .unwrap_or_else(|e| panic!("rank {rank}: bcast {i}: {e}"));
+        if let Some(k) = (0..LEN).find(|&k| buf[k] != byte(i, k)) {
+            panic!(
+                "rank {rank}: bcast {i}: byte {k} is {}, not {}",
+                buf[k],
+                byte(i, k)
+            );
+        }
+        if rank == slow {
+            let t = Instant::now();
+            std::thread::sleep(pause);
+            slept += t.elapsed();
+        }
+    }
+    let took = started.elapsed();
+    let copied = comm.bytes_copied() - before;
+    if rank != 0 {
+        // Every broadcast but the first (whose token sets up the slots) is copied out.
+        assert!(
+            copied >= ((RACES - 1) * LEN) as u64,
+            "rank {rank} copied only {copied} bytes: the broadcasts did not go eager"
+        );
+    }
+    // The slow rank's pauses hold everyone back: the root got at most a ring ahead.
+    let mut pauses = [0u8; 8];
+    if rank == slow {
+        pauses = (slept.as_micros() as u64).to_le_bytes();
+    }
+    comm.bcast(&mut pauses[..], slow).unwrap();
+    let slept = Duration::from_micros(u64::from_le_bytes(pauses));
+    assert!(
+        took >= slept / 2,
+        "rank {rank} finished in {took:?}, the slow rank slept {slept:?}: it never waited"
+    );
+    println!("race ok on rank {rank}: {took:?}, {copied} bytes copied");
+}
+
+/// After a few eager allgathervs (which set up the slots), rank 2 calls one with counts that
+/// differ from everyone else's: every rank must get an error.
+fn mismatch(comm: &mut Communicator) {
+    let (rank, p) = (comm.rank(), comm.size());
+    let mut counts = vec![10usize; p];
+    let total: usize = counts.iter().sum();
+    let mut recv = comm.alloc(total).unwrap();
+    let before = comm.bytes_copied();
+    for i in 0..5 {
+        let send = vec![byte(i, rank); counts[rank]];
+        comm.allgatherv(&send[..], &mut recv, &counts).unwrap();
+        for (owner, chunk) in recv.chunks(10).enumerate() {
+            assert!(chunk.iter().all(|&x| x == byte(i, owner)), "allgatherv {i}");
+        }
+    }
+    assert!(comm.bytes_copied() > before, "the allgathervs went eager");
+    if rank == 2 {
+        counts[3] = 5;
+    }
+    let send = vec![rank as u8; counts[rank]];
+    let total: usize = counts.iter().sum();
+    recv.set_len(total).unwrap();
+    match comm.allgatherv(&send[..], &mut recv, &counts) {
+        Err(err) => println!("rank {rank}: mismatch detected: {err}"),
+        Ok(()) => panic!("rank {rank}: allgatherv with mismatched counts succeeded"),
+    }
+}
+
+/// After a few eager broadcasts, the root sends 8 bytes where the others expect 16. The
+/// receivers compare the digest that comes with the data and fail the call; the root waits for
+/// nothing, so it may complete its call (its data are its own) and must then fail its next one.
+fn bcast_mismatch(comm: &mut Communicator) {
+    let rank = comm.rank();
+    let mut buf = [0u8; 16];
+    for i in 0..3 {
+        if rank == 0 {
+            buf.fill(i as u8 + 1);
+        }
+        comm.bcast(&mut buf[..8], 0).unwrap();
+        assert!(buf[..8].iter().all(|&x| x == i as u8 + 1), "bcast {i}");
+    }
+    let len = if rank == 0 { 8 } else { 16 };
+    match comm.bcast(&mut buf[..len], 0) {
+        Err(err) => println!("rank {rank}: bcast mismatch failed in the call: {err}"),
+        Ok(()) if rank == 0 => match comm.barrier() {
+            Err(err) => println!("rank {rank}: bcast mismatch failed in the next call: {err}"),
+            Ok(()) => panic!("rank {rank}: the call after a mismatched broadcast succeeded"),
+        },
+        Ok(()) => panic!("rank {rank}: a receiver completed a mismatched broadcast"),
+    }
+}
+
+/// Rank 1 runs with the eager path off, the others with it on: the first small broadcast
+/// fails on every rank (their digests differ) instead of waiting for tokens that never come.
+fn limits(comm: &mut Communicator) {
+    let rank = comm.rank();
+    let mut buf = [rank as u8; 32];
+    let mut first = Ok(());
+    // The error may come with the next call (a rank that got everything it needed first).
+    for _ in 0..2 {
+        first = comm.bcast(&mut buf[..], 0);
+        if first.is_err() {
+            break;
+        }
+    }
+    match first {
+        Err(err) => println!("rank {rank}: limits differ detected: {err}"),
+        Ok(()) => panic!("rank {rank}: broadcasts with different eager limits succeeded"),
+    }
+}
+
+/// Rank 1 kills itself during a long run of small (eager) broadcasts; every other rank must get
+/// an error within the deadline (3 s). Over shm it does so between two of its calls, as a rank
+/// killed inside the shm provider can leave its peers spinning (see the README).
+fn kill(comm: &mut Communicator) {
+    let rank = comm.rank();
+    let mut buf = comm.alloc(LEN).unwrap();
+    if rank == 1 && comm.provider() == "shm" {
+        for i in 0..500 {
+            comm.bcast(&mut buf, i % comm.size()).unwrap();
+        }
+        let _ =
+            rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
+    }
+    if rank == 1 {
+        std::thread::spawn(|| {
+            std::thread::sleep(Duration::from_millis(300));
+            let _ = rustix::process::kill_process(
+                rustix::process::getpid(),
+                rustix::process::Signal::KILL,
+            );
+        });
+    }
+    let mut last = Instant::now();
+    for i in 0.. {
+        last = Instant::now();
+        if let Err(err) = comm.bcast(&mut buf, i % comm.size()) {
+            let took = last.elapsed();
+            println!("rank {rank}: survivor got an error after {took:?}: {err}");
+            assert!(took < Duration::from_secs(10), "the error took {took:?}");
+            return;
+        }
+        if i > 10_000_000 {
+            break;
+        }
+    }
+    panic!("rank {rank}: no error since {:?}", last.elapsed());
+}
