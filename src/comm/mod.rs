@@ -109,6 +109,12 @@ pub struct Communicator {
 pub struct Executed {
     pub algorithm: &'static str,
     pub stats: OpStats,
+    /// The call's software overhead on this rank: from its entry into the communicator (the
+    /// blocking or `i*` form, or [`Persistent::start`]) to its first post to the fabric (its
+    /// first ready token; on a rank that sends none, the moment the transport went on to post
+    /// its writes, before any wait for the peers). It includes the argument check when
+    /// `CIRCULANT_CHECK` is on (an exchange with the peers) and the staging of plain slices.
+    pub overhead: Duration,
 }
 
 /// Membership in the launcher's job: leaves it when dropped.

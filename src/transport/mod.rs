@@ -231,11 +231,12 @@ impl Transport {
         // From here on the peers count on this operation: any failure goes through `fail`.
         let started = self
             .begin(&mut run, &buffers)
-            .and_then(|()| self.progress(&mut run, &buffers));
+            .and_then(|posting| self.progress(&mut run, &buffers).map(|()| posting));
         match started {
-            Ok(()) => Ok(Operation {
+            Ok(posting) => Ok(Operation {
                 run,
                 started: Instant::now(),
+                posting,
             }),
             Err(err) => Err(self.fail(&mut run, err)),
         }
@@ -266,7 +267,7 @@ impl Transport {
     /// what is allowed. `Ok(true)` once it is done (then [`Self::finish`] returns at once).
     /// The deadline counts from the start here, as a caller that only tests never waits.
     pub fn test(&mut self, operation: &mut Operation, buffers: Buffers<'_>) -> Result<bool> {
-        let Operation { run, started } = operation;
+        let Operation { run, started, .. } = operation;
         if self.active != Some(run.seq) {
             return Err(TransportError::Invalid {
                 op: run.op.clone(),
@@ -369,6 +370,17 @@ pub struct Operation {
     run: Run,
     /// When it was started: [`Transport::test`]'s deadline counts from here.
     started: Instant,
+    /// When its posting began (see [`Operation::posting`]).
+    posting: Instant,
+}
+
+impl Operation {
+    /// When the transport began posting this operation: just before its first write to the
+    /// fabric (a ready token), or, on a rank that sends no token, once its setup was done and
+    /// it went on to post its writes (which may wait for the peers' tokens).
+    pub fn posting(&self) -> Instant {
+        self.posting
+    }
 }
 
 impl fmt::Debug for Operation {
