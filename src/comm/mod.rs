@@ -99,8 +99,9 @@ pub struct Communicator {
     check_mem: Option<(RegisteredMemory, RegisteredMemory)>,
     /// The plan of the argument check's own exchange (kept unless the plan cache is off).
     check_plan: Option<Planned>,
-    /// The plans of earlier calls (`CIRCULANT_PLAN_CACHE`).
-    plans: PlanCache,
+    /// The plans of earlier calls (`CIRCULANT_PLAN_CACHE`), shared so that a hit costs one
+    /// reference count.
+    plans: PlanCache<plan_cache::Key, Arc<Planned>>,
     last: Option<Executed>,
 }
 

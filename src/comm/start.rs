@@ -2,6 +2,7 @@
 //! cache when an earlier call had the same arguments), the full argument check when it is
 //! on, the placement of the buffers, then the transport's start.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::plan::Algorithm;
@@ -28,7 +29,7 @@ pub(super) struct Started<'a> {
 /// Where a call's plan comes from.
 enum Source {
     /// An earlier call with the same arguments.
-    Cached(Planned),
+    Cached(Arc<Planned>),
     /// Chosen now; planned once the argument check (if on) has passed.
     Chosen(Box<dyn Algorithm>),
 }
@@ -136,12 +137,12 @@ impl Communicator {
                 let plan = algorithm
                     .rank_plan(self.rank())
                     .map_err(|e| in_call(op, e.into()))?;
-                let planned = Planned {
+                let planned = Arc::new(Planned {
                     algorithm: algorithm.name(),
                     prepared: self.transport.prepare(op, plan)?,
                     digest: digest(op, algorithm.name(), &call.problem),
-                };
-                self.plans.insert(key, planned.clone());
+                });
+                self.plans.insert(key, Arc::clone(&planned));
                 planned
             }
         };
