@@ -225,7 +225,7 @@ impl Transport {
         self.usable(name)?;
         let seq = self.seq;
         self.seq += 1;
-        let op = format!("{name} (operation {seq})");
+        let op = operation_name(name, seq);
         let mut run = Run::new(op, seq, digest, prepared, self.size);
         self.active = Some(seq);
         // From here on the peers count on this operation: any failure goes through `fail`.
@@ -365,6 +365,28 @@ impl Transport {
     }
 }
 
+/// `"{name} (operation {seq})"`, the name errors give an operation, built without the
+/// formatting machinery: it is made on every start.
+fn operation_name(name: &str, seq: u64) -> String {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = seq;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut op = String::with_capacity(name.len() + 13 + digits.len() - at);
+    op.push_str(name);
+    op.push_str(" (operation ");
+    op.extend(digits[at..].iter().map(|&d| char::from(d)));
+    op.push(')');
+    op
+}
+
 /// An operation started with [`Transport::start`] and not finished yet.
 pub struct Operation {
     run: Run,
@@ -389,5 +411,18 @@ impl fmt::Debug for Operation {
             .field("op", &self.run.op)
             .field("seq", &self.run.seq)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn operation_names_as_formatted() {
+        for seq in [0, 7, 10, 12_345, u64::MAX] {
+            assert_eq!(
+                super::operation_name("bcast", seq),
+                format!("bcast (operation {seq})")
+            );
+        }
     }
 }
