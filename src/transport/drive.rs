@@ -17,10 +17,12 @@ use super::{wire, Result, Transport, TransportError};
 
 impl Transport {
     /// Checks the buffers, runs the setup steps, counts what arrived early and sends the ready
-    /// tokens.
-    pub(super) fn begin(&mut self, run: &mut Run, buffers: &Buffers<'_>) -> Result<()> {
+    /// tokens. Returns when posting began: just before the first token, or where a rank that
+    /// sends none goes on to post its writes (the end of a call's software overhead).
+    pub(super) fn begin(&mut self, run: &mut Run, buffers: &Buffers<'_>) -> Result<Instant> {
         run.setup(buffers)?;
         run.adopt_early(&mut self.inbox)?;
+        let posting = Instant::now();
         // Ready tokens: our buffers are free for this operation from now on.
         if let Some(token) = run.ready_token(buffers) {
             for i in 0..run.writers().len() {
@@ -29,7 +31,7 @@ impl Transport {
                 self.post_with_retry(run, |t| t.post_token(writer, &token))?;
             }
         }
-        Ok(())
+        Ok(posting)
     }
 
     /// One pass without waiting: completes rounds, posts what is allowed, takes the
