@@ -22,29 +22,40 @@
 // Data types of the reductions (`int dtype`).
 #define CIRCULANT_INT32 0
 
+// 64-bit signed integers.
 #define CIRCULANT_INT64 1
 
+// 32-bit unsigned integers.
 #define CIRCULANT_UINT32 2
 
+// 64-bit unsigned integers.
 #define CIRCULANT_UINT64 3
 
+// 32-bit IEEE floats.
 #define CIRCULANT_FLOAT32 4
 
+// 64-bit IEEE floats.
 #define CIRCULANT_FLOAT64 5
 
 // Operators of the reductions (`int op`); the bitwise ones on integers only.
 #define CIRCULANT_SUM 0
 
+// Product.
 #define CIRCULANT_PROD 1
 
+// Minimum.
 #define CIRCULANT_MIN 2
 
+// Maximum.
 #define CIRCULANT_MAX 3
 
+// Bitwise and.
 #define CIRCULANT_BAND 4
 
+// Bitwise or.
 #define CIRCULANT_BOR 5
 
+// Bitwise exclusive or.
 #define CIRCULANT_BXOR 6
 
 // Marks a rank that takes part in `circulant_split` without joining a new communicator.

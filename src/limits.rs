@@ -30,14 +30,19 @@ pub fn parse_ranks(text: &str) -> Result<usize, String> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum SecondsError {
     #[error("not a number of seconds")]
+    /// The text is not a number.
     NotANumber,
     #[error("not a finite number of seconds")]
+    /// Infinite or NaN.
     NotFinite,
     #[error("a negative number of seconds")]
+    /// Less than zero.
     Negative,
     #[error("more than 604800 seconds (7 days), the longest duration accepted")]
+    /// Longer than 7 days.
     TooLong,
     #[error("zero seconds; a positive number is needed")]
+    /// Zero where a positive duration is needed.
     Zero,
 }
 

@@ -4,13 +4,13 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use circulant::bench::csv::{parse, AlphaBeta};
-use circulant::bench::report::{AlphaBetaSource, Series, Statistic};
-use circulant::bench::{
-    plot, render_csv, render_markdown, render_table, row_bound, row_problem, Comparison,
-};
 use circulant::plan::distribution::Distribution;
 use circulant::plan::{CostModel, Problem};
+use circulant::report::compare::{AlphaBetaSource, Series, Statistic};
+use circulant::report::csv::{parse, AlphaBeta};
+use circulant::report::{
+    plot, render_csv, render_markdown, render_table, row_bound, row_problem, Comparison,
+};
 
 const HEADER: &str = "library,op,algorithm,distribution,p,bytes,total_bytes,reps,min_s,median_s";
 
@@ -60,7 +60,7 @@ fn written_lines_parse_back() {
     let text = format!(
         "{}\n{}\n",
         model(1.25e-6, 3e-10).comment(),
-        circulant::bench::csv::header()
+        circulant::report::csv::header()
     );
     let row = parse(
         Path::new("a.csv"),
@@ -183,7 +183,7 @@ fn malformed_alpha_beta_comment_is_an_error() {
 #[test]
 fn unreadable_file_is_named() {
     let missing = Path::new("/nonexistent/circulant/bench.csv");
-    let err = circulant::bench::read_file(missing).expect_err("missing file");
+    let err = circulant::report::read_file(missing).expect_err("missing file");
     assert!(
         err.to_string().contains("/nonexistent/circulant/bench.csv"),
         "{err}"

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use circulant::bench::csv::read_file;
 use circulant::plan::distribution::Distribution;
+use circulant::report::csv::read_file;
 
 const BIN: &str = env!("CARGO_BIN_EXE_circulant");
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use circulant::bootstrap::memory::Job;
 use circulant::comm::{Choice, Communicator, Config};
 use circulant::plan::{registry, CostModel, Dtype, Problem, ReduceOp, Reduction};
-use circulant::sim::data;
+use circulant::sim::cases::CaseData;
 
 const PS: [usize; 5] = [1, 2, 3, 5, 8];
 const SHM: &str = "shm";
@@ -19,9 +19,6 @@ const TCP: &str = "tcp;ofi_rxm";
 
 /// Deadline of every fence and collective: generous for a loaded machine, short of a hang.
 const DEADLINE: Duration = Duration::from_secs(30);
-
-/// What a receive buffer holds before a call where nothing is demanded of it.
-const UNTOUCHED: u8 = 0xA5;
 
 /// The problems one collective is tested with for p ranks: sizes 0, small and odd (not a
 /// multiple of p), and a few thousand bytes; first and last root. Kept in one function so that
@@ -273,41 +270,20 @@ impl Drop for Leave<'_> {
     }
 }
 
-/// The receive buffer of `rank` before the call.
-fn recv_start(problem: &Problem, rank: usize, p: usize) -> Vec<u8> {
-    if let Some(input) = data::recv_input(problem, rank) {
-        return input;
-    }
-    let len = match problem {
-        Problem::Broadcast { bytes, .. }
-        | Problem::Reduce { bytes, .. }
-        | Problem::Allreduce { bytes, .. }
-        | Problem::Scan { bytes, .. } => *bytes,
-        Problem::Allgather { block, .. }
-        | Problem::Gather { block, .. }
-        | Problem::Alltoall { block, .. } => p * block,
-        Problem::Scatter { block, .. } => *block,
-        Problem::Allgatherv { counts } | Problem::Gatherv { counts, .. } => counts.iter().sum(),
-        Problem::Scatterv { counts, .. } => counts[rank],
-        Problem::Barrier { .. } | Problem::Intergroup { .. } => 0,
-    };
-    vec![UNTOUCHED; len]
-}
-
-/// Runs `problem` with `algorithm` on this rank and checks the result against the definition
-/// (`sim::data::expected`; where nothing is demanded, the buffer must be left alone).
+/// Runs `case` with `algorithm` on this rank and checks the result against the definition
+/// ([`CaseData::expected`]; where nothing is demanded, the buffer must be left alone).
 fn check(
     comm: &mut Communicator,
-    problem: &Problem,
+    case: &CaseData,
     algorithm: &str,
     registered: bool,
 ) -> Result<(), String> {
-    let (rank, p) = (comm.rank(), comm.size());
+    let rank = comm.rank();
+    let problem = case.problem();
     let choice = Choice::Named(algorithm);
-    let send = data::send_input(problem, rank);
-    let start = recv_start(problem, rank, p);
-    let sends: Vec<Vec<u8>> = (0..p).map(|r| data::send_input(problem, r)).collect();
-    let want = data::expected(problem, rank, &sends).unwrap_or_else(|| start.clone());
+    let send = case.send(rank);
+    let start = case.recv_initial(rank);
+    let want = case.expected(rank);
     // Registered receive memory in one case of two, plain memory in the other: both paths.
     let mut plain = start.clone();
     let mut buffer = if registered {
@@ -352,29 +328,24 @@ fn check(
     if ran != Some(algorithm) {
         return Err(format!("{problem:?}: ran {ran:?}, not {algorithm}"));
     }
-    if let Some(at) = (0..want.len().max(recv.len())).find(|&i| recv.get(i) != want.get(i)) {
-        return Err(format!(
-            "{problem:?}: {} bytes received, {} expected; first difference at byte {at}",
-            recv.len(),
-            want.len()
-        ));
-    }
-    Ok(())
+    want.check(recv)
+        .map_err(|mismatch| format!("{problem:?}: {mismatch}"))
 }
 
 /// One generated test: every case of `collective` for p ranks that `algorithm` applies to.
 fn run(collective: &str, algorithm: &str, p: usize, provider: &str) {
-    let problems: Vec<Problem> = cases(collective, p)
+    let cases: Vec<CaseData> = cases(collective, p)
         .into_iter()
         .filter(|problem| applicable(problem).contains(&algorithm))
+        .map(CaseData::new)
         .collect();
     assert!(
-        !problems.is_empty(),
+        !cases.is_empty(),
         "{algorithm} applies to no case of {collective} for p = {p}"
     );
     let results = in_job(p, provider, |comm| {
-        for (i, problem) in problems.iter().enumerate() {
-            check(comm, problem, algorithm, i % 2 == 1)?;
+        for (i, case) in cases.iter().enumerate() {
+            check(comm, case, algorithm, i % 2 == 1)?;
         }
         Ok(())
     });

@@ -207,8 +207,8 @@ fn the_simulator_reports_invalid_problems() {
         fn problem(&self) -> &Problem {
             &self.0
         }
-        fn buffers(&self, _: usize) -> circulant::plan::Buffers {
-            circulant::plan::Buffers::default()
+        fn buffers(&self, _: usize) -> circulant::plan::BufferSizes {
+            circulant::plan::BufferSizes::default()
         }
         fn rounds(&self, _: usize) -> Box<dyn Iterator<Item = circulant::plan::Round> + Send + '_> {
             Box::new(std::iter::empty())
@@ -222,7 +222,7 @@ fn the_simulator_reports_invalid_problems() {
     }
     let err = simulate(&Broken(Problem::Barrier { p: 0 }), &MODEL).unwrap_err();
     assert_eq!(err, SimError::Plan(PlanError::NoRanks));
-    // Buffers that do not fit the collective.
+    // BufferSizes that do not fit the collective.
     let err = simulate(&Broken(Problem::Allgather { p: 2, block: 3 }), &MODEL).unwrap_err();
     assert!(matches!(err, SimError::Rule { .. }));
 }

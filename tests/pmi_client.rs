@@ -10,7 +10,7 @@ use std::os::unix::net::UnixStream;
 use std::thread;
 use std::time::Duration;
 
-use circulant::bootstrap::{Bootstrap, BootstrapError, BootstrapOptions, Endpoint};
+use circulant::bootstrap::{Bootstrap, BootstrapError, BootstrapOptions, ServerAddress};
 use common::{bin, circulant, run};
 
 /// What the fake server does after reading one request line.
@@ -103,7 +103,7 @@ fn options(timeout_ms: u64) -> BootstrapOptions {
 }
 
 fn connect(address: &str, timeout_ms: u64) -> Result<Bootstrap, BootstrapError> {
-    let endpoint = Endpoint::Port {
+    let endpoint = ServerAddress::Port {
         address: address.to_owned(),
         id: None,
     };
@@ -394,7 +394,7 @@ fn port_mode_takes_rank_and_size_from_the_server() {
     steps.extend(startup());
     steps.push(reply("finalize", "cmd=finalize_ack\n"));
     let (address, server) = fake_server(steps);
-    let endpoint = Endpoint::Port {
+    let endpoint = ServerAddress::Port {
         address,
         id: Some("7".into()),
     };
@@ -413,7 +413,7 @@ fn port_mode_takes_rank_and_size_from_the_server() {
 #[test]
 fn rank_outside_the_job_size_is_refused() {
     let (address, server) = fake_server(startup());
-    let endpoint = Endpoint::Port { address, id: None };
+    let endpoint = ServerAddress::Port { address, id: None };
     let error = Bootstrap::connect(
         &endpoint,
         Some("4".into()),

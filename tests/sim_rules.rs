@@ -2,14 +2,14 @@
 
 use circulant::plan::merge::IovLimits;
 use circulant::plan::{
-    piece, Algorithm, Buf, Buffers, CostModel, Local, Prediction, Problem, Round,
+    piece, Algorithm, Buf, BufferSizes, CostModel, Local, Prediction, Problem, Round,
 };
 use circulant::sim::{simulate, simulate_merged, SimError};
 
 /// A hand-written plan: rounds per rank.
 struct Scripted {
     problem: Problem,
-    buffers: Vec<Buffers>,
+    buffers: Vec<BufferSizes>,
     setup: Vec<Vec<Local>>,
     rounds: Vec<Vec<Round>>,
 }
@@ -21,7 +21,7 @@ impl Algorithm for Scripted {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
         self.buffers[rank]
     }
     fn setup(&self, rank: usize) -> Vec<Local> {
@@ -61,7 +61,7 @@ fn round(
 
 /// Three-rank broadcast of 4 bytes from 0: 0 → 1 in round 0, 1 → 2 in round 1.
 fn chain(after: Option<u32>, second_len: usize) -> Scripted {
-    let b = Buffers {
+    let b = BufferSizes {
         send: 0,
         recv: 4,
         scratch: 0,
@@ -167,7 +167,7 @@ fn overwriting_with_different_data_is_refused() {
     // buffer shifted by one: different data on the same destination bytes.
     let mut s = chain(Some(0), 4);
     s.buffers = vec![
-        Buffers {
+        BufferSizes {
             send: 0,
             recv: 4,
             scratch: 0
@@ -244,7 +244,7 @@ fn a_barrier_that_does_not_hear_from_everyone_fails() {
     }
     let s = Scripted {
         problem: Problem::Barrier { p },
-        buffers: vec![Buffers::default(); p],
+        buffers: vec![BufferSizes::default(); p],
         setup: vec![vec![]; p],
         rounds,
     };
@@ -257,7 +257,7 @@ fn a_barrier_that_does_not_hear_from_everyone_fails() {
 /// Two ranks, 8 bytes from 0 to 1 in two pieces (bytes 4..8 first, then 0..4), contiguous on
 /// both sides once put in order; rank 1 expects `expected` writes.
 fn two_pieces(expected: usize) -> Scripted {
-    let b = Buffers {
+    let b = BufferSizes {
         send: 0,
         recv: 8,
         scratch: 0,

@@ -14,11 +14,16 @@ use super::BootstrapError;
 
 /// Where the launcher's PMI server is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Endpoint {
+pub enum ServerAddress {
     /// An inherited socket (`PMI_FD`).
     Fd(i32),
     /// `PMI_PORT=host:port`, with `PMI_ID` when the server assigns rank and size itself.
-    Port { address: String, id: Option<String> },
+    Port {
+        /// `host:port` of the server.
+        address: String,
+        /// `PMI_ID`: the id this process presents in Hydra's port mode.
+        id: Option<String>,
+    },
 }
 
 enum Stream {
@@ -71,10 +76,10 @@ pub(super) struct Channel {
 }
 
 impl Channel {
-    pub(super) fn open(endpoint: &Endpoint, timeout: Duration) -> Result<Self, BootstrapError> {
-        let stream = match endpoint {
-            Endpoint::Fd(fd) => Stream::Unix(UnixStream::from(inherited_fd(*fd)?)),
-            Endpoint::Port { address, .. } => Stream::Tcp(connect_tcp(address, timeout)?),
+    pub(super) fn open(server: &ServerAddress, timeout: Duration) -> Result<Self, BootstrapError> {
+        let stream = match server {
+            ServerAddress::Fd(fd) => Stream::Unix(UnixStream::from(inherited_fd(*fd)?)),
+            ServerAddress::Port { address, .. } => Stream::Tcp(connect_tcp(address, timeout)?),
         };
         stream
             .set_write_timeout(timeout)

@@ -13,12 +13,16 @@ pub enum PmiChoice {
     /// PMIx where its variables are set; on `PMI_FD`/`PMI_PORT`, PMI-2 under a Slurm step if the
     /// server accepts it, else PMI-1.
     Auto,
+    /// PMI-1 over `PMI_FD` or `PMI_PORT`.
     Pmi1,
+    /// PMI-2 over `PMI_FD` or `PMI_PORT` (falls back to PMI-1 if the server refuses it).
     Pmi2,
+    /// PMIx through the system's libpmix.
     Pmix,
 }
 
 impl PmiChoice {
+    /// The choice in `CIRCULANT_PMI` (auto when unset); an error names the accepted values.
     pub fn from_env() -> Result<Self, BootstrapError> {
         match std::env::var(PMI_ENV) {
             Err(_) => Ok(PmiChoice::Auto),
@@ -30,6 +34,7 @@ impl PmiChoice {
         }
     }
 
+    /// Parses `auto`, `pmi1`, `pmi2` or `pmix` (case and dashes ignored).
     pub fn parse(text: &str) -> Option<Self> {
         match text.trim().to_ascii_lowercase().replace('-', "").as_str() {
             "" | "auto" => Some(PmiChoice::Auto),
@@ -40,6 +45,7 @@ impl PmiChoice {
         }
     }
 
+    /// The name error messages use.
     pub fn name(self) -> &'static str {
         match self {
             PmiChoice::Auto => "auto",

@@ -93,7 +93,7 @@ impl Job {
                 in_fence: vec![false; self.size],
                 arrived: 0,
                 generation: 0,
-                gone: vec![None; self.size],
+                gone: Vec::new(),
                 broken: None,
             }),
             changed: Condvar::new(),
@@ -134,8 +134,9 @@ struct State {
     arrived: usize,
     /// Completed fences.
     generation: u64,
-    /// Why a rank left the job (finalized, dropped, panicked), per rank.
-    gone: Vec<Option<&'static str>>,
+    /// The ranks that left the job (finalized, dropped, panicked) and why, in the order they
+    /// left: a fence names the first, not whichever rank left after it because of it.
+    gone: Vec<(usize, &'static str)>,
     /// Why no fence can complete any more (an abort, a rank that gave up waiting).
     broken: Option<String>,
 }
@@ -148,9 +149,8 @@ impl State {
         }
         self.gone
             .iter()
-            .enumerate()
-            .find(|&(r, gone)| r != rank && gone.is_some() && !self.in_fence[r])
-            .map(|(r, gone)| format!("rank {r} left the job ({})", gone.unwrap_or("gone")))
+            .find(|&&(r, _)| r != rank && !self.in_fence[r])
+            .map(|(r, why)| format!("rank {r} left the job ({why})"))
     }
 
     fn missing(&self) -> Vec<usize> {
@@ -272,7 +272,7 @@ impl MemoryKvs {
         }
         self.left = true;
         let mut state = self.lock();
-        state.gone[self.rank] = Some(why);
+        state.gone.push((self.rank, why));
         self.shared.changed.notify_all();
     }
 

@@ -35,7 +35,7 @@ use pmi1::{Greeted, Pmi1Client};
 use pmi2::Pmi2Client;
 use pmix::PmixClient;
 
-pub use channel::Endpoint;
+pub use channel::ServerAddress;
 pub use launcher::{Detected, PmiChoice, PMI_ENV};
 pub use pmi1::KvsLimits;
 
@@ -54,74 +54,169 @@ const SINGLETON_LIMITS: KvsLimits = KvsLimits {
 };
 
 #[derive(Debug, Error)]
+/// Why a rank could not join its job or use the job's key-value space.
 pub enum BootstrapError {
     #[error(
         "not inside a job: PMI_RANK/PMI_FD not set; start with `circulant run -n N -- ...` or mpiexec"
     )]
+    /// No launcher's variables are set while a job was required.
     NotInJob,
     #[error("environment variable {var}={value:?} is invalid: {reason}")]
+    /// An environment variable holds a value this library cannot use.
     Env {
+        /// The variable.
         var: &'static str,
+        /// Its value.
         value: String,
+        /// What it must be.
         reason: String,
     },
     #[error("cannot reach the PMI server at {endpoint}")]
+    /// The PMI server's socket could not be opened.
     Connect {
+        /// The address tried (`PMI_FD=...` or `PMI_PORT=...`).
         endpoint: String,
         #[source]
+        /// The operating system's error.
         source: std::io::Error,
     },
     #[error("PMI I/O failed while {during}")]
+    /// Reading or writing the PMI channel failed.
     Io {
+        /// The request in progress.
         during: String,
         #[source]
+        /// The operating system's error.
         source: std::io::Error,
     },
     #[error("no answer from the PMI server within {timeout:?} while awaiting {awaiting} (a rank that exited or never started, or a stalled launcher; set {TIMEOUT_ENV} to wait longer)")]
-    Deadline { awaiting: String, timeout: Duration },
+    /// The PMI server did not answer within the bootstrap timeout.
+    Deadline {
+        /// The reply awaited.
+        awaiting: String,
+        /// The timeout that passed.
+        timeout: Duration,
+    },
     #[error(
         "the PMI server closed the connection while awaiting {awaiting} (did the launcher exit?)"
     )]
-    Closed { awaiting: String },
-    #[error("malformed line from the PMI server while awaiting {awaiting}: \"{line}\"")]
-    Malformed {
+    /// The server closed the connection: the launcher exited or dropped this rank.
+    Closed {
+        /// The reply awaited.
         awaiting: String,
+    },
+    #[error("malformed line from the PMI server while awaiting {awaiting}: \"{line}\"")]
+    /// The server sent a line that is not a PMI message.
+    Malformed {
+        /// The reply awaited.
+        awaiting: String,
+        /// The line as received.
         line: String,
         #[source]
+        /// What is wrong with it.
         source: wire::WireError,
     },
     #[error("unexpected reply from the PMI server while awaiting {awaiting}: \"{got}\"")]
-    Unexpected { awaiting: String, got: String },
+    /// The server answered with another command than the one awaited.
+    Unexpected {
+        /// The reply awaited.
+        awaiting: String,
+        /// The line received.
+        got: String,
+    },
     #[error("the PMI server refused `{request}`: rc={rc} {detail}")]
+    /// The server answered a request with an error code.
     Refused {
+        /// The request refused.
         request: String,
+        /// The server's return code.
         rc: String,
+        /// The server's message, if any.
         detail: String,
     },
     #[error("the PMI barrier failed: {detail}")]
-    BarrierFailed { detail: String },
+    /// The job-wide barrier failed (a rank left or finalized).
+    BarrierFailed {
+        /// The server's explanation.
+        detail: String,
+    },
     #[error("key `{key}` not found in the job's key-value space {detail}")]
-    KeyNotFound { key: String, detail: String },
+    /// No rank put this key before the last fence.
+    KeyNotFound {
+        /// The key looked up.
+        key: String,
+        /// What the server or the backend added.
+        detail: String,
+    },
     #[error("key `{key}` has {len} bytes, the PMI server allows at most {max}")]
-    KeyTooLong { key: String, len: usize, max: usize },
+    /// A key is longer than the PMI server accepts.
+    KeyTooLong {
+        /// The key.
+        key: String,
+        /// Its length in bytes.
+        len: usize,
+        /// The longest key the server accepts.
+        max: usize,
+    },
     #[error("value for key `{key}` has {len} bytes, the PMI server allows at most {max} (use put_bytes for long data)")]
-    ValueTooLong { key: String, len: usize, max: usize },
+    /// A value is longer than the PMI server accepts.
+    ValueTooLong {
+        /// The key it was put under.
+        key: String,
+        /// Its length in bytes.
+        len: usize,
+        /// The longest value the server accepts.
+        max: usize,
+    },
     #[error("key `{key}` cannot be sent over PMI-1: {problem}")]
-    InvalidKey { key: String, problem: String },
+    /// A key contains characters PMI-1 lines cannot carry.
+    InvalidKey {
+        /// The key.
+        key: String,
+        /// Which characters.
+        problem: String,
+    },
     #[error("value for key `{key}` cannot be sent over PMI-1: {problem}")]
-    InvalidValue { key: String, problem: String },
+    /// A value contains characters PMI-1 lines cannot carry.
+    InvalidValue {
+        /// The key it was put under.
+        key: String,
+        /// Which characters.
+        problem: String,
+    },
     #[error("key `{key}` does not hold data written by put_bytes: {reason}")]
-    CorruptBytes { key: String, reason: String },
+    /// A key read with `get_bytes` does not hold what `put_bytes` writes.
+    CorruptBytes {
+        /// The key.
+        key: String,
+        /// What is wrong with its value.
+        reason: String,
+    },
     #[error("the bootstrap was already finalized")]
+    /// The bootstrap was used after `finalize`.
     Finalized,
     #[error("in-memory job: {0}")]
+    /// The in-memory job failed (a rank thread ended, or its timeout passed).
     Memory(String),
     #[error("the out-of-band allgather failed: {0}")]
+    /// The caller's out-of-band allgather failed or returned records of the wrong size.
     Oob(String),
     #[error("{seen}, but this process has no PMI it can use: {advice}")]
-    NoPmi { seen: String, advice: String },
+    /// A launcher started several ranks, but none of its PMI interfaces is usable here.
+    NoPmi {
+        /// What the environment shows of the launcher.
+        seen: String,
+        /// How to launch so that a PMI is available.
+        advice: String,
+    },
     #[error("PMIx {during} failed: {status}")]
-    Pmix { during: String, status: String },
+    /// A libpmix call failed.
+    Pmix {
+        /// The call.
+        during: String,
+        /// PMIx's status name.
+        status: String,
+    },
 }
 
 /// How to bootstrap.
@@ -202,27 +297,28 @@ impl Bootstrap {
         Self::from_env_with(&BootstrapOptions::from_env()?)
     }
 
+    /// Like [`Bootstrap::from_env`], with explicit options (timeouts).
     pub fn from_env_with(options: &BootstrapOptions) -> Result<Self, BootstrapError> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         let choice = PmiChoice::from_env()?;
         let fd = var("PMI_FD");
         let port = var("PMI_PORT");
         let id = var("PMI_ID");
-        let endpoint = match (fd, port) {
-            (Some(fd), _) => Some(Endpoint::Fd(parse_env("PMI_FD", &fd)?)),
-            (None, Some(address)) => Some(Endpoint::Port { address, id }),
+        let server = match (fd, port) {
+            (Some(fd), _) => Some(ServerAddress::Fd(parse_env("PMI_FD", &fd)?)),
+            (None, Some(address)) => Some(ServerAddress::Port { address, id }),
             (None, None) => None,
         };
         let detected = launcher::detect();
-        match (endpoint, choice) {
-            (Some(endpoint), PmiChoice::Auto | PmiChoice::Pmi1 | PmiChoice::Pmi2) => {
+        match (server, choice) {
+            (Some(server), PmiChoice::Auto | PmiChoice::Pmi1 | PmiChoice::Pmi2) => {
                 // PMI-2 is offered where it is known to keep PMI-1's guarantees: under Slurm.
                 // Hydra accepts it too, but its PMI-2 fence does not wait for ranks that never
                 // initialized and it has no abort; there PMI-2 is only used when asked for.
                 let offer_pmi2 = choice == PmiChoice::Pmi2
                     || (choice == PmiChoice::Auto && var("SLURM_STEP_ID").is_some());
                 Self::connect_as(
-                    &endpoint,
+                    &server,
                     var("PMI_RANK"),
                     var("PMI_SIZE"),
                     options,
@@ -295,26 +391,26 @@ impl Bootstrap {
         })
     }
 
-    /// Joins through an explicit endpoint, with rank and size as the environment would give.
+    /// Joins the PMI server at an explicit address, with rank and size as the environment would give.
     /// PMI-1 only, as the built-in launcher and Hydra serve it.
     pub fn connect(
-        endpoint: &Endpoint,
+        server: &ServerAddress,
         rank: Option<String>,
         size: Option<String>,
         options: &BootstrapOptions,
     ) -> Result<Self, BootstrapError> {
-        Self::connect_as(endpoint, rank, size, options, false)
+        Self::connect_as(server, rank, size, options, false)
     }
 
-    /// Joins through `endpoint` with PMI-2 if offered and the server accepts it, else PMI-1.
+    /// Joins the server at `server` with PMI-2 if offered and the server accepts it, else PMI-1.
     fn connect_as(
-        endpoint: &Endpoint,
+        server: &ServerAddress,
         rank: Option<String>,
         size: Option<String>,
         options: &BootstrapOptions,
         offer_pmi2: bool,
     ) -> Result<Self, BootstrapError> {
-        let mut client = match Pmi1Client::greet(endpoint, options.timeout, offer_pmi2)? {
+        let mut client = match Pmi1Client::greet(server, options.timeout, offer_pmi2)? {
             Greeted::Pmi1(client) => client,
             Greeted::Pmi2 { channel, assigned } => {
                 let rank = match (assigned.0, &rank) {
@@ -396,10 +492,12 @@ impl Bootstrap {
         Ok(memory::Job::new(size)?.timeout(timeout).bootstraps())
     }
 
+    /// This process's rank in the job.
     pub fn rank(&self) -> usize {
         self.rank
     }
 
+    /// The number of ranks in the job.
     pub fn size(&self) -> usize {
         self.size
     }
@@ -481,6 +579,8 @@ impl Bootstrap {
         format!("{name}@{rank}")
     }
 
+    /// Stores `value` under `key` in the job's key-value space; other ranks see it after the next
+    /// fence.
     pub fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError> {
         self.check_open()?;
         match &mut self.backend {
@@ -497,6 +597,7 @@ impl Bootstrap {
         }
     }
 
+    /// The value other ranks (or this one) stored under `key` before the last fence.
     pub fn get(&mut self, key: &str) -> Result<String, BootstrapError> {
         self.check_open()?;
         match &mut self.backend {

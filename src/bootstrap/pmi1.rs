@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::channel::{Channel, Endpoint};
+use super::channel::{Channel, ServerAddress};
 use super::wire::{check_token, excerpt, Message, REQUEST_LINE_MAX};
 use super::BootstrapError;
 
@@ -15,8 +15,11 @@ use super::BootstrapError;
 /// fields are therefore one less than the announced figures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KvsLimits {
+    /// The longest kvsname in bytes.
     pub kvsname_max: usize,
+    /// The longest key in bytes.
     pub key_max: usize,
+    /// The longest value in bytes.
     pub value_max: usize,
 }
 
@@ -51,12 +54,12 @@ impl Pmi1Client {
     /// answers `pmi_version=2`, one that does not answers 1 (or refuses, and is asked again
     /// for version 1).
     pub(super) fn greet(
-        endpoint: &Endpoint,
+        server: &ServerAddress,
         timeout: std::time::Duration,
         offer_pmi2: bool,
     ) -> Result<Greeted, BootstrapError> {
         let mut client = Pmi1Client {
-            channel: Channel::open(endpoint, timeout)?,
+            channel: Channel::open(server, timeout)?,
             kvsname: String::new(),
             limits: KvsLimits {
                 kvsname_max: 0,
@@ -67,7 +70,7 @@ impl Pmi1Client {
             rank: None,
             size: None,
         };
-        if let Endpoint::Port { id: Some(id), .. } = endpoint {
+        if let ServerAddress::Port { id: Some(id), .. } = server {
             client.port_handshake(id)?;
         }
         let init = |version: u32| {

@@ -29,21 +29,25 @@ pub struct Frame {
 }
 
 impl Frame {
+    /// A message with `cmd` as its first field.
     pub fn new(cmd: &str) -> Self {
         Frame {
             fields: vec![("cmd".to_owned(), cmd.to_owned())],
         }
     }
 
+    /// The message with one more field.
     pub fn with(mut self, key: &str, value: impl ToString) -> Self {
         self.fields.push((key.to_owned(), value.to_string()));
         self
     }
 
+    /// The command (the `cmd` field), empty if absent.
     pub fn cmd(&self) -> &str {
         self.get("cmd").unwrap_or("")
     }
 
+    /// The value of the first field named `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.fields
             .iter()
@@ -137,28 +141,35 @@ impl Pmi2Client {
         Ok(client)
     }
 
+    /// This process's rank, as the server assigned it.
     pub fn rank(&self) -> usize {
         self.rank
     }
+    /// The number of ranks in the job.
     pub fn size(&self) -> usize {
         self.size
     }
+    /// The application number (`appnum`) of this process's executable.
     pub fn appnum(&self) -> i64 {
         self.appnum
     }
+    /// The job id the server reported; key-value requests name it.
     pub fn jobid(&self) -> &str {
         &self.jobid
     }
+    /// The key and value lengths PMI-2 allows.
     pub fn limits(&self) -> KvsLimits {
         LIMITS
     }
 
+    /// Stores `value` under `key`; visible to others after the next fence.
     pub fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError> {
         check_entry(key, value, LIMITS)?;
         self.call(&Frame::new("kvs-put").with("key", key).with("value", value))?;
         Ok(())
     }
 
+    /// The value stored under `key` before the last fence.
     pub fn get(&mut self, key: &str) -> Result<String, BootstrapError> {
         check_entry(key, "", LIMITS)?;
         let request = Frame::new("kvs-get")
@@ -199,6 +210,7 @@ impl Pmi2Client {
         self.channel.watch_hangup()
     }
 
+    /// Leaves the job cleanly; the server then no longer counts this rank in barriers.
     pub fn finalize(&mut self) -> Result<(), BootstrapError> {
         self.channel.end_watch();
         self.call(&Frame::new("finalize"))?;

@@ -25,22 +25,30 @@ pub struct Message {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum WireError {
     #[error("the line is not UTF-8")]
+    /// The bytes are not UTF-8.
     NotUtf8,
     #[error("the line is empty")]
+    /// The line has no fields.
     Empty,
     #[error("the line contains control character {0:#04x}")]
+    /// The line contains this control character.
     ControlChar(u8),
     #[error("token `{0}` is not of the form key=value")]
+    /// A field has no `=`.
     NotKeyValue(String),
     #[error("the line must start with `cmd=NAME`, it starts with `{0}`")]
+    /// The first field is not `cmd=NAME`.
     NoCmd(String),
     #[error("field `{0}` appears twice")]
+    /// A field name occurs twice.
     DuplicateKey(String),
     #[error("the line is longer than {MAX_LINE} bytes")]
+    /// The line exceeds the longest line the protocol allows.
     TooLong,
 }
 
 impl Message {
+    /// A message with `cmd=NAME` as its first field.
     pub fn new(cmd: &str) -> Self {
         Message {
             cmd: cmd.to_owned(),
@@ -54,14 +62,17 @@ impl Message {
         self
     }
 
+    /// The command name.
     pub fn cmd(&self) -> &str {
         &self.cmd
     }
 
+    /// All fields in order, `cmd` first.
     pub fn fields(&self) -> &[(String, String)] {
         &self.fields
     }
 
+    /// The value of field `key`, if present.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.fields
             .iter()
@@ -117,9 +128,13 @@ impl Message {
 /// Why a key or value cannot be carried by PMI-1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TokenProblem {
+    /// The key or value is empty.
     Empty,
+    /// It contains a space (the field separator).
     Space,
+    /// It contains a control character (a line end would split the line).
     Control,
+    /// It contains `=` (the key-value separator).
     Equals,
 }
 
@@ -188,12 +203,14 @@ impl Default for LineReader {
 /// What [`LineReader::read_line`] found.
 #[derive(Debug)]
 pub enum LineRead {
+    /// A complete line, without its `\n`.
     Line(Vec<u8>),
     /// The peer closed the stream; holds any unterminated bytes it sent last.
     Closed(Vec<u8>),
 }
 
 impl LineReader {
+    /// A reader with nothing buffered.
     pub fn new() -> Self {
         Self::default()
     }

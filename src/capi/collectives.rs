@@ -1,4 +1,4 @@
-//! The collectives of the C API, blocking: each builds a [`Collective`] from its C arguments,
+//! The collectives of the C API, blocking: each builds a `Collective` from its C arguments,
 //! starts it and waits. The nonblocking and persistent forms (`requests.rs`) start the same
 //! descriptions.
 
@@ -13,19 +13,30 @@ use super::status::{Failure, Outcome};
 
 /// Data types of the reductions (`int dtype`).
 pub const CIRCULANT_INT32: c_int = 0;
+/// 64-bit signed integers.
 pub const CIRCULANT_INT64: c_int = 1;
+/// 32-bit unsigned integers.
 pub const CIRCULANT_UINT32: c_int = 2;
+/// 64-bit unsigned integers.
 pub const CIRCULANT_UINT64: c_int = 3;
+/// 32-bit IEEE floats.
 pub const CIRCULANT_FLOAT32: c_int = 4;
+/// 64-bit IEEE floats.
 pub const CIRCULANT_FLOAT64: c_int = 5;
 
 /// Operators of the reductions (`int op`); the bitwise ones on integers only.
 pub const CIRCULANT_SUM: c_int = 0;
+/// Product.
 pub const CIRCULANT_PROD: c_int = 1;
+/// Minimum.
 pub const CIRCULANT_MIN: c_int = 2;
+/// Maximum.
 pub const CIRCULANT_MAX: c_int = 3;
+/// Bitwise and.
 pub const CIRCULANT_BAND: c_int = 4;
+/// Bitwise or.
 pub const CIRCULANT_BOR: c_int = 5;
+/// Bitwise exclusive or.
 pub const CIRCULANT_BXOR: c_int = 6;
 
 /// The address `CIRCULANT_IN_PLACE` stands for (see the header).

@@ -6,8 +6,8 @@
 //! point catches panics: none crosses into C. One operation is in flight per communicator,
 //! and a communicator is used by one thread at a time.
 //!
-//! The raw pointers C passes in are turned into references in [`raw`] only, the one module
-//! of the C API with `unsafe` code (see docs/design.md, "The C boundary"). The module allows
+//! The raw pointers C passes in are turned into references in `raw` only, the one module
+//! of the C API with `unsafe` code (see docs/architecture.md, section "The C boundary"). The module allows
 //! the `unsafe_code` lint because `#[no_mangle]` trips it too; a test
 //! (tests/capi_header.rs) keeps `unsafe` blocks, functions and impls out of the other files.
 

@@ -6,12 +6,12 @@
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-use circulant::bench::report::format_seconds;
 use circulant::comm::{Choice, Communicator};
 use circulant::launch::{run_job, JobSpec};
 use circulant::plan::bounds::lower_bound;
 use circulant::plan::distribution::Distribution;
 use circulant::plan::{registry, Problem};
+use circulant::report::compare::format_seconds;
 use circulant::sim::cases::{CaseData, RankData};
 
 use super::bench::measure::{measure_model, Window};

@@ -8,12 +8,12 @@ use std::process::ExitCode;
 use clap::ValueEnum;
 
 use super::{parse_ranks, ratio_to_bound, CliResult};
-use circulant::bench::csv::AlphaBeta;
-use circulant::bench::report::format_seconds;
 use circulant::plan::bounds::lower_bound;
 use circulant::plan::distribution::Distribution;
 use circulant::plan::merge::{tally, IovLimits};
 use circulant::plan::{registry, CostModel, Dtype, Problem, ReduceOp, Reduction};
+use circulant::report::compare::format_seconds;
+use circulant::report::csv::AlphaBeta;
 
 /// Beyond this many rank-rounds (p times the predicted rounds) plans are not walked and writes
 /// are not counted: the walk takes about 10 µs per rank-round in a debug build.

@@ -65,6 +65,7 @@ impl std::fmt::Debug for Buffer {
 
 /// Bytes a collective reads: a registered [`Buffer`] or any byte slice.
 pub trait Payload {
+    /// The bytes to send.
     fn bytes(&self) -> &[u8];
     /// The registration behind the bytes, if they are a [`Buffer`] (then nothing is copied).
     fn registered(&self) -> Option<&RegisteredMemory> {
@@ -74,6 +75,7 @@ pub trait Payload {
 
 /// Bytes a collective writes.
 pub trait PayloadMut: Payload {
+    /// The bytes to receive into.
     fn bytes_mut(&mut self) -> &mut [u8];
 }
 
@@ -118,6 +120,7 @@ impl PayloadMut for Vec<u8> {
 
 /// Element types of reductions.
 pub trait Element: bytemuck::Pod {
+    /// The reduction element type this Rust type is.
     const DTYPE: Dtype;
 }
 

@@ -1,6 +1,9 @@
 //! One collective call as the communicator runs it, and the arguments of it that every rank
 //! must agree on, encoded explicitly (the digest that ready tokens carry and the records that
 //! `CIRCULANT_CHECK` exchanges are built from these words, never from `Debug` output).
+//!
+//! How the digest is checked: docs/architecture.md, section "The one-sided protocol
+//! (src/transport)", paragraph "Disagreeing ranks".
 
 use crate::plan::{Problem, Reduction};
 use crate::transport::wire::Digest;

@@ -6,6 +6,9 @@
 //!
 //! Without it, only disagreements between ranks that exchange data in the call are caught
 //! (by the digest of the ready tokens); see the README.
+//!
+//! Why it exists: docs/architecture.md, section "The one-sided protocol (src/transport)",
+//! paragraph "Disagreeing ranks".
 
 use crate::fabric::Access::{Local, RemoteWrite};
 use crate::plan::{registry, Algorithm, Dtype, Problem, ReduceOp};

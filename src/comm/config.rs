@@ -21,18 +21,31 @@ use crate::limits::parse_positive_seconds;
 use crate::plan::CostModel;
 use crate::transport::{eager, EagerConfig, DEFAULT_DEADLINE};
 
+/// The libfabric provider to use (`shm`, `tcp;ofi_rxm`, `verbs;ofi_rxm`, ...).
 pub const PROVIDER_ENV: &str = "CIRCULANT_PROVIDER";
+/// `0` keeps network providers off 127.0.0.1 when all ranks share a host.
 pub const LOOPBACK_ENV: &str = "CIRCULANT_LOOPBACK";
+/// Deadline of one collective, in seconds.
 pub const TIMEOUT_ENV: &str = "CIRCULANT_TIMEOUT";
+/// α (s) of the model that chooses algorithms.
 pub const ALPHA_ENV: &str = "CIRCULANT_ALPHA";
+/// β (s/B) of the model that chooses algorithms.
 pub const BETA_ENV: &str = "CIRCULANT_BETA";
+/// Per-write overhead o (s) of the model that chooses algorithms.
 pub const O_ENV: &str = "CIRCULANT_O";
+/// Comma-separated algorithm names, forced wherever they apply.
 pub const ALGORITHM_ENV: &str = "CIRCULANT_ALGORITHM";
+/// `1` turns on the full argument check before every collective.
 pub const CHECK_ENV: &str = "CIRCULANT_CHECK";
+/// The job's authentication key (hex); `circulant run` sets a random one.
 pub const AUTH_KEY_ENV: &str = "CIRCULANT_AUTH_KEY";
+/// Operations of at most this many bytes take the eager path (`0`: none).
 pub const EAGER_LIMIT_ENV: &str = "CIRCULANT_EAGER_LIMIT";
+/// Receive slots a rank keeps per peer that writes to it eagerly.
 pub const EAGER_SLOTS_ENV: &str = "CIRCULANT_EAGER_SLOTS";
+/// Bytes of one eager receive slot, its header included.
 pub const EAGER_SLOT_BYTES_ENV: &str = "CIRCULANT_EAGER_SLOT_BYTES";
+/// How many plans of earlier calls a communicator keeps (`0`: none).
 pub const PLAN_CACHE_ENV: &str = "CIRCULANT_PLAN_CACHE";
 
 /// Most plans a communicator keeps (`CIRCULANT_PLAN_CACHE`).
@@ -40,28 +53,43 @@ pub const MAX_PLAN_CACHE: usize = 65536;
 
 #[derive(Debug, thiserror::Error)]
 #[error("{var}={value:?}: {reason}")]
+/// A configuration variable with a value that cannot be used.
 pub struct ConfigError {
+    /// The variable.
     pub var: &'static str,
+    /// Its value.
     pub value: String,
+    /// What it must be.
     pub reason: &'static str,
 }
 
 #[derive(Clone, Debug, PartialEq)]
+/// How a communicator is set up and chooses algorithms; [`Config::from_env`] reads it from the
+/// `CIRCULANT_*` variables.
 pub struct Config {
+    /// The provider to use; `None`: `shm` on one host, else the first RMA-capable provider.
     pub provider: Option<String>,
+    /// Pin network providers to 127.0.0.1 when all ranks share a host.
     pub loopback: bool,
+    /// How long an operation may take before it fails on every rank.
     pub deadline: Duration,
+    /// α (s) of the cost model; `None`: the provider's rough value.
     pub alpha: Option<f64>,
+    /// β (s/B) of the cost model; `None`: the provider's rough value.
     pub beta: Option<f64>,
+    /// Per-write overhead o (s) of the cost model; `None`: the provider's rough value.
     pub o: Option<f64>,
+    /// Algorithm names forced wherever they apply.
     pub algorithms: Vec<String>,
     /// The full argument check before every collective (the same on every rank).
     pub check: bool,
     /// Set on the domain of providers that support authorization keys (see [`AuthKey`]).
     pub auth_key: Option<AuthKey>,
-    /// The eager path's limit in bytes (`None`: from the model), slots per writer and slot size.
+    /// The eager path's limit in bytes (`None`: from the model).
     pub eager_limit: Option<usize>,
+    /// Receive slots per eager writer (`None`: the default).
     pub eager_slots: Option<usize>,
+    /// Bytes of one receive slot (`None`: the default).
     pub eager_slot_bytes: Option<usize>,
     /// Plans of earlier calls kept per communicator, least recently used dropped first
     /// (0: none).
@@ -89,6 +117,8 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The configuration in the `CIRCULANT_*` environment variables; an invalid value is an error,
+    /// not ignored.
     pub fn from_env() -> Result<Config, ConfigError> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         // libfabric reads FI_PROVIDER itself, and an empty value excludes every provider.

@@ -107,7 +107,9 @@ pub struct Communicator {
 /// What the last collective ran.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Executed {
+    /// The algorithm's name.
     pub algorithm: &'static str,
+    /// What the transport did.
     pub stats: OpStats,
 }
 
@@ -140,6 +142,7 @@ impl Communicator {
         Self::init_with(Config::from_env()?)
     }
 
+    /// Joins the job named by the environment (PMI), with an explicit configuration.
     pub fn init_with(config: Config) -> Result<Communicator> {
         Self::init_over(Bootstrap::from_env()?, config)
     }
@@ -185,10 +188,12 @@ impl Communicator {
         }
     }
 
+    /// This rank in the communicator, 0 ≤ rank < size.
     pub fn rank(&self) -> usize {
         self.transport.rank()
     }
 
+    /// The number of ranks.
     pub fn size(&self) -> usize {
         self.transport.size()
     }

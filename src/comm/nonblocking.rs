@@ -20,6 +20,9 @@
 //! request.wait()?;
 //! # Ok::<(), circulant::comm::CommError>(())
 //! ```
+//!
+//! How requests map onto the transport: docs/architecture.md, section "Nonblocking
+//! collectives".
 
 use crate::plan::{Problem, ReduceOp, Reduction};
 use crate::transport::{Operation, TransportError};

@@ -79,6 +79,7 @@ impl Communicator {
         self.bcast_init_using(buf, root, Choice::Auto)
     }
 
+    /// [`Communicator::bcast_init`] with a forced or configured algorithm choice.
     pub fn bcast_init_using<'c, 'b>(
         &'c mut self,
         buf: &'b mut Buffer,
@@ -104,6 +105,7 @@ impl Communicator {
         self.allgatherv_init_using(send, recv, counts, Choice::Auto)
     }
 
+    /// [`Communicator::allgatherv_init`] with a forced or configured algorithm choice.
     pub fn allgatherv_init_using<'c, 'b>(
         &'c mut self,
         send: &'b mut Buffer,
@@ -132,6 +134,7 @@ impl Communicator {
         self.allgatherv_in_place_init_using(recv, counts, Choice::Auto)
     }
 
+    /// [`Communicator::allgatherv_in_place_init`] with a forced or configured algorithm choice.
     pub fn allgatherv_in_place_init_using<'c, 'b>(
         &'c mut self,
         recv: &'b mut Buffer,
@@ -290,10 +293,12 @@ impl<'c, 'b> Persistent<'c, 'b> {
         self.algorithm
     }
 
+    /// The rank of the communicator this request runs on.
     pub fn rank(&self) -> usize {
         self.comm.rank()
     }
 
+    /// The size of the communicator this request runs on.
     pub fn size(&self) -> usize {
         self.comm.size()
     }

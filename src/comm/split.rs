@@ -18,7 +18,9 @@ use super::{Choice, CommError, Communicator, Payload, PayloadMut, Result};
 /// The two groups of an inter-communicator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Side {
+    /// The first group (its ranks are numbered first in the parent).
     A,
+    /// The second group.
     B,
 }
 
@@ -176,6 +178,7 @@ impl Communicator {
         self.intergroup_allgatherv_using(side, send, recv, counts_a, counts_b, Choice::Auto)
     }
 
+    /// [`Communicator::intergroup_allgatherv`] with a forced or configured algorithm choice.
     pub fn intergroup_allgatherv_using<S, R>(
         &mut self,
         side: Side,
@@ -259,10 +262,12 @@ impl InterCommunicator {
         }
     }
 
+    /// The number of ranks in this rank's own group.
     pub fn local_size(&self) -> usize {
         self.size_of(self.side)
     }
 
+    /// The number of ranks in the other group.
     pub fn remote_size(&self) -> usize {
         self.size_of(self.side.other())
     }
@@ -289,6 +294,7 @@ impl InterCommunicator {
         self.allgather_using(send, recv, Choice::Auto)
     }
 
+    /// [`InterCommunicator::allgather`] with a forced or configured algorithm choice.
     pub fn allgather_using<S, R>(
         &mut self,
         send: &S,
@@ -329,6 +335,7 @@ impl InterCommunicator {
         self.allgatherv_using(send, recv, local_counts, remote_counts, Choice::Auto)
     }
 
+    /// [`InterCommunicator::allgatherv`] with a forced or configured algorithm choice.
     pub fn allgatherv_using<S, R>(
         &mut self,
         send: &S,

@@ -95,7 +95,7 @@ impl Communicator {
     pub(super) fn place<'a, S, R>(
         &mut self,
         call: &Call<'_>,
-        need: plan::Buffers,
+        need: plan::BufferSizes,
         send: Option<&'a S>,
         recv: Option<&'a mut R>,
     ) -> Result<Placement<'a>>

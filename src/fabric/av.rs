@@ -13,6 +13,7 @@ use super::{check, Domain, FabricError, Result};
 pub struct Address(pub(crate) sys::fi_addr_t);
 
 impl Address {
+    /// The `fi_addr_t` value libfabric takes.
     pub fn raw(self) -> u64 {
         self.0
     }

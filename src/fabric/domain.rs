@@ -32,6 +32,7 @@ pub struct Fabric {
 }
 
 impl Fabric {
+    /// Opens the fabric of a provider that `fi_getinfo` returned.
     pub fn open(info: &Info) -> Result<Fabric> {
         let mut fid = ptr::null_mut();
         // SAFETY: info owns a valid fabric_attr; fid receives the new object.

@@ -19,6 +19,7 @@ use super::{
 pub struct WriteFlags(u64);
 
 impl WriteFlags {
+    /// No flags.
     pub const NONE: WriteFlags = WriteFlags(0);
     /// `FI_MORE`: more writes follow at once; the provider may batch them.
     pub const MORE: WriteFlags = WriteFlags(sys::FI_MORE);

@@ -22,6 +22,7 @@ pub enum FabricError {
     /// A libfabric call returned a negative error code.
     #[error("{call}: {text} (libfabric error {code})")]
     Call {
+        /// The libfabric function that failed.
         call: &'static str,
         /// Positive libfabric error code (`FI_E*`).
         code: i32,
@@ -53,9 +54,11 @@ pub enum FabricError {
     /// passed to libfabric.
     #[error("{what} (libfabric error {code}: {text})")]
     Invalid {
+        /// What does not fit.
         what: String,
         /// `FI_EINVAL` (or `FI_EMSGSIZE` for sizes beyond a provider limit).
         code: i32,
+        /// `fi_strerror(code)`.
         text: String,
     },
 }

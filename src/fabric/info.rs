@@ -13,15 +13,25 @@ use super::{api_version, c_string, FabricError, Result};
 pub struct MrMode(pub u32);
 
 impl MrMode {
+    /// `FI_MR_LOCAL`: local buffers of transfers must be registered too.
     pub const LOCAL: MrMode = MrMode(sys::FI_MR_LOCAL as u32);
+    /// `FI_MR_RAW`: keys are raw bytes to be mapped before use.
     pub const RAW: MrMode = MrMode(sys::FI_MR_RAW as u32);
+    /// `FI_MR_VIRT_ADDR`: remote addresses are virtual addresses, not offsets.
     pub const VIRT_ADDR: MrMode = MrMode(sys::FI_MR_VIRT_ADDR as u32);
+    /// `FI_MR_ALLOCATED`: only memory backed by pages may be registered.
     pub const ALLOCATED: MrMode = MrMode(sys::FI_MR_ALLOCATED as u32);
+    /// `FI_MR_PROV_KEY`: the provider chooses the keys.
     pub const PROV_KEY: MrMode = MrMode(sys::FI_MR_PROV_KEY as u32);
+    /// `FI_MR_MMU_NOTIFY`: the provider must be told when mappings change.
     pub const MMU_NOTIFY: MrMode = MrMode(sys::FI_MR_MMU_NOTIFY as u32);
+    /// `FI_MR_RMA_EVENT`: registrations must be enabled before use.
     pub const RMA_EVENT: MrMode = MrMode(sys::FI_MR_RMA_EVENT as u32);
+    /// `FI_MR_ENDPOINT`: registrations are bound to an endpoint.
     pub const ENDPOINT: MrMode = MrMode(sys::FI_MR_ENDPOINT as u32);
+    /// `FI_MR_HMEM`: device memory must be registered.
     pub const HMEM: MrMode = MrMode(sys::FI_MR_HMEM as u32);
+    /// `FI_MR_COLLECTIVE`: registrations for collective offload.
     pub const COLLECTIVE: MrMode = MrMode(sys::FI_MR_COLLECTIVE as u32);
 
     /// Every bit this layer knows how to honour; the default in [`Hints`].
@@ -45,6 +55,7 @@ impl MrMode {
         (Self::COLLECTIVE, "FI_MR_COLLECTIVE"),
     ];
 
+    /// Whether every bit of `other` is set.
     pub fn contains(self, other: MrMode) -> bool {
         self.0 & other.0 == other.0
     }
@@ -91,6 +102,7 @@ pub enum Progress {
     Auto,
     /// Operations only progress while the application calls into the provider (CQ reads).
     Manual,
+    /// The provider does not say.
     Unspecified,
     /// A value this build does not name (newer headers).
     Other(u32),
@@ -204,6 +216,7 @@ impl Hints {
         }
     }
 
+    /// Only this provider (`fi_getinfo`'s `prov_name`).
     pub fn provider(mut self, name: impl Into<String>) -> Self {
         self.provider = Some(name.into());
         self
@@ -215,11 +228,13 @@ impl Hints {
         self
     }
 
+    /// Asks for these registration modes (tests force the modes of other providers).
     pub fn mr_mode(mut self, mr_mode: MrMode) -> Self {
         self.mr_mode = mr_mode;
         self
     }
 
+    /// Asks for a domain restricted to this authorization key.
     pub fn auth_key(mut self, key: AuthKey) -> Self {
         self.auth_key = Some(key);
         self
@@ -418,6 +433,7 @@ impl Info {
             .unwrap_or_default()
     }
 
+    /// The fabric's name.
     pub fn fabric_name(&self) -> String {
         // SAFETY: as in provider.
         self.fabric_attr()
@@ -425,6 +441,7 @@ impl Info {
             .unwrap_or_default()
     }
 
+    /// The domain's name.
     pub fn domain_name(&self) -> String {
         // SAFETY: as in provider.
         self.domain_attr()
@@ -447,6 +464,7 @@ impl Info {
         self.mode() & sys::FI_RX_CQ_DATA != 0
     }
 
+    /// The registration modes the provider requires.
     pub fn mr_mode(&self) -> MrMode {
         MrMode(self.domain_attr().map_or(0, |a| a.mr_mode as u32))
     }
@@ -486,10 +504,12 @@ impl Info {
         self.rx_attr().map_or(0, |a| a.size)
     }
 
+    /// Largest message one transfer may carry.
     pub fn max_msg_size(&self) -> usize {
         self.ep_attr().map_or(0, |a| a.max_msg_size)
     }
 
+    /// Whether data transfers progress by themselves or only while the application calls in.
     pub fn data_progress(&self) -> Progress {
         // SAFETY: the shim only reads the owned fi_info (null-checked).
         Progress::from_raw(unsafe { sys::circ_fi_info_data_progress(self.as_ptr()) })

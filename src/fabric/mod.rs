@@ -57,7 +57,9 @@ const _: () = {
 /// A libfabric API version (`major.minor`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Version {
+    /// Major version.
     pub major: u32,
+    /// Minor version.
     pub minor: u32,
 }
 

@@ -213,10 +213,12 @@ impl RegisteredMemory {
         })
     }
 
+    /// Length in bytes.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether the length is 0.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -347,10 +349,12 @@ pub struct LocalRange<'a> {
 }
 
 impl LocalRange<'_> {
+    /// Length in bytes.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether the length is 0.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -360,8 +364,11 @@ impl LocalRange<'_> {
 /// `FI_MR_VIRT_ADDR`, else 0 as addresses are offsets), length and key. Exchanged as 24 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RemoteRegion {
+    /// Base address (virtual address, or 0 where addresses are offsets).
     pub base: u64,
+    /// Length in bytes.
     pub len: u64,
+    /// Remote key.
     pub key: u64,
 }
 
@@ -395,6 +402,7 @@ impl RemoteRegion {
         out
     }
 
+    /// Parses the 24 bytes of [`RemoteRegion::to_bytes`]; any other length is an error.
     pub fn from_bytes(bytes: &[u8]) -> Result<RemoteRegion> {
         let bytes: &[u8; REMOTE_REGION_BYTES] = bytes.try_into().map_err(|_| {
             FabricError::invalid(format!(
@@ -420,8 +428,11 @@ impl RemoteRegion {
 /// one is checked by the peer's provider, never trusted locally.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RemoteRange {
+    /// Address (see [`RemoteRegion`]).
     pub addr: u64,
+    /// Length in bytes.
     pub len: u64,
+    /// Remote key.
     pub key: u64,
 }
 

@@ -52,8 +52,11 @@ const FOREIGN_PMI_VARS: &[&str] = &[
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct JobSpec {
+    /// Number of ranks to start.
     pub ranks: usize,
+    /// The program every rank runs.
     pub program: OsString,
+    /// Its arguments.
     pub args: Vec<OsString>,
     /// Extra environment for every rank (e.g. `FI_PROVIDER`).
     pub env: Vec<(OsString, OsString)>,
@@ -69,6 +72,8 @@ pub struct JobSpec {
 }
 
 impl JobSpec {
+    /// A job of `ranks` ranks running `program` without arguments, with the default grace and no
+    /// timeout.
     pub fn new(ranks: usize, program: impl Into<OsString>) -> Self {
         JobSpec {
             ranks,
@@ -84,32 +89,45 @@ impl JobSpec {
 }
 
 #[derive(Debug, Error)]
+/// Why a job could not be started.
 pub enum LaunchError {
     #[error("a job needs at least one rank")]
+    /// The job has no ranks.
     NoRanks,
     #[error("cannot create the PMI channel of rank {rank}")]
+    /// The socketpair of a rank's PMI channel could not be created.
     Channel {
+        /// The rank.
         rank: usize,
         #[source]
+        /// The operating system's error.
         source: std::io::Error,
     },
     #[error("cannot start rank {rank} ({program})")]
+    /// A rank's process could not be started.
     Spawn {
+        /// The rank.
         rank: usize,
+        /// The program.
         program: String,
         #[source]
+        /// The operating system's error.
         source: std::io::Error,
     },
     #[error("cannot install the launcher's interrupt handler: {0}")]
+    /// The launcher's signal handlers could not be installed.
     Signals(String),
     #[error("cannot draw the job's random authentication key")]
+    /// The job's authentication key could not be drawn.
     AuthKey(#[source] std::io::Error),
 }
 
 /// How a process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Termination {
+    /// Exited with this status.
     Exited(i32),
+    /// Was killed by this signal.
     Signaled(i32),
 }
 
@@ -143,29 +161,40 @@ impl std::fmt::Display for Termination {
 /// Why the job ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobOutcome {
+    /// Every rank exited with status 0 after PMI finalize.
     Succeeded,
     /// The first rank seen to fail.
     RankFailed {
+        /// The rank.
         rank: usize,
+        /// How it ended.
         termination: Termination,
     },
     /// A rank exited with status 0 after PMI init but without finalize: its peers can never
     /// complete a barrier with it.
     NoFinalize {
+        /// The rank.
         rank: usize,
     },
     /// A rank called PMI abort.
     Aborted {
+        /// The rank.
         rank: usize,
+        /// The code it gave to abort.
         code: i32,
     },
     /// A rank spoke something other than PMI-1 on its channel.
     PmiProtocol {
+        /// The rank.
         rank: usize,
+        /// What it sent.
         detail: String,
     },
+    /// The job ran longer than its timeout.
     TimedOut {
+        /// The timeout.
         after: Duration,
+        /// The ranks still running then.
         running: Vec<usize>,
     },
     /// SIGINT, SIGTERM or SIGHUP.
@@ -175,15 +204,20 @@ pub enum JobOutcome {
 /// One rank at the end of the job.
 #[derive(Debug, Clone)]
 pub struct RankReport {
+    /// Process id.
     pub pid: u32,
+    /// How it ended.
     pub termination: Termination,
+    /// How far it came in PMI.
     pub pmi: PmiPhase,
 }
 
 /// The end of a job: its outcome and every rank's.
 #[derive(Debug, Clone)]
 pub struct JobReport {
+    /// Why the job ended.
     pub outcome: JobOutcome,
+    /// Every rank, by rank.
     pub ranks: Vec<RankReport>,
     /// The PMI barrier the job was stuck in, if it was.
     pub barrier_stall: Option<BarrierStall>,

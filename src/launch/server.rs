@@ -19,7 +19,9 @@ use crate::bootstrap::wire::{
 /// The maxima we announce (Hydra's figures). As in PMI-1's C interface they are buffer sizes
 /// that count a terminating NUL, so the longest key or value accepted is one byte shorter.
 pub const KVSNAME_MAX: usize = 256;
+/// Longest key, counting the NUL (so 63 bytes are accepted).
 pub const KEY_MAX: usize = 64;
+/// Longest value, counting the NUL (so 1023 bytes are accepted).
 pub const VALUE_MAX: usize = 1024;
 
 /// Most keys one rank may put (a key put again counts once).
@@ -37,9 +39,11 @@ const QUEUED_REPLIES_MAX: usize = 64 * 1024;
 pub enum PmiPhase {
     /// Never sent `init` (a program that does not use PMI, or one stuck before it).
     NotInitialized,
+    /// Sent `init`.
     Initialized,
     /// Sent `barrier_in`, waiting for the others.
     InBarrier,
+    /// Sent `finalize`.
     Finalized,
     /// Closed its connection without `finalize`.
     LeftWithoutFinalize,
@@ -60,7 +64,9 @@ impl std::fmt::Display for PmiPhase {
 /// Who was in a barrier that could not complete, and where the others were.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BarrierStall {
+    /// The ranks waiting in the barrier.
     pub waiting: Vec<usize>,
+    /// The ranks not in it, and where they were.
     pub absent: Vec<(usize, PmiPhase)>,
 }
 

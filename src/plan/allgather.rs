@@ -6,7 +6,7 @@
 //! write names the remote offset.
 
 use super::{
-    ceil_log2, displacements, piece, Algorithm, Buf, Buffers, CostModel, Local, PlanError,
+    ceil_log2, displacements, piece, Algorithm, Buf, BufferSizes, CostModel, Local, PlanError,
     Prediction, Problem, Round,
 };
 
@@ -62,8 +62,8 @@ impl Gathered {
         self.counts.len()
     }
 
-    pub fn buffers(&self, rank: usize) -> Buffers {
-        Buffers {
+    pub fn buffers(&self, rank: usize) -> BufferSizes {
+        BufferSizes {
             send: self.counts[rank],
             recv: self.total,
             scratch: 0,
@@ -113,8 +113,11 @@ pub struct RingAllgather {
 }
 
 impl RingAllgather {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "ring-allgather";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         Ok(RingAllgather {
             g: Gathered::new(problem, Self::NAME)?,
@@ -129,7 +132,7 @@ impl Algorithm for RingAllgather {
     fn problem(&self) -> &Problem {
         &self.g.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
         self.g.buffers(rank)
     }
     fn setup(&self, rank: usize) -> Vec<Local> {
@@ -172,8 +175,11 @@ pub struct RecursiveDoublingAllgather {
 }
 
 impl RecursiveDoublingAllgather {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "recursive-doubling-allgather";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         let g = Gathered::new(problem, Self::NAME)?;
         if !g.p().is_power_of_two() {
@@ -202,7 +208,7 @@ impl Algorithm for RecursiveDoublingAllgather {
     fn problem(&self) -> &Problem {
         &self.g.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
         self.g.buffers(rank)
     }
     fn setup(&self, rank: usize) -> Vec<Local> {
@@ -245,8 +251,11 @@ pub struct BruckAllgather {
 }
 
 impl BruckAllgather {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "bruck-allgather";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         Ok(BruckAllgather {
             g: Gathered::new(problem, Self::NAME)?,
@@ -320,7 +329,7 @@ impl Algorithm for BruckAllgather {
     fn problem(&self) -> &Problem {
         &self.g.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
         self.g.buffers(rank)
     }
     fn setup(&self, rank: usize) -> Vec<Local> {

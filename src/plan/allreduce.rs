@@ -5,8 +5,8 @@
 //! destination, so no write ever races with a message still being sent from the same bytes.
 
 use super::{
-    floor_log2, piece, Algorithm, Blocks, Buf, Buffers, CostModel, Local, PlanError, Prediction,
-    Problem, Reduction, Round,
+    floor_log2, piece, Algorithm, Blocks, Buf, BufferSizes, CostModel, Local, PlanError,
+    Prediction, Problem, Reduction, Round,
 };
 
 fn allreduce_of(
@@ -51,8 +51,11 @@ pub struct RecursiveDoublingAllreduce {
 }
 
 impl RecursiveDoublingAllreduce {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "recursive-doubling-allreduce";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         let (p, reduction, bytes) = allreduce_of(problem, Self::NAME)?;
         Ok(RecursiveDoublingAllreduce {
@@ -86,9 +89,9 @@ impl Algorithm for RecursiveDoublingAllreduce {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, _rank: usize) -> Buffers {
+    fn buffers(&self, _rank: usize) -> BufferSizes {
         let (l, _) = self.shape();
-        Buffers {
+        BufferSizes {
             send: self.bytes,
             recv: self.bytes,
             scratch: 2 * (l + 1) * self.bytes,
@@ -202,8 +205,11 @@ pub struct ReduceScatterAllgather {
 }
 
 impl ReduceScatterAllgather {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "reduce-scatter-allgather";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         let (p, reduction, bytes) = allreduce_of(problem, Self::NAME)?;
         Ok(ReduceScatterAllgather {
@@ -239,8 +245,8 @@ impl Algorithm for ReduceScatterAllgather {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, _rank: usize) -> Buffers {
-        Buffers {
+    fn buffers(&self, _rank: usize) -> BufferSizes {
+        BufferSizes {
             send: self.bytes,
             recv: self.bytes,
             scratch: 2 * self.p.saturating_sub(1) * self.slot(),

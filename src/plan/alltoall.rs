@@ -5,9 +5,10 @@
 //! connected network too. (p − 1)(α + βb).
 
 use super::{
-    piece, Algorithm, Buf, Buffers, CostModel, Local, PlanError, Prediction, Problem, Round,
+    piece, Algorithm, Buf, BufferSizes, CostModel, Local, PlanError, Prediction, Problem, Round,
 };
 
+/// Pairwise-exchange all-to-all: p − 1 rounds, each rank exchanging one block with one partner.
 pub struct PairwiseAlltoall {
     problem: Problem,
     p: usize,
@@ -15,8 +16,11 @@ pub struct PairwiseAlltoall {
 }
 
 impl PairwiseAlltoall {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "pairwise-alltoall";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         problem.validate()?;
         match *problem {
@@ -50,8 +54,8 @@ impl Algorithm for PairwiseAlltoall {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, _rank: usize) -> Buffers {
-        Buffers {
+    fn buffers(&self, _rank: usize) -> BufferSizes {
+        BufferSizes {
             send: self.p * self.block,
             recv: self.p * self.block,
             scratch: 0,

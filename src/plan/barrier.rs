@@ -2,7 +2,7 @@
 //! ⌈log p⌉ rounds every rank has heard, directly or through others, from every rank. The same
 //! doubling pattern as seed 002's all-to-all broadcast on a hypercube, with empty messages.
 
-use super::{ceil_log2, Algorithm, Buffers, CostModel, PlanError, Prediction, Problem, Round};
+use super::{ceil_log2, Algorithm, BufferSizes, CostModel, PlanError, Prediction, Problem, Round};
 
 /// Dissemination barrier; ⌈log p⌉ rounds, ⌈log p⌉α.
 pub struct DisseminationBarrier {
@@ -11,8 +11,11 @@ pub struct DisseminationBarrier {
 }
 
 impl DisseminationBarrier {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "dissemination-barrier";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         problem.validate()?;
         match *problem {
@@ -35,8 +38,8 @@ impl Algorithm for DisseminationBarrier {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, _rank: usize) -> Buffers {
-        Buffers::default()
+    fn buffers(&self, _rank: usize) -> BufferSizes {
+        BufferSizes::default()
     }
     fn rounds(&self, rank: usize) -> Box<dyn Iterator<Item = Round> + Send + '_> {
         let p = self.p;

@@ -1,13 +1,13 @@
 //! The circulant-graph algorithms of seed 000 (Träff 2022): n-block broadcast (Alg. 6),
 //! regular allgather (Alg. 7), census allreduce (Alg. 8) and irregular allgatherv (Alg. 9).
 //! All ranks use the same pattern: in round i with k = i mod q, rank r sends to
-//! r + skips[k] and receives from r − skips[k] (Alg. 7 and 8 use the edges backwards).
+//! r + `skips[k]` and receives from r − `skips[k]` (Alg. 7 and 8 use the edges backwards).
 
 use std::sync::OnceLock;
 
 use super::allgather::{doubling_cost, doubling_rounds, own_copy, Gathered};
 use super::{
-    ceil_log2, check_rounds, optimal_blocks, piece, Algorithm, Blocks, Buf, Buffers, CostModel,
+    ceil_log2, check_rounds, optimal_blocks, piece, Algorithm, Blocks, Buf, BufferSizes, CostModel,
     Local, PlanError, Prediction, Problem, Reduction, Round,
 };
 use crate::schedule::{rounds_count, Schedule, ScheduleError, ScheduleTable, Skips};
@@ -44,8 +44,11 @@ pub struct CirculantBroadcast {
 }
 
 impl CirculantBroadcast {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "circulant-bcast";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem, blocking: Blocking) -> Result<Self, PlanError> {
         problem.validate()?;
         match *problem {
@@ -85,8 +88,8 @@ impl Algorithm for CirculantBroadcast {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, _rank: usize) -> Buffers {
-        Buffers {
+    fn buffers(&self, _rank: usize) -> BufferSizes {
+        BufferSizes {
             send: 0,
             recv: self.blocks.total,
             scratch: 0,
@@ -142,7 +145,7 @@ impl Algorithm for CirculantBroadcast {
 }
 
 /// Circulant regular allgather (seed 000, Alg. 7): in round k rank r sends its first
-/// skips[k+1] − skips[k] blocks to r − skips[k]. q rounds; qα + β(p−1)m/p. Blocks are written
+/// `skips[k+1] − skips[k]` blocks to r − `skips[k]`. q rounds; qα + β(p−1)m/p. Blocks are written
 /// straight into rank order, so irregular counts work too (with a larger β term).
 pub struct CirculantAllgather {
     g: Gathered,
@@ -150,8 +153,11 @@ pub struct CirculantAllgather {
 }
 
 impl CirculantAllgather {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "circulant-allgather";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         let g = Gathered::new(problem, Self::NAME)?;
         let skips = Skips::new(g.p())?.as_slice().to_vec();
@@ -166,7 +172,7 @@ impl Algorithm for CirculantAllgather {
     fn problem(&self) -> &Problem {
         &self.g.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
         self.g.buffers(rank)
     }
     fn setup(&self, rank: usize) -> Vec<Local> {
@@ -182,7 +188,7 @@ impl Algorithm for CirculantAllgather {
 
 /// Circulant census allreduce (seed 000, Alg. 8, after Bar-Noy, Kipnis, Schieber): after round
 /// k, S holds the sum of the skips[k+1] − 1 values above r; if skips[k+1] is odd the rank
-/// takes S from r + skips[k] − 1, else x ⊕ S from r + skips[k]. q rounds; q(α + βm).
+/// takes S from r + `skips[k]` − 1, else x ⊕ S from r + `skips[k]`. q rounds; q(α + βm).
 pub struct CirculantCensus {
     problem: Problem,
     p: usize,
@@ -192,8 +198,11 @@ pub struct CirculantCensus {
 }
 
 impl CirculantCensus {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "circulant-census";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         problem.validate()?;
         match *problem {
@@ -234,8 +243,8 @@ impl Algorithm for CirculantCensus {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, _rank: usize) -> Buffers {
-        Buffers {
+    fn buffers(&self, _rank: usize) -> BufferSizes {
+        BufferSizes {
             send: self.bytes,
             recv: self.bytes,
             scratch: 3 * (self.skips.len() - 1) * self.bytes,
@@ -344,8 +353,11 @@ pub struct CirculantAllgatherv {
 }
 
 impl CirculantAllgatherv {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "circulant-allgatherv";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem, blocking: Blocking) -> Result<Self, PlanError> {
         let g = Gathered::new(problem, Self::NAME)?;
         ScheduleTable::bytes_for(g.p())?;
@@ -380,6 +392,7 @@ impl CirculantAllgatherv {
         Ok(a)
     }
 
+    /// The number of blocks n of the schedule.
     pub fn blocks(&self) -> usize {
         self.n
     }
@@ -429,7 +442,7 @@ impl Algorithm for CirculantAllgatherv {
     fn problem(&self) -> &Problem {
         &self.g.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
         self.g.buffers(rank)
     }
     fn setup(&self, rank: usize) -> Vec<Local> {

@@ -7,6 +7,7 @@ use std::str::FromStr;
 use super::floor_log2;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// How the counts of an allgatherv vary over the ranks, for p ranks and base count c.
 pub enum Distribution {
     /// m_i = c.
     Regular,
@@ -25,6 +26,7 @@ pub enum Distribution {
 }
 
 impl Distribution {
+    /// Every distribution.
     pub const ALL: [Distribution; 7] = [
         Distribution::Regular,
         Distribution::Broadcast,
@@ -35,6 +37,7 @@ impl Distribution {
         Distribution::Mod3,
     ];
 
+    /// The name the command line and the CSV files use.
     pub fn name(self) -> &'static str {
         match self {
             Distribution::Regular => "regular",

@@ -9,8 +9,8 @@
 use super::allgather::{doubling_cost, doubling_rounds, power_skips, Gathered};
 use super::tree::{parent, top_down_receive};
 use super::{
-    ceil_log2, checked_sum, displacements, piece, Algorithm, Buf, Buffers, CostModel, Local, Piece,
-    PlanError, Prediction, Problem, Round,
+    ceil_log2, checked_sum, displacements, piece, Algorithm, Buf, BufferSizes, CostModel, Local,
+    Piece, PlanError, Prediction, Problem, Round,
 };
 
 fn groups_of(problem: &Problem, name: &'static str) -> Result<(Vec<usize>, Vec<usize>), PlanError> {
@@ -69,8 +69,11 @@ pub struct IntergroupAllgatherv {
 }
 
 impl IntergroupAllgatherv {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "intergroup-allgatherv";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         let (a, b) = groups_of(problem, Self::NAME)?;
         let (pa, pb) = (a.len(), b.len());
@@ -196,14 +199,14 @@ impl Algorithm for IntergroupAllgatherv {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
         let pa = self.a.len();
         let (send, recv) = if rank < pa {
             (self.a[rank], self.over_a.total)
         } else {
             (self.b[rank - pa], self.over_b.total)
         };
-        Buffers {
+        BufferSizes {
             send,
             recv,
             scratch: 0,
@@ -350,8 +353,11 @@ impl Group<'_> {
 }
 
 impl RootGathering {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "root-gathering";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         let (a, b) = groups_of(problem, Self::NAME)?;
         Ok(RootGathering {
@@ -389,7 +395,7 @@ impl Algorithm for RootGathering {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
         let (ga, gb) = self.groups();
         let (mine, other) = if rank < self.a.len() {
             (&ga, &gb)
@@ -402,7 +408,7 @@ impl Algorithm for RootGathering {
         } else {
             mine.span(v, mine.subtree_end(v)) - mine.counts[v]
         };
-        Buffers {
+        BufferSizes {
             send: mine.counts[v],
             recv: other.total,
             scratch,

@@ -19,7 +19,9 @@ use super::{Algorithm, Buf, Expect, Piece, PlanError, RankPlan, Round, Transfer}
 /// (`rma_iov_limit`), both at least 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IovLimits {
+    /// Local segments one write may gather.
     pub iov: usize,
+    /// Remote segments one write may scatter to.
     pub rma_iov: usize,
 }
 
@@ -27,6 +29,7 @@ impl IovLimits {
     /// One segment on each side: only pieces contiguous on both sides share a write.
     pub const SINGLE: IovLimits = IovLimits { iov: 1, rma_iov: 1 };
 
+    /// The limits, or [`PlanError::IovLimit`] if either is 0.
     pub fn new(iov: usize, rma_iov: usize) -> Result<Self, PlanError> {
         if iov == 0 || rma_iov == 0 {
             return Err(PlanError::IovLimit { iov, rma_iov });
@@ -38,8 +41,11 @@ impl IovLimits {
 /// A byte range of one buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {
+    /// The buffer.
     pub buf: Buf,
+    /// Offset in it.
     pub offset: usize,
+    /// Length in bytes.
     pub len: usize,
 }
 
@@ -53,8 +59,11 @@ impl Segment {
 /// (both total the same length).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Write {
+    /// The target rank.
     pub to: usize,
+    /// Where the bytes come from, in order.
     pub local: Vec<Segment>,
+    /// Where they land at the target, in order.
     pub remote: Vec<Segment>,
     /// The latest dependency of its pieces (see [`Piece::after`]).
     pub after: Option<u32>,
@@ -63,6 +72,7 @@ pub struct Write {
 }
 
 impl Write {
+    /// Bytes carried.
     pub fn bytes(&self) -> usize {
         self.local.iter().map(|s| s.len).sum()
     }
@@ -183,6 +193,7 @@ pub struct Incoming<'a> {
 }
 
 impl<'a> Incoming<'a> {
+    /// The writes `rank` receives under `alg` with these limits.
     pub fn new(alg: &'a dyn Algorithm, rank: usize, limits: IovLimits) -> Self {
         Incoming {
             alg,
@@ -242,7 +253,7 @@ pub struct Tally {
     /// Most pieces any rank sends (the writes of one write per piece).
     pub pieces_per_rank: u64,
     /// Priced by rounds with the merged writes: every round costs its busiest port, a message
-    /// [`CostModel::message_writes`].
+    /// [`CostModel::message_writes`](super::CostModel::message_writes).
     pub round_time: f64,
 }
 

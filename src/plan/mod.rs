@@ -55,7 +55,7 @@ pub enum Buf {
     Send,
     /// The caller's output.
     Recv,
-    /// Library scratch memory (size given by [`Buffers::scratch`]).
+    /// Library scratch memory (size given by [`BufferSizes::scratch`]).
     Scratch,
 }
 
@@ -73,10 +73,15 @@ impl fmt::Display for Buf {
 /// target's `dst` buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Piece {
+    /// The sender's buffer the bytes come from.
     pub src: Buf,
+    /// Offset in `src`.
     pub src_offset: usize,
+    /// The target's buffer the bytes go to.
     pub dst: Buf,
+    /// Offset in `dst`.
     pub dst_offset: usize,
+    /// Number of bytes.
     pub len: usize,
     /// The source bytes are held once this round of the sender is complete (`None`: from the
     /// start, after setup).
@@ -86,7 +91,9 @@ pub struct Piece {
 /// One message: all pieces go to the same target in the same round.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Transfer {
+    /// The target rank.
     pub to: usize,
+    /// What it carries, in order.
     pub pieces: Vec<Piece>,
 }
 
@@ -100,7 +107,9 @@ impl Transfer {
 /// `writes` writes from rank `from` arrive in this round.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Expect {
+    /// The sending rank.
     pub from: usize,
+    /// How many writes it sends this rank in the round.
     pub writes: usize,
 }
 
@@ -109,18 +118,28 @@ pub struct Expect {
 pub enum Local {
     /// Copy `len` bytes.
     Copy {
+        /// Source buffer.
         src: Buf,
+        /// Offset in `src`.
         src_offset: usize,
+        /// Destination buffer.
         dst: Buf,
+        /// Offset in `dst`.
         dst_offset: usize,
+        /// Number of bytes.
         len: usize,
     },
     /// `dst = a ⊕ b` elementwise over `len` bytes.
     Combine {
+        /// Element type and operator.
         reduction: Reduction,
+        /// First operand: buffer and offset.
         a: (Buf, usize),
+        /// Second operand: buffer and offset.
         b: (Buf, usize),
+        /// Result: buffer and offset (may be one of the operands).
         dst: (Buf, usize),
+        /// Number of bytes.
         len: usize,
     },
 }
@@ -128,13 +147,18 @@ pub enum Local {
 /// Everything one rank does in one round.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Round {
+    /// Global index of the round; rounds of a plan are in increasing order.
     pub index: u32,
+    /// Messages this rank sends.
     pub sends: Vec<Transfer>,
+    /// Writes this rank must receive before the round is complete.
     pub expects: Vec<Expect>,
+    /// Local steps run once the round is complete.
     pub local: Vec<Local>,
 }
 
 impl Round {
+    /// An empty round with this index.
     pub fn new(index: u32) -> Self {
         Round {
             index,
@@ -142,6 +166,7 @@ impl Round {
         }
     }
 
+    /// Whether the round sends, expects and runs nothing.
     pub fn is_empty(&self) -> bool {
         self.sends.is_empty() && self.expects.is_empty() && self.local.is_empty()
     }
@@ -218,17 +243,27 @@ pub(super) fn push_piece(out: &mut Vec<Piece>, p: Piece) {
 
 /// Sizes in bytes of one rank's buffers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Buffers {
+pub struct BufferSizes {
+    /// Bytes of the send buffer.
     pub send: usize,
+    /// Bytes of the receive buffer.
     pub recv: usize,
+    /// Bytes of library scratch memory.
     pub scratch: usize,
 }
 
+/// The former name of [`BufferSizes`], still used by the executor in `src/transport/`.
+pub type Buffers = BufferSizes;
+
 /// The plan of one rank.
 pub struct RankPlan<'a> {
+    /// The rank this plan is for.
     pub rank: usize,
-    pub buffers: Buffers,
+    /// The sizes its buffers must have.
+    pub buffers: BufferSizes,
+    /// Local steps run before the first round.
     pub setup: Vec<Local>,
+    /// The rounds, in order, produced lazily.
     pub rounds: Box<dyn Iterator<Item = Round> + Send + 'a>,
 }
 
@@ -236,36 +271,83 @@ pub struct RankPlan<'a> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
     #[error("the number of ranks must be at least 1")]
+    /// The problem has no ranks.
     NoRanks,
     #[error("root {root} is out of range for {p} ranks")]
-    RootOutOfRange { root: usize, p: usize },
+    /// The root is not a rank.
+    RootOutOfRange {
+        /// The root given.
+        root: usize,
+        /// The number of ranks.
+        p: usize,
+    },
     #[error("rank {rank} is out of range for {p} ranks")]
-    RankOutOfRange { rank: usize, p: usize },
+    /// A rank is not in the job.
+    RankOutOfRange {
+        /// The rank given.
+        rank: usize,
+        /// The number of ranks.
+        p: usize,
+    },
     #[error("expected {expected} counts, got {got}")]
-    CountsLength { expected: usize, got: usize },
+    /// A counts array does not have one entry per rank.
+    CountsLength {
+        /// Its required length.
+        expected: usize,
+        /// Its length.
+        got: usize,
+    },
     #[error("sizes overflow the address space")]
+    /// A size or offset does not fit in `usize`.
     Overflow,
     #[error("operator {op} is not defined for {dtype}")]
-    OpNotDefined { op: ReduceOp, dtype: Dtype },
+    /// The operator is not defined for the element type (bitwise on floats).
+    OpNotDefined {
+        /// The operator.
+        op: ReduceOp,
+        /// The element type.
+        dtype: Dtype,
+    },
     #[error("{bytes} bytes is not a whole number of {dtype} elements")]
-    Misaligned { bytes: usize, dtype: Dtype },
+    /// The byte count is not a whole number of elements.
+    Misaligned {
+        /// The byte count.
+        bytes: usize,
+        /// The element type.
+        dtype: Dtype,
+    },
     #[error("{algorithm} implements {collective}, not this collective")]
+    /// The algorithm solves another collective than the problem.
     WrongCollective {
+        /// The algorithm.
         algorithm: &'static str,
+        /// The collective it solves.
         collective: &'static str,
     },
     #[error("{algorithm}: {reason}")]
+    /// The algorithm cannot solve this instance.
     Unsupported {
+        /// The algorithm.
         algorithm: &'static str,
+        /// Why not.
         reason: String,
     },
     #[error("block count must be at least 1")]
+    /// A block count of 0.
     NoBlocks,
     #[error("a write needs at least one local and one remote segment (iov limit {iov}, rma iov limit {rma_iov})")]
-    IovLimit { iov: usize, rma_iov: usize },
+    /// Provider limits that allow no write at all.
+    IovLimit {
+        /// Local segments per write.
+        iov: usize,
+        /// Remote segments per write.
+        rma_iov: usize,
+    },
     #[error("unknown algorithm {0:?}")]
+    /// No algorithm has this name.
     UnknownAlgorithm(String),
     #[error("schedule: {0}")]
+    /// The circulant schedule cannot be built.
     Schedule(#[from] crate::schedule::ScheduleError),
 }
 
@@ -273,49 +355,112 @@ pub enum PlanError {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Problem {
     /// Root's `recv` (`bytes` long) ends up in every rank's `recv`.
-    Broadcast { p: usize, root: usize, bytes: usize },
+    Broadcast {
+        /// Number of ranks.
+        p: usize,
+        /// The rank whose data is broadcast.
+        root: usize,
+        /// Bytes broadcast.
+        bytes: usize,
+    },
     /// Root's `recv` = ⊕ of all `send` buffers.
     Reduce {
+        /// Number of ranks.
         p: usize,
+        /// The rank that receives the result.
         root: usize,
+        /// Element type and operator.
         reduction: Reduction,
+        /// Bytes per rank.
         bytes: usize,
     },
     /// Every `recv` = ⊕ of all `send` buffers.
     Allreduce {
+        /// Number of ranks.
         p: usize,
+        /// Element type and operator.
         reduction: Reduction,
+        /// Bytes per rank.
         bytes: usize,
     },
     /// `recv` of rank r = ⊕ of the `send` buffers of ranks 0..=r (`exclusive`: 0..r; rank 0's
     /// `recv` is then left alone).
     Scan {
+        /// Number of ranks.
         p: usize,
+        /// Element type and operator.
         reduction: Reduction,
+        /// Bytes per rank.
         bytes: usize,
+        /// Exclusive scan (ranks before r only).
         exclusive: bool,
     },
     /// Every `recv` = all `send` buffers (`block` bytes each) in rank order.
-    Allgather { p: usize, block: usize },
+    Allgather {
+        /// Number of ranks.
+        p: usize,
+        /// Bytes per rank.
+        block: usize,
+    },
     /// Every `recv` = all `send` buffers (`counts[r]` bytes) in rank order.
-    Allgatherv { counts: Vec<usize> },
+    Allgatherv {
+        /// Bytes contributed by each rank.
+        counts: Vec<usize>,
+    },
     /// Root's `send` (`p * block`) is cut into blocks; block r ends up in rank r's `recv`.
-    Scatter { p: usize, root: usize, block: usize },
+    Scatter {
+        /// Number of ranks.
+        p: usize,
+        /// The rank that holds the data.
+        root: usize,
+        /// Bytes per rank.
+        block: usize,
+    },
     /// Rank r's `send` (`block`) ends up at block r of root's `recv`.
-    Gather { p: usize, root: usize, block: usize },
+    Gather {
+        /// Number of ranks.
+        p: usize,
+        /// The rank that receives the data.
+        root: usize,
+        /// Bytes per rank.
+        block: usize,
+    },
     /// Root's `send` (the sum of the counts) is cut at the counts; part r ends up in rank r's
     /// `recv`.
-    Scatterv { root: usize, counts: Vec<usize> },
+    Scatterv {
+        /// The rank that holds the data.
+        root: usize,
+        /// Bytes for each rank.
+        counts: Vec<usize>,
+    },
     /// Rank r's `send` (`counts[r]` bytes) ends up in root's `recv` at the sum of the counts
     /// before r.
-    Gatherv { root: usize, counts: Vec<usize> },
+    Gatherv {
+        /// The rank that receives the data.
+        root: usize,
+        /// Bytes from each rank.
+        counts: Vec<usize>,
+    },
     /// Block j of rank i's `send` ends up at block i of rank j's `recv`.
-    Alltoall { p: usize, block: usize },
+    Alltoall {
+        /// Number of ranks.
+        p: usize,
+        /// Bytes per pair of ranks.
+        block: usize,
+    },
     /// No rank completes before every rank has started.
-    Barrier { p: usize },
+    Barrier {
+        /// Number of ranks.
+        p: usize,
+    },
     /// Two groups: ranks `0..a.len()` form A, the rest B. Every rank's `recv` = the other
     /// group's `send` buffers in rank order.
-    Intergroup { a: Vec<usize>, b: Vec<usize> },
+    Intergroup {
+        /// Bytes contributed by each rank of group A.
+        a: Vec<usize>,
+        /// Bytes contributed by each rank of group B.
+        b: Vec<usize>,
+    },
 }
 
 /// The name of a collective, for messages and the model command.
@@ -511,8 +656,11 @@ pub fn floor_log2(p: usize) -> usize {
 /// receiver, which pipelined writes do not hide (docs/plan-model.md).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct CostModel {
+    /// Latency per message, in seconds.
     pub alpha: f64,
+    /// Time per byte, in seconds.
     pub beta: f64,
+    /// Overhead of each further write of a message, in seconds (LogGP's o).
     pub o: f64,
 }
 
@@ -532,7 +680,9 @@ impl CostModel {
 /// costs its slowest message).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Prediction {
+    /// Number of rounds.
     pub rounds: u64,
+    /// Time in seconds.
     pub time: f64,
 }
 
@@ -543,7 +693,7 @@ pub trait Algorithm: Send + Sync {
     /// The problem this instance solves.
     fn problem(&self) -> &Problem;
     /// Buffer sizes of `rank` (valid rank assumed; see [`Algorithm::rank_plan`]).
-    fn buffers(&self, rank: usize) -> Buffers;
+    fn buffers(&self, rank: usize) -> BufferSizes;
     /// Local steps before the first round.
     fn setup(&self, _rank: usize) -> Vec<Local> {
         Vec::new()
@@ -577,12 +727,16 @@ pub trait Algorithm: Send + Sync {
 /// `s = ⌈total/n⌉` (the last blocks may be short or empty).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Blocks {
+    /// Total bytes.
     pub total: usize,
+    /// Number of blocks.
     pub n: usize,
+    /// Bytes per block, ⌈total/n⌉.
     pub size: usize,
 }
 
 impl Blocks {
+    /// `total` bytes in `n` blocks (at least one).
     pub fn new(total: usize, n: usize) -> Self {
         let n = n.max(1);
         Blocks {

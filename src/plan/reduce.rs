@@ -7,15 +7,22 @@ use super::PlanError;
 /// Element type of a reduction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Dtype {
+    /// 32-bit signed integer.
     I32,
+    /// 64-bit signed integer.
     I64,
+    /// 32-bit unsigned integer.
     U32,
+    /// 64-bit unsigned integer.
     U64,
+    /// 32-bit IEEE float.
     F32,
+    /// 64-bit IEEE float.
     F64,
 }
 
 impl Dtype {
+    /// Every element type.
     pub const ALL: [Dtype; 6] = [
         Dtype::I32,
         Dtype::I64,
@@ -33,6 +40,7 @@ impl Dtype {
         }
     }
 
+    /// Whether it is a floating-point type (bitwise operators do not apply).
     pub fn is_float(self) -> bool {
         matches!(self, Dtype::F32 | Dtype::F64)
     }
@@ -55,16 +63,24 @@ impl fmt::Display for Dtype {
 /// are associative only up to rounding).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ReduceOp {
+    /// Sum (wrapping on integers).
     Sum,
+    /// Product (wrapping on integers).
     Prod,
+    /// Minimum.
     Min,
+    /// Maximum.
     Max,
+    /// Bitwise and (integers only).
     Band,
+    /// Bitwise or (integers only).
     Bor,
+    /// Bitwise exclusive or (integers only).
     Bxor,
 }
 
 impl ReduceOp {
+    /// Every operator.
     pub const ALL: [ReduceOp; 7] = [
         ReduceOp::Sum,
         ReduceOp::Prod,
@@ -75,6 +91,7 @@ impl ReduceOp {
         ReduceOp::Bxor,
     ];
 
+    /// Whether it is a bitwise operator (defined on integers only).
     pub fn is_bitwise(self) -> bool {
         matches!(self, ReduceOp::Band | ReduceOp::Bor | ReduceOp::Bxor)
     }
@@ -97,7 +114,9 @@ impl fmt::Display for ReduceOp {
 /// An element type with an operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Reduction {
+    /// The element type.
     pub dtype: Dtype,
+    /// The operator.
     pub op: ReduceOp,
 }
 
@@ -109,6 +128,7 @@ impl Reduction {
         Ok(r)
     }
 
+    /// [`PlanError::OpNotDefined`] for a bitwise operator on floats.
     pub fn validate(&self) -> Result<(), PlanError> {
         if self.dtype.is_float() && self.op.is_bitwise() {
             return Err(PlanError::OpNotDefined {

@@ -11,10 +11,11 @@
 
 use super::allgather::{counts_of, own_copy};
 use super::{
-    check_rounds, displacements, piece, Algorithm, Buf, Buffers, CostModel, Local, PlanError,
+    check_rounds, displacements, piece, Algorithm, Buf, BufferSizes, CostModel, Local, PlanError,
     Prediction, Problem, Round,
 };
 
+/// The pipelined ring allgatherv of seed 001: blocks travel the ring in pipelined rounds.
 pub struct PipelinedRingAllgatherv {
     problem: Problem,
     counts: Vec<usize>,
@@ -30,6 +31,7 @@ pub struct PipelinedRingAllgatherv {
 }
 
 impl PipelinedRingAllgatherv {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "pipelined-ring-allgatherv";
 
     /// With block size `block`, or (None) the block size of eq. (2) for `model`.
@@ -162,8 +164,8 @@ impl Algorithm for PipelinedRingAllgatherv {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
-        Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
+        BufferSizes {
             send: self.counts[rank],
             recv: self.total,
             scratch: 0,

@@ -10,8 +10,8 @@
 
 use super::tree::{parent, top_down_receive};
 use super::{
-    ceil_log2, displacements, piece, push_piece, Algorithm, Buf, Buffers, CostModel, Local, Piece,
-    PlanError, Prediction, Problem, Round,
+    ceil_log2, displacements, piece, push_piece, Algorithm, Buf, BufferSizes, CostModel, Local,
+    Piece, PlanError, Prediction, Problem, Round,
 };
 
 /// (root, counts, displacements) of a gatherv or scatterv problem.
@@ -133,8 +133,11 @@ pub struct BinomialGatherv {
 }
 
 impl BinomialGatherv {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "binomial-gatherv";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         let (root, counts, displs) = rooted(problem, Self::NAME, true)?;
         Ok(BinomialGatherv {
@@ -168,10 +171,10 @@ impl Algorithm for BinomialGatherv {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
         let t = &self.tree;
         let v = t.virt(rank);
-        Buffers {
+        BufferSizes {
             send: t.counts[rank],
             recv: if v == 0 { t.vsum[t.p] } else { 0 },
             scratch: t.scratch(v),
@@ -236,8 +239,11 @@ pub struct BinomialScatterv {
 }
 
 impl BinomialScatterv {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "binomial-scatterv";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         let (root, counts, displs) = rooted(problem, Self::NAME, false)?;
         Ok(BinomialScatterv {
@@ -271,10 +277,10 @@ impl Algorithm for BinomialScatterv {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
         let t = &self.tree;
         let v = t.virt(rank);
-        Buffers {
+        BufferSizes {
             send: if v == 0 { t.vsum[t.p] } else { 0 },
             recv: t.counts[rank],
             scratch: t.scratch(v),
@@ -340,8 +346,11 @@ pub struct LinearGatherv {
 }
 
 impl LinearGatherv {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "linear-gatherv";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         let (root, counts, displs) = rooted(problem, Self::NAME, true)?;
         Ok(LinearGatherv {
@@ -367,9 +376,9 @@ impl Algorithm for LinearGatherv {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
         let t = &self.tree;
-        Buffers {
+        BufferSizes {
             send: t.counts[rank],
             recv: if rank == t.root { t.vsum[t.p] } else { 0 },
             scratch: 0,
@@ -425,8 +434,11 @@ pub struct LinearScatterv {
 }
 
 impl LinearScatterv {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "linear-scatterv";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         let (root, counts, displs) = rooted(problem, Self::NAME, false)?;
         Ok(LinearScatterv {
@@ -443,9 +455,9 @@ impl Algorithm for LinearScatterv {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
         let t = &self.tree;
-        Buffers {
+        BufferSizes {
             send: if rank == t.root { t.vsum[t.p] } else { 0 },
             recv: t.counts[rank],
             scratch: 0,

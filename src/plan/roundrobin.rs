@@ -12,10 +12,11 @@
 //! for odd N (Table 1 and §5.3, with the latency term per message).
 
 use super::{
-    check_rounds, piece, Algorithm, Blocks, Buf, Buffers, CostModel, PlanError, Prediction,
+    check_rounds, piece, Algorithm, Blocks, Buf, BufferSizes, CostModel, PlanError, Prediction,
     Problem, Round,
 };
 
+/// The pipelined round-robin broadcast of seed 004.
 pub struct RoundRobinBroadcast {
     problem: Problem,
     p: usize,
@@ -25,6 +26,7 @@ pub struct RoundRobinBroadcast {
 }
 
 impl RoundRobinBroadcast {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "round-robin-bcast";
 
     /// With `segments` segments, or (None) the S minimising the α-β time:
@@ -74,6 +76,7 @@ impl RoundRobinBroadcast {
         })
     }
 
+    /// The number of segments the message is cut into.
     pub fn segments(&self) -> usize {
         self.segments
     }
@@ -118,8 +121,8 @@ impl Algorithm for RoundRobinBroadcast {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, _rank: usize) -> Buffers {
-        Buffers {
+    fn buffers(&self, _rank: usize) -> BufferSizes {
+        BufferSizes {
             send: 0,
             recv: self.messages.total,
             scratch: 0,

@@ -3,10 +3,11 @@
 //! to the total, and to its result when the partner is lower. ⌈log p⌉ rounds, ⌈log p⌉(α + βm).
 
 use super::{
-    ceil_log2, piece, Algorithm, Buf, Buffers, CostModel, Local, PlanError, Prediction, Problem,
-    Reduction, Round,
+    ceil_log2, piece, Algorithm, Buf, BufferSizes, CostModel, Local, PlanError, Prediction,
+    Problem, Reduction, Round,
 };
 
+/// Hypercube prefix sum (inclusive or exclusive scan).
 pub struct HypercubeScan {
     problem: Problem,
     p: usize,
@@ -16,8 +17,11 @@ pub struct HypercubeScan {
 }
 
 impl HypercubeScan {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "hypercube-scan";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         problem.validate()?;
         match *problem {
@@ -69,8 +73,8 @@ impl Algorithm for HypercubeScan {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, _rank: usize) -> Buffers {
-        Buffers {
+    fn buffers(&self, _rank: usize) -> BufferSizes {
+        BufferSizes {
             send: self.bytes,
             recv: self.bytes,
             scratch: 3 * ceil_log2(self.p) * self.bytes,

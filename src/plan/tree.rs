@@ -7,7 +7,7 @@
 //! for any p follow the hypercube template and skip partners ≥ p.
 
 use super::{
-    ceil_log2, piece, push_piece, Algorithm, Blocks, Buf, Buffers, CostModel, Local, PlanError,
+    ceil_log2, piece, push_piece, Algorithm, Blocks, Buf, BufferSizes, CostModel, Local, PlanError,
     Prediction, Problem, Round,
 };
 
@@ -60,8 +60,11 @@ pub struct BinomialBroadcast {
 }
 
 impl BinomialBroadcast {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "binomial-bcast";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         problem.validate()?;
         match *problem {
@@ -83,8 +86,8 @@ impl Algorithm for BinomialBroadcast {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, _rank: usize) -> Buffers {
-        Buffers {
+    fn buffers(&self, _rank: usize) -> BufferSizes {
+        BufferSizes {
             send: 0,
             recv: self.bytes,
             scratch: 0,
@@ -146,8 +149,11 @@ pub struct BinomialReduce {
 }
 
 impl BinomialReduce {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "binomial-reduce";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         problem.validate()?;
         match *problem {
@@ -189,9 +195,9 @@ impl Algorithm for BinomialReduce {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
         let v = virt(rank, self.root, self.p);
-        Buffers {
+        BufferSizes {
             send: self.bytes,
             recv: if v == 0 { self.bytes } else { 0 },
             scratch: 2 * self.children(v).len() * self.bytes,
@@ -307,8 +313,11 @@ pub struct BinomialScatter {
 }
 
 impl BinomialScatter {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "binomial-scatter";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         problem.validate()?;
         match *problem {
@@ -330,9 +339,9 @@ impl Algorithm for BinomialScatter {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
         let v = virt(rank, self.root, self.p);
-        Buffers {
+        BufferSizes {
             send: if v == 0 { self.p * self.block } else { 0 },
             recv: self.block,
             scratch: if v == 0 {
@@ -431,8 +440,11 @@ pub struct BinomialGather {
 }
 
 impl BinomialGather {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "binomial-gather";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         problem.validate()?;
         match *problem {
@@ -481,9 +493,9 @@ impl Algorithm for BinomialGather {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, rank: usize) -> Buffers {
+    fn buffers(&self, rank: usize) -> BufferSizes {
         let v = virt(rank, self.root, self.p);
-        Buffers {
+        BufferSizes {
             send: self.block,
             recv: if v == 0 { self.p * self.block } else { 0 },
             scratch: if v == 0 {
@@ -553,8 +565,11 @@ pub struct ScatterAllgatherBroadcast {
 }
 
 impl ScatterAllgatherBroadcast {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
     pub const NAME: &'static str = "scatter-allgather-bcast";
 
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
     pub fn new(problem: &Problem) -> Result<Self, PlanError> {
         problem.validate()?;
         match *problem {
@@ -588,8 +603,8 @@ impl Algorithm for ScatterAllgatherBroadcast {
     fn problem(&self) -> &Problem {
         &self.problem
     }
-    fn buffers(&self, _rank: usize) -> Buffers {
-        Buffers {
+    fn buffers(&self, _rank: usize) -> BufferSizes {
+        BufferSizes {
             send: 0,
             recv: self.bytes,
             scratch: 0,

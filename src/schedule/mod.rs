@@ -33,15 +33,37 @@ pub use table::ScheduleTable;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ScheduleError {
     #[error("the number of ranks must be at least 1")]
+    /// p = 0.
     ZeroRanks,
     #[error("rank {rank} is out of range for {p} ranks")]
-    RankOutOfRange { rank: usize, p: usize },
+    /// A rank is not in 0..p.
+    RankOutOfRange {
+        /// The rank given.
+        rank: usize,
+        /// The number of ranks.
+        p: usize,
+    },
     #[error("root {root} is out of range for {p} ranks")]
-    RootOutOfRange { root: usize, p: usize },
+    /// The root is not in 0..p.
+    RootOutOfRange {
+        /// The root given.
+        root: usize,
+        /// The number of ranks.
+        p: usize,
+    },
     #[error("the number of blocks must be at least 1")]
+    /// n = 0.
     ZeroBlocks,
     #[error("{n} blocks are more than a schedule can count")]
-    TooManyBlocks { n: usize },
+    /// More blocks than round indices can count.
+    TooManyBlocks {
+        /// The number of blocks.
+        n: usize,
+    },
     #[error("the schedule table for {p} ranks does not fit in memory")]
-    TableTooLarge { p: usize },
+    /// The table of all ranks' arrays would not fit in memory.
+    TableTooLarge {
+        /// The number of ranks.
+        p: usize,
+    },
 }

@@ -31,6 +31,7 @@ impl PhaseBlocks {
         Some(out)
     }
 
+    /// The entries, one per round of a phase.
     pub fn as_slice(&self) -> &[i32] {
         &self.blocks[..self.len as usize]
     }

@@ -29,26 +29,32 @@ impl BlockSet {
         BlockSet(1 << b)
     }
 
+    /// Whether block `b` is in the set.
     pub fn contains(self, b: usize) -> bool {
         b < 128 && self.0 >> b & 1 == 1
     }
 
+    /// Adds block `b`.
     pub fn insert(&mut self, b: usize) {
         self.0 |= 1 << b;
     }
 
+    /// Blocks in either set.
     pub fn union(self, other: BlockSet) -> BlockSet {
         BlockSet(self.0 | other.0)
     }
 
+    /// Blocks in `self` but not in `other`.
     pub fn difference(self, other: BlockSet) -> BlockSet {
         BlockSet(self.0 & !other.0)
     }
 
+    /// Whether the set has no block.
     pub fn is_empty(self) -> bool {
         self.0 == 0
     }
 
+    /// Number of blocks in the set.
     pub fn len(self) -> usize {
         self.0.count_ones() as usize
     }

@@ -68,22 +68,27 @@ impl Schedule {
         })
     }
 
+    /// Number of ranks p.
     pub fn p(&self) -> usize {
         self.skips.p()
     }
 
+    /// Number of rounds per phase, q = ⌈log₂ p⌉.
     pub fn q(&self) -> usize {
         self.skips.q()
     }
 
+    /// The skips of the circulant graph.
     pub fn skips(&self) -> &Skips {
         &self.skips
     }
 
+    /// The rank this schedule is for.
     pub fn rank(&self) -> usize {
         self.rank
     }
 
+    /// The root of the broadcast.
     pub fn root(&self) -> usize {
         self.root
     }
@@ -132,9 +137,13 @@ fn virtual_rank(p: usize, rank: usize, root: usize) -> Result<usize, ScheduleErr
 pub struct Round {
     /// 0-based round, 0 ≤ index < n − 1 + q.
     pub index: usize,
+    /// The rank this rank sends to.
     pub to: usize,
+    /// The rank this rank receives from.
     pub from: usize,
+    /// The block sent, if any.
     pub send: Option<usize>,
+    /// The block received, if any.
     pub recv: Option<usize>,
 }
 

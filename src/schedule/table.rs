@@ -81,14 +81,17 @@ impl ScheduleTable {
             .ok_or(ScheduleError::TableTooLarge { p })
     }
 
+    /// The skips of the circulant graph.
     pub fn skips(&self) -> &Skips {
         &self.skips
     }
 
+    /// Number of ranks p.
     pub fn p(&self) -> usize {
         self.skips.p()
     }
 
+    /// Number of rounds per phase, q = ⌈log₂ p⌉.
     pub fn q(&self) -> usize {
         self.skips.q()
     }

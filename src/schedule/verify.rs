@@ -25,37 +25,57 @@ use super::Skips;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Violation {
     #[error("the number of ranks must be at least 1")]
+    /// p = 0.
     ZeroRanks,
     #[error("{what} has {found} entries, expected {expected}")]
+    /// An array has the wrong number of entries.
     Shape {
+        /// Which array.
         what: &'static str,
+        /// The entries it must have.
         expected: usize,
+        /// The entries it has.
         found: usize,
     },
     #[error(
         "agreement: rank {rank} sends {sent} in phase round {round}, \
          but its target {target} receives {received}"
     )]
+    /// A rank sends another block than its target receives from it.
     Agreement {
+        /// The sender.
         rank: usize,
+        /// The round of the phase.
         round: usize,
+        /// Its target.
         target: usize,
+        /// The block it sends.
         sent: i32,
+        /// The block the target receives from it.
         received: i32,
     },
     #[error("possession: with {blocks} blocks, rank {rank} sends block {block} in round {round} before holding it")]
+    /// A rank sends a block it does not yet hold.
     Possession {
+        /// The number of blocks n.
         blocks: usize,
+        /// The round.
         round: usize,
+        /// The sender.
         rank: usize,
+        /// The block.
         block: usize,
     },
     #[error(
         "completeness: with {blocks} blocks, rank {rank} lacks block {block} after the last round"
     )]
+    /// A rank lacks a block after the last round.
     Incomplete {
+        /// The number of blocks n.
         blocks: usize,
+        /// The rank.
         rank: usize,
+        /// The block it lacks.
         block: usize,
     },
 }

@@ -101,6 +101,7 @@ impl Scope {
 pub struct Case {
     /// What is checked, e.g. `bcast 7 B root 2`.
     pub name: String,
+    /// The collective and its sizes.
     pub problem: Problem,
 }
 
@@ -298,7 +299,10 @@ pub enum Expected {
     Bytes(Vec<u8>),
     /// The buffer the rank passed (`len` bytes of [`UNTOUCHED`]) must be left alone: a
     /// non-root of a reduce or gather, rank 0 of an exclusive scan.
-    Untouched { len: usize },
+    Untouched {
+        /// Length of the buffer.
+        len: usize,
+    },
     /// The collective has no receive buffer (barrier).
     Nothing,
 }
@@ -307,16 +311,31 @@ pub enum Expected {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Mismatch {
     #[error("{got} bytes, {want} expected")]
-    Length { got: usize, want: usize },
+    /// The buffer has another length.
+    Length {
+        /// Its length.
+        got: usize,
+        /// The expected length.
+        want: usize,
+    },
     #[error("{count} wrong bytes, the first at {first} ({got} instead of {want})")]
+    /// Some bytes differ.
     Wrong {
+        /// How many.
         count: usize,
+        /// Offset of the first.
         first: usize,
+        /// Its value.
         got: u8,
+        /// The expected value.
         want: u8,
     },
     #[error("wrote into a receive buffer it must leave alone, at byte {at}")]
-    Written { at: usize },
+    /// A buffer that must stay untouched was written.
+    Written {
+        /// Offset of the first changed byte.
+        at: usize,
+    },
 }
 
 impl Expected {
@@ -402,6 +421,7 @@ impl CaseData {
         }
     }
 
+    /// The collective and its sizes.
     pub fn problem(&self) -> &Problem {
         &self.problem
     }
@@ -526,6 +546,7 @@ impl CaseData {
 /// One rank's part of a [`CaseData`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct RankData {
+    /// The rank.
     pub rank: usize,
     /// See [`CaseData::send`].
     pub send: Vec<u8>,

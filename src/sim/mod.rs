@@ -32,18 +32,28 @@ use crate::plan::{
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SimError {
     #[error(transparent)]
+    /// The plan could not be built.
     Plan(#[from] PlanError),
     #[error("rank {rank}, round {round}: {what}")]
+    /// A plan broke one of the one-sided rules (module documentation).
     Rule {
+        /// The rank whose plan broke it.
         rank: usize,
+        /// The round.
         round: u32,
+        /// The rule broken.
         what: String,
     },
     #[error("rank {rank}: wrong result at byte {offset} of {len}: {what}")]
+    /// A rank's result differs from what the collective's definition demands.
     WrongResult {
+        /// The rank.
         rank: usize,
+        /// First wrong byte.
         offset: usize,
+        /// Length of the result.
         len: usize,
+        /// What differs.
         what: String,
     },
 }
@@ -53,13 +63,17 @@ pub enum SimError {
 pub struct Report {
     /// Round indices in which at least one message was sent.
     pub rounds: u32,
+    /// Messages sent, per rank.
     pub messages: Vec<u64>,
     /// Writes posted: one per piece ([`simulate`]) or the merged ones ([`simulate_merged`]).
     pub writes: Vec<u64>,
     /// Plan pieces sent.
     pub pieces: Vec<u64>,
+    /// Bytes sent, per rank.
     pub bytes_sent: Vec<u64>,
+    /// Bytes received, per rank.
     pub bytes_received: Vec<u64>,
+    /// Bytes copied by local steps, per rank.
     pub bytes_copied: Vec<u64>,
     /// α-β time priced by rounds.
     pub round_time: f64,

@@ -1,6 +1,8 @@
 //! The transport driving a [`Run`] over the fabric: it sends the ready tokens, posts the
 //! writes the run allows, reads the completion queue and tells the run what arrived, and
 //! aborts and drains after a failure.
+//!
+//! Steps 1–5 of docs/architecture.md, section "The one-sided protocol (src/transport)".
 
 use std::time::Instant;
 

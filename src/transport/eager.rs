@@ -132,9 +132,13 @@ pub fn eager_digest(digest: u64) -> u64 {
 /// ends its piece (the piece then counts as one arrived write).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {
+    /// The target's buffer.
     pub dst: Buf,
+    /// Offset in that buffer.
     pub offset: u64,
+    /// Bytes.
     pub len: u32,
+    /// The last bytes of a piece.
     pub last: bool,
 }
 
@@ -147,9 +151,11 @@ pub struct SlotHeader {
     pub digest: u64,
     /// The writer's running count of slots written to this target before this one.
     pub number: u64,
+    /// The round the data belong to.
     pub round: u32,
     /// Pieces this slot completes (writes of the plan that arrive with it).
     pub writes: u16,
+    /// Where the data go, in the order they follow the header.
     pub segments: Vec<Segment>,
 }
 
@@ -164,6 +170,7 @@ impl SlotHeader {
         self.segments.iter().map(|s| s.len as usize).sum()
     }
 
+    /// The header and its segment table as they start a slot.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.table_end());
         out.extend_from_slice(&self.seq.to_le_bytes());
@@ -258,16 +265,22 @@ impl SlotHeader {
 /// Where the eager posting of a transfer stands: the piece and the bytes of it already sent.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Cursor {
+    /// Index of the piece in its transfer.
     pub piece: usize,
+    /// Bytes of that piece sent already.
     pub offset: usize,
 }
 
 /// A run of one piece that goes into a slot: `len` bytes from `offset` within piece `piece`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Part {
+    /// Index of the piece in its transfer.
     pub piece: usize,
+    /// Where the part starts in the piece.
     pub offset: usize,
+    /// Bytes.
     pub len: usize,
+    /// The part ends its piece.
     pub last: bool,
 }
 
@@ -376,6 +389,7 @@ pub struct Reads {
 }
 
 impl Reads {
+    /// Nothing read yet of `slots` slots.
     pub fn new(slots: usize) -> Reads {
         Reads {
             arrived: vec![false; slots],
@@ -426,12 +440,16 @@ impl Reads {
 
 /// A target's receive slots for one writer.
 pub struct Inbound {
+    /// The slots, registered for remote writes.
     pub mem: RegisteredMemory,
+    /// Bytes of one slot.
     pub slot_bytes: usize,
+    /// How far they were read.
     pub reads: Reads,
 }
 
 impl Inbound {
+    /// `slots` slots of `slot_bytes` in `mem`.
     pub fn new(mem: RegisteredMemory, slots: usize, slot_bytes: usize) -> Inbound {
         Inbound {
             mem,
@@ -458,8 +476,11 @@ impl Inbound {
 
 /// A writer's view of a target's receive slots for it.
 pub struct Outbound {
+    /// Where the slots are.
     pub region: RemoteRegion,
+    /// How many.
     pub slots: usize,
+    /// Bytes of one.
     pub slot_bytes: usize,
     /// The local source of eager writes: one mirror slot per receive slot (allocated on the
     /// first eager write).
@@ -521,8 +542,11 @@ impl Outbound {
 /// A transport's eager state: its settings, the slots it keeps per writer and what it knows of
 /// the slots its targets keep for it.
 pub struct Eager {
+    /// The settings.
     pub config: EagerConfig,
+    /// Per writer, the slots kept for it.
     pub inbound: Vec<Option<Inbound>>,
+    /// Per target, its slots for this rank, once a token named them.
     pub outbound: Vec<Option<Outbound>>,
     /// Writers whose slots should be looked at (something arrived).
     queued: Vec<usize>,
@@ -535,6 +559,7 @@ pub struct Eager {
 }
 
 impl Eager {
+    /// No slots among `size` ranks, the path off.
     pub fn new(size: usize) -> Eager {
         Eager {
             config: EagerConfig::OFF,

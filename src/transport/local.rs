@@ -9,12 +9,16 @@ use super::{Result, TransportError};
 /// A range of registered memory one operation works on.
 #[derive(Clone, Copy)]
 pub struct View<'a> {
+    /// The registration the range lies in.
     pub mem: &'a RegisteredMemory,
+    /// Start of the range in it.
     pub offset: usize,
+    /// Length of the range.
     pub len: usize,
 }
 
 impl<'a> View<'a> {
+    /// All of `mem`.
     pub fn whole(mem: &'a RegisteredMemory) -> Self {
         View {
             mem,
@@ -23,6 +27,7 @@ impl<'a> View<'a> {
         }
     }
 
+    /// The first `len` bytes of `mem` (at most all of it).
     pub fn prefix(mem: &'a RegisteredMemory, len: usize) -> Self {
         View {
             mem,
@@ -44,8 +49,11 @@ impl<'a> View<'a> {
 /// The buffers of one operation; a buffer the plan does not use may be `None`.
 #[derive(Clone, Copy, Default)]
 pub struct Buffers<'a> {
+    /// The send buffer.
     pub send: Option<View<'a>>,
+    /// The receive buffer.
     pub recv: Option<View<'a>>,
+    /// Library scratch memory.
     pub scratch: Option<View<'a>>,
 }
 

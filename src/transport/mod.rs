@@ -1,26 +1,13 @@
-//! Executes plans between processes with one-sided writes (ARCHITECTURE.md, "One-sided
-//! protocol").
-//!
-//! Per operation (sequence number s, the same order on every rank):
-//! 1. every rank that expects writes sends a ready token to each rank that will write to it:
-//!    a write into the writer's control region naming s, a digest of the operation's arguments
-//!    and where its receive and scratch buffers are;
-//! 2. a transfer is posted as soon as the data it carries is held (the rounds its pieces depend
-//!    on are complete) and the target's token for s has arrived, in plan order per target;
-//!    every piece is one write carrying remote CQ data (s, round);
-//! 3. the receiver counts arrivals per round against its plan; a round is complete when all its
-//!    writes are in and every earlier round is complete; then its local steps run;
-//! 4. the operation is done when every round is complete and every local write has completed.
+//! Executes plans between processes with one-sided writes: per operation, every rank that
+//! expects writes sends its writers a ready token, writers post each piece as one write with
+//! remote CQ data once the data is held and the token is in, and receivers count arrivals per
+//! round. The protocol (tokens, CQ data, signals, aborts, deadlines, waiting) is described in
+//! docs/architecture.md, section "The one-sided protocol (src/transport)".
 //!
 //! An operation is [`Transport::prepare`]d (the plan materialised once into a [`Prepared`],
 //! which persistent operations keep and reuse), [`Transport::start`]ed (setup steps, ready
 //! tokens, the writes already allowed) and [`Transport::finish`]ed (driven to completion);
 //! [`Transport::execute`] does all three. Only one operation is in progress at a time.
-//!
-//! Zero-length pieces (signals, as in the barrier) carry no data, go into the target's control
-//! region and need no token; one that arrives before its target reached its operation is kept
-//! for later. A rank that finds a digest that differs from its own, or fails in any other way,
-//! writes an abort to every rank, so that all of them return an error instead of waiting.
 //!
 //! The [`Transport`] owns the endpoint and drives one run at a time (`drive`); a run's state
 //! (`run`) only takes in what arrived and says what may be posted, so it can be tested
@@ -61,43 +48,104 @@ pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(60);
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
     #[error(transparent)]
+    /// A libfabric call failed.
     Fabric(#[from] FabricError),
     #[error(transparent)]
+    /// The plan is invalid.
     Plan(#[from] PlanError),
     #[error("{op}: timed out after {after:?} {waiting}")]
+    /// The operation did not complete by its deadline.
     Timeout {
+        /// The operation.
         op: String,
+        /// The deadline that passed.
         after: Duration,
+        /// What it was waiting for (round, writes and senders, a token, local completions).
         waiting: String,
     },
     #[error("{op}: rank {rank} aborted the operation (it failed, or was called with different arguments)")]
-    AbortedBy { op: String, rank: usize },
+    /// Another rank aborted this operation.
+    AbortedBy {
+        /// The operation.
+        op: String,
+        /// The rank that aborted.
+        rank: usize,
+    },
     #[error("{op}: rank {peer} was called with different arguments (the collective, counts, sizes, root, reduction, algorithm or CIRCULANT_EAGER_LIMIT differ)")]
-    Mismatch { op: String, peer: usize },
+    /// A peer's ready token carries another digest: it was called with other arguments.
+    Mismatch {
+        /// The operation.
+        op: String,
+        /// The peer.
+        peer: usize,
+    },
     #[error("{op}: the ranks were called with different arguments: {what}")]
-    Disagree { op: String, what: String },
+    /// The ranks disagree on the operation (found by what arrived, not by a digest).
+    Disagree {
+        /// The operation.
+        op: String,
+        /// What disagrees.
+        what: String,
+    },
     #[error("{op}: rank {rank} failed an earlier operation, so this one cannot complete")]
-    AbortedEarlier { op: String, rank: usize },
+    /// A rank gave up an operation this rank had already finished: it left the communicator.
+    AbortedEarlier {
+        /// The operation.
+        op: String,
+        /// The rank.
+        rank: usize,
+    },
     #[error("{op}: rank {peer}'s process has ended")]
-    Exited { op: String, peer: usize },
+    /// A peer on this host has ended, so no write to it can be made.
+    Exited {
+        /// The operation.
+        op: String,
+        /// The peer.
+        peer: usize,
+    },
     #[error("{op}: protocol violation: {what}")]
-    Protocol { op: String, what: String },
+    /// A peer broke the protocol (a write that was not expected).
+    Protocol {
+        /// The operation.
+        op: String,
+        /// What arrived.
+        what: String,
+    },
     #[error("{op}: {what}")]
-    Invalid { op: String, what: String },
+    /// The operation cannot run as given: buffers its plan needs are missing, it is not the one in
+    /// progress, or it exceeds what the wire or the provider can carry.
+    Invalid {
+        /// The operation.
+        op: String,
+        /// What does not fit.
+        what: String,
+    },
     #[error("the communicator is unusable after an earlier failure: {0}")]
+    /// An earlier failure left the transport unusable; holds that failure.
     Broken(String),
     #[error("{op}: operation {seq} is still in progress (wait for it first)")]
-    Busy { op: String, seq: u64 },
+    /// An operation was started while another is in progress.
+    Busy {
+        /// The operation started.
+        op: String,
+        /// The sequence number of the one in progress.
+        seq: u64,
+    },
 }
 
+/// Results of the transport.
 pub type Result<T> = std::result::Result<T, TransportError>;
 
 /// What one operation did on this rank.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OpStats {
+    /// Writes posted.
     pub writes: u64,
+    /// Bytes those writes carried.
     pub bytes_written: u64,
+    /// Writes that arrived.
     pub arrivals: u64,
+    /// Bytes copied by local steps.
     pub bytes_copied: u64,
 }
 
@@ -139,30 +187,37 @@ impl fmt::Debug for Transport {
 }
 
 impl Transport {
+    /// This rank.
     pub fn rank(&self) -> usize {
         self.rank
     }
 
+    /// The number of ranks.
     pub fn size(&self) -> usize {
         self.size
     }
 
+    /// The provider's description.
     pub fn info(&self) -> &Info {
         self.endpoint.info()
     }
 
+    /// The endpoint this transport writes from.
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint
     }
 
+    /// The provider limits the transport honours.
     pub fn limits(&self) -> Limits {
         self.limits
     }
 
+    /// How long an operation may take.
     pub fn deadline(&self) -> Duration {
         self.deadline
     }
 
+    /// Sets how long an operation may take.
     pub fn set_deadline(&mut self, deadline: Duration) {
         self.deadline = deadline;
     }
@@ -211,7 +266,7 @@ impl Transport {
     /// with a mismatch); receive slots kept already stay as they are.
     pub fn set_eager(&mut self, config: EagerConfig) {
         self.inbox.eager.config = config;
-        // The sockets provider loses injected writes now and then (design notes).
+        // The sockets provider loses injected writes now and then (docs/architecture.md, provider findings).
         self.inbox.eager.inject = match self.info().provider().as_str() {
             "sockets" => 0,
             _ => self.info().inject_size(),

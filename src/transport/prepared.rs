@@ -10,6 +10,7 @@ use super::{wire, Result, TransportError};
 /// Provider limits the transport honours.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
+    /// Largest message one write may carry.
     pub max_msg_size: usize,
 }
 

@@ -2,6 +2,9 @@
 //!
 //! A [`Run`] is plain state: it is told what arrived ([`Incoming`]) and asked what may be
 //! posted next; the transport that owns it does all reading and writing on the fabric.
+//!
+//! What counts as a protocol error or a disagreement: docs/architecture.md, section "The
+//! one-sided protocol (src/transport)".
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};

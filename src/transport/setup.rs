@@ -18,12 +18,16 @@ use super::{Limits, Result, Transport, TransportError};
 /// region and its process id (watched by peers on the same host, see `liveness`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Card {
+    /// The endpoint's name (`fi_getname`), which peers insert into their address vector.
     pub name: Vec<u8>,
+    /// The control region, where ready tokens and signals are written.
     pub control: RemoteRegion,
+    /// The process id, for peers on the same host.
     pub pid: u32,
 }
 
 impl Card {
+    /// The bytes that [`Card::from_bytes`] reads.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = self.control.to_bytes().to_vec();
         out.extend_from_slice(&self.pid.to_le_bytes());
@@ -31,6 +35,7 @@ impl Card {
         out
     }
 
+    /// Parses [`Card::to_bytes`]; a peer's card that does not parse is an error, not a panic.
     pub fn from_bytes(bytes: &[u8]) -> std::result::Result<Card, FabricError> {
         let head = REMOTE_REGION_BYTES + 4;
         if bytes.len() <= head {

@@ -1,5 +1,8 @@
 //! How a rank waits for completions: it polls while messages are likely to come soon,
 //! yielding its core between polls, then blocks in short slices so that deadlines are checked.
+//!
+//! The policy and its measured effect: docs/architecture.md, section "The one-sided protocol
+//! (src/transport)", paragraph "Waiting", and docs/performance.md.
 
 use std::time::{Duration, Instant};
 

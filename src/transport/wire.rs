@@ -16,6 +16,9 @@
 //! token) or fails the operation (abort). The kind of a control write that is no abort says
 //! what it is: `0` a token, `1` returned eager credits (see `eager`), `1 s s s s s` an eager
 //! write into receive slot `s` (at most 32 slots per sender); other kinds are refused.
+//!
+//! The protocol these words serve: docs/architecture.md, section "The one-sided protocol
+//! (src/transport)".
 
 use crate::fabric::{RemoteRegion, REMOTE_REGION_BYTES};
 
@@ -47,20 +50,49 @@ const KIND_SLOT: u64 = 1 << 5;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     /// A write of operation `seq` (modulo 2^SEQ_BITS) in `round`: data, or a zero-length signal.
-    Data { seq: u8, round: u32, signal: bool },
+    Data {
+        /// Sequence number of the operation, modulo 2^SEQ_BITS.
+        seq: u8,
+        /// Round index.
+        round: u32,
+        /// A zero-length signal, not data.
+        signal: bool,
+    },
     /// `from` wrote its ready token into our control region.
-    Token { from: usize },
+    Token {
+        /// The writer's rank.
+        from: usize,
+    },
     /// `from` gave up operation `seq` (modulo 2^ABORT_SEQ_BITS).
-    Abort { from: usize, seq: u8 },
+    Abort {
+        /// The rank that gave up.
+        from: usize,
+        /// Sequence number, modulo 2^ABORT_SEQ_BITS.
+        seq: u8,
+    },
     /// `from` wrote an eager message into its receive slot `slot` of this rank.
-    Slot { from: usize, slot: u8 },
+    Slot {
+        /// The writer's rank.
+        from: usize,
+        /// The receive slot it wrote.
+        slot: u8,
+    },
     /// `from` wrote how many of this rank's eager messages it has read (its credit word).
-    Credit { from: usize },
+    Credit {
+        /// The target's rank.
+        from: usize,
+    },
     /// A control write of a kind this version does not know.
-    Unknown { from: usize, kind: u8 },
+    Unknown {
+        /// The sender's rank.
+        from: usize,
+        /// The kind field.
+        kind: u8,
+    },
 }
 
 impl Event {
+    /// The 32-bit remote CQ data of this event.
     pub fn encode(self) -> u64 {
         match self {
             Event::Data { seq, round, signal } => {
@@ -89,6 +121,7 @@ impl Event {
         }
     }
 
+    /// The event a remote CQ data word carries.
     pub fn decode(word: u64) -> Event {
         let low = (word & MAX_FIELD) as usize;
         if word & CONTROL == 0 {
@@ -133,7 +166,9 @@ pub fn abort_seq(seq: u64) -> u8 {
 /// Where wire sequence `seq` (of `bits` bits) lies from the `current` one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Order {
+    /// Before the current one (an operation already finished).
     Past,
+    /// The current one.
     Current,
     /// Ahead by less than half the sequence space.
     Future,
@@ -165,18 +200,26 @@ pub fn behind(current: u8, seq: u8, bits: u32) -> u64 {
 /// it keeps for the writer's eager messages are (an empty region if it keeps none).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Token {
+    /// The operation's sequence number.
     pub seq: u64,
+    /// Digest of the operation's arguments.
     pub digest: u64,
+    /// The receive buffer to write into.
     pub recv: RemoteRegion,
+    /// The scratch region to write into.
     pub scratch: RemoteRegion,
+    /// The receive slots the receiver keeps for the writer's eager messages.
     pub slots: SlotRing,
 }
 
 /// A target's receive slots for one writer: `count` slots of `slot_bytes` each in `region`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlotRing {
+    /// Where the slots are (empty: none).
     pub region: RemoteRegion,
+    /// How many slots.
     pub count: u32,
+    /// Bytes of one slot.
     pub slot_bytes: u32,
 }
 
@@ -192,6 +235,7 @@ impl SlotRing {
         slot_bytes: 0,
     };
 
+    /// Whether this names no slots.
     pub fn is_none(&self) -> bool {
         self.count == 0
     }
@@ -220,6 +264,7 @@ pub fn credit_out(size: usize, to: usize) -> usize {
 }
 
 impl Token {
+    /// The encoded token, [`TOKEN_BYTES`] long.
     pub fn to_bytes(&self) -> [u8; TOKEN_BYTES] {
         let mut out = [0; TOKEN_BYTES];
         out[..8].copy_from_slice(&self.seq.to_le_bytes());
@@ -272,6 +317,7 @@ impl Default for Digest {
 }
 
 impl Digest {
+    /// Adds a 64-bit word.
     pub fn word(mut self, w: u64) -> Self {
         for byte in w.to_le_bytes() {
             self.0 ^= u64::from(byte);
@@ -280,11 +326,13 @@ impl Digest {
         self
     }
 
+    /// Adds a string (its length, then its bytes).
     pub fn text(self, s: &str) -> Self {
         s.bytes()
             .fold(self.word(s.len() as u64), |d, b| d.word(u64::from(b)))
     }
 
+    /// The digest.
     pub fn finish(self) -> u64 {
         self.0
     }

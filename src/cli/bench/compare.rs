@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use circulant::bench::{self, AlphaBeta, Comparison, Statistic};
+use circulant::report::{self, AlphaBeta, Comparison, Statistic};
 
 use super::Args;
 use crate::cli::CliResult;
@@ -34,7 +34,7 @@ pub fn run(args: Args) -> CliResult {
     let files = args
         .compare
         .iter()
-        .map(|path| bench::read_file(path))
+        .map(|path| report::read_file(path))
         .collect::<Result<Vec<_>, _>>()?;
     let cmp = Comparison::build(&files, &args.reference, model)?;
     let stat = if args.median {
@@ -44,7 +44,7 @@ pub fn run(args: Args) -> CliResult {
     };
 
     if let Some(path) = &args.csv {
-        std::fs::write(path, bench::render_csv(&cmp)).map_err(|source| CompareError::Write {
+        std::fs::write(path, report::render_csv(&cmp)).map_err(|source| CompareError::Write {
             path: path.clone(),
             source,
         })?;
@@ -57,7 +57,7 @@ pub fn run(args: Args) -> CliResult {
         (None, true) => None,
     };
     let charts = match &out {
-        Some(dir) => bench::write_charts(&cmp, stat, dir)?,
+        Some(dir) => report::write_charts(&cmp, stat, dir)?,
         None => Vec::new(),
     };
 
@@ -65,9 +65,9 @@ pub fn run(args: Args) -> CliResult {
     let printed = if args.json {
         writeln!(stdout, "{}", serde_json::to_string(&cmp)?)
     } else if args.markdown {
-        write!(stdout, "{}", bench::render_markdown(&cmp, stat))
+        write!(stdout, "{}", report::render_markdown(&cmp, stat))
     } else {
-        let mut text = bench::render_table(&cmp, stat);
+        let mut text = report::render_table(&cmp, stat);
         if let Some(dir) = &out {
             text.push_str(&format!(
                 "\n{} charts written to {}\n",

@@ -22,12 +22,12 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use circulant::bench::csv::{header, AlphaBeta, Record};
-use circulant::bench::report::format_seconds;
-use circulant::bench::row_bound;
 use circulant::comm::{Buffer, Choice, CommError, Communicator};
 use circulant::plan::distribution::{Distribution, UnknownDistribution};
 use circulant::plan::{ceil_log2, registry, CostModel, Dtype, Problem, ReduceOp, Reduction};
+use circulant::report::compare::format_seconds;
+use circulant::report::csv::{header, AlphaBeta, Record};
+use circulant::report::row_bound;
 use circulant::sim::cases::CaseData;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;

@@ -8,7 +8,7 @@ use plotters::coord::Shift;
 use plotters::element::{DashedPathElement, DynElement, IntoDynElement};
 use plotters::prelude::*;
 
-use super::report::{
+use super::compare::{
     format_beta, format_bytes, format_seconds, format_seconds_short, Comparison, Group, Statistic,
 };
 
@@ -34,26 +34,43 @@ const COLORS: [RGBColor; 10] = [
 ];
 
 #[derive(Debug, thiserror::Error)]
+/// Why charts could not be drawn.
 pub enum PlotError {
     #[error(
         "cannot read the font {}: install the Debian package fonts-dejavu-core, or set {FONT_VARIABLE} to a TrueType font file",
         path.display()
     )]
+    /// The font file cannot be read.
     FontMissing {
+        /// The font file.
         path: PathBuf,
         #[source]
+        /// The operating system's error.
         source: std::io::Error,
     },
     #[error("{} is not a TrueType or OpenType font", path.display())]
-    FontInvalid { path: PathBuf },
+    /// The font file is not a usable font.
+    FontInvalid {
+        /// The font file.
+        path: PathBuf,
+    },
     #[error("cannot create the directory {}", path.display())]
+    /// The output directory cannot be created.
     CreateDir {
+        /// The directory.
         path: PathBuf,
         #[source]
+        /// The operating system's error.
         source: std::io::Error,
     },
     #[error("cannot draw {}: {message}", path.display())]
-    Draw { path: PathBuf, message: String },
+    /// Drawing or writing a chart failed.
+    Draw {
+        /// The chart's file.
+        path: PathBuf,
+        /// What the plotting library reported.
+        message: String,
+    },
 }
 
 /// Loads and registers the font once per process; later calls return the first outcome.

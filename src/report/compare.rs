@@ -23,6 +23,7 @@ pub enum Statistic {
 }
 
 impl Statistic {
+    /// The word tables and chart titles use.
     pub fn name(self) -> &'static str {
         match self {
             Statistic::Min => "minimum",
@@ -34,11 +35,14 @@ impl Statistic {
 /// A line of a chart and a column of a table: one algorithm of one library.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct Series {
+    /// The library that measured it (`circulant`, `mpich`, `openmpi`, ...).
     pub library: String,
+    /// The algorithm's name.
     pub algorithm: String,
 }
 
 impl Series {
+    /// `library/algorithm`, as legends and column heads show it.
     pub fn label(&self) -> String {
         format!("{}/{}", self.library, self.algorithm)
     }
@@ -47,12 +51,16 @@ impl Series {
 /// One series' times at one size.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Timing {
+    /// Repetitions measured.
     pub reps: u64,
+    /// Minimum time in seconds.
     pub min_s: f64,
+    /// Median time in seconds.
     pub median_s: f64,
 }
 
 impl Timing {
+    /// The time of one statistic.
     pub fn get(&self, stat: Statistic) -> f64 {
         match stat {
             Statistic::Min => self.min_s,
@@ -66,18 +74,24 @@ impl Timing {
 pub struct Best {
     /// Index into [`Group::series`].
     pub series: usize,
+    /// Its algorithm's name.
     pub algorithm: String,
+    /// Its time in seconds.
     pub time_s: f64,
 }
 
 /// One size of a group: every series' times, the reference's best, ratios and the bound.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SizeRow {
+    /// Bytes per rank (the CSV's `bytes`).
     pub bytes: u64,
+    /// Bytes the whole operation moves into receive buffers (the CSV's `total_bytes`).
     pub total_bytes: u64,
     /// Per series of the group, `None` where that series has no measurement at this size.
     pub times: Vec<Option<Timing>>,
+    /// The reference's fastest series by minimum time.
     pub best_min: Option<Best>,
+    /// The reference's fastest series by median time.
     pub best_median: Option<Best>,
     /// Per series: its minimum time over the reference's best minimum (> 1: reference faster).
     pub ratio_min: Vec<Option<f64>>,
@@ -92,6 +106,7 @@ pub struct SizeRow {
 }
 
 impl SizeRow {
+    /// The reference's fastest series for `stat`.
     pub fn best(&self, stat: Statistic) -> Option<&Best> {
         match stat {
             Statistic::Min => self.best_min.as_ref(),
@@ -99,6 +114,7 @@ impl SizeRow {
         }
     }
 
+    /// Series `series`'s time over the reference's best for `stat`.
     pub fn ratio(&self, series: usize, stat: Statistic) -> Option<f64> {
         let ratios = match stat {
             Statistic::Min => &self.ratio_min,
@@ -107,6 +123,7 @@ impl SizeRow {
         ratios.get(series).copied().flatten()
     }
 
+    /// The reference's best over the α-β bound for `stat`.
     pub fn best_over_bound(&self, stat: Statistic) -> Option<f64> {
         match stat {
             Statistic::Min => self.best_min_over_bound,
@@ -118,8 +135,11 @@ impl SizeRow {
 /// All measurements of one (op, distribution, p).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Group {
+    /// The collective.
     pub op: String,
+    /// The allgatherv distribution (or the CSV's placeholder for other operations).
     pub distribution: String,
+    /// Number of ranks.
     pub p: u64,
     /// The reference library's series first, then the others, each sorted by name.
     pub series: Vec<Series>,
@@ -140,7 +160,9 @@ impl Group {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AlphaBetaSource {
+    /// Given on the command line.
     CommandLine,
+    /// Read from a comment in this file.
     File(String),
 }
 
@@ -149,30 +171,46 @@ pub enum AlphaBetaSource {
 pub struct Comparison {
     /// The library whose best algorithm per size is the denominator of the ratios.
     pub reference: String,
+    /// α and β of the bounds, if known.
     pub alpha_beta: Option<AlphaBeta>,
+    /// Where they came from.
     pub alpha_beta_source: Option<AlphaBetaSource>,
+    /// The groups, sorted by op, distribution and p.
     pub groups: Vec<Group>,
     /// Things the reader should know, e.g. files that disagree on α and β.
     pub notes: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
+/// Why measurements cannot be compared.
 pub enum ReportError {
     #[error("no measurements in the given files")]
+    /// The files hold no measurements.
     NoRecords,
     #[error(
         "{}: {}/{} measured twice for {}, distribution {}, p = {}, {} bytes (first at {first})",
         second.origin, second.library, second.algorithm, second.op, second.distribution,
         second.p, second.bytes
     )]
-    Duplicate { first: Origin, second: Box<Record> },
+    /// One series measured the same point twice.
+    Duplicate {
+        /// Where it was measured first.
+        first: Origin,
+        /// The second measurement.
+        second: Box<Record>,
+    },
     #[error(
         "{second}: total_bytes {found} differs from {expected} at {first} for the same op, distribution, p and bytes: the two runs did not measure the same problem"
     )]
+    /// Two rows of the same problem disagree on the total bytes moved.
     TotalMismatch {
+        /// The first row.
         first: Origin,
+        /// The second row.
         second: Origin,
+        /// Total bytes of the first.
         expected: u64,
+        /// Total bytes of the second.
         found: u64,
     },
 }

@@ -26,15 +26,25 @@ pub const ALPHA_BETA_PREFIX: &str = "alpha_s=";
 /// One measured row: a collective at one size, timed by one library and algorithm.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Record {
+    /// The library that measured (`circulant`, or the MPI peer's library).
     pub library: String,
+    /// The collective.
     pub op: String,
+    /// The algorithm's name.
     pub algorithm: String,
+    /// The allgatherv distribution, or a placeholder for other operations.
     pub distribution: String,
+    /// Number of ranks.
     pub p: u64,
+    /// Bytes per rank.
     pub bytes: u64,
+    /// Bytes the whole operation moves into receive buffers.
     pub total_bytes: u64,
+    /// Repetitions measured.
     pub reps: u64,
+    /// Minimum time in seconds (of each repetition's slowest rank).
     pub min_s: f64,
+    /// Median time in seconds.
     pub median_s: f64,
     /// Where the row came from, for messages about it.
     #[serde(skip)]
@@ -44,7 +54,9 @@ pub struct Record {
 /// A file and 1-based line number.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Origin {
+    /// The file.
     pub file: PathBuf,
+    /// The line, counted from 1.
     pub line: usize,
 }
 
@@ -57,7 +69,9 @@ impl std::fmt::Display for Origin {
 /// The parameters of the α-β cost model: a message of m bytes costs α + βm seconds.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct AlphaBeta {
+    /// α: seconds per message.
     pub alpha_s: f64,
+    /// β: seconds per byte.
     pub beta_s_per_byte: f64,
 }
 
@@ -110,46 +124,94 @@ impl Record {
 /// The contents of one benchmark CSV file.
 #[derive(Clone, Debug, Default)]
 pub struct Measurements {
+    /// The rows, in file order.
     pub records: Vec<Record>,
     /// α and β from a `# alpha_s=... beta_s_per_byte=...` comment, with the line it was on.
     pub alpha_beta: Option<(AlphaBeta, Origin)>,
 }
 
 #[derive(Debug, thiserror::Error)]
+/// Why a benchmark CSV file cannot be read.
 pub enum CsvError {
     #[error("cannot read {}", path.display())]
+    /// The file cannot be read.
     Io {
+        /// The file.
         path: PathBuf,
         #[source]
+        /// The operating system's error.
         source: std::io::Error,
     },
     #[error("{}: no header line (expected the columns {})", path.display(), COLUMNS.join(","))]
-    NoHeader { path: PathBuf },
+    /// The file has no header line.
+    NoHeader {
+        /// The file.
+        path: PathBuf,
+    },
     #[error("{at}: the header has no column `{column}` (expected the columns {})", COLUMNS.join(","))]
-    MissingColumn { at: Origin, column: &'static str },
-    #[error("{at}: the header names column `{column}` twice")]
-    DuplicateColumn { at: Origin, column: String },
-    #[error("{at}: {found} fields, but the header has {expected} columns")]
-    FieldCount {
+    /// The header lacks a required column.
+    MissingColumn {
+        /// Where the header is.
         at: Origin,
+        /// The missing column.
+        column: &'static str,
+    },
+    #[error("{at}: the header names column `{column}` twice")]
+    /// The header names a column twice.
+    DuplicateColumn {
+        /// Where the header is.
+        at: Origin,
+        /// The column.
+        column: String,
+    },
+    #[error("{at}: {found} fields, but the header has {expected} columns")]
+    /// A row has another number of fields than the header.
+    FieldCount {
+        /// The row.
+        at: Origin,
+        /// Fields in the header.
         expected: usize,
+        /// Fields in the row.
         found: usize,
     },
     #[error("{at}: column `{column}`: `{value}` is not {expected}")]
+    /// A field does not parse.
     BadValue {
+        /// The row.
         at: Origin,
+        /// The column.
         column: &'static str,
+        /// The field's text.
         value: String,
+        /// What it must be.
         expected: &'static str,
     },
     #[error("{at}: column `{column}` is empty")]
-    EmptyField { at: Origin, column: &'static str },
+    /// A required field is empty.
+    EmptyField {
+        /// The row.
+        at: Origin,
+        /// The column.
+        column: &'static str,
+    },
     #[error(
         "{at}: malformed α-β comment `{text}` (expected `# alpha_s=<seconds> beta_s_per_byte=<seconds per byte>`)"
     )]
-    BadAlphaBeta { at: Origin, text: String },
+    /// An α-β comment that does not parse.
+    BadAlphaBeta {
+        /// The comment's line.
+        at: Origin,
+        /// Its text.
+        text: String,
+    },
     #[error("{at}: a second α-β comment (the first is at line {first})")]
-    SecondAlphaBeta { at: Origin, first: usize },
+    /// A file with two α-β comments.
+    SecondAlphaBeta {
+        /// The second.
+        at: Origin,
+        /// The line of the first.
+        first: usize,
+    },
 }
 
 /// Reads and parses one benchmark CSV file.

@@ -4,13 +4,13 @@
 //! of [`crate::plan::bounds`]: one definition each, shared with the planner and `circulant model`.
 //! Pure except for reading the files and writing the charts; nothing here runs a collective.
 
+pub mod compare;
 pub mod csv;
 pub mod plot;
-pub mod report;
 
-pub use csv::{read_file, AlphaBeta, CsvError, Measurements, Record};
-pub use plot::{write_charts, PlotError};
-pub use report::{
+pub use compare::{
     render_csv, render_markdown, render_table, row_bound, row_problem, Comparison, ReportError,
     Statistic,
 };
+pub use csv::{read_file, AlphaBeta, CsvError, Measurements, Record};
+pub use plot::{write_charts, PlotError};
