@@ -9,7 +9,7 @@ use std::time::Instant;
 use crate::fabric::{Completion, LocalRange, Post};
 use crate::plan::Buf;
 
-use super::eager::EagerPost;
+use super::eager::{counts_as_local, EagerPost};
 use super::local::Buffers;
 use super::run::{Incoming, Ready, Run};
 use super::waiting::{Waiting, DRAIN, WAIT_SLICE};
@@ -96,7 +96,7 @@ impl Transport {
                     Some(event) => run.on_event(&mut self.inbox, event),
                     None => Ok(()),
                 };
-            } else if c.context.is_some() {
+            } else if counts_as_local(c) {
                 run.in_flight = run.in_flight.saturating_sub(1);
             }
         }
@@ -112,7 +112,7 @@ impl Transport {
     /// here (from a rank that exists).
     fn incoming(&mut self, c: &Completion) -> Option<Incoming> {
         if c.context.is_some() {
-            return Some(Incoming::LocalDone);
+            return counts_as_local(c).then_some(Incoming::LocalDone);
         }
         if !c.is_remote_write_data() {
             return None;
@@ -273,7 +273,7 @@ impl Transport {
                 let done = self
                     .completions
                     .iter()
-                    .filter(|c| c.context.is_some())
+                    .filter(|c| counts_as_local(c))
                     .count();
                 run.in_flight = run.in_flight.saturating_sub(done);
                 self.completions.clear();

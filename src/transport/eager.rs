@@ -25,7 +25,7 @@
 //!   control region. A writer without a free slot waits (progressing its completion queue,
 //!   under the operation's deadline); it never overwrites a slot that was not read.
 
-use crate::fabric::{Access, FabricError, Post, RegisteredMemory, RemoteRegion};
+use crate::fabric::{Access, Completion, FabricError, Post, RegisteredMemory, RemoteRegion};
 use crate::plan::{Buf, Piece};
 
 use super::local::Buffers;
@@ -55,8 +55,16 @@ pub const HEADER_BYTES: usize = 40;
 /// One segment of the header's table.
 pub const SEGMENT_BYTES: usize = 16;
 
-/// The context of credit words written (not injected): their failure is forgiven.
+/// The context of credit word writes. No operation waits for them (a credit only serves later
+/// operations), and their failure is forgiven: the writer they go to may have finished its last
+/// operation and ended.
 pub const CREDIT_CONTEXT: u64 = u64::MAX;
+
+/// Whether a completion is one of this rank's writes that an operation counts (not a credit
+/// word's).
+pub(super) fn counts_as_local(c: &Completion) -> bool {
+    c.context.is_some_and(|context| context != CREDIT_CONTEXT)
+}
 
 /// Marks a slot header, so that a slot that holds anything else is refused.
 const MAGIC: u32 = 0x6561_6772;
@@ -553,8 +561,8 @@ pub struct Eager {
     queued_flag: Vec<bool>,
     /// Writers whose next slot belongs to an operation that has not begun.
     pub parked: Vec<usize>,
-    /// Eager writes and credit words up to this size are injected (`fi_inject_writedata`: no
-    /// local completion); 0 where injection is not to be trusted.
+    /// Eager writes up to this size are injected (`fi_inject_writedata`: no local
+    /// completion); 0 where injection is not to be trusted.
     pub inject: usize,
 }
 
@@ -661,9 +669,9 @@ impl From<Post> for EagerPost {
 
 impl Run {
     /// What reading the completion queue came to, with the failure of a credit word's write
-    /// forgiven (counted as done): its writer may have finished its last operation and ended,
-    /// which is no failure of this one. Credit words go out injected where the provider
-    /// allows; this covers the others (sockets, where no liveness check tells an ended peer).
+    /// forgiven: its writer may have finished its last operation and ended, which is no
+    /// failure of this one (over shm the liveness check skips such a writer; other providers
+    /// tell it only by the failed write).
     pub(super) fn forgive_credit_failure(
         &mut self,
         got: std::result::Result<usize, FabricError>,
@@ -672,10 +680,7 @@ impl Run {
             Err(FabricError::Completion {
                 context: Some(CREDIT_CONTEXT),
                 ..
-            }) => {
-                self.in_flight = self.in_flight.saturating_sub(1);
-                Ok(0)
-            }
+            }) => Ok(0),
             other => Ok(other?),
         }
     }
@@ -834,7 +839,7 @@ impl Transport {
                 }
                 progress = true;
             }
-            if !self.return_credits(run, from)? {
+            if !self.return_credits(from)? {
                 owed.push(from);
             }
         }
@@ -846,7 +851,7 @@ impl Transport {
 
     /// Sends `from` the count of its slots read, if due; false if the provider's queue was
     /// full (it is tried again on the next pass).
-    fn return_credits(&mut self, run: &mut Run, from: usize) -> Result<bool> {
+    fn return_credits(&mut self, from: usize) -> Result<bool> {
         let Some(ring) = self.inbox.eager.inbound[from].as_mut() else {
             return Ok(true);
         };
@@ -865,25 +870,18 @@ impl Transport {
         let remote =
             self.peer_control[from].range(wire::credit_in(self.size, self.rank) as u64, 8)?;
         let event = Some(Event::Credit { from: self.rank }.encode());
-        let injected = word.len() <= self.inbox.eager.inject;
-        let post = if injected {
-            self.endpoint
-                .inject_write(&word, self.peers[from], remote, event)
-        } else {
-            // The source may be overwritten by the next word while this write is in flight:
-            // the target then reads that newer count, or a torn word it ignores.
-            let out = wire::credit_out(self.size, from);
-            self.control.store(out, &word)?;
-            let local = self.control.range(out, word.len())?;
-            self.endpoint
-                .write(local, self.peers[from], remote, event, CREDIT_CONTEXT)
-        };
+        // Not injected: an injected write that fails has no context to tell it from a failed
+        // data write. The source may be overwritten by the next word while this write is in
+        // flight: the target then reads that newer count, or a torn word it ignores.
+        let out = wire::credit_out(self.size, from);
+        self.control.store(out, &word)?;
+        let local = self.control.range(out, word.len())?;
+        let post = self
+            .endpoint
+            .write(local, self.peers[from], remote, event, CREDIT_CONTEXT);
         // A writer that is gone needs no credits; one that is not and never gets them fails
         // at its deadline.
         let posted = !matches!(post, Ok(Post::Again));
-        if matches!(post, Ok(Post::Posted)) && !injected {
-            run.in_flight += 1;
-        }
         let Some(ring) = self.inbox.eager.inbound[from].as_mut() else {
             return Ok(true);
         };
