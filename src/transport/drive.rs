@@ -48,7 +48,7 @@ impl Transport {
         run.complete_rounds(buffers)?;
         self.post_ready(run, buffers)?;
         let got = self.cq.poll(&mut self.completions);
-        if run.forgive_credit_failure(got)? > 0 {
+        if self.forgive_credit_failure(got)? > 0 {
             self.take_completions(run)?;
             self.take_slots(run, buffers)?;
             run.complete_rounds(buffers)?;
@@ -69,7 +69,7 @@ impl Transport {
                 return Ok(());
             }
             let got = waiting.read(&self.cq, &mut self.completions);
-            if run.forgive_credit_failure(got)? > 0 {
+            if self.forgive_credit_failure(got)? > 0 {
                 progress = true;
                 self.take_completions(run)?;
             }
@@ -112,7 +112,11 @@ impl Transport {
     /// here (from a rank that exists).
     fn incoming(&mut self, c: &Completion) -> Option<Incoming> {
         if c.context.is_some() {
-            return counts_as_local(c).then_some(Incoming::LocalDone);
+            if !counts_as_local(c) {
+                self.inbox.eager.credit_write_done();
+                return None;
+            }
+            return Some(Incoming::LocalDone);
         }
         if !c.is_remote_write_data() {
             return None;
@@ -224,7 +228,7 @@ impl Transport {
                 return Ok(());
             }
             let got = self.cq.wait(&mut self.completions, WAIT_SLICE);
-            let n = run.forgive_credit_failure(got)?;
+            let n = self.forgive_credit_failure(got)?;
             if n > 0 {
                 self.take_completions(run)?;
             }

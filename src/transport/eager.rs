@@ -30,6 +30,7 @@ use crate::plan::{Buf, Piece};
 
 use super::local::Buffers;
 use super::run::{Ready, Run};
+use super::waiting::{DRAIN, WAIT_SLICE};
 pub use super::wire::MAX_SLOTS;
 use super::wire::{self, Digest, Event, SlotRing};
 use super::{Result, Transport, TransportError};
@@ -564,6 +565,8 @@ pub struct Eager {
     /// Eager writes up to this size are injected (`fi_inject_writedata`: no local
     /// completion); 0 where injection is not to be trusted.
     pub inject: usize,
+    /// Credit words written and not completed yet.
+    pub credit_writes: usize,
 }
 
 impl Eager {
@@ -577,7 +580,13 @@ impl Eager {
             queued_flag: vec![false; size],
             parked: Vec::new(),
             inject: 0,
+            credit_writes: 0,
         }
+    }
+
+    /// A credit word's write completed (or failed).
+    pub fn credit_write_done(&mut self) {
+        self.credit_writes = self.credit_writes.saturating_sub(1);
     }
 
     /// Marks `writer`'s slots to be looked at.
@@ -667,7 +676,7 @@ impl From<Post> for EagerPost {
     }
 }
 
-impl Run {
+impl Transport {
     /// What reading the completion queue came to, with the failure of a credit word's write
     /// forgiven: its writer may have finished its last operation and ended, which is no
     /// failure of this one (over shm the liveness check skips such a writer; other providers
@@ -680,13 +689,37 @@ impl Run {
             Err(FabricError::Completion {
                 context: Some(CREDIT_CONTEXT),
                 ..
-            }) => Ok(0),
+            }) => {
+                self.inbox.eager.credit_write_done();
+                Ok(0)
+            }
             other => Ok(other?),
         }
     }
-}
 
-impl Transport {
+    /// Waits a little for credit words still in flight, so that the endpoint never closes with
+    /// them posted (no operation waits for them).
+    pub(super) fn drain_credit_writes(&mut self) {
+        let deadline = std::time::Instant::now() + DRAIN;
+        while self.inbox.eager.credit_writes > 0 && std::time::Instant::now() < deadline {
+            match self.cq.wait(&mut self.completions, WAIT_SLICE) {
+                Ok(_) => {
+                    for c in &self.completions {
+                        if c.context == Some(CREDIT_CONTEXT) {
+                            self.inbox.eager.credit_write_done();
+                        }
+                    }
+                    self.completions.clear();
+                }
+                Err(FabricError::Completion {
+                    context: Some(CREDIT_CONTEXT),
+                    ..
+                }) => self.inbox.eager.credit_write_done(),
+                Err(_) => {}
+            }
+        }
+    }
+
     /// The count of the credit word `from` wrote into our control region (`None` if it is
     /// torn or cannot be read).
     pub(super) fn read_credit(&self, from: usize) -> Option<u32> {
@@ -882,6 +915,9 @@ impl Transport {
         // A writer that is gone needs no credits; one that is not and never gets them fails
         // at its deadline.
         let posted = !matches!(post, Ok(Post::Again));
+        if matches!(post, Ok(Post::Posted)) {
+            self.inbox.eager.credit_writes += 1;
+        }
         let Some(ring) = self.inbox.eager.inbound[from].as_mut() else {
             return Ok(true);
         };

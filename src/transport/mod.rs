@@ -453,6 +453,12 @@ impl Transport {
     }
 }
 
+impl Drop for Transport {
+    fn drop(&mut self) {
+        self.drain_credit_writes();
+    }
+}
+
 /// An operation started with [`Transport::start`] and not finished yet.
 pub struct Operation {
     run: Run,
