@@ -85,6 +85,9 @@ fn bcast_job_writes_a_csv_the_report_reads() {
             );
             assert_eq!((r.p, r.total_bytes, r.reps), (2, bytes, 2));
             assert!(r.min_s > 0.0 && r.min_s <= r.median_s, "{r:?}");
+            // Entry to first post is part of every rank's call, so of the slowest one's.
+            let overhead = r.overhead_s.expect("the overhead column");
+            assert!(overhead > 0.0 && overhead <= r.median_s, "{r:?}");
         }
     }
     assert!(m.records.iter().all(|r| sizes.contains(&r.bytes)));

@@ -99,8 +99,9 @@ pub struct Communicator {
     check_mem: Option<(RegisteredMemory, RegisteredMemory)>,
     /// The plan of the argument check's own exchange (kept unless the plan cache is off).
     check_plan: Option<Planned>,
-    /// The plans of earlier calls (`CIRCULANT_PLAN_CACHE`).
-    plans: PlanCache,
+    /// The plans of earlier calls (`CIRCULANT_PLAN_CACHE`), shared so that a hit costs one
+    /// reference count.
+    plans: PlanCache<plan_cache::Key, Arc<Planned>>,
     last: Option<Executed>,
 }
 
@@ -111,6 +112,12 @@ pub struct Executed {
     pub algorithm: &'static str,
     /// What the transport did.
     pub stats: OpStats,
+    /// The call's software overhead on this rank: from its entry into the communicator (the
+    /// blocking or `i*` form, or [`Persistent::start`]) to its first post to the fabric (its
+    /// first ready token; on a rank that sends none, the moment the transport went on to post
+    /// its writes, before any wait for the peers). It includes the argument check when
+    /// `CIRCULANT_CHECK` is on (an exchange with the peers) and the staging of plain slices.
+    pub overhead: Duration,
 }
 
 /// Membership in the launcher's job: leaves it when dropped.

@@ -54,6 +54,8 @@ pub struct Request<'a> {
     /// Whether a staged receive buffer is copied out at completion (not where the call leaves
     /// it unchanged, as at the broadcast root).
     copy_out: bool,
+    /// [`Executed::overhead`] of the call.
+    overhead: std::time::Duration,
 }
 
 impl std::fmt::Debug for Request<'_> {
@@ -87,6 +89,7 @@ impl<'a> Request<'a> {
             state: State::Running(Box::new(started.operation)),
             placement: started.placement,
             copy_out,
+            overhead: started.overhead,
         }
     }
 
@@ -152,6 +155,7 @@ impl<'a> Request<'a> {
         comm.last = Some(Executed {
             algorithm: self.algorithm,
             stats,
+            overhead: self.overhead,
         });
         Ok(())
     }

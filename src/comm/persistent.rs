@@ -54,7 +54,8 @@ pub struct Persistent<'c, 'b> {
     /// In place: (offset, length) of this rank's contribution within `recv`.
     send_in_recv: Option<(usize, usize)>,
     scratch: Option<RegisteredMemory>,
-    active: Option<Operation>,
+    /// The started operation and its [`Executed::overhead`].
+    active: Option<(Operation, std::time::Duration)>,
     starts: u64,
 }
 
@@ -223,6 +224,7 @@ impl<'c, 'b> Persistent<'c, 'b> {
     /// collectives. Until [`Self::wait`] returns, the buffers must not be touched (the
     /// accessors refuse).
     pub fn start(&mut self) -> Result<()> {
+        let entered = std::time::Instant::now();
         if self.active.is_some() {
             return Err(self.misuse("started again before wait"));
         }
@@ -246,14 +248,15 @@ impl<'c, 'b> Persistent<'c, 'b> {
             .comm
             .transport
             .start(self.op, self.digest, &self.prepared, buffers)?;
-        self.active = Some(operation);
+        let overhead = operation.posting().saturating_duration_since(entered);
+        self.active = Some((operation, overhead));
         self.starts += 1;
         Ok(())
     }
 
     /// Drives the started operation to completion.
     pub fn wait(&mut self) -> Result<()> {
-        let Some(operation) = self.active.take() else {
+        let Some((operation, overhead)) = self.active.take() else {
             return Err(self.misuse("wait without start"));
         };
         let need = self.prepared.buffers;
@@ -268,6 +271,7 @@ impl<'c, 'b> Persistent<'c, 'b> {
         self.comm.last = Some(Executed {
             algorithm: self.algorithm,
             stats,
+            overhead,
         });
         Ok(())
     }

@@ -2,6 +2,9 @@
 //! cache when an earlier call had the same arguments), the full argument check when it is
 //! on, the placement of the buffers, then the transport's start.
 
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
 use crate::plan::Algorithm;
 use crate::transport::{Operation, TransportError};
 
@@ -18,12 +21,15 @@ pub(super) struct Started<'a> {
     pub operation: Operation,
     pub algorithm: &'static str,
     pub placement: Placement<'a>,
+    /// From the entry into [`Communicator::start`] to the transport's first post
+    /// ([`Operation::posting`]).
+    pub overhead: Duration,
 }
 
 /// Where a call's plan comes from.
 enum Source {
     /// An earlier call with the same arguments.
-    Cached(Planned),
+    Cached(Arc<Planned>),
     /// Chosen now; planned once the argument check (if on) has passed.
     Chosen(Box<dyn Algorithm>),
 }
@@ -67,8 +73,10 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
+        // The call's software overhead counts from here (see `Executed::overhead`).
+        let entered = Instant::now();
         let (op, copy_out) = (call.op, !call.recv_unchanged);
-        match self.begin(call, send, recv) {
+        match self.begin(call, entered, send, recv) {
             Ok(started) => Ok(Request::new(self, op, started, copy_out)),
             Err(err) => {
                 // Every failure once the transport started the call has broken it, so a
@@ -93,6 +101,7 @@ impl Communicator {
     fn begin<'a, S, R>(
         &mut self,
         mut call: Call<'_>,
+        entered: Instant,
         send: Option<&'a S>,
         recv: Option<&'a mut R>,
     ) -> Result<Started<'a>>
@@ -128,14 +137,14 @@ impl Communicator {
                 let plan = algorithm
                     .rank_plan(self.rank())
                     .map_err(|e| in_call(op, e.into()))?;
-                let planned = Planned {
+                let planned = Arc::new(Planned {
                     algorithm: algorithm.name(),
                     prepared: self
                         .transport
                         .prepare_sized(op, plan, call.problem.total_bytes())?,
                     digest: digest(op, algorithm.name(), &call.problem),
-                };
-                self.plans.insert(key, planned.clone());
+                });
+                self.plans.insert(key, Arc::clone(&planned));
                 planned
             }
         };
@@ -144,6 +153,7 @@ impl Communicator {
         let buffers = placement.views(owned);
         let operation = transport.start(op, planned.digest, &planned.prepared, buffers)?;
         Ok(Started {
+            overhead: operation.posting().saturating_duration_since(entered),
             operation,
             algorithm: planned.algorithm,
             placement,

@@ -20,6 +20,11 @@ pub const COLUMNS: [&str; 10] = [
     "median_s",
 ];
 
+/// An optional column of `circulant bench`: the median software overhead of a call (entry
+/// into the collective to its first post to the fabric), in seconds. Files without it (the
+/// MPI peer's, older runs) read as `None`.
+pub const OVERHEAD_COLUMN: &str = "overhead_s";
+
 /// The comment line prefix that carries the run's measured α and β.
 pub const ALPHA_BETA_PREFIX: &str = "alpha_s=";
 
@@ -46,6 +51,9 @@ pub struct Record {
     pub min_s: f64,
     /// Median time in seconds.
     pub median_s: f64,
+    /// The [`OVERHEAD_COLUMN`], where the file has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overhead_s: Option<f64>,
     /// Where the row came from, for messages about it.
     #[serde(skip)]
     pub origin: Origin,
@@ -229,7 +237,7 @@ pub fn read_file(path: &Path) -> Result<Measurements, CsvError> {
 /// extra ones are ignored. Blank lines and `#` comments are skipped anywhere.
 pub fn parse(path: &Path, text: &str) -> Result<Measurements, CsvError> {
     let mut out = Measurements::default();
-    let mut header: Option<(Vec<usize>, usize)> = None;
+    let mut header: Option<(Vec<usize>, Option<usize>, usize)> = None;
     for (index, raw) in text.lines().enumerate() {
         let at = Origin {
             file: path.to_path_buf(),
@@ -253,8 +261,11 @@ pub fn parse(path: &Path, text: &str) -> Result<Measurements, CsvError> {
         }
         let fields: Vec<&str> = line.split(',').map(str::trim).collect();
         match &header {
-            None => header = Some((column_positions(&fields, &at)?, fields.len())),
-            Some((positions, width)) => {
+            None => {
+                let overhead = fields.iter().position(|f| *f == OVERHEAD_COLUMN);
+                header = Some((column_positions(&fields, &at)?, overhead, fields.len()));
+            }
+            Some((positions, overhead, width)) => {
                 if fields.len() != *width {
                     return Err(CsvError::FieldCount {
                         at,
@@ -262,7 +273,13 @@ pub fn parse(path: &Path, text: &str) -> Result<Measurements, CsvError> {
                         found: fields.len(),
                     });
                 }
-                out.records.push(parse_record(&fields, positions, at)?);
+                let overhead_s = match overhead {
+                    Some(i) => Some(parse_seconds(fields[*i], OVERHEAD_COLUMN, &at)?),
+                    None => None,
+                };
+                let mut record = parse_record(&fields, positions, at)?;
+                record.overhead_s = overhead_s;
+                out.records.push(record);
             }
         }
     }
@@ -319,17 +336,7 @@ fn parse_record(fields: &[&str], positions: &[usize], at: Origin) -> Result<Reco
             expected: "a non-negative integer",
         })
     };
-    let seconds = |i: usize| -> Result<f64, CsvError> {
-        match get(i).parse::<f64>() {
-            Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-            _ => Err(CsvError::BadValue {
-                at: at.clone(),
-                column: COLUMNS[i],
-                value: get(i).to_string(),
-                expected: "a finite non-negative number of seconds",
-            }),
-        }
-    };
+    let seconds = |i: usize| parse_seconds(get(i), COLUMNS[i], &at);
     let p = int(4)?;
     if p == 0 {
         return Err(CsvError::BadValue {
@@ -350,8 +357,22 @@ fn parse_record(fields: &[&str], positions: &[usize], at: Origin) -> Result<Reco
         reps: int(7)?,
         min_s: seconds(8)?,
         median_s: seconds(9)?,
+        overhead_s: None,
         origin: at,
     })
+}
+
+/// A time column's value: a finite non-negative number of seconds.
+fn parse_seconds(value: &str, column: &'static str, at: &Origin) -> Result<f64, CsvError> {
+    match value.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(CsvError::BadValue {
+            at: at.clone(),
+            column,
+            value: value.to_string(),
+            expected: "a finite non-negative number of seconds",
+        }),
+    }
 }
 
 /// Parses `alpha_s=<f64> beta_s_per_byte=<f64>`; other comments give `None`.
@@ -380,5 +401,27 @@ fn parse_alpha_beta(comment: &str, at: &Origin) -> Result<Option<AlphaBeta>, Csv
     match (alpha, beta) {
         (Some(a), Some(b)) => AlphaBeta::new(a, b).map(Some).ok_or_else(bad),
         _ => Err(bad()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_overhead_column_is_read_where_present() {
+        let path = Path::new("t.csv");
+        let with = format!("{},plan_s,{OVERHEAD_COLUMN}\ncirculant,bcast,a,-,2,8,8,3,0.000002,0.000003,0.000001,0.000000700\n", header());
+        let m = parse(path, &with).expect("parses");
+        assert_eq!(m.records[0].overhead_s, Some(0.0000007));
+        let without = format!("{}\nmpi,bcast,a,-,2,8,8,3,0.000002,0.000003\n", header());
+        let m = parse(path, &without).expect("parses");
+        assert_eq!(m.records[0].overhead_s, None);
+        let bad = with.replace("0.000000700", "-1");
+        let err = parse(path, &bad).expect_err("a negative time").to_string();
+        assert!(
+            err.contains("t.csv:2") && err.contains("`overhead_s`"),
+            "{err}"
+        );
     }
 }

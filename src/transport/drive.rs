@@ -18,10 +18,12 @@ use super::{wire, Result, Transport, TransportError};
 
 impl Transport {
     /// Checks the buffers, runs the setup steps, counts what arrived early and sends the ready
-    /// tokens.
-    pub(super) fn begin(&mut self, run: &mut Run, buffers: &Buffers<'_>) -> Result<()> {
+    /// tokens. Returns when posting began: just before the first token, or where a rank that
+    /// sends none goes on to post its writes (the end of a call's software overhead).
+    pub(super) fn begin(&mut self, run: &mut Run, buffers: &Buffers<'_>) -> Result<Instant> {
         run.setup(buffers)?;
         run.adopt_early(&mut self.inbox)?;
+        let posting = Instant::now();
         // Eager writes of this operation that came before it began.
         self.inbox.eager.queue_parked();
         self.take_slots(run, buffers)?;
@@ -38,7 +40,7 @@ impl Transport {
                 self.post_with_retry(run, |t| t.post_token(writer, &token))?;
             }
         }
-        Ok(())
+        Ok(posting)
     }
 
     /// One pass without waiting: completes rounds, posts what is allowed, takes the

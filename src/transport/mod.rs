@@ -314,17 +314,18 @@ impl Transport {
         self.usable(name)?;
         let seq = self.seq;
         self.seq += 1;
-        let op = format!("{name} (operation {seq})");
+        let op = operation_name(name, seq);
         let mut run = Run::new(op, seq, digest, prepared, self.size);
         self.active = Some(seq);
         // From here on the peers count on this operation: any failure goes through `fail`.
         let started = self
             .begin(&mut run, &buffers)
-            .and_then(|()| self.progress(&mut run, &buffers));
+            .and_then(|posting| self.progress(&mut run, &buffers).map(|()| posting));
         match started {
-            Ok(()) => Ok(Operation {
+            Ok(posting) => Ok(Operation {
                 run,
                 started: Instant::now(),
+                posting,
             }),
             Err(err) => Err(self.fail(&mut run, err)),
         }
@@ -355,7 +356,7 @@ impl Transport {
     /// what is allowed. `Ok(true)` once it is done (then [`Self::finish`] returns at once).
     /// The deadline counts from the start here, as a caller that only tests never waits.
     pub fn test(&mut self, operation: &mut Operation, buffers: Buffers<'_>) -> Result<bool> {
-        let Operation { run, started } = operation;
+        let Operation { run, started, .. } = operation;
         if self.active != Some(run.seq) {
             return Err(TransportError::Invalid {
                 op: run.op.clone(),
@@ -459,11 +460,44 @@ impl Drop for Transport {
     }
 }
 
+/// `"{name} (operation {seq})"`, the name errors give an operation, built without the
+/// formatting machinery: it is made on every start.
+fn operation_name(name: &str, seq: u64) -> String {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = seq;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut op = String::with_capacity(name.len() + 13 + digits.len() - at);
+    op.push_str(name);
+    op.push_str(" (operation ");
+    op.extend(digits[at..].iter().map(|&d| char::from(d)));
+    op.push(')');
+    op
+}
+
 /// An operation started with [`Transport::start`] and not finished yet.
 pub struct Operation {
     run: Run,
     /// When it was started: [`Transport::test`]'s deadline counts from here.
     started: Instant,
+    /// When its posting began (see [`Operation::posting`]).
+    posting: Instant,
+}
+
+impl Operation {
+    /// When the transport began posting this operation: just before its first write to the
+    /// fabric (a ready token), or, on a rank that sends no token, once its setup was done and
+    /// it went on to post its writes (which may wait for the peers' tokens).
+    pub fn posting(&self) -> Instant {
+        self.posting
+    }
 }
 
 impl fmt::Debug for Operation {
@@ -472,5 +506,18 @@ impl fmt::Debug for Operation {
             .field("op", &self.run.op)
             .field("seq", &self.run.seq)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn operation_names_as_formatted() {
+        for seq in [0, 7, 10, 12_345, u64::MAX] {
+            assert_eq!(
+                super::operation_name("bcast", seq),
+                format!("bcast (operation {seq})")
+            );
+        }
     }
 }

@@ -17,6 +17,10 @@
 //! The library plans every call (algorithm choice and this rank's rounds); `plan_s` is that
 //! time alone, measured outside the call (median over the repetitions of the slowest rank's
 //! time); it is part of the measured time of each call.
+//!
+//! `overhead_s` is the software overhead of the timed calls themselves: from the entry into
+//! the collective to its first post to the fabric ([`circulant::comm::Executed::overhead`]),
+//! the median over the repetitions on each rank, then the slowest rank's.
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -26,7 +30,7 @@ use circulant::comm::{Buffer, Choice, CommError, Communicator};
 use circulant::plan::distribution::{Distribution, UnknownDistribution};
 use circulant::plan::{ceil_log2, registry, CostModel, Dtype, Problem, ReduceOp, Reduction};
 use circulant::report::compare::format_seconds;
-use circulant::report::csv::{header, AlphaBeta, Record};
+use circulant::report::csv::{header, AlphaBeta, Record, OVERHEAD_COLUMN};
 use circulant::report::row_bound;
 use circulant::sim::cases::CaseData;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -174,14 +178,23 @@ pub fn run(args: Args) -> CliResult {
                 run(&mut comm)?;
             }
             let mut times = Vec::with_capacity(args.reps as usize);
+            let mut overheads = Vec::with_capacity(args.reps as usize);
             for _ in 0..args.reps {
-                times.push(window.time(&mut comm, &mut run)?);
+                // The window's own collectives run before and after the call: its overhead is
+                // read as soon as it returns.
+                let mut timed = |c: &mut Communicator| {
+                    run(c)?;
+                    overheads.extend(c.last().map(|e| e.overhead.as_secs_f64()));
+                    Ok(())
+                };
+                times.push(window.time(&mut comm, &mut timed)?);
             }
             let mut plan_times = Vec::with_capacity(args.reps as usize);
             for _ in 0..args.reps {
                 plan_times.push(plan_time(&comm, &cell.problem, name, me)?);
             }
             let plan_s = slowest(&mut comm, median(&mut plan_times))?;
+            let overhead_s = slowest(&mut comm, median(&mut overheads))?;
             let wrong = sum(&mut comm, wrong)?;
             times.sort_by(f64::total_cmp);
             results.push(Measured {
@@ -196,6 +209,7 @@ pub fn run(args: Args) -> CliResult {
                     reps: u64::from(args.reps),
                     min_s: times.first().copied().unwrap_or(0.0),
                     median_s: median(&mut times),
+                    overhead_s: Some(overhead_s),
                     origin: Default::default(),
                 },
                 plan_s,
@@ -519,9 +533,14 @@ fn render_csv(comm: &Communicator, model: &CostModel, late: u64, rows: &[Measure
         out.push('\n');
     }
     out.push_str(&header());
-    out.push_str(",plan_s\n");
+    out.push_str(&format!(",plan_s,{OVERHEAD_COLUMN}\n"));
     for r in rows {
-        out.push_str(&format!("{},{:.9}\n", r.record.csv_line(), r.plan_s));
+        out.push_str(&format!(
+            "{},{:.9},{:.9}\n",
+            r.record.csv_line(),
+            r.plan_s,
+            r.record.overhead_s.unwrap_or(0.0)
+        ));
     }
     out
 }
@@ -543,8 +562,18 @@ fn render_table(
         1e-9 / model.beta.max(f64::MIN_POSITIVE)
     );
     out.push_str(&format!(
-        "{:<11} {:<10} {:>11} {:>11}  {:<28} {:>10} {:>10} {:>10} {:>10} {:>8}\n",
-        "op", "dist", "bytes", "total", "algorithm", "min", "median", "plan", "bound", "min/bnd"
+        "{:<11} {:<10} {:>11} {:>11}  {:<28} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}\n",
+        "op",
+        "dist",
+        "bytes",
+        "total",
+        "algorithm",
+        "min",
+        "median",
+        "plan",
+        "overhead",
+        "bound",
+        "min/bnd"
     ));
     for r in rows {
         let x = &r.record;
@@ -554,7 +583,7 @@ fn render_table(
             .filter(|b| *b > 0.0)
             .map_or_else(|| "-".to_string(), |b| format!("{:.2}", x.min_s / b));
         out.push_str(&format!(
-            "{:<11} {:<10} {:>11} {:>11}  {:<28} {:>10} {:>10} {:>10} {:>10} {:>8}{}\n",
+            "{:<11} {:<10} {:>11} {:>11}  {:<28} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}{}\n",
             x.op,
             x.distribution,
             x.bytes,
@@ -563,13 +592,16 @@ fn render_table(
             format_seconds(x.min_s),
             format_seconds(x.median_s),
             format_seconds(r.plan_s),
+            r.record
+                .overhead_s
+                .map_or_else(|| "-".to_string(), format_seconds),
             bound.map_or_else(|| "-".to_string(), format_seconds),
             over,
             if r.wrong > 0 { "  WRONG DATA" } else { "" }
         ));
     }
     out.push_str(&format!(
-        "times: {} repetitions, each the slowest rank's time from a common start; min and median over them; plan: included in the time{}\n",
+        "times: {} repetitions, each the slowest rank's time from a common start; min and median over them; plan: included in the time; overhead: entry to first post, median{}\n",
         rows.first().map_or(0, |r| r.record.reps),
         if late > 0 {
             format!("; {late} repetitions late")
