@@ -39,8 +39,11 @@ pub const ALGORITHM_ENV: &str = "CIRCULANT_ALGORITHM";
 pub const CHECK_ENV: &str = "CIRCULANT_CHECK";
 /// The job's authentication key (hex); `circulant run` sets a random one.
 pub const AUTH_KEY_ENV: &str = "CIRCULANT_AUTH_KEY";
+/// Operations of at most this many bytes take the eager path (`0`: none).
 pub const EAGER_LIMIT_ENV: &str = "CIRCULANT_EAGER_LIMIT";
+/// Receive slots a rank keeps per peer that writes to it eagerly.
 pub const EAGER_SLOTS_ENV: &str = "CIRCULANT_EAGER_SLOTS";
+/// Bytes of one eager receive slot, its header included.
 pub const EAGER_SLOT_BYTES_ENV: &str = "CIRCULANT_EAGER_SLOT_BYTES";
 /// How many plans of earlier calls a communicator keeps (`0`: none).
 pub const PLAN_CACHE_ENV: &str = "CIRCULANT_PLAN_CACHE";
@@ -82,9 +85,11 @@ pub struct Config {
     pub check: bool,
     /// Set on the domain of providers that support authorization keys (see [`AuthKey`]).
     pub auth_key: Option<AuthKey>,
-    /// The eager path's limit in bytes (`None`: from the model), slots per writer and slot size.
+    /// The eager path's limit in bytes (`None`: from the model).
     pub eager_limit: Option<usize>,
+    /// Receive slots per eager writer (`None`: the default).
     pub eager_slots: Option<usize>,
+    /// Bytes of one receive slot (`None`: the default).
     pub eager_slot_bytes: Option<usize>,
     /// Plans of earlier calls kept per communicator, least recently used dropped first
     /// (0: none).

@@ -9,7 +9,7 @@ use std::time::Instant;
 use crate::fabric::{Completion, LocalRange, Post};
 use crate::plan::Buf;
 
-use super::eager::EagerPost;
+use super::eager::{counts_as_local, EagerPost};
 use super::local::Buffers;
 use super::run::{Incoming, Ready, Run};
 use super::waiting::{Waiting, DRAIN, WAIT_SLICE};
@@ -50,7 +50,7 @@ impl Transport {
         run.complete_rounds(buffers)?;
         self.post_ready(run, buffers)?;
         let got = self.cq.poll(&mut self.completions);
-        if run.forgive_credit_failure(got)? > 0 {
+        if self.forgive_credit_failure(got)? > 0 {
             self.take_completions(run)?;
             self.take_slots(run, buffers)?;
             run.complete_rounds(buffers)?;
@@ -71,7 +71,7 @@ impl Transport {
                 return Ok(());
             }
             let got = waiting.read(&self.cq, &mut self.completions);
-            if run.forgive_credit_failure(got)? > 0 {
+            if self.forgive_credit_failure(got)? > 0 {
                 progress = true;
                 self.take_completions(run)?;
             }
@@ -98,7 +98,7 @@ impl Transport {
                     Some(event) => run.on_event(&mut self.inbox, event),
                     None => Ok(()),
                 };
-            } else if c.context.is_some() {
+            } else if counts_as_local(c) {
                 run.in_flight = run.in_flight.saturating_sub(1);
             }
         }
@@ -114,6 +114,10 @@ impl Transport {
     /// here (from a rank that exists).
     fn incoming(&mut self, c: &Completion) -> Option<Incoming> {
         if c.context.is_some() {
+            if !counts_as_local(c) {
+                self.inbox.eager.credit_write_done();
+                return None;
+            }
             return Some(Incoming::LocalDone);
         }
         if !c.is_remote_write_data() {
@@ -227,7 +231,7 @@ impl Transport {
                 return Ok(());
             }
             let got = self.cq.wait(&mut self.completions, WAIT_SLICE);
-            let n = run.forgive_credit_failure(got)?;
+            let n = self.forgive_credit_failure(got)?;
             if n > 0 {
                 self.take_completions(run)?;
             }
@@ -277,7 +281,7 @@ impl Transport {
                 let done = self
                     .completions
                     .iter()
-                    .filter(|c| c.context.is_some())
+                    .filter(|c| counts_as_local(c))
                     .count();
                 run.in_flight = run.in_flight.saturating_sub(done);
                 self.completions.clear();

@@ -25,11 +25,12 @@
 //!   control region. A writer without a free slot waits (progressing its completion queue,
 //!   under the operation's deadline); it never overwrites a slot that was not read.
 
-use crate::fabric::{Access, FabricError, Post, RegisteredMemory, RemoteRegion};
+use crate::fabric::{Access, Completion, FabricError, Post, RegisteredMemory, RemoteRegion};
 use crate::plan::{Buf, Piece};
 
 use super::local::Buffers;
 use super::run::{Ready, Run};
+use super::waiting::{DRAIN, WAIT_SLICE};
 pub use super::wire::MAX_SLOTS;
 use super::wire::{self, Digest, Event, SlotRing};
 use super::{Result, Transport, TransportError};
@@ -55,8 +56,16 @@ pub const HEADER_BYTES: usize = 40;
 /// One segment of the header's table.
 pub const SEGMENT_BYTES: usize = 16;
 
-/// The context of credit words written (not injected): their failure is forgiven.
+/// The context of credit word writes. No operation waits for them (a credit only serves later
+/// operations), and their failure is forgiven: the writer they go to may have finished its last
+/// operation and ended.
 pub const CREDIT_CONTEXT: u64 = u64::MAX;
+
+/// Whether a completion is one of this rank's writes that an operation counts (not a credit
+/// word's).
+pub(super) fn counts_as_local(c: &Completion) -> bool {
+    c.context.is_some_and(|context| context != CREDIT_CONTEXT)
+}
 
 /// Marks a slot header, so that a slot that holds anything else is refused.
 const MAGIC: u32 = 0x6561_6772;
@@ -132,9 +141,13 @@ pub fn eager_digest(digest: u64) -> u64 {
 /// ends its piece (the piece then counts as one arrived write).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {
+    /// The target's buffer.
     pub dst: Buf,
+    /// Offset in that buffer.
     pub offset: u64,
+    /// Bytes.
     pub len: u32,
+    /// The last bytes of a piece.
     pub last: bool,
 }
 
@@ -147,9 +160,11 @@ pub struct SlotHeader {
     pub digest: u64,
     /// The writer's running count of slots written to this target before this one.
     pub number: u64,
+    /// The round the data belong to.
     pub round: u32,
     /// Pieces this slot completes (writes of the plan that arrive with it).
     pub writes: u16,
+    /// Where the data go, in the order they follow the header.
     pub segments: Vec<Segment>,
 }
 
@@ -164,6 +179,7 @@ impl SlotHeader {
         self.segments.iter().map(|s| s.len as usize).sum()
     }
 
+    /// The header and its segment table as they start a slot.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.table_end());
         out.extend_from_slice(&self.seq.to_le_bytes());
@@ -258,16 +274,22 @@ impl SlotHeader {
 /// Where the eager posting of a transfer stands: the piece and the bytes of it already sent.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Cursor {
+    /// Index of the piece in its transfer.
     pub piece: usize,
+    /// Bytes of that piece sent already.
     pub offset: usize,
 }
 
 /// A run of one piece that goes into a slot: `len` bytes from `offset` within piece `piece`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Part {
+    /// Index of the piece in its transfer.
     pub piece: usize,
+    /// Where the part starts in the piece.
     pub offset: usize,
+    /// Bytes.
     pub len: usize,
+    /// The part ends its piece.
     pub last: bool,
 }
 
@@ -376,6 +398,7 @@ pub struct Reads {
 }
 
 impl Reads {
+    /// Nothing read yet of `slots` slots.
     pub fn new(slots: usize) -> Reads {
         Reads {
             arrived: vec![false; slots],
@@ -426,12 +449,16 @@ impl Reads {
 
 /// A target's receive slots for one writer.
 pub struct Inbound {
+    /// The slots, registered for remote writes.
     pub mem: RegisteredMemory,
+    /// Bytes of one slot.
     pub slot_bytes: usize,
+    /// How far they were read.
     pub reads: Reads,
 }
 
 impl Inbound {
+    /// `slots` slots of `slot_bytes` in `mem`.
     pub fn new(mem: RegisteredMemory, slots: usize, slot_bytes: usize) -> Inbound {
         Inbound {
             mem,
@@ -458,8 +485,11 @@ impl Inbound {
 
 /// A writer's view of a target's receive slots for it.
 pub struct Outbound {
+    /// Where the slots are.
     pub region: RemoteRegion,
+    /// How many.
     pub slots: usize,
+    /// Bytes of one.
     pub slot_bytes: usize,
     /// The local source of eager writes: one mirror slot per receive slot (allocated on the
     /// first eager write).
@@ -521,20 +551,26 @@ impl Outbound {
 /// A transport's eager state: its settings, the slots it keeps per writer and what it knows of
 /// the slots its targets keep for it.
 pub struct Eager {
+    /// The settings.
     pub config: EagerConfig,
+    /// Per writer, the slots kept for it.
     pub inbound: Vec<Option<Inbound>>,
+    /// Per target, its slots for this rank, once a token named them.
     pub outbound: Vec<Option<Outbound>>,
     /// Writers whose slots should be looked at (something arrived).
     queued: Vec<usize>,
     queued_flag: Vec<bool>,
     /// Writers whose next slot belongs to an operation that has not begun.
     pub parked: Vec<usize>,
-    /// Eager writes and credit words up to this size are injected (`fi_inject_writedata`: no
-    /// local completion); 0 where injection is not to be trusted.
+    /// Eager writes up to this size are injected (`fi_inject_writedata`: no local
+    /// completion); 0 where injection is not to be trusted.
     pub inject: usize,
+    /// Credit words written and not completed yet.
+    pub credit_writes: usize,
 }
 
 impl Eager {
+    /// No slots among `size` ranks, the path off.
     pub fn new(size: usize) -> Eager {
         Eager {
             config: EagerConfig::OFF,
@@ -544,7 +580,13 @@ impl Eager {
             queued_flag: vec![false; size],
             parked: Vec::new(),
             inject: 0,
+            credit_writes: 0,
         }
+    }
+
+    /// A credit word's write completed (or failed).
+    pub fn credit_write_done(&mut self) {
+        self.credit_writes = self.credit_writes.saturating_sub(1);
     }
 
     /// Marks `writer`'s slots to be looked at.
@@ -634,11 +676,11 @@ impl From<Post> for EagerPost {
     }
 }
 
-impl Run {
+impl Transport {
     /// What reading the completion queue came to, with the failure of a credit word's write
-    /// forgiven (counted as done): its writer may have finished its last operation and ended,
-    /// which is no failure of this one. Credit words go out injected where the provider
-    /// allows; this covers the others (sockets, where no liveness check tells an ended peer).
+    /// forgiven: its writer may have finished its last operation and ended, which is no
+    /// failure of this one (over shm the liveness check skips such a writer; other providers
+    /// tell it only by the failed write).
     pub(super) fn forgive_credit_failure(
         &mut self,
         got: std::result::Result<usize, FabricError>,
@@ -648,15 +690,36 @@ impl Run {
                 context: Some(CREDIT_CONTEXT),
                 ..
             }) => {
-                self.in_flight = self.in_flight.saturating_sub(1);
+                self.inbox.eager.credit_write_done();
                 Ok(0)
             }
             other => Ok(other?),
         }
     }
-}
 
-impl Transport {
+    /// Waits a little for credit words still in flight, so that the endpoint never closes with
+    /// them posted (no operation waits for them).
+    pub(super) fn drain_credit_writes(&mut self) {
+        let deadline = std::time::Instant::now() + DRAIN;
+        while self.inbox.eager.credit_writes > 0 && std::time::Instant::now() < deadline {
+            match self.cq.wait(&mut self.completions, WAIT_SLICE) {
+                Ok(_) => {
+                    for c in &self.completions {
+                        if c.context == Some(CREDIT_CONTEXT) {
+                            self.inbox.eager.credit_write_done();
+                        }
+                    }
+                    self.completions.clear();
+                }
+                Err(FabricError::Completion {
+                    context: Some(CREDIT_CONTEXT),
+                    ..
+                }) => self.inbox.eager.credit_write_done(),
+                Err(_) => {}
+            }
+        }
+    }
+
     /// The count of the credit word `from` wrote into our control region (`None` if it is
     /// torn or cannot be read).
     pub(super) fn read_credit(&self, from: usize) -> Option<u32> {
@@ -810,7 +873,7 @@ impl Transport {
                 }
                 progress = true;
             }
-            if !self.return_credits(run, from)? {
+            if !self.return_credits(from)? {
                 owed.push(from);
             }
         }
@@ -822,7 +885,7 @@ impl Transport {
 
     /// Sends `from` the count of its slots read, if due; false if the provider's queue was
     /// full (it is tried again on the next pass).
-    fn return_credits(&mut self, run: &mut Run, from: usize) -> Result<bool> {
+    fn return_credits(&mut self, from: usize) -> Result<bool> {
         let Some(ring) = self.inbox.eager.inbound[from].as_mut() else {
             return Ok(true);
         };
@@ -843,29 +906,24 @@ impl Transport {
             .control(from)?
             .range(wire::credit_in(self.size, self.rank) as u64, 8)?;
         let event = Some(Event::Credit { from: self.rank }.encode());
-        let injected = word.len() <= self.inbox.eager.inject;
-        let post = if injected {
-            self.endpoint
-                .inject_write(&word, self.peers.address(from)?, remote, event)
-        } else {
-            // The source may be overwritten by the next word while this write is in flight:
-            // the target then reads that newer count, or a torn word it ignores.
-            let out = wire::credit_out(self.size, from);
-            self.control.store(out, &word)?;
-            let local = self.control.range(out, word.len())?;
-            self.endpoint.write(
-                local,
-                self.peers.address(from)?,
-                remote,
-                event,
-                CREDIT_CONTEXT,
-            )
-        };
+        // Not injected: an injected write that fails has no context to tell it from a failed
+        // data write. The source may be overwritten by the next word while this write is in
+        // flight: the target then reads that newer count, or a torn word it ignores.
+        let out = wire::credit_out(self.size, from);
+        self.control.store(out, &word)?;
+        let local = self.control.range(out, word.len())?;
+        let post = self.endpoint.write(
+            local,
+            self.peers.address(from)?,
+            remote,
+            event,
+            CREDIT_CONTEXT,
+        );
         // A writer that is gone needs no credits; one that is not and never gets them fails
         // at its deadline.
         let posted = !matches!(post, Ok(Post::Again));
-        if matches!(post, Ok(Post::Posted)) && !injected {
-            run.in_flight += 1;
+        if matches!(post, Ok(Post::Posted)) {
+            self.inbox.eager.credit_writes += 1;
         }
         let Some(ring) = self.inbox.eager.inbound[from].as_mut() else {
             return Ok(true);

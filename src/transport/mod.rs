@@ -285,10 +285,12 @@ impl Transport {
     /// with a mismatch); receive slots kept already stay as they are.
     pub fn set_eager(&mut self, config: EagerConfig) {
         self.inbox.eager.config = config;
-        // The sockets provider loses injected writes now and then (design notes).
+        // Small slot writes are injected only over shm: sockets loses injected writes now and
+        // then, and an injected write still queued in tcp;ofi_rxm when the endpoint closes
+        // crashed the process once (docs/architecture.md, provider findings).
         self.inbox.eager.inject = match self.info().provider().as_str() {
-            "sockets" => 0,
-            _ => self.info().inject_size(),
+            "shm" => self.info().inject_size(),
+            _ => 0,
         };
     }
 
@@ -483,6 +485,12 @@ impl Transport {
         self.broken = Some(err.to_string());
         self.active = None;
         err
+    }
+}
+
+impl Drop for Transport {
+    fn drop(&mut self) {
+        self.drain_credit_writes();
     }
 }
 

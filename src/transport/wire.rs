@@ -74,17 +74,17 @@ pub enum Event {
     Slot {
         /// The writer's rank.
         from: usize,
-        /// The slot.
+        /// The receive slot it wrote.
         slot: u8,
     },
     /// `from` wrote how many of this rank's eager messages it has read (its credit word).
     Credit {
-        /// The reader's rank.
+        /// The target's rank.
         from: usize,
     },
     /// A control write of a kind this version does not know.
     Unknown {
-        /// The writer's rank.
+        /// The sender's rank.
         from: usize,
         /// The kind field.
         kind: u8,
@@ -208,14 +208,18 @@ pub struct Token {
     pub recv: RemoteRegion,
     /// The scratch region to write into.
     pub scratch: RemoteRegion,
+    /// The receive slots the receiver keeps for the writer's eager messages.
     pub slots: SlotRing,
 }
 
 /// A target's receive slots for one writer: `count` slots of `slot_bytes` each in `region`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlotRing {
+    /// Where the slots are (empty: none).
     pub region: RemoteRegion,
+    /// How many slots.
     pub count: u32,
+    /// Bytes of one slot.
     pub slot_bytes: u32,
 }
 
@@ -231,6 +235,7 @@ impl SlotRing {
         slot_bytes: 0,
     };
 
+    /// Whether this names no slots.
     pub fn is_none(&self) -> bool {
         self.count == 0
     }
