@@ -12,7 +12,7 @@
 
 use crate::fabric::Access::{Local, RemoteWrite};
 use crate::plan::{registry, Algorithm, Dtype, Problem, ReduceOp};
-use crate::transport::{Buffers, View};
+use crate::transport::{BufferViews, View};
 
 use super::call::{digest, Shape};
 use super::plan_cache::Planned;
@@ -295,7 +295,7 @@ impl Communicator {
             RemoteWrite,
         )?;
         send.store(0, &record.to_bytes())?;
-        let buffers = Buffers {
+        let buffers = BufferViews {
             send: Some(View::prefix(send, RECORD_BYTES)),
             recv: Some(View::prefix(recv, p * RECORD_BYTES)),
             scratch: self.scratch.as_ref().map(|m| View::prefix(m, need.scratch)),

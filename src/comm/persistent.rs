@@ -28,7 +28,7 @@
 
 use crate::fabric::{Access, RegisteredMemory};
 use crate::plan::Problem;
-use crate::transport::{Buffers, Operation, Prepared, View};
+use crate::transport::{BufferViews, Operation, Prepared, View};
 
 use crate::transport::TransportError;
 
@@ -369,7 +369,7 @@ fn views<'x>(
     scratch: Option<&'x RegisteredMemory>,
     scratch_len: usize,
     send_in_recv: Option<(usize, usize)>,
-) -> Buffers<'x> {
+) -> BufferViews<'x> {
     let recv_view = View::prefix(&recv.mem, recv.len());
     let send_view = match (send, send_in_recv) {
         (_, Some((offset, len))) => Some(View {
@@ -380,7 +380,7 @@ fn views<'x>(
         (Some(send), None) => Some(View::prefix(&send.mem, send.len())),
         (None, None) => None,
     };
-    Buffers {
+    BufferViews {
         send: send_view,
         recv: Some(recv_view),
         scratch: scratch.map(|m| View::prefix(m, scratch_len)),

@@ -5,7 +5,7 @@
 use crate::fabric::Access::{self, Local, RemoteWrite};
 use crate::fabric::RegisteredMemory;
 use crate::plan;
-use crate::transport::{Buffers, Transport, View};
+use crate::transport::{BufferViews, Transport, View};
 
 use super::arguments::argument;
 use super::call::Call;
@@ -53,7 +53,7 @@ pub(super) struct Owned<'x> {
 
 impl<'x> Placement<'x> {
     /// The transport's view of the buffers.
-    pub fn views(&self, owned: Owned<'x>) -> Buffers<'x> {
+    pub fn views(&self, owned: Owned<'x>) -> BufferViews<'x> {
         let recv_view = match &self.recv {
             RecvTarget::None => None,
             RecvTarget::Registered(mem) => Some(View::prefix(mem, self.recv_len)),
@@ -69,7 +69,7 @@ impl<'x> Placement<'x> {
                 len,
             }),
         };
-        Buffers {
+        BufferViews {
             send: send_view,
             recv: recv_view,
             scratch: owned.scratch.map(|m| View::prefix(m, self.scratch_len)),

@@ -252,9 +252,6 @@ pub struct BufferSizes {
     pub scratch: usize,
 }
 
-/// The former name of [`BufferSizes`], still used by the executor in `src/transport/`.
-pub type Buffers = BufferSizes;
-
 /// The plan of one rank.
 pub struct RankPlan<'a> {
     /// The rank this plan is for.

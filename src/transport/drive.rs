@@ -10,7 +10,7 @@ use crate::fabric::{Completion, LocalRange, Post};
 use crate::plan::Buf;
 
 use super::eager::{counts_as_local, EagerPost};
-use super::local::Buffers;
+use super::local::BufferViews;
 use super::run::{Incoming, Ready, Run};
 use super::waiting::{Waiting, DRAIN, WAIT_SLICE};
 use super::wire::{wire_seq, Event, Token, TOKEN_BYTES};
@@ -20,7 +20,7 @@ impl Transport {
     /// Checks the buffers, runs the setup steps, counts what arrived early and sends the ready
     /// tokens. Returns when posting began: just before the first token, or where a rank that
     /// sends none goes on to post its writes (the end of a call's software overhead).
-    pub(super) fn begin(&mut self, run: &mut Run, buffers: &Buffers<'_>) -> Result<Instant> {
+    pub(super) fn begin(&mut self, run: &mut Run, buffers: &BufferViews<'_>) -> Result<Instant> {
         run.setup(buffers)?;
         run.adopt_early(&mut self.inbox)?;
         let posting = Instant::now();
@@ -45,7 +45,7 @@ impl Transport {
 
     /// One pass without waiting: completes rounds, posts what is allowed, takes the
     /// completions that are there.
-    pub(super) fn progress(&mut self, run: &mut Run, buffers: &Buffers<'_>) -> Result<()> {
+    pub(super) fn progress(&mut self, run: &mut Run, buffers: &BufferViews<'_>) -> Result<()> {
         self.take_slots(run, buffers)?;
         run.complete_rounds(buffers)?;
         self.post_ready(run, buffers)?;
@@ -60,7 +60,7 @@ impl Transport {
     }
 
     /// Drives `run` until it is done, or its deadline passes with nothing happening.
-    pub(super) fn drive(&mut self, run: &mut Run, buffers: &Buffers<'_>) -> Result<()> {
+    pub(super) fn drive(&mut self, run: &mut Run, buffers: &BufferViews<'_>) -> Result<()> {
         // The deadline counts from the wait: a caller may do other work after starting.
         let mut waiting = Waiting::new(&self.cq, self.deadline);
         loop {
@@ -145,7 +145,7 @@ impl Transport {
 
     /// Posts every transfer whose data is held and whose target is ready, keeping plan order
     /// per target.
-    fn post_ready(&mut self, run: &mut Run, buffers: &Buffers<'_>) -> Result<bool> {
+    fn post_ready(&mut self, run: &mut Run, buffers: &BufferViews<'_>) -> Result<bool> {
         run.start_scan();
         let mut progress = false;
         while let Some(ready) = run.next_ready(&mut self.inbox)? {
@@ -172,7 +172,7 @@ impl Transport {
     fn post_transfer(
         &mut self,
         run: &mut Run,
-        buffers: &Buffers<'_>,
+        buffers: &BufferViews<'_>,
         ready: Ready,
     ) -> Result<bool> {
         let event = Event::Data {

@@ -28,7 +28,7 @@
 use crate::fabric::{Access, Completion, FabricError, Post, RegisteredMemory, RemoteRegion};
 use crate::plan::{Buf, Piece};
 
-use super::local::Buffers;
+use super::local::BufferViews;
 use super::run::{Ready, Run};
 use super::waiting::{DRAIN, WAIT_SLICE};
 pub use super::wire::MAX_SLOTS;
@@ -753,7 +753,7 @@ impl Transport {
     pub(super) fn post_eager(
         &mut self,
         run: &mut Run,
-        buffers: &Buffers<'_>,
+        buffers: &BufferViews<'_>,
         ready: Ready,
     ) -> Result<EagerPost> {
         let to = ready.to;
@@ -832,7 +832,7 @@ impl Transport {
     /// operation: checks each header, copies the data into place and counts its writes; gives
     /// credits back when due. A slot of a later operation waits for it; one of an operation
     /// that is over is a protocol error.
-    pub(super) fn take_slots(&mut self, run: &mut Run, buffers: &Buffers<'_>) -> Result<bool> {
+    pub(super) fn take_slots(&mut self, run: &mut Run, buffers: &BufferViews<'_>) -> Result<bool> {
         let mut progress = false;
         let mut owed = Vec::new();
         while let Some(from) = self.inbox.eager.next_queued() {
@@ -954,7 +954,7 @@ mod tests {
         r0.expect(2, 1);
         let plan = RankPlan {
             rank: 0,
-            buffers: crate::plan::Buffers {
+            buffers: crate::plan::BufferSizes {
                 send: 8,
                 recv: 8,
                 scratch: 0,

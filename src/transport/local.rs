@@ -48,7 +48,7 @@ impl<'a> View<'a> {
 
 /// The buffers of one operation; a buffer the plan does not use may be `None`.
 #[derive(Clone, Copy, Default)]
-pub struct Buffers<'a> {
+pub struct BufferViews<'a> {
     /// The send buffer.
     pub send: Option<View<'a>>,
     /// The receive buffer.
@@ -57,7 +57,7 @@ pub struct Buffers<'a> {
     pub scratch: Option<View<'a>>,
 }
 
-impl<'a> Buffers<'a> {
+impl<'a> BufferViews<'a> {
     pub(super) fn get(&self, buf: Buf) -> Option<View<'a>> {
         match buf {
             Buf::Send => self.send,
@@ -104,7 +104,7 @@ impl LocalSteps {
         &mut self,
         op: &str,
         steps: &[Local],
-        buffers: &Buffers<'_>,
+        buffers: &BufferViews<'_>,
         copied: &mut u64,
     ) -> Result<()> {
         for step in steps {

@@ -39,7 +39,7 @@ use peers::Peers;
 use run::{Inbox, Run};
 
 pub use eager::EagerConfig;
-pub use local::{Buffers, View};
+pub use local::{BufferViews, View};
 pub use peers::CardSource;
 pub use prepared::{Limits, Prepared};
 pub use setup::{Card, Opened};
@@ -311,7 +311,7 @@ impl Transport {
         name: &str,
         digest: u64,
         plan: RankPlan<'_>,
-        buffers: Buffers<'_>,
+        buffers: BufferViews<'_>,
     ) -> Result<OpStats> {
         let prepared = self.prepare(name, plan)?;
         let operation = self.start(name, digest, &prepared, buffers)?;
@@ -328,7 +328,7 @@ impl Transport {
         name: &str,
         digest: u64,
         prepared: &Prepared,
-        buffers: Buffers<'_>,
+        buffers: BufferViews<'_>,
     ) -> Result<Operation> {
         self.usable(name)?;
         let seq = self.seq;
@@ -351,7 +351,7 @@ impl Transport {
     }
 
     /// Drives a started operation to completion.
-    pub fn finish(&mut self, operation: Operation, buffers: Buffers<'_>) -> Result<OpStats> {
+    pub fn finish(&mut self, operation: Operation, buffers: BufferViews<'_>) -> Result<OpStats> {
         let mut run = operation.run;
         if let Some(why) = &self.broken {
             return Err(TransportError::Broken(why.clone()));
@@ -374,7 +374,7 @@ impl Transport {
     /// Progresses a started operation without blocking: completes what has arrived and posts
     /// what is allowed. `Ok(true)` once it is done (then [`Self::finish`] returns at once).
     /// The deadline counts from the start here, as a caller that only tests never waits.
-    pub fn test(&mut self, operation: &mut Operation, buffers: Buffers<'_>) -> Result<bool> {
+    pub fn test(&mut self, operation: &mut Operation, buffers: BufferViews<'_>) -> Result<bool> {
         let Operation { run, started, .. } = operation;
         if self.active != Some(run.seq) {
             return Err(TransportError::Invalid {

@@ -19,7 +19,7 @@ pub struct Limits {
 #[derive(Clone, Debug)]
 pub struct Prepared {
     /// Buffer sizes the plan needs.
-    pub buffers: plan::Buffers,
+    pub buffers: plan::BufferSizes,
     pub(super) setup: Arc<[Local]>,
     pub(super) rounds: Arc<[Round]>,
     /// Writes expected per round.
@@ -95,7 +95,7 @@ impl Prepared {
     /// A plan that does nothing (the stand-in for an operation given up before its start).
     pub(super) fn empty() -> Prepared {
         Prepared {
-            buffers: plan::Buffers::default(),
+            buffers: plan::BufferSizes::default(),
             setup: Arc::new([]),
             rounds: Arc::new([]),
             expected: Arc::new([]),

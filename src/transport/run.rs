@@ -12,7 +12,7 @@ use std::collections::{BinaryHeap, HashMap};
 use crate::plan::{Local, Piece};
 
 use super::eager::{self, Cursor, Eager, SlotHeader};
-use super::local::{Buffers, LocalSteps};
+use super::local::{BufferViews, LocalSteps};
 use super::wire::{self, order, wire_seq, Order, SlotRing, Token};
 use super::{OpStats, Prepared, Result, TransportError};
 use crate::fabric::RemoteRegion;
@@ -194,7 +194,7 @@ impl Run {
     }
 
     /// Checks that `buffers` are as large as the plan needs, then runs the setup steps.
-    pub fn setup(&mut self, buffers: &Buffers<'_>) -> Result<()> {
+    pub fn setup(&mut self, buffers: &BufferViews<'_>) -> Result<()> {
         let need = self.plan.buffers;
         for (buf, need) in [
             (crate::plan::Buf::Send, need.send),
@@ -215,7 +215,7 @@ impl Run {
     }
 
     /// The ready token this rank sends its writers, if it has buffers to write into.
-    pub fn ready_token(&self, buffers: &Buffers<'_>) -> Option<Token> {
+    pub fn ready_token(&self, buffers: &BufferViews<'_>) -> Option<Token> {
         let has_target =
             buffers.recv.is_some_and(|v| v.len > 0) || buffers.scratch.is_some_and(|v| v.len > 0);
         if !has_target {
@@ -423,7 +423,7 @@ impl Run {
     }
 
     /// Advances over complete rounds, running their local steps.
-    pub fn complete_rounds(&mut self, buffers: &Buffers<'_>) -> Result<bool> {
+    pub fn complete_rounds(&mut self, buffers: &BufferViews<'_>) -> Result<bool> {
         let mut progress = false;
         while self.next < self.plan.rounds.len()
             && self.arrived[self.next] >= self.plan.expected[self.next]
@@ -678,7 +678,7 @@ mod tests {
     const SEQ_SPACE: u64 = 1 << wire::SEQ_BITS;
     const ABORT_SPACE: u64 = 1 << wire::ABORT_SEQ_BITS;
 
-    fn prepare(buffers: crate::plan::Buffers, rounds: Vec<Round>) -> Prepared {
+    fn prepare(buffers: crate::plan::BufferSizes, rounds: Vec<Round>) -> Prepared {
         let plan = RankPlan {
             rank: 0,
             buffers,
@@ -703,7 +703,7 @@ mod tests {
         r1.expect(2, 2);
         let mut r2 = Round::new(2);
         r2.send(1, bytes(8, None));
-        let buffers = crate::plan::Buffers {
+        let buffers = crate::plan::BufferSizes {
             send: 16,
             recv: 16,
             scratch: 0,
@@ -716,7 +716,7 @@ mod tests {
         let mut r0 = Round::new(0);
         r0.signal(1);
         r0.expect(2, 1);
-        prepare(crate::plan::Buffers::default(), vec![r0])
+        prepare(crate::plan::BufferSizes::default(), vec![r0])
     }
 
     fn run_at(seq: u64, plan: &Prepared) -> Run {
@@ -765,7 +765,7 @@ mod tests {
     }
 
     fn complete(run: &mut Run) -> bool {
-        run.complete_rounds(&Buffers::default())
+        run.complete_rounds(&BufferViews::default())
             .expect("rounds without local steps")
     }
 
@@ -863,7 +863,7 @@ mod tests {
                 piece(Buf::Send, 4, Buf::Recv, 4, 4, None),
             ],
         );
-        let buffers = crate::plan::Buffers {
+        let buffers = crate::plan::BufferSizes {
             send: 8,
             recv: 8,
             scratch: 0,
