@@ -7,6 +7,8 @@
 //! Every job is bounded by the launcher's `--timeout`, and the launcher stops every rank it
 //! started; each test also checks that no rank process is left.
 
+mod common;
+
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -329,7 +331,7 @@ fn rank_role() {
     let mut comm = Communicator::init().expect("init");
     match role.as_str() {
         "stress" => stress(&mut comm),
-        "kill" => kill(&mut comm),
+        "kill" => common::rank_killed_during_broadcasts(&mut comm, 1 << 20, 50, 1_000_001),
         "mismatch" => mismatch(&mut comm),
         "zero-copy" => zero_copy(&mut comm),
         "persistent" => persistent(&mut comm),
@@ -394,45 +396,6 @@ fn stress(comm: &mut Communicator) {
         }
     }
     println!("stress ok on rank {rank}");
-}
-
-/// Rank 1 kills itself in the middle of a long run of 1 MiB broadcasts; every other rank must
-/// get an error within the deadline (3 s) instead of hanging. Over shm it does so between two
-/// of its calls: a rank killed inside libfabric's shm provider while it holds the lock of its
-/// shared queue can leave a peer spinning on that lock for ever (see the README).
-fn kill(comm: &mut Communicator) {
-    let rank = comm.rank();
-    let mut buf = comm.alloc(1 << 20).unwrap();
-    if rank == 1 && comm.provider() == "shm" {
-        for i in 0..50 {
-            comm.bcast(&mut buf, i % comm.size()).unwrap();
-        }
-        let _ =
-            rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
-    }
-    if rank == 1 {
-        std::thread::spawn(|| {
-            std::thread::sleep(Duration::from_millis(300));
-            let _ = rustix::process::kill_process(
-                rustix::process::getpid(),
-                rustix::process::Signal::KILL,
-            );
-        });
-    }
-    let mut last = Instant::now();
-    for i in 0.. {
-        last = Instant::now();
-        if let Err(err) = comm.bcast(&mut buf, i % comm.size()) {
-            let took = last.elapsed();
-            println!("rank {rank}: survivor got an error after {took:?}: {err}");
-            assert!(took < Duration::from_secs(10), "the error took {took:?}");
-            return;
-        }
-        if i > 1_000_000 {
-            break;
-        }
-    }
-    panic!("rank {rank}: no error since {:?}", last.elapsed());
 }
 
 /// Rank 2 calls allgatherv with counts that differ from everyone else's: every rank must get

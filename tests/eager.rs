@@ -7,6 +7,8 @@
 //! Ranks are this test binary (`rank_role`, selected by CIRCULANT_TEST_ROLE) under the
 //! built-in launcher, which bounds every job and stops every rank it started.
 
+mod common;
+
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -208,7 +210,7 @@ fn rank_role() {
         "mismatch" => mismatch(&mut comm),
         "bcast-mismatch" => bcast_mismatch(&mut comm),
         "limits" => limits(&mut comm),
-        "kill" => kill(&mut comm),
+        "kill" => common::rank_killed_during_broadcasts(&mut comm, LEN, 500, 10_000_001),
         other => panic!("unknown role {other}"),
     }
 }
@@ -345,42 +347,4 @@ fn limits(comm: &mut Communicator) {
         Err(err) => println!("rank {rank}: limits differ detected: {err}"),
         Ok(()) => panic!("rank {rank}: broadcasts with different eager limits succeeded"),
     }
-}
-
-/// Rank 1 kills itself during a long run of small (eager) broadcasts; every other rank must get
-/// an error within the deadline (3 s). Over shm it does so between two of its calls, as a rank
-/// killed inside the shm provider can leave its peers spinning (see the README).
-fn kill(comm: &mut Communicator) {
-    let rank = comm.rank();
-    let mut buf = comm.alloc(LEN).unwrap();
-    if rank == 1 && comm.provider() == "shm" {
-        for i in 0..500 {
-            comm.bcast(&mut buf, i % comm.size()).unwrap();
-        }
-        let _ =
-            rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
-    }
-    if rank == 1 {
-        std::thread::spawn(|| {
-            std::thread::sleep(Duration::from_millis(300));
-            let _ = rustix::process::kill_process(
-                rustix::process::getpid(),
-                rustix::process::Signal::KILL,
-            );
-        });
-    }
-    let mut last = Instant::now();
-    for i in 0.. {
-        last = Instant::now();
-        if let Err(err) = comm.bcast(&mut buf, i % comm.size()) {
-            let took = last.elapsed();
-            println!("rank {rank}: survivor got an error after {took:?}: {err}");
-            assert!(took < Duration::from_secs(10), "the error took {took:?}");
-            return;
-        }
-        if i > 10_000_000 {
-            break;
-        }
-    }
-    panic!("rank {rank}: no error since {:?}", last.elapsed());
 }

@@ -228,3 +228,44 @@ pub fn clean_summaries(stdout: &str) -> usize {
         })
         .count()
 }
+
+/// The rank role of the killed-rank tests: rank 1 kills itself (SIGKILL) while all ranks run
+/// broadcasts of `len` bytes from rotating roots, and every other rank must get an error within
+/// 10 s. Over shm rank 1 dies between two of its calls (after `shm_warmup` of them): a rank
+/// killed inside libfabric's shm provider while it holds the lock of its shared queue can leave
+/// a peer spinning on that lock for ever (see the README). `max_calls` bounds a survivor's
+/// calls, so that a test that never fails ends.
+pub fn rank_killed_during_broadcasts(
+    comm: &mut circulant::comm::Communicator,
+    len: usize,
+    shm_warmup: usize,
+    max_calls: usize,
+) {
+    let rank = comm.rank();
+    let mut buf = comm.alloc(len).expect("alloc");
+    let kill_self =
+        || rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
+    if rank == 1 && comm.provider() == "shm" {
+        for i in 0..shm_warmup {
+            comm.bcast(&mut buf, i % comm.size()).expect("bcast");
+        }
+        let _ = kill_self();
+    }
+    if rank == 1 {
+        thread::spawn(move || {
+            thread::sleep(Duration::from_millis(300));
+            let _ = kill_self();
+        });
+    }
+    let mut last = Instant::now();
+    for i in 0..max_calls {
+        last = Instant::now();
+        if let Err(err) = comm.bcast(&mut buf, i % comm.size()) {
+            let took = last.elapsed();
+            println!("rank {rank}: survivor got an error after {took:?}: {err}");
+            assert!(took < Duration::from_secs(10), "the error took {took:?}");
+            return;
+        }
+    }
+    panic!("rank {rank}: no error since {:?}", last.elapsed());
+}
