@@ -111,7 +111,9 @@ fn rank_abort() {
     let mut comm = Communicator::init().expect("init");
     let rank = comm.rank();
     comm.set_deadline(Duration::from_secs(30));
-    let mut data = [0u8; 64];
+    // Above the eager limit: every call waits for its targets' tokens, so a rank hears of the
+    // refusal by its next call (an eager root may run ahead; see the README).
+    let mut data = vec![0u8; 1 << 16];
     comm.bcast_using(&mut data[..], 0, Choice::Named("binomial-bcast"))
         .expect("bcast");
     // The last rank refuses the next broadcast without having read every card: it reads
