@@ -117,7 +117,7 @@ fn rank_abort() {
     comm.bcast_using(&mut data[..], 0, Choice::Named("binomial-bcast"))
         .expect("bcast");
     // The last rank refuses the next broadcast without having read every card: it reads
-    // them to tell every rank. Every other rank gets an error for that broadcast or the next.
+    // them to tell every rank. Every other rank gets an error soon after, not at its deadline.
     let last = P - 1;
     let started = Instant::now();
     if rank == last {
@@ -126,8 +126,11 @@ fn rank_abort() {
         assert_eq!(comm.cards_fetched(), P - 1, "the abort went to every rank");
     } else {
         let mut bcast = || comm.bcast_using(&mut data[..], 0, Choice::Named("binomial-bcast"));
-        let result = bcast().and_then(|()| bcast());
-        assert!(result.is_err(), "rank {rank}: two broadcasts returned Ok");
+        // Ranks that do not write to the last rank may finish calls before its abort (sent
+        // after it read the missing cards) arrives; the abort must end them well before the
+        // deadline.
+        let result = (0..100_000).try_for_each(|_| bcast());
+        assert!(result.is_err(), "rank {rank}: every broadcast returned Ok");
         // An abort, not the deadline.
         assert!(
             started.elapsed() < Duration::from_secs(10),
