@@ -34,6 +34,13 @@ fn pmi_check_passes_under_hydra_on_1_2_4_7_ranks() {
         assert!(done
             .stdout
             .contains(&format!("rank {} of {n}: pmi-1", n - 1)));
+        // Hydra's PMI_process_mapping tells every rank the job's node count.
+        assert_eq!(
+            done.stdout.matches(" nodes 1 pid ").count(),
+            n,
+            "{}",
+            done.stdout
+        );
         assert_all_gone(&done.pids());
     }
 }
@@ -47,6 +54,12 @@ fn pmi_check_passes_under_hydra_over_pmi2_when_asked() {
     assert_eq!(clean_summaries(&done.stdout), 4, "{}", done.stdout);
     assert!(
         done.stdout.contains("rank 3 of 4: pmi-2"),
+        "{}",
+        done.stdout
+    );
+    assert_eq!(
+        done.stdout.matches(" nodes 1 pid ").count(),
+        4,
         "{}",
         done.stdout
     );

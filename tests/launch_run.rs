@@ -19,8 +19,72 @@ fn pmi_check_passes_on_1_2_4_7_ranks() {
         assert!(done
             .stdout
             .contains(&format!("rank {} of {n}: pmi-1", n - 1)));
+        // The launcher's PMI_process_mapping: every rank runs on this host.
+        assert_eq!(
+            done.stdout.matches(" nodes 1 pid ").count(),
+            n,
+            "{}",
+            done.stdout
+        );
         assert_eq!(done.pids().len(), n);
         assert_all_gone(&done.pids());
+    }
+}
+
+/// `least/most/total` of one request kind in `--pmi-stats`'s line.
+fn requests(stderr: &str, kind: &str) -> [usize; 3] {
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("PMI requests per rank"))
+        .unwrap_or_else(|| panic!("no --pmi-stats line in {stderr}"));
+    let at = line.find(&format!("{kind} ")).expect("the kind") + kind.len() + 1;
+    let figures: Vec<usize> = line[at..]
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .next()
+        .expect("figures")
+        .split('/')
+        .map(|f| f.parse().expect("a count"))
+        .collect();
+    figures.try_into().expect("three counts")
+}
+
+/// Start-up makes one key-value exchange under the built-in launcher (its process mapping says
+/// every rank shares this host, so no host exchange) and reads the cards of the peers a rank
+/// talks to: fewer than p gets per rank, where reading every host made more than p.
+#[test]
+fn start_up_is_one_exchange_and_fewer_than_p_gets_per_rank() {
+    for provider in ["shm", "tcp;ofi_rxm"] {
+        let done = run(circulant(&[
+            "run",
+            "-n",
+            "16",
+            "--provider",
+            provider,
+            "--pmi-stats",
+            "--",
+            bin(),
+            "selftest",
+            "--quick",
+            "--only",
+            "barrier",
+        ]));
+        assert_eq!(done.code(), Some(0), "{provider}: {done:?}");
+        assert_eq!(
+            requests(&done.stderr, "barriers"),
+            [1, 1, 16],
+            "{}",
+            done.stderr
+        );
+        assert_eq!(
+            requests(&done.stderr, "puts"),
+            [1, 1, 16],
+            "{}",
+            done.stderr
+        );
+        // The mapping, then the cards of the barriers' peers (dissemination: log2 16 = 4
+        // partners each way), far below 16 host gets.
+        let [_, most, _] = requests(&done.stderr, "gets");
+        assert!((2..=9).contains(&most), "{provider}: {}", done.stderr);
     }
 }
 

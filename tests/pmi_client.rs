@@ -27,7 +27,7 @@ fn reply(cmd: &'static str, line: &str) -> Step {
     Step::Reply(cmd, line.as_bytes().to_vec())
 }
 
-/// The four exchanges of a healthy start-up.
+/// The five exchanges of a healthy start-up.
 fn startup() -> Vec<Step> {
     vec![
         reply(
@@ -40,6 +40,11 @@ fn startup() -> Vec<Step> {
         ),
         reply("get_appnum", "cmd=appnum appnum=0\n"),
         reply("get_my_kvsname", "cmd=my_kvsname kvsname=kvs_test\n"),
+        // The launcher's process mapping, which this server does not keep.
+        reply(
+            "get",
+            "cmd=get_result rc=-1 msg=key_not_found value=unknown\n",
+        ),
     ]
 }
 
@@ -290,6 +295,10 @@ fn no_request_line_exceeds_1024_bytes_under_large_server_maxima() {
         Step::Reply(
             "get_my_kvsname",
             format!("cmd=my_kvsname kvsname={kvsname}\n").into_bytes(),
+        ),
+        reply(
+            "get",
+            "cmd=get_result rc=-1 msg=key_not_found value=unknown\n",
         ),
     ];
     // One put of the longest line, then put_bytes: two pieces and their head.
@@ -655,4 +664,41 @@ fn pmi2_client_reports_a_refused_fullinit_and_a_silent_server() {
         done.stderr
     );
     server.join().expect("server");
+}
+
+/// A server's `PMI_process_mapping` gives the job's node count; a server without one leaves
+/// it unknown, and neither is an error.
+#[test]
+fn the_process_mapping_gives_the_node_count() {
+    for (answer, nodes) in [
+        (
+            "cmd=get_result rc=0 msg=success value=(vector,(0,3,1))\n",
+            Some(3),
+        ),
+        (
+            "cmd=get_result rc=0 msg=success value=(vector,(0,1,4))\n",
+            Some(1),
+        ),
+        ("cmd=get_result rc=0 msg=success value=garbage\n", None),
+        (
+            "cmd=get_result rc=-1 msg=key_not_found value=unknown\n",
+            None,
+        ),
+    ] {
+        let mut steps = startup();
+        steps.pop();
+        steps.push(reply("get", answer));
+        steps.push(reply("finalize", "cmd=finalize_ack\n"));
+        let (address, server) = fake_server(steps);
+        let mut boot = connect(&address, 5000).expect("start-up");
+        assert_eq!(boot.nodes(), nodes, "{answer}");
+        boot.finalize().expect("finalize");
+        drop(boot);
+        let seen = server.join().expect("server");
+        assert!(
+            seen.iter()
+                .any(|l| l == "cmd=get kvsname=kvs_test key=PMI_process_mapping"),
+            "{seen:?}"
+        );
+    }
 }

@@ -15,6 +15,7 @@
 mod channel;
 mod hangup;
 mod launcher;
+pub mod mapping;
 pub mod memory;
 mod oob;
 mod pmi1;
@@ -424,6 +425,9 @@ impl Bootstrap {
                 if options.end_with_launcher {
                     client.watch_hangup()?;
                 }
+                if slurm_step_nodes().is_none() {
+                    client.read_mapping()?;
+                }
                 return Ok(Bootstrap {
                     rank: client.rank(),
                     size: client.size(),
@@ -448,6 +452,9 @@ impl Bootstrap {
             (None, None) => return Err(missing("PMI_SIZE")),
         };
         check_rank(rank, size)?;
+        if slurm_step_nodes().is_none() {
+            client.read_mapping()?;
+        }
         Ok(Bootstrap {
             backend: Backend::Pmi1(client),
             rank,
@@ -537,21 +544,14 @@ impl Bootstrap {
     }
 
     /// How many nodes the job spans, where the launcher says so: PMIx's job data, a Slurm
-    /// step's `SLURM_STEP_NUM_NODES`; 1 for a singleton. None elsewhere (the built-in
-    /// launcher and Hydra, whose ranks may sit in network namespaces of one machine); 1 for an
-    /// in-memory job, whose ranks are threads of one process.
+    /// step's `SLURM_STEP_NUM_NODES`, the `PMI_process_mapping` of a PMI-1 or PMI-2 server
+    /// (Hydra, `circulant run`); 1 for a singleton and for an in-memory job, whose ranks are
+    /// threads of one process. None elsewhere (out-of-band jobs, servers without a mapping).
     pub fn nodes(&self) -> Option<usize> {
         match &self.backend {
             Backend::Pmix(client) => client.nodes(),
-            Backend::Pmi1(_) | Backend::Pmi2(_) => {
-                let var = |name: &str| std::env::var(name).ok();
-                var("SLURM_STEP_ID")?;
-                var("SLURM_STEP_NUM_NODES")?
-                    .trim()
-                    .parse()
-                    .ok()
-                    .filter(|&n| n > 0)
-            }
+            Backend::Pmi1(client) => slurm_step_nodes().or(client.mapped_nodes()),
+            Backend::Pmi2(client) => slurm_step_nodes().or(client.mapped_nodes()),
             Backend::Singleton(_) | Backend::Memory(_) => Some(1),
             Backend::Oob(_) => None,
         }
@@ -593,7 +593,7 @@ impl Bootstrap {
     /// where every get is a request to the launcher's one server.
     pub fn gets_are_local(&self) -> bool {
         match &self.backend {
-            Backend::Pmi1(_) | Backend::Pmi2(_) => self.nodes().is_some(),
+            Backend::Pmi1(_) | Backend::Pmi2(_) => slurm_step_nodes().is_some(),
             Backend::Pmix(_) | Backend::Singleton(_) | Backend::Oob(_) | Backend::Memory(_) => true,
         }
     }
@@ -823,6 +823,18 @@ fn check_rank(rank: usize, size: usize) -> Result<(), BootstrapError> {
         });
     }
     Ok(())
+}
+
+/// The node count of the Slurm step this process belongs to (`SLURM_STEP_NUM_NODES`, only
+/// inside a step).
+fn slurm_step_nodes() -> Option<usize> {
+    let var = |name: &str| std::env::var(name).ok();
+    var("SLURM_STEP_ID")?;
+    var("SLURM_STEP_NUM_NODES")?
+        .trim()
+        .parse()
+        .ok()
+        .filter(|&n| n > 0)
 }
 
 fn missing(var: &'static str) -> BootstrapError {

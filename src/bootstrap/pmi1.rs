@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use super::channel::{Channel, ServerAddress};
+use super::mapping;
 use super::wire::{check_token, excerpt, Message, REQUEST_LINE_MAX};
 use super::BootstrapError;
 
@@ -35,6 +36,8 @@ pub struct Pmi1Client {
     appnum: i64,
     rank: Option<usize>,
     size: Option<usize>,
+    /// The node count of the server's `PMI_process_mapping`, once read.
+    mapped_nodes: Option<usize>,
 }
 
 /// The server's answer to `init`: it stays with PMI-1, or accepts PMI-2 on the same channel.
@@ -69,6 +72,7 @@ impl Pmi1Client {
             appnum: 0,
             rank: None,
             size: None,
+            mapped_nodes: None,
         };
         if let ServerAddress::Port { id: Some(id), .. } = server {
             client.port_handshake(id)?;
@@ -164,6 +168,20 @@ impl Pmi1Client {
     }
     pub fn appnum(&self) -> i64 {
         self.appnum
+    }
+    /// Reads the server's `PMI_process_mapping` (Hydra and `circulant run` keep one; a
+    /// server without it is no error).
+    pub fn read_mapping(&mut self) -> Result<(), BootstrapError> {
+        self.mapped_nodes = match self.get(mapping::KEY) {
+            Ok(value) => mapping::nodes(&value),
+            Err(BootstrapError::KeyNotFound { .. }) => None,
+            Err(other) => return Err(other),
+        };
+        Ok(())
+    }
+    /// How many nodes the server's process mapping spans, if it had one.
+    pub fn mapped_nodes(&self) -> Option<usize> {
+        self.mapped_nodes
     }
     /// Rank and size told by the server in port mode.
     pub fn assigned(&self) -> (Option<usize>, Option<usize>) {

@@ -7,6 +7,7 @@
 use std::time::Instant;
 
 use super::channel::Channel;
+use super::mapping;
 use super::pmi1::KvsLimits;
 use super::wire::excerpt;
 use super::{check_entry, BootstrapError};
@@ -106,6 +107,8 @@ pub struct Pmi2Client {
     rank: usize,
     size: usize,
     appnum: i64,
+    /// The node count of the server's `PMI_process_mapping`, once read.
+    mapped_nodes: Option<usize>,
 }
 
 impl Pmi2Client {
@@ -122,6 +125,7 @@ impl Pmi2Client {
             rank: 0,
             size: 0,
             appnum: 0,
+            mapped_nodes: None,
         };
         let mut request = Frame::new("fullinit").with("threaded", "FALSE");
         if let Some(jobid) = jobid {
@@ -184,6 +188,23 @@ impl Pmi2Client {
             });
         }
         Ok(field(&reply, "value")?.to_owned())
+    }
+
+    /// Reads the job attribute `PMI_process_mapping` (`info-getjobattr`); a server without
+    /// it is no error.
+    pub fn read_mapping(&mut self) -> Result<(), BootstrapError> {
+        let request = Frame::new("info-getjobattr").with("key", mapping::KEY);
+        let reply = self.exchange(&request)?;
+        self.mapped_nodes = match (reply.get("rc"), reply.get("found")) {
+            (Some("0") | None, Some("TRUE")) => mapping::nodes(field(&reply, "value")?),
+            _ => None,
+        };
+        Ok(())
+    }
+
+    /// How many nodes the server's process mapping spans, if it had one.
+    pub fn mapped_nodes(&self) -> Option<usize> {
+        self.mapped_nodes
     }
 
     /// `kvs-fence`: every rank's puts are visible to every rank afterwards.

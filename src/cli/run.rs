@@ -1,11 +1,11 @@
-//! `circulant run -n N [--provider P] [--timeout S] [--tag-output] -- CMD [ARGS]`: N local ranks
+//! `circulant run -n N [--provider P] [--timeout S] [--tag-output] [--pmi-stats] -- CMD [ARGS]`: N local ranks
 //! under the built-in PMI-1 launcher.
 
 use std::ffi::OsString;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use circulant::launch::{run_job, JobSpec};
+use circulant::launch::{run_job, JobReport, JobSpec, PmiRequests};
 
 use super::{parse_positive_seconds, parse_seconds, CliResult};
 
@@ -31,6 +31,10 @@ pub struct Args {
     /// job still fails, naming the first failing rank).
     #[arg(long)]
     keep_going: bool,
+    /// After the job, print how many PMI requests (gets, puts, barriers) the ranks made:
+    /// least, most and total over the ranks.
+    #[arg(long)]
+    pmi_stats: bool,
     /// The program and its arguments.
     #[arg(
         required = true,
@@ -62,8 +66,28 @@ pub fn run(args: Args) -> CliResult {
         spec.env.push(("FI_PROVIDER".into(), provider.into()));
     }
     let report = run_job(&spec)?;
+    if args.pmi_stats {
+        eprintln!("{}", pmi_stats(&report));
+    }
     if let Some(failure) = report.failure() {
         eprintln!("circulant run: {failure}");
     }
     Ok(ExitCode::from(report.exit_code()))
+}
+
+/// `circulant run: PMI requests per rank (least/most/total): gets A/B/C, puts ..., barriers ...`
+fn pmi_stats(report: &JobReport) -> String {
+    let of = |count: fn(&PmiRequests) -> usize| {
+        let counts = report.ranks.iter().map(|r| count(&r.requests));
+        let least = counts.clone().min().unwrap_or(0);
+        let most = counts.clone().max().unwrap_or(0);
+        let total: usize = counts.sum();
+        format!("{least}/{most}/{total}")
+    };
+    format!(
+        "circulant run: PMI requests per rank (least/most/total): gets {}, puts {}, barriers {}",
+        of(|r| r.gets),
+        of(|r| r.puts),
+        of(|r| r.barriers)
+    )
 }

@@ -31,9 +31,11 @@ pub(super) fn connect(job: &Arc<Job>, config: &Config) -> Result<Connected> {
     let mut bootstrap = job.lock();
     let (rank, size) = (bootstrap.rank(), bootstrap.size());
     // At most two key-value exchanges: the hosts, unless the launcher tells how many nodes
-    // the job spans (the provider depends on it), then each rank's provider with its card.
+    // the job spans or nothing depends on it (the provider is configured and not pinned to
+    // loopback), then each rank's provider with its card.
     let one_host = match bootstrap.nodes() {
         Some(nodes) => nodes == 1,
+        None if config.provider.is_some() && !config.loopback => false,
         None => {
             let hosts = bootstrap.exchange("host", hostname().as_bytes())?;
             hosts.iter().all(|h| *h == hosts[0])

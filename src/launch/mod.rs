@@ -23,7 +23,7 @@ use nix::sys::wait::{waitid, Id, WaitPidFlag};
 use rustix::process::{kill_process_group, Pid, Signal};
 use thiserror::Error;
 
-pub use server::{BarrierStall, PmiPhase, KEY_MAX, KVSNAME_MAX, VALUE_MAX};
+pub use server::{BarrierStall, PmiPhase, PmiRequests, KEY_MAX, KVSNAME_MAX, VALUE_MAX};
 use server::{PmiEvent, PmiServer};
 
 /// Default time ranks get between SIGTERM and SIGKILL.
@@ -210,6 +210,8 @@ pub struct RankReport {
     pub termination: Termination,
     /// How far it came in PMI.
     pub pmi: PmiPhase,
+    /// The PMI requests it made.
+    pub requests: PmiRequests,
 }
 
 /// The end of a job: its outcome and every rank's.
@@ -429,10 +431,12 @@ pub fn run_job(spec: &JobSpec) -> Result<JobReport, LaunchError> {
     let ranks = ranks
         .iter()
         .zip(phases)
-        .map(|(rank, pmi)| RankReport {
+        .zip(server.requests())
+        .map(|((rank, pmi), requests)| RankReport {
             pid: rank.pid,
             termination: rank.ended.unwrap_or(Termination::Signaled(9)),
             pmi,
+            requests,
         })
         .collect();
     let outcome = outcome.unwrap_or(JobOutcome::Succeeded);

@@ -12,6 +12,7 @@ use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 
+use crate::bootstrap::mapping;
 use crate::bootstrap::wire::{
     check_token, excerpt, LineRead, LineReader, Message, REQUEST_LINE_MAX,
 };
@@ -77,6 +78,17 @@ pub enum PmiEvent {
     ProtocolError { detail: String },
 }
 
+/// How many requests of each kind one rank made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PmiRequests {
+    /// `get`: reads of the key-value space.
+    pub gets: usize,
+    /// `put`: stores.
+    pub puts: usize,
+    /// `barrier_in`: fences.
+    pub barriers: usize,
+}
+
 /// A stored value and the rank that put it (which pays for it in its quota).
 struct Entry {
     owner: usize,
@@ -95,6 +107,7 @@ struct State {
     kvs: HashMap<String, Entry>,
     usage: Vec<Usage>,
     phases: Vec<PmiPhase>,
+    requests: Vec<PmiRequests>,
     /// Reply queues, for the barrier's release of every rank.
     outboxes: Vec<Option<Arc<Outbox>>>,
     /// The first rank that left without finalize: no barrier can complete after it.
@@ -121,6 +134,7 @@ impl PmiServer {
                 kvs: HashMap::new(),
                 usage: vec![Usage::default(); size],
                 phases: vec![PmiPhase::NotInitialized; size],
+                requests: vec![PmiRequests::default(); size],
                 outboxes: (0..size).map(|_| None).collect(),
                 departed: None,
                 departures: Vec::new(),
@@ -133,6 +147,11 @@ impl PmiServer {
     /// The phase of every rank.
     pub fn phases(&self) -> Vec<PmiPhase> {
         self.lock().phases.clone()
+    }
+
+    /// Every rank's request counts, by rank.
+    pub fn requests(&self) -> Vec<PmiRequests> {
+        self.lock().requests.clone()
     }
 
     /// Ranks that closed their channel without finalize, earliest first: the first of them is
@@ -254,6 +273,13 @@ impl PmiServer {
                 return Ok(handled);
             }
         }
+        let counts = &mut state.requests[rank];
+        match request.cmd() {
+            "get" => counts.gets += 1,
+            "put" => counts.puts += 1,
+            "barrier_in" => counts.barriers += 1,
+            _ => {}
+        }
         let reply = match request.cmd() {
             "init" => {
                 state.initialized[rank] = true;
@@ -277,6 +303,8 @@ impl PmiServer {
                 let value = request.get("value");
                 let problem = if request.get("kvsname") != Some(state.kvsname.as_str()) {
                     Some("unknown_kvsname".to_owned())
+                } else if key == mapping::KEY {
+                    Some(format!("{key}_is_kept_by_the_launcher"))
                 } else if check_token(key, true).is_err() || key.len() >= KEY_MAX {
                     Some(format!("invalid_key_or_not_shorter_than_{KEY_MAX}"))
                 } else if value.map_or(true, |v| v.len() >= VALUE_MAX) {
@@ -294,10 +322,13 @@ impl PmiServer {
             }
             "get" => {
                 let key = request.get("key").unwrap_or("");
-                let found = if request.get("kvsname") == Some(state.kvsname.as_str()) {
-                    state.kvs.get(key).map(|entry| entry.value.clone())
-                } else {
+                let found = if request.get("kvsname") != Some(state.kvsname.as_str()) {
                     None
+                } else if key == mapping::KEY {
+                    // Every rank this launcher starts runs on this host.
+                    Some(mapping::one_node(state.phases.len()))
+                } else {
+                    state.kvs.get(key).map(|entry| entry.value.clone())
                 };
                 match found {
                     Some(value) => Message::new("get_result")
@@ -585,6 +616,40 @@ mod tests {
             }),
             vec(any::<u8>(), 0..120),
         ]
+    }
+
+    /// Replies of the server to `requests` from rank 0 of a job of `size`.
+    fn replies(size: usize, requests: &str) -> String {
+        let server = PmiServer::new(size, "kvs".into());
+        let (ours, mut theirs) = UnixStream::pair().expect("socketpair");
+        let serving = server.clone();
+        let handle = thread::spawn(move || serving.serve(0, ours, |_| {}));
+        theirs.write_all(requests.as_bytes()).expect("requests");
+        let _ = theirs.shutdown(std::net::Shutdown::Write);
+        theirs
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        let mut replies = String::new();
+        let _ = theirs.read_to_string(&mut replies);
+        handle.join().expect("the server ends");
+        replies
+    }
+
+    #[test]
+    fn the_process_mapping_is_the_launchers_and_says_one_node() {
+        let replies = replies(
+            5,
+            "cmd=init pmi_version=1 pmi_subversion=1\n\
+             cmd=put kvsname=kvs key=PMI_process_mapping value=(vector,(0,5,1))\n\
+             cmd=get kvsname=kvs key=PMI_process_mapping\n",
+        );
+        let lines: Vec<&str> = replies.lines().collect();
+        assert_eq!(lines.len(), 3, "{replies}");
+        assert!(lines[1].starts_with("cmd=put_result rc=-1"), "{replies}");
+        assert_eq!(
+            lines[2],
+            "cmd=get_result rc=0 msg=success value=(vector,(0,1,5))"
+        );
     }
 
     proptest! {
