@@ -89,6 +89,44 @@ fn selftest_passes_with_the_providers_limits_and_lowered_ones() {
 }
 
 #[test]
+fn an_invalid_limit_is_refused_at_init_and_by_info() {
+    for value in ["0", "-1", "four", "1025"] {
+        let out = launch(
+            2,
+            "shm",
+            &[BIN, "selftest", "--quick"],
+            &[("CIRCULANT_IOV_LIMIT", value)],
+        );
+        let all = text(&out);
+        assert!(!out.status.success(), "{value}:\n{all}");
+        assert!(
+            all.contains(&format!("CIRCULANT_IOV_LIMIT={value:?}"))
+                && all.contains("expected a number of segments from 1 to 1024"),
+            "{value}:\n{all}"
+        );
+        let out = Command::new(BIN)
+            .arg("info")
+            .env("CIRCULANT_IOV_LIMIT", value)
+            .output()
+            .expect("circulant info starts");
+        assert!(!out.status.success(), "info, {value}");
+        assert!(text(&out).contains("CIRCULANT_IOV_LIMIT"), "info, {value}");
+    }
+    // The limits in use: shm allows 4 segments, lowered to 2.
+    let out = Command::new(BIN)
+        .args(["info", "--json"])
+        .env("CIRCULANT_IOV_LIMIT", "2")
+        .env("FI_PROVIDER", "shm")
+        .output()
+        .expect("circulant info starts");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let shm = &report["providers"][0];
+    assert_eq!(shm["name"], "shm");
+    assert_eq!(shm["merged_iov_limit"], 2);
+    assert_eq!(shm["merged_rma_iov_limit"], 2);
+}
+
+#[test]
 fn ranks_with_different_limits_all_fail_naming_both() {
     for provider in ["shm", "tcp;ofi_rxm"] {
         let started = std::time::Instant::now();
@@ -181,23 +219,26 @@ fn rank_role() {
 }
 
 /// Init (which reads every card where the key-value space is local) or the first collectives
-/// (which fetch the cards they need) must fail on every rank.
+/// (which fetch the cards they need) must fail on every rank. A rank that only hears of the
+/// failure through another's abort waits a moment before it exits, as the launcher stops every
+/// rank once one has exited: the rank that found the mismatch reports it first.
 fn limits(comm: circulant::comm::Result<Communicator>) {
-    let mut comm = match comm {
-        Ok(comm) => comm,
-        Err(err) => {
-            eprintln!("init failed: {err}");
-            std::process::exit(3);
+    let fail = |err: circulant::comm::CommError| -> ! {
+        let text = err.to_string();
+        if !text.contains("rma_iov_limit") {
+            std::thread::sleep(std::time::Duration::from_secs(3));
         }
+        eprintln!("failed: {text}");
+        std::process::exit(3);
     };
+    let mut comm = comm.unwrap_or_else(|err| fail(err));
     let p = comm.size();
     let counts = vec![8; p];
     let mut buf = vec![0u8; 8 * p];
     for _ in 0..10 {
         let mine = vec![comm.rank() as u8; 8];
         if let Err(err) = comm.allgatherv(&mine[..], &mut buf[..], &counts) {
-            eprintln!("allgatherv failed: {err}");
-            std::process::exit(3);
+            fail(err);
         }
     }
     println!("rank {} finished", comm.rank());
