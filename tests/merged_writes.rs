@@ -236,7 +236,7 @@ fn limits(comm: circulant::comm::Result<Communicator>) {
     let counts = vec![8; p];
     let mut buf = vec![0u8; 8 * p];
     for _ in 0..10 {
-        let mine = vec![comm.rank() as u8; 8];
+        let mine = [comm.rank() as u8; 8];
         if let Err(err) = comm.allgatherv(&mine[..], &mut buf[..], &counts) {
             fail(err);
         }
