@@ -174,3 +174,91 @@ impl Prepared {
         self.rounds.len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{registry, CostModel, Problem};
+
+    const LIMITS: Limits = Limits { max_msg_size: 0 };
+
+    fn allgatherv(p: usize) -> Box<dyn Algorithm> {
+        let problem = Problem::Allgatherv {
+            counts: (0..p).map(|r| 8 + r % 3).collect(),
+        };
+        let model = CostModel {
+            alpha: 1e-6,
+            beta: 1e-10,
+            o: 1e-7,
+        };
+        registry::by_name("circulant-allgatherv", &problem, &model).expect("applies")
+    }
+
+    #[test]
+    fn merged_plans_post_and_expect_the_writes_of_the_merge() {
+        let p = 8;
+        let alg = allgatherv(p);
+        for iov in [
+            IovLimits::SINGLE,
+            IovLimits { iov: 4, rma_iov: 1 },
+            IovLimits::new(4, 4).unwrap(),
+        ] {
+            let (mut sent, mut arriving) = (0, 0);
+            for rank in 0..p {
+                let plan = alg.rank_plan(rank).unwrap();
+                let prepared = Prepared::merged("t", alg.as_ref(), plan, p, LIMITS, iov).unwrap();
+                let rounds: Vec<Round> = alg.rank_plan(rank).unwrap().rounds.collect();
+                let writes: Vec<Write> = rounds
+                    .iter()
+                    .flat_map(|r| merge::round_writes(r, iov))
+                    .collect();
+                assert_eq!(&prepared.writes[..], &writes[..], "rank {rank}, {iov}");
+                let transfers: usize = rounds.iter().map(|r| r.sends.len()).sum();
+                assert_eq!(prepared.transfer_writes.len(), transfers + 1);
+                assert_eq!(prepared.transfer_writes.last(), Some(&writes.len()));
+                sent += writes.len();
+                arriving += prepared.expected.iter().sum::<usize>();
+            }
+            // Every write posted is expected by its target.
+            assert_eq!(sent, arriving, "{iov}");
+        }
+    }
+
+    #[test]
+    fn unmerged_plans_post_and_expect_one_write_per_piece() {
+        let p = 5;
+        let alg = allgatherv(p);
+        for rank in 0..p {
+            let prepared = Prepared::new("t", alg.rank_plan(rank).unwrap(), p, LIMITS).unwrap();
+            let rounds: Vec<Round> = alg.rank_plan(rank).unwrap().rounds.collect();
+            let pieces: usize = rounds
+                .iter()
+                .flat_map(|r| &r.sends)
+                .map(|t| t.pieces.len())
+                .sum();
+            assert_eq!(prepared.writes.len(), pieces);
+            assert!(prepared.writes.iter().all(|w| w.pieces == 1));
+            let expected: Vec<usize> = rounds
+                .iter()
+                .map(|r| r.expects.iter().map(|e| e.writes).sum())
+                .collect();
+            assert_eq!(&prepared.expected[..], &expected[..]);
+        }
+    }
+
+    #[test]
+    fn a_merged_write_above_max_msg_size_is_refused() {
+        let alg = allgatherv(8);
+        let small = Limits { max_msg_size: 9 };
+        let err = Prepared::merged(
+            "t",
+            alg.as_ref(),
+            alg.rank_plan(0).unwrap(),
+            8,
+            small,
+            IovLimits::new(4, 4).unwrap(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("max_msg_size 9"), "{err}");
+    }
+}
