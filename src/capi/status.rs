@@ -82,6 +82,7 @@ impl From<CommError> for Failure {
                 TransportError::Invalid { .. } | TransportError::Plan(_) => CIRCULANT_ERR_ARGUMENT,
                 TransportError::Fabric(_) => CIRCULANT_ERR_FABRIC,
                 TransportError::Unreachable { .. } => CIRCULANT_ERR_BOOTSTRAP,
+                TransportError::IovMismatch { .. } => CIRCULANT_ERR_FABRIC,
             },
         };
         Failure {

@@ -7,7 +7,10 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
+use circulant::comm::Config;
 use circulant::fabric::{self, mode_names, Hints, Info};
+use circulant::plan::merge::IovLimits;
+use circulant::transport::provider_iov_limits;
 
 use super::CliResult;
 
@@ -49,6 +52,11 @@ struct Provider {
     mode: Vec<String>,
     data_progress: String,
     control_progress: String,
+    /// Local segments of one merged write a job on this provider uses: `iov_limit`, lowered
+    /// by `CIRCULANT_IOV_LIMIT`.
+    merged_iov_limit: usize,
+    /// Remote segments of one merged write: `rma_iov_limit`, lowered likewise.
+    merged_rma_iov_limit: usize,
 }
 
 #[derive(Serialize, PartialEq)]
@@ -58,7 +66,11 @@ struct Domain {
 }
 
 impl Provider {
-    fn from_info(info: &Info) -> Self {
+    fn from_info(info: &Info, cap: Option<usize>) -> Self {
+        let mut merged = provider_iov_limits(info);
+        if let Some(n) = cap {
+            merged = merged.min(IovLimits { iov: n, rma_iov: n });
+        }
         Provider {
             name: info.provider(),
             domains: Vec::new(),
@@ -71,11 +83,13 @@ impl Provider {
             mode: mode_names(info.mode()),
             data_progress: info.data_progress().to_string(),
             control_progress: info.control_progress().to_string(),
+            merged_iov_limit: merged.iov,
+            merged_rma_iov_limit: merged.rma_iov,
         }
     }
 }
 
-fn report() -> Result<Report, fabric::FabricError> {
+fn report(cap: Option<usize>) -> Result<Report, fabric::FabricError> {
     // The transport's own query: FI_EP_RDM, FI_RMA, the modes it handles. FI_PROVIDER, if set,
     // restricts what libfabric loads.
     let infos = Info::query(&Hints::rdm_rma())?;
@@ -92,7 +106,7 @@ fn report() -> Result<Report, fabric::FabricError> {
         }
         let provider = providers.entry(name.clone()).or_insert_with(|| {
             order.push(name.clone());
-            Provider::from_info(info)
+            Provider::from_info(info, cap)
         });
         let domain = Domain {
             fabric: info.fabric_name(),
@@ -145,6 +159,11 @@ fn table(report: &Report) -> String {
         let _ = writeln!(out, "  fabric/domain   {}", domains.join(", "));
         let _ = writeln!(out, "  iov_limit       {}", p.iov_limit);
         let _ = writeln!(out, "  rma_iov_limit   {}", p.rma_iov_limit);
+        let _ = writeln!(
+            out,
+            "  merged writes   up to {} local and {} remote segments",
+            p.merged_iov_limit, p.merged_rma_iov_limit
+        );
         let _ = writeln!(out, "  cq_data_size    {}", p.cq_data_size);
         let _ = writeln!(out, "  inject_size     {}", p.inject_size);
         let _ = writeln!(out, "  max_msg_size    {}", p.max_msg_size);
@@ -176,7 +195,8 @@ fn join_or_zero(names: &[String]) -> String {
 }
 
 pub fn run(args: Args) -> CliResult {
-    let report = report()?;
+    // The limits a job would merge writes under: the provider's, lowered by the variable.
+    let report = report(Config::iov_limit_from_env()?)?;
     let text = if args.json {
         serde_json::to_string_pretty(&report)? + "\n"
     } else {

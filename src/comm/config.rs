@@ -11,6 +11,7 @@
 //! | `CIRCULANT_EAGER_LIMIT` | operations of at most this many bytes take the eager path (no ready token; data copied through receive slots); `0`: never (at most 1073741824) | from the model, see [`EagerConfig::new`] |
 //! | `CIRCULANT_EAGER_SLOTS` | receive slots a rank keeps per peer that writes to it eagerly (2 to 32) | 16 |
 //! | `CIRCULANT_EAGER_SLOT_BYTES` | bytes of one receive slot, header included (256 to 1048576) | 8192 |
+//! | `CIRCULANT_IOV_LIMIT` | most local and most remote segments of one merged write (at least 1; the provider's `iov_limit` and `rma_iov_limit` if smaller); `1` stands in for providers such as verbs (`rma_iov_limit` 1). The same on every rank | the provider's limits |
 //! | `CIRCULANT_PLAN_CACHE` | plans of earlier calls kept per communicator (at most 65536; `0`: none) | 64 |
 //! | `CIRCULANT_AUTH_KEY` | the job's authentication key (hex) for providers that support keys; `circulant run` sets a random one | none |
 
@@ -18,6 +19,7 @@ use std::time::Duration;
 
 use crate::fabric::AuthKey;
 use crate::limits::parse_positive_seconds;
+use crate::plan::merge::IovLimits;
 use crate::plan::CostModel;
 use crate::transport::{eager, EagerConfig, DEFAULT_DEADLINE};
 
@@ -45,6 +47,10 @@ pub const EAGER_LIMIT_ENV: &str = "CIRCULANT_EAGER_LIMIT";
 pub const EAGER_SLOTS_ENV: &str = "CIRCULANT_EAGER_SLOTS";
 /// Bytes of one eager receive slot, its header included.
 pub const EAGER_SLOT_BYTES_ENV: &str = "CIRCULANT_EAGER_SLOT_BYTES";
+/// Most local and remote segments of one merged write (below the provider's limits).
+pub const IOV_LIMIT_ENV: &str = "CIRCULANT_IOV_LIMIT";
+/// Largest `CIRCULANT_IOV_LIMIT` accepted (providers allow a few segments).
+pub const MAX_IOV_LIMIT: usize = 1024;
 /// How many plans of earlier calls a communicator keeps (`0`: none).
 pub const PLAN_CACHE_ENV: &str = "CIRCULANT_PLAN_CACHE";
 
@@ -94,6 +100,9 @@ pub struct Config {
     /// Plans of earlier calls kept per communicator, least recently used dropped first
     /// (0: none).
     pub plan_cache: usize,
+    /// Most local and most remote segments of one merged write, if lower than the provider's
+    /// (`None`: the provider's). Must be the same on every rank.
+    pub iov_limit: Option<usize>,
 }
 
 impl Default for Config {
@@ -112,6 +121,7 @@ impl Default for Config {
             eager_slots: None,
             eager_slot_bytes: None,
             plan_cache: super::plan_cache::DEFAULT_PLAN_CACHE,
+            iov_limit: None,
         }
     }
 }
@@ -180,6 +190,7 @@ impl Config {
         if let Some(v) = var(PLAN_CACHE_ENV) {
             config.plan_cache = count(PLAN_CACHE_ENV, &v, MAX_PLAN_CACHE)?;
         }
+        config.iov_limit = Config::iov_limit_from_env()?;
         if let Some(v) = var(AUTH_KEY_ENV) {
             config.auth_key = Some(AuthKey::from_hex(&v).map_err(|_| ConfigError {
                 var: AUTH_KEY_ENV,
@@ -219,6 +230,22 @@ impl Config {
         }
     }
 
+    /// `CIRCULANT_IOV_LIMIT` alone, if set: a whole number from 1 to [`MAX_IOV_LIMIT`].
+    pub fn iov_limit_from_env() -> Result<Option<usize>, ConfigError> {
+        match std::env::var(IOV_LIMIT_ENV)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+        {
+            Some(v) => Ok(Some(in_range(IOV_LIMIT_ENV, &v, 1, MAX_IOV_LIMIT)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The cap on the limits of one merged write (`CIRCULANT_IOV_LIMIT`, for both sides).
+    pub fn iov_cap(&self) -> Option<IovLimits> {
+        self.iov_limit.map(|n| IovLimits { iov: n, rma_iov: n })
+    }
+
     /// The eager path's settings for `model`: what was set, the rest from the model.
     pub fn eager_for(&self, model: &CostModel) -> EagerConfig {
         EagerConfig::new(
@@ -240,6 +267,7 @@ fn in_range(var: &'static str, value: &str, min: usize, max: usize) -> Result<us
             reason: match (var, min) {
                 (EAGER_LIMIT_ENV, _) => "expected a number of bytes from 0 to 1073741824",
                 (EAGER_SLOTS_ENV, _) => "expected a number of slots from 2 to 32",
+                (IOV_LIMIT_ENV, _) => "expected a number of segments from 1 to 1024",
                 _ => "expected a number of bytes from 256 to 1048576",
             },
         }),

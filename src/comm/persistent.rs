@@ -187,7 +187,9 @@ impl<'c, 'b> Persistent<'c, 'b> {
                 .rank_plan(comm.rank())
                 .map_err(|e| in_call(op, e.into()))?;
             let bytes = problem.total_bytes();
-            let prepared = comm.transport.prepare_sized(op, plan, bytes)?;
+            let prepared = comm
+                .transport
+                .prepare_sized(op, algorithm.as_ref(), plan, bytes)?;
             let need = prepared.buffers;
             let scratch = if need.scratch > 0 {
                 Some(comm.transport.alloc(need.scratch, Access::RemoteWrite)?)

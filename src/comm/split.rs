@@ -72,6 +72,7 @@ impl Communicator {
         // A card that cannot be read is that rank's failure, reported after the exchange.
         let opened = place.map(|(rank, size)| {
             Opened::open(self.transport.info(), rank, size)
+                .map(|o| o.cap_iov(Some(self.transport.iov_limits())))
                 .and_then(|o| o.card().map(|card| (o, card.to_bytes())))
         });
         let card = match &opened {

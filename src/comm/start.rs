@@ -139,9 +139,12 @@ impl Communicator {
                     .map_err(|e| in_call(op, e.into()))?;
                 let planned = Arc::new(Planned {
                     algorithm: algorithm.name(),
-                    prepared: self
-                        .transport
-                        .prepare_sized(op, plan, call.problem.total_bytes())?,
+                    prepared: self.transport.prepare_sized(
+                        op,
+                        algorithm.as_ref(),
+                        plan,
+                        call.problem.total_bytes(),
+                    )?,
                     digest: digest(op, algorithm.name(), &call.problem),
                 });
                 self.plans.insert(key, Arc::clone(&planned));

@@ -36,6 +36,20 @@ impl IovLimits {
         }
         Ok(IovLimits { iov, rma_iov })
     }
+
+    /// The smaller of two limits on each side.
+    pub fn min(self, other: IovLimits) -> IovLimits {
+        IovLimits {
+            iov: self.iov.min(other.iov),
+            rma_iov: self.rma_iov.min(other.rma_iov),
+        }
+    }
+}
+
+impl std::fmt::Display for IovLimits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "iov_limit {}, rma_iov_limit {}", self.iov, self.rma_iov)
+    }
 }
 
 /// A byte range of one buffer.
@@ -167,6 +181,30 @@ pub fn merge_transfer(transfer: &Transfer, limits: IovLimits) -> Vec<Write> {
     best
 }
 
+/// The writes of `transfer` without merging: one per piece, in plan order, empty pieces
+/// included (each a signal). Where the target counts pieces (the plan's own expectations).
+pub fn piece_writes(transfer: &Transfer) -> Vec<Write> {
+    transfer
+        .pieces
+        .iter()
+        .map(|p| Write {
+            to: transfer.to,
+            local: vec![Segment {
+                buf: p.src,
+                offset: p.src_offset,
+                len: p.len,
+            }],
+            remote: vec![Segment {
+                buf: p.dst,
+                offset: p.dst_offset,
+                len: p.len,
+            }],
+            after: p.after,
+            pieces: 1,
+        })
+        .collect()
+}
+
 /// Number of writes `transfer` needs under `limits`.
 pub fn write_count(transfer: &Transfer, limits: IovLimits) -> usize {
     merge_transfer(transfer, limits).len()
@@ -213,6 +251,11 @@ impl<'a> Incoming<'a> {
         }
         let mut out = Vec::with_capacity(per_source.len());
         for (from, pieces) in per_source {
+            if pieces == 1 {
+                // One piece is one write under any limits: the source's plan need not be read.
+                out.push(Expect { from, writes: 1 });
+                continue;
+            }
             let src = match self.sources.entry(from) {
                 std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
                 std::collections::btree_map::Entry::Vacant(v) => {

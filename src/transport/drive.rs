@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use crate::fabric::{Completion, LocalRange, Post};
+use crate::fabric::{Completion, LocalRange, Post, RemoteRange, WriteFlags};
 use crate::plan::Buf;
 
 use super::eager::{counts_as_local, EagerPost};
@@ -167,8 +167,13 @@ impl Transport {
         Ok(progress)
     }
 
-    /// Posts the remaining pieces of the ready transfer; false if the provider asked to retry
-    /// later.
+    /// Posts the remaining writes of the ready transfer (its merged writes, see [`Prepared`]);
+    /// false if the provider asked to retry later. Every write but the last of what this pass
+    /// posts goes with `FI_MORE`: the transfer's own writes but its last, and its last if
+    /// another zero-copy transfer is ready to follow ([`Run::more_ready`]); a write without
+    /// the flag lets the provider send what it batched.
+    ///
+    /// [`Prepared`]: super::Prepared
     fn post_transfer(
         &mut self,
         run: &mut Run,
@@ -182,36 +187,58 @@ impl Transport {
         };
         self.reachable(run, ready.to)?;
         let peer = self.peers.address(ready.to)?;
-        while let Some(piece) = run.next_piece() {
-            let post = if piece.len == 0 {
-                self.reachable(run, ready.to)?;
-                self.post_signal(ready.to, event)?
-            } else {
-                let token = ready
-                    .token
-                    .ok_or_else(|| run.protocol("a write without a token".into()))?;
-                let target = match piece.dst {
-                    Buf::Recv => token.recv,
-                    Buf::Scratch => token.scratch,
-                    Buf::Send => {
-                        return Err(run.protocol("a write into a send buffer".into()));
+        let writes = run.plan_writes();
+        let mut local: Vec<LocalRange<'_>> = Vec::new();
+        let mut remote: Vec<RemoteRange> = Vec::new();
+        while let Some((index, last)) = run.next_write() {
+            let write = &writes[index];
+            let len = write.bytes();
+            let post =
+                if len == 0 {
+                    self.reachable(run, ready.to)?;
+                    self.post_signal(ready.to, event)?
+                } else {
+                    let token = ready
+                        .token
+                        .ok_or_else(|| run.protocol("a write without a token".into()))?;
+                    local.clear();
+                    for seg in &write.local {
+                        let src = buffers.view(&run.op, seg.buf)?;
+                        local.push(src.mem.range(src.offset + seg.offset, seg.len)?);
                     }
+                    remote.clear();
+                    for seg in &write.remote {
+                        let target = match seg.buf {
+                            Buf::Recv => token.recv,
+                            Buf::Scratch => token.scratch,
+                            Buf::Send => {
+                                return Err(run.protocol("a write into a send buffer".into()));
+                            }
+                        };
+                        remote.push(target.range(seg.offset as u64, seg.len as u64).map_err(
+                            |_| TransportError::Mismatch {
+                                op: run.op.to_string(),
+                                peer: ready.to,
+                            },
+                        )?);
+                    }
+                    let flags = if !last || run.more_ready(&self.inbox) {
+                        WriteFlags::MORE
+                    } else {
+                        WriteFlags::NONE
+                    };
+                    self.reachable(run, ready.to)?;
+                    self.endpoint.write_msg(
+                        &local,
+                        peer,
+                        &remote,
+                        Some(event.encode()),
+                        flags,
+                        run.seq,
+                    )?
                 };
-                let remote = target
-                    .range(piece.dst_offset as u64, piece.len as u64)
-                    .map_err(|_| TransportError::Mismatch {
-                        op: run.op.to_string(),
-                        peer: ready.to,
-                    })?;
-                let src = buffers.view(&run.op, piece.src)?;
-                let local: LocalRange<'_> =
-                    src.mem.range(src.offset + piece.src_offset, piece.len)?;
-                self.reachable(run, ready.to)?;
-                self.endpoint
-                    .write(local, peer, remote, Some(event.encode()), run.seq)?
-            };
             match post {
-                Post::Posted => run.piece_posted(piece.len),
+                Post::Posted => run.write_posted(len),
                 Post::Again => return Ok(false),
             }
         }

@@ -1,7 +1,7 @@
 //! Executes plans between processes with one-sided writes: per operation, every rank that
-//! expects writes sends its writers a ready token, writers post each piece as one write with
-//! remote CQ data once the data is held and the token is in, and receivers count arrivals per
-//! round. The protocol (tokens, CQ data, signals, aborts, deadlines, waiting) is described in
+//! expects writes sends its writers a ready token, writers post each transfer as few
+//! scatter-gather writes with remote CQ data as the job's limits allow (`plan::merge`) once
+//! the data is held and the token is in, and receivers count arrivals per round. The protocol (tokens, CQ data, signals, aborts, deadlines, waiting) is described in
 //! docs/architecture.md, section "The one-sided protocol (src/transport)".
 //!
 //! An operation is [`Transport::prepare`]d (the plan materialised once into a [`Prepared`],
@@ -34,7 +34,8 @@ use crate::fabric::{
     Access, AddressVector, Completion, CompletionQueue, Endpoint, FabricError, Info,
     RegisteredMemory,
 };
-use crate::plan::{PlanError, RankPlan};
+use crate::plan::merge::IovLimits;
+use crate::plan::{Algorithm, PlanError, RankPlan};
 use peers::Peers;
 use run::{Inbox, Run};
 
@@ -42,7 +43,7 @@ pub use eager::EagerConfig;
 pub use local::{BufferViews, View};
 pub use peers::CardSource;
 pub use prepared::{Limits, Prepared};
-pub use setup::{Card, Opened};
+pub use setup::{provider_iov_limits, Card, Opened};
 
 /// Default deadline of one operation.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(60);
@@ -125,6 +126,19 @@ pub enum TransportError {
         /// What arrived.
         what: String,
     },
+    #[error("rank {peer} merges writes under {theirs}, rank {rank} under {ours}: every rank must use the same limits (set CIRCULANT_IOV_LIMIT alike on every rank)")]
+    /// A peer's card names other limits of merged writes than this rank's: the targets would
+    /// count other writes than their sources post.
+    IovMismatch {
+        /// This rank.
+        rank: usize,
+        /// This rank's limits.
+        ours: IovLimits,
+        /// The peer.
+        peer: usize,
+        /// The peer's limits.
+        theirs: IovLimits,
+    },
     #[error("{op}: {what}")]
     /// The operation cannot run as given: buffers its plan needs are missing, it is not the one in
     /// progress, or it exceeds what the wire or the provider can carry.
@@ -180,6 +194,8 @@ pub struct Transport {
     /// Tokens, and writes and aborts of operations not reached yet, kept between operations.
     inbox: Inbox,
     limits: Limits,
+    /// The limits of one merged write, the same on every rank.
+    iov: IovLimits,
     deadline: Duration,
     copied: u64,
     broken: Option<String>,
@@ -225,6 +241,12 @@ impl Transport {
         self.limits
     }
 
+    /// The limits of one merged write (the provider's, lowered by `CIRCULANT_IOV_LIMIT`): the
+    /// same on every rank.
+    pub fn iov_limits(&self) -> IovLimits {
+        self.iov
+    }
+
     /// How long an operation may take.
     pub fn deadline(&self) -> Duration {
         self.deadline
@@ -268,17 +290,29 @@ impl Transport {
     }
 
     /// Materialises `plan` once for repeated starts ([`Prepared::new`] with this transport's
-    /// size and limits). It never takes the eager path: see [`Self::prepare_sized`].
+    /// size and limits: one write per piece). It never takes the eager path: see
+    /// [`Self::prepare_sized`].
     pub fn prepare(&self, name: &str, plan: RankPlan<'_>) -> Result<Prepared> {
         Prepared::new(name, plan, self.size, self.limits)
     }
 
-    /// As [`Self::prepare`], for an operation of `bytes` as every rank computes it (the
-    /// problem's size): at most the eager limit, it takes the eager path (`eager`).
-    pub fn prepare_sized(&self, name: &str, plan: RankPlan<'_>, bytes: usize) -> Result<Prepared> {
-        let mut prepared = Prepared::new(name, plan, self.size, self.limits)?;
-        prepared.eager = self.inbox.eager.config.applies(bytes);
-        Ok(prepared)
+    /// Materialises `plan`, this rank's plan of `algorithm`, for an operation of `bytes` as
+    /// every rank computes it (the problem's size): at most the eager limit, it takes the
+    /// eager path (`eager`, one write per piece); else its transfers are posted as merged
+    /// writes under [`Self::iov_limits`] ([`Prepared::merged`]).
+    pub fn prepare_sized(
+        &self,
+        name: &str,
+        algorithm: &dyn Algorithm,
+        plan: RankPlan<'_>,
+        bytes: usize,
+    ) -> Result<Prepared> {
+        if self.inbox.eager.config.applies(bytes) {
+            let mut prepared = Prepared::new(name, plan, self.size, self.limits)?;
+            prepared.eager = true;
+            return Ok(prepared);
+        }
+        Prepared::merged(name, algorithm, plan, self.size, self.limits, self.iov)
     }
 
     /// Sets the eager path's settings (the same limit on every rank, or eager operations fail

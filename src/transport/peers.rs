@@ -13,6 +13,7 @@ use std::error::Error;
 use std::time::Instant;
 
 use crate::fabric::{Address, AddressVector, RemoteRegion};
+use crate::plan::merge::IovLimits;
 
 use super::liveness::PeerProcesses;
 use super::setup::Card;
@@ -50,12 +51,18 @@ pub(super) struct Peers {
     source: Option<Box<dyn CardSource>>,
     /// Cards fetched from the source so far.
     fetched: usize,
+    /// The limits of merged writes this rank uses, which every card must name.
+    iov: IovLimits,
 }
 
 impl Peers {
     /// Every rank's card known at once (`cards` in rank order).
     pub fn all(av: AddressVector, rank: usize, cards: &[Card], watch: bool) -> Result<Peers> {
-        let mut peers = Peers::empty(av, rank, cards.len(), watch, None);
+        let own = cards.get(rank).ok_or_else(|| TransportError::Invalid {
+            op: "connect".into(),
+            what: format!("no address card for rank {rank} of {}", cards.len()),
+        })?;
+        let mut peers = Peers::empty(av, rank, cards.len(), watch, None, own.iov);
         for (r, card) in cards.iter().enumerate() {
             peers.learn(r, card)?;
         }
@@ -71,7 +78,7 @@ impl Peers {
         watch: bool,
         source: Box<dyn CardSource>,
     ) -> Result<Peers> {
-        let mut peers = Peers::empty(av, rank, size, watch, Some(source));
+        let mut peers = Peers::empty(av, rank, size, watch, Some(source), own.iov);
         peers.learn(rank, own)?;
         Ok(peers)
     }
@@ -82,6 +89,7 @@ impl Peers {
         size: usize,
         watch: bool,
         source: Option<Box<dyn CardSource>>,
+        iov: IovLimits,
     ) -> Peers {
         Peers {
             av,
@@ -91,6 +99,7 @@ impl Peers {
             watch,
             source,
             fetched: 0,
+            iov,
         }
     }
 
@@ -131,6 +140,8 @@ impl Peers {
         }
     }
 
+    /// Inserts `rank`'s card. A card whose limits of merged writes differ from this rank's is
+    /// an error; the peer is still inserted, so that an abort reaches it.
     fn learn(&mut self, rank: usize, card: &Card) -> Result<()> {
         let address = self.av.insert(&card.name)?;
         if self.watch && rank != self.rank {
@@ -143,6 +154,14 @@ impl Peers {
         if self.known.iter().all(Option::is_some) {
             // Every card is known: the source (and what it holds on to) is not needed again.
             self.source = None;
+        }
+        if card.iov != self.iov {
+            return Err(TransportError::IovMismatch {
+                rank: self.rank,
+                ours: self.iov,
+                peer: rank,
+                theirs: card.iov,
+            });
         }
         Ok(())
     }

@@ -9,6 +9,9 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
+use std::sync::Arc;
+
+use crate::plan::merge::Write;
 use crate::plan::{Local, Piece};
 
 use super::eager::{self, Cursor, Eager, SlotHeader};
@@ -81,7 +84,11 @@ struct Pending {
     after: Option<u32>,
     /// The next transfer to the same target, in plan order.
     next_to_same: Option<usize>,
-    /// Pieces posted so far (a post may be refused with EAGAIN half way).
+    /// Where its writes start in the plan's writes ([`Prepared`]).
+    first_write: usize,
+    /// How many writes it is posted as.
+    writes: usize,
+    /// Writes posted so far (a post may be refused with EAGAIN half way).
     posted: usize,
     /// Where the eager posting stands (a transfer's slots go out one by one).
     cursor: Cursor,
@@ -159,6 +166,8 @@ impl Run {
                     transfer,
                     to: t.to,
                     after: t.pieces.iter().map(|p| p.after).max().flatten(),
+                    first_write: plan.transfer_writes[index],
+                    writes: plan.transfer_writes[index + 1] - plan.transfer_writes[index],
                     next_to_same: None,
                     posted: 0,
                     cursor: Cursor::default(),
@@ -514,24 +523,49 @@ impl Run {
         Ok(Some(token))
     }
 
-    /// The next piece of the current ready transfer still to post.
-    pub fn next_piece(&self) -> Option<Piece> {
-        let p = &self.transfers[self.current];
-        self.plan.rounds[p.position].sends[p.transfer]
-            .pieces
-            .get(p.posted)
-            .copied()
+    /// The plan's writes (shared; see [`Self::next_write`]).
+    pub fn plan_writes(&self) -> Arc<[Write]> {
+        Arc::clone(&self.plan.writes)
     }
 
-    /// The provider took the piece [`Self::next_piece`] returned.
-    pub fn piece_posted(&mut self, len: usize) {
+    /// Index into [`Self::plan_writes`] of the current ready transfer's next write still to
+    /// post, and whether it is the transfer's last.
+    pub fn next_write(&self) -> Option<(usize, bool)> {
+        let p = &self.transfers[self.current];
+        (p.posted < p.writes).then(|| (p.first_write + p.posted, p.posted + 1 == p.writes))
+    }
+
+    /// The provider took the write [`Self::next_write`] returned, of `len` bytes.
+    pub fn write_posted(&mut self, len: usize) {
         self.transfers[self.current].posted += 1;
         self.in_flight += 1;
         self.stats.writes += 1;
         self.stats.bytes_written += len as u64;
     }
 
-    /// Every piece of the current ready transfer is posted: the next transfer to its target
+    /// Whether, once the current transfer is posted, another one not on the eager path would
+    /// be ready in the same pass ([`Self::next_ready`]'s rules without its side effects): the
+    /// writes before it may then go with `FI_MORE`. An eager transfer may find no free slot
+    /// and post nothing, so it is not counted.
+    pub fn more_ready(&self, inbox: &Inbox) -> bool {
+        let below = self.complete_below();
+        let current = self.current;
+        let ready = |index: usize| {
+            let p = &self.transfers[index];
+            if p.done || p.after.is_some_and(|r| u64::from(r) >= below) {
+                return false;
+            }
+            let signal = self.plan.rounds[p.position].sends[p.transfer].bytes() == 0;
+            signal || inbox.has_token(p.to, self.seq)
+        };
+        self.transfers[current].next_to_same.is_some_and(ready)
+            || self
+                .candidates
+                .iter()
+                .any(|&Reverse(index)| index != current && ready(index))
+    }
+
+    /// Every write of the current ready transfer is posted: the next transfer to its target
     /// may go.
     pub fn transfer_posted(&mut self) {
         let top = self.candidates.pop();
@@ -774,8 +808,9 @@ mod tests {
         run.start_scan();
         let mut posted = Vec::new();
         while let Some(ready) = run.next_ready(inbox).expect("a ready transfer") {
-            while let Some(piece) = run.next_piece() {
-                run.piece_posted(piece.len);
+            let writes = run.plan_writes();
+            while let Some((index, _)) = run.next_write() {
+                run.write_posted(writes[index].bytes());
             }
             run.transfer_posted();
             posted.push((ready.to, ready.round));
@@ -854,7 +889,7 @@ mod tests {
     }
 
     #[test]
-    fn a_transfer_refused_half_way_resumes_at_its_next_piece() {
+    fn a_transfer_refused_half_way_resumes_at_its_next_write() {
         let mut r0 = Round::new(0);
         r0.send(
             1,
@@ -874,13 +909,48 @@ mod tests {
         run.on_event(&mut inbox, token(1, 0, DIGEST)).unwrap();
         run.start_scan();
         assert!(run.next_ready(&mut inbox).unwrap().is_some());
-        let first = run.next_piece().unwrap();
-        run.piece_posted(first.len);
-        // The provider refuses the second piece: the next scan offers the same transfer.
+        let writes = run.plan_writes();
+        let (first, last) = run.next_write().unwrap();
+        assert!(!last);
+        run.write_posted(writes[first].bytes());
+        // The provider refuses the second write: the next scan offers the same transfer.
         run.start_scan();
         let ready = run.next_ready(&mut inbox).unwrap().unwrap();
         assert_eq!((ready.to, ready.round, ready.signal), (1, 0, false));
-        assert_eq!(run.next_piece().map(|p| p.src_offset), Some(4));
+        let (second, last) = run.next_write().unwrap();
+        assert!(last);
+        assert_eq!(writes[second].local[0].offset, 4);
+    }
+
+    #[test]
+    fn more_is_ready_only_for_a_transfer_that_can_go_in_the_same_pass() {
+        let plan = data_plan();
+        let mut inbox = Inbox::new(SIZE);
+        let mut run = run_at(3, &plan);
+        run.on_event(&mut inbox, token(1, 3, DIGEST)).unwrap();
+        run.start_scan();
+        let ready = run.next_ready(&mut inbox).unwrap().unwrap();
+        assert_eq!((ready.to, ready.round), (1, 0));
+        // The next transfer to rank 1 waits for round 0, the one to rank 2 (its data held)
+        // for rank 2's token: nothing can follow in this pass.
+        assert!(!run.more_ready(&inbox));
+        run.on_event(&mut inbox, token(2, 3, DIGEST)).unwrap();
+        assert!(run.more_ready(&inbox));
+        run.write_posted(8);
+        run.transfer_posted();
+        let ready = run.next_ready(&mut inbox).unwrap().unwrap();
+        assert_eq!((ready.to, ready.round), (2, 1));
+        assert!(!run.more_ready(&inbox), "rank 1's next waits for round 0");
+        run.write_posted(8);
+        run.transfer_posted();
+        assert!(run.next_ready(&mut inbox).unwrap().is_none());
+        run.on_event(&mut inbox, data(3, 0)).unwrap();
+        assert!(complete(&mut run));
+        run.start_scan();
+        let ready = run.next_ready(&mut inbox).unwrap().unwrap();
+        assert_eq!((ready.to, ready.round), (1, 1));
+        // Round 2's transfer to rank 1 follows it (its data is held from the start).
+        assert!(run.more_ready(&inbox));
     }
 
     #[test]
@@ -1146,7 +1216,7 @@ mod tests {
                 eager: false,
             })
         );
-        run.piece_posted(0);
+        run.write_posted(0);
         run.transfer_posted();
         run.on_event(&mut inbox, signal(2, 0)).unwrap();
         assert!(complete(&mut run));

@@ -10,13 +10,17 @@ use crate::fabric::{
     RemoteRegion, REMOTE_REGION_BYTES,
 };
 
+use crate::plan::merge::IovLimits;
+
 use super::peers::{CardSource, Peers};
 use super::run::Inbox;
 use super::wire;
 use super::{Limits, Result, Transport, TransportError};
 
 /// What a rank publishes so that others can reach it: its endpoint name, its control
-/// region and its process id (watched by peers on the same host, see `liveness`).
+/// region, its process id (watched by peers on the same host, see `liveness`) and the limits
+/// it merges writes under (every rank must use the same: a target counts the merged writes
+/// of its sources from their plans).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Card {
     /// The endpoint's name (`fi_getname`), which peers insert into their address vector.
@@ -25,32 +29,48 @@ pub struct Card {
     pub control: RemoteRegion,
     /// The process id, for peers on the same host.
     pub pid: u32,
+    /// The limits of one merged write this rank uses.
+    pub iov: IovLimits,
 }
+
+/// Bytes of a card before the endpoint name: control region, process id, the two limits.
+const CARD_HEAD: usize = REMOTE_REGION_BYTES + 12;
 
 impl Card {
     /// The bytes that [`Card::from_bytes`] reads.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = self.control.to_bytes().to_vec();
         out.extend_from_slice(&self.pid.to_le_bytes());
+        for limit in [self.iov.iov, self.iov.rma_iov] {
+            out.extend_from_slice(&u32::try_from(limit).unwrap_or(u32::MAX).to_le_bytes());
+        }
         out.extend_from_slice(&self.name);
         out
     }
 
     /// Parses [`Card::to_bytes`]; a peer's card that does not parse is an error, not a panic.
     pub fn from_bytes(bytes: &[u8]) -> std::result::Result<Card, FabricError> {
-        let head = REMOTE_REGION_BYTES + 4;
-        if bytes.len() <= head {
+        if bytes.len() <= CARD_HEAD {
             return Err(FabricError::invalid(format!(
                 "address card of {} bytes is too short",
                 bytes.len()
             )));
         }
-        let mut pid = [0u8; 4];
-        pid.copy_from_slice(&bytes[REMOTE_REGION_BYTES..head]);
+        let word = |at: usize| {
+            let mut w = [0u8; 4];
+            w.copy_from_slice(&bytes[at..at + 4]);
+            u32::from_le_bytes(w)
+        };
+        let iov = IovLimits::new(
+            word(REMOTE_REGION_BYTES + 4) as usize,
+            word(REMOTE_REGION_BYTES + 8) as usize,
+        )
+        .map_err(|e| FabricError::invalid(format!("address card: {e}")))?;
         Ok(Card {
             control: RemoteRegion::from_bytes(&bytes[..REMOTE_REGION_BYTES])?,
-            pid: u32::from_le_bytes(pid),
-            name: bytes[head..].to_vec(),
+            pid: word(REMOTE_REGION_BYTES),
+            iov,
+            name: bytes[CARD_HEAD..].to_vec(),
         })
     }
 }
@@ -63,6 +83,7 @@ pub struct Opened {
     control: RegisteredMemory,
     rank: usize,
     size: usize,
+    iov: IovLimits,
 }
 
 impl Opened {
@@ -103,7 +124,22 @@ impl Opened {
             control,
             rank,
             size,
+            iov: provider_iov_limits(info),
         })
+    }
+
+    /// Lowers the limits of merged writes to `cap` where it is smaller (the configured
+    /// `CIRCULANT_IOV_LIMIT`, or a parent communicator's limits); before [`Self::card`].
+    pub fn cap_iov(mut self, cap: Option<IovLimits>) -> Opened {
+        if let Some(cap) = cap {
+            self.iov = self.iov.min(cap);
+        }
+        self
+    }
+
+    /// The limits of one merged write this rank uses (and publishes in its card).
+    pub fn iov_limits(&self) -> IovLimits {
+        self.iov
     }
 
     /// What the other ranks need to reach this one.
@@ -112,6 +148,7 @@ impl Opened {
             name: self.endpoint.name()?,
             control: self.control.remote(),
             pid: std::process::id(),
+            iov: self.iov,
         })
     }
 
@@ -166,11 +203,54 @@ impl Opened {
             seq: 0,
             inbox: Inbox::new(self.size),
             limits,
+            iov: self.iov,
             deadline,
             copied: 0,
             broken: None,
             active: None,
             completions: Vec::with_capacity(64),
         }
+    }
+}
+
+/// The provider's limits of one write: `iov_limit` local and `rma_iov_limit` remote segments
+/// (a provider that reports 0 is taken to allow 1).
+pub fn provider_iov_limits(info: &Info) -> IovLimits {
+    IovLimits {
+        iov: info.iov_limit().max(1),
+        rma_iov: info.rma_iov_limit().max(1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn card(iov: IovLimits) -> Card {
+        Card {
+            name: vec![1, 2, 3],
+            control: RemoteRegion {
+                base: 4096,
+                len: 64,
+                key: 7,
+            },
+            pid: 42,
+            iov,
+        }
+    }
+
+    #[test]
+    fn a_card_round_trips_with_its_limits() {
+        let c = card(IovLimits { iov: 4, rma_iov: 1 });
+        assert_eq!(Card::from_bytes(&c.to_bytes()).unwrap(), c);
+    }
+
+    #[test]
+    fn a_card_with_zero_limits_or_cut_short_is_refused() {
+        let mut bytes = card(IovLimits::SINGLE).to_bytes();
+        bytes[REMOTE_REGION_BYTES + 4..REMOTE_REGION_BYTES + 8].fill(0);
+        let err = Card::from_bytes(&bytes).unwrap_err().to_string();
+        assert!(err.contains("iov limit 0"), "{err}");
+        assert!(Card::from_bytes(&bytes[..CARD_HEAD]).is_err());
     }
 }

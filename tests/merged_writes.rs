@@ -1,0 +1,279 @@
+//! Merged writes between real processes: selftest passes on shm, tcp;ofi_rxm and sockets with
+//! the providers' limits and with CIRCULANT_IOV_LIMIT at 1 and 2 (the zero-copy path forced,
+//! so that every transfer is posted as merged writes); ranks whose limits differ all fail with
+//! an error naming both limits; and a circulant allgatherv posts as many writes as
+//! `plan::merge` says, fewer with 4 segments than with 1.
+//!
+//! Ranks are this test binary (`rank_role`, selected by CIRCULANT_TEST_ROLE) or the CLI's
+//! selftest under the built-in launcher, which bounds every job and stops every rank it
+//! started.
+
+use std::process::{Command, Output};
+
+use circulant::comm::{Choice, Communicator};
+use circulant::plan::merge::{write_count, IovLimits};
+use circulant::plan::{registry, Problem};
+
+const BIN: &str = env!("CARGO_BIN_EXE_circulant");
+
+fn launch(n: usize, provider: &str, cmd: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(BIN);
+    command
+        .args(["run", "-n", &n.to_string(), "--provider", provider])
+        .args(["--timeout", "240"])
+        .arg("--")
+        .args(cmd)
+        .env_remove("CIRCULANT_IOV_LIMIT")
+        .env_remove("CIRCULANT_EAGER_LIMIT");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.output().expect("circulant run starts")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// This test binary as rank `role` of a job of `n` ranks.
+fn roles(n: usize, provider: &str, role: &str, env: &[(&str, &str)]) -> Output {
+    let exe = std::env::current_exe().expect("test binary path");
+    let exe = exe.to_string_lossy().into_owned();
+    let cmd = [
+        exe.as_str(),
+        "--exact",
+        "rank_role",
+        "--nocapture",
+        "--test-threads=1",
+    ];
+    let mut all = vec![("CIRCULANT_TEST_ROLE", role)];
+    all.extend_from_slice(env);
+    launch(n, provider, &cmd, &all)
+}
+
+#[test]
+fn selftest_passes_with_the_providers_limits_and_lowered_ones() {
+    for provider in ["shm", "tcp;ofi_rxm", "sockets"] {
+        for n in [3, 4] {
+            // "": the provider's limits (4 on shm and tcp;ofi_rxm, 8 on sockets).
+            for limit in ["", "1", "2"] {
+                let out = launch(
+                    n,
+                    provider,
+                    &[BIN, "selftest", "--quick"],
+                    &[
+                        ("CIRCULANT_TIMEOUT", "60"),
+                        ("CIRCULANT_EAGER_LIMIT", "0"),
+                        ("CIRCULANT_IOV_LIMIT", limit),
+                    ],
+                );
+                let summary = String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .last()
+                    .unwrap_or_default()
+                    .to_string();
+                assert!(
+                    out.status.success()
+                        && summary.ends_with(" passed, 0 failed")
+                        && !summary.starts_with("0 passed"),
+                    "selftest, p = {n}, {provider}, CIRCULANT_IOV_LIMIT={limit:?}:\n{}",
+                    text(&out)
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn an_invalid_limit_is_refused_at_init_and_by_info() {
+    for value in ["0", "-1", "four", "1025"] {
+        let out = launch(
+            2,
+            "shm",
+            &[BIN, "selftest", "--quick"],
+            &[("CIRCULANT_IOV_LIMIT", value)],
+        );
+        let all = text(&out);
+        assert!(!out.status.success(), "{value}:\n{all}");
+        assert!(
+            all.contains(&format!("CIRCULANT_IOV_LIMIT={value:?}"))
+                && all.contains("expected a number of segments from 1 to 1024"),
+            "{value}:\n{all}"
+        );
+        let out = Command::new(BIN)
+            .arg("info")
+            .env("CIRCULANT_IOV_LIMIT", value)
+            .output()
+            .expect("circulant info starts");
+        assert!(!out.status.success(), "info, {value}");
+        assert!(text(&out).contains("CIRCULANT_IOV_LIMIT"), "info, {value}");
+    }
+    // The limits in use: shm allows 4 segments, lowered to 2.
+    let out = Command::new(BIN)
+        .args(["info", "--json"])
+        .env("CIRCULANT_IOV_LIMIT", "2")
+        .env("FI_PROVIDER", "shm")
+        .output()
+        .expect("circulant info starts");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let shm = &report["providers"][0];
+    assert_eq!(shm["name"], "shm");
+    assert_eq!(shm["merged_iov_limit"], 2);
+    assert_eq!(shm["merged_rma_iov_limit"], 2);
+}
+
+#[test]
+fn ranks_with_different_limits_all_fail_naming_both() {
+    for provider in ["shm", "tcp;ofi_rxm"] {
+        let started = std::time::Instant::now();
+        let out = roles(
+            3,
+            provider,
+            "limits",
+            &[("CIRCULANT_TIMEOUT", "20"), ("CIRCULANT_EAGER_LIMIT", "0")],
+        );
+        let all = text(&out);
+        assert!(!out.status.success(), "{provider}:\n{all}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(120),
+            "{provider}: took {:?}",
+            started.elapsed()
+        );
+        assert!(
+            all.contains("iov_limit 1, rma_iov_limit 1") && all.contains("iov_limit 2"),
+            "{provider}: the error names both limits:\n{all}"
+        );
+        assert!(
+            !all.contains("finished"),
+            "{provider}: no rank may finish:\n{all}"
+        );
+    }
+}
+
+#[test]
+fn a_circulant_allgatherv_posts_the_merged_writes_of_its_plan() {
+    let mut totals = Vec::new();
+    for limit in ["1", "4"] {
+        let out = roles(
+            8,
+            "shm",
+            "count",
+            &[
+                ("CIRCULANT_TIMEOUT", "60"),
+                ("CIRCULANT_EAGER_LIMIT", "0"),
+                ("CIRCULANT_IOV_LIMIT", limit),
+            ],
+        );
+        let all = text(&out);
+        assert!(out.status.success(), "limit {limit}:\n{all}");
+        let mut posted = 0u64;
+        let mut pieces = 0u64;
+        let mut ranks = 0;
+        // The test harness may print its own words before the rank's line.
+        for line in all
+            .lines()
+            .filter_map(|l| l.find("writes ").map(|at| &l[at..]))
+        {
+            let f: Vec<u64> = line
+                .split_whitespace()
+                .skip(1)
+                .map(|x| x.parse().expect("a number"))
+                .collect();
+            // rank, posted, from the plan, pieces
+            assert_eq!(f[1], f[2], "limit {limit}: {line}");
+            posted += f[1];
+            pieces += f[3];
+            ranks += 1;
+        }
+        assert_eq!(ranks, 8, "limit {limit}:\n{all}");
+        totals.push((posted, pieces));
+    }
+    let ((one, pieces), (four, _)) = (totals[0], totals[1]);
+    assert!(four < one, "limit 4: {four} writes, limit 1: {one}");
+    assert!(one <= pieces);
+}
+
+#[test]
+fn rank_role() {
+    let Ok(role) = std::env::var("CIRCULANT_TEST_ROLE") else {
+        return;
+    };
+    let rank: usize = std::env::var("PMI_RANK")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .expect("PMI_RANK");
+    if role == "limits" {
+        // Rank 1 alone merges under other limits than the rest.
+        std::env::set_var("CIRCULANT_IOV_LIMIT", if rank == 1 { "2" } else { "1" });
+    }
+    let comm = Communicator::init();
+    match role.as_str() {
+        "limits" => limits(comm),
+        "count" => count(comm.expect("init")),
+        other => panic!("unknown role {other}"),
+    }
+}
+
+/// Init (which reads every card where the key-value space is local) or the first collectives
+/// (which fetch the cards they need) must fail on every rank. A rank that only hears of the
+/// failure through another's abort waits a moment before it exits, as the launcher stops every
+/// rank once one has exited: the rank that found the mismatch reports it first.
+fn limits(comm: circulant::comm::Result<Communicator>) {
+    let fail = |err: circulant::comm::CommError| -> ! {
+        let text = err.to_string();
+        if !text.contains("rma_iov_limit") {
+            std::thread::sleep(std::time::Duration::from_secs(3));
+        }
+        eprintln!("failed: {text}");
+        std::process::exit(3);
+    };
+    let mut comm = comm.unwrap_or_else(|err| fail(err));
+    let p = comm.size();
+    let counts = vec![8; p];
+    let mut buf = vec![0u8; 8 * p];
+    for _ in 0..10 {
+        let mine = [comm.rank() as u8; 8];
+        if let Err(err) = comm.allgatherv(&mine[..], &mut buf[..], &counts) {
+            fail(err);
+        }
+    }
+    println!("rank {} finished", comm.rank());
+}
+
+/// One circulant allgatherv of 8 bytes per rank, in place on registered memory: the writes
+/// posted, those `plan::merge` gives this rank's plan under the configured limits (shm's are
+/// 4), and the plan's pieces.
+fn count(mut comm: Communicator) {
+    let (rank, p) = (comm.rank(), comm.size());
+    let limit: usize = std::env::var("CIRCULANT_IOV_LIMIT")
+        .expect("a limit")
+        .parse()
+        .expect("a number");
+    let counts = vec![8; p];
+    let mut buf = comm.alloc(8 * p).expect("alloc");
+    for (i, x) in buf.iter_mut().enumerate() {
+        *x = if i / 8 == rank { rank as u8 + 1 } else { 0 };
+    }
+    comm.allgatherv_in_place_using(&mut buf, &counts, Choice::Named("circulant-allgatherv"))
+        .expect("allgatherv");
+    for (i, x) in buf.iter().enumerate() {
+        assert_eq!(*x, (i / 8) as u8 + 1, "byte {i}");
+    }
+    let last = comm.last().expect("a collective ran");
+    assert_eq!(last.algorithm, "circulant-allgatherv");
+    let problem = Problem::Allgatherv { counts };
+    let alg = registry::by_name("circulant-allgatherv", &problem, &comm.model()).expect("applies");
+    let limits = IovLimits::new(limit.min(4), limit.min(4)).expect("limits");
+    let (mut planned, mut pieces) = (0, 0);
+    for round in alg.rank_plan(rank).expect("plan").rounds {
+        for t in &round.sends {
+            planned += write_count(t, limits);
+            pieces += t.pieces.len();
+        }
+    }
+    println!("writes {rank} {} {planned} {pieces}", last.stats.writes);
+}
