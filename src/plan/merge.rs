@@ -228,16 +228,30 @@ pub struct Incoming<'a> {
     rank: usize,
     limits: IovLimits,
     sources: BTreeMap<usize, std::iter::Peekable<Box<dyn Iterator<Item = Round> + Send + 'a>>>,
+    /// Whether one expected piece is taken as one write without reading the source's plan.
+    trust_single: bool,
 }
 
 impl<'a> Incoming<'a> {
-    /// The writes `rank` receives under `alg` with these limits.
+    /// The writes `rank` receives under `alg` with these limits, every expectation checked
+    /// against its source's plan (the simulator's rule).
     pub fn new(alg: &'a dyn Algorithm, rank: usize, limits: IovLimits) -> Self {
         Incoming {
             alg,
             rank,
             limits,
             sources: BTreeMap::new(),
+            trust_single: false,
+        }
+    }
+
+    /// As [`Self::new`], but one expected piece is one write under any limits, so the
+    /// source's plan is read only where several pieces are expected from it: for a transport
+    /// preparing plans the simulator has checked.
+    pub fn trusting_single_pieces(alg: &'a dyn Algorithm, rank: usize, limits: IovLimits) -> Self {
+        Incoming {
+            trust_single: true,
+            ..Self::new(alg, rank, limits)
         }
     }
 
@@ -251,7 +265,7 @@ impl<'a> Incoming<'a> {
         }
         let mut out = Vec::with_capacity(per_source.len());
         for (from, pieces) in per_source {
-            if pieces == 1 {
+            if pieces == 1 && self.trust_single {
                 // One piece is one write under any limits: the source's plan need not be read.
                 out.push(Expect { from, writes: 1 });
                 continue;

@@ -82,7 +82,8 @@ impl Prepared {
             what,
         };
         let rank = plan.rank;
-        let mut incoming = merge.map(|(alg, iov)| merge::Incoming::new(alg, rank, iov));
+        let mut incoming =
+            merge.map(|(alg, iov)| merge::Incoming::trusting_single_pieces(alg, rank, iov));
         let rounds: Vec<Round> = plan.rounds.collect();
         let mut expected = Vec::with_capacity(rounds.len());
         let mut writers = Vec::new();
