@@ -187,6 +187,8 @@ impl Transport {
         };
         self.reachable(run, ready.to)?;
         let peer = self.peers.address(ready.to)?;
+        // The first write follows that check at once; later ones are checked again.
+        let mut checked = true;
         let writes = run.plan_writes();
         let mut local: Vec<LocalRange<'_>> = Vec::new();
         let mut remote: Vec<RemoteRange> = Vec::new();
@@ -195,7 +197,9 @@ impl Transport {
             let len = write.bytes();
             let post =
                 if len == 0 {
-                    self.reachable(run, ready.to)?;
+                    if !std::mem::take(&mut checked) {
+                        self.reachable(run, ready.to)?;
+                    }
                     self.post_signal(ready.to, event)?
                 } else {
                     let token = ready
@@ -227,7 +231,9 @@ impl Transport {
                     } else {
                         WriteFlags::NONE
                     };
-                    self.reachable(run, ready.to)?;
+                    if !std::mem::take(&mut checked) {
+                        self.reachable(run, ready.to)?;
+                    }
                     self.endpoint.write_msg(
                         &local,
                         peer,

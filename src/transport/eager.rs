@@ -760,8 +760,12 @@ impl Transport {
         self.reachable(run, to)?;
         let peer = self.peers.address(to)?;
         let inject = self.inbox.eager.inject;
+        // The first slot follows that check at once; later ones are checked again.
+        let mut checked = true;
         loop {
-            self.reachable(run, to)?;
+            if !std::mem::take(&mut checked) {
+                self.reachable(run, to)?;
+            }
             let Some(out) = self.inbox.eager.outbound[to].as_mut() else {
                 return Err(run.protocol(format!("an eager write to rank {to} without its slots")));
             };
