@@ -214,6 +214,27 @@ fn launcher_errors_are_printed_once() {
     );
 }
 
+#[test]
+fn model_answers_vector_collectives_at_large_p_at_once() {
+    // Walking every rank's plan of a vector collective costs p² × rounds; beyond 2048 ranks the
+    // model gives the closed forms only (it once took minutes and all memory here).
+    for (op, p) in [
+        ("allgatherv", "32180"),
+        ("allgather", "65536"),
+        ("gatherv", "65536"),
+    ] {
+        let out = circulant(
+            &["model", "--op", op, "-p", p, "--bytes", "0", "--json"],
+            &[],
+        );
+        assert!(out.status.success(), "{op} {p}: {out:?}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let algs = v["algorithms"].as_array().expect("algorithms");
+        assert!(!algs.is_empty(), "{v}");
+        assert!(algs.iter().all(|a| a["writes_per_rank"].is_null()), "{v}");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
 

@@ -2,7 +2,7 @@
 //! piece and merged under iov limits.
 
 use circulant::plan::distribution::Distribution;
-use circulant::plan::merge::IovLimits;
+use circulant::plan::merge::{tally, IovLimits};
 use circulant::plan::registry;
 use circulant::plan::{CostModel, Dtype, Problem, ReduceOp, Reduction};
 use circulant::sim::{simulate, simulate_merged};
@@ -181,6 +181,23 @@ fn every_algorithm_with_merged_writes() {
                     });
                     assert_eq!(r.pieces, single.writes, "{}", alg.name());
                     assert_eq!(r.bytes_received, single.bytes_received, "{}", alg.name());
+                    // Counting without data agrees with executing.
+                    let t = tally(alg.as_ref(), limits, &MODEL).unwrap();
+                    assert_eq!(
+                        t.writes_per_rank,
+                        r.writes.iter().copied().max().unwrap_or(0)
+                    );
+                    assert_eq!(
+                        t.pieces_per_rank,
+                        r.pieces.iter().copied().max().unwrap_or(0)
+                    );
+                    assert!(
+                        (t.round_time - r.round_time).abs() <= 1e-9 * r.round_time + 1e-15,
+                        "{}: tally {} simulated {}",
+                        alg.name(),
+                        t.round_time,
+                        r.round_time
+                    );
                     // Larger limits never need more writes.
                     for (rank, (&w, &before)) in r.writes.iter().zip(&previous).enumerate() {
                         assert!(w <= before, "{} rank {rank}: {w} > {before}", alg.name());

@@ -1,7 +1,8 @@
 //! `circulant model`: every applicable algorithm's rounds and α-β-o time for one problem, from
 //! the closed forms of the seeds (no plans are built, so p = 10^6 answers at once). Where the
-//! plans are small (p × rounds up to [`MAX_WALKED`]) they are also walked to count the writes
-//! each rank posts when a transfer's pieces are merged under the given iov limits.
+//! plans are small (p up to [`MAX_WALKED_P`], p × rounds up to [`MAX_WALKED`]) they are also
+//! walked to count the writes each rank posts when a transfer's pieces are merged under the
+//! given iov limits.
 
 use std::process::ExitCode;
 
@@ -18,6 +19,10 @@ use circulant::report::csv::AlphaBeta;
 /// Beyond this many rank-rounds (p times the predicted rounds) plans are not walked and writes
 /// are not counted: the walk takes about 10 µs per rank-round in a debug build.
 pub const MAX_WALKED: u64 = 1 << 20;
+
+/// Beyond this many ranks plans are not walked either: a round of a vector collective looks at
+/// every rank's block, so walking all p plans costs p² × rounds.
+pub const MAX_WALKED_P: usize = 2048;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Op {
@@ -175,7 +180,9 @@ pub fn run(args: Args) -> CliResult {
     let mut rows = Vec::with_capacity(algs.len());
     for a in &algs {
         let pr = a.predict(&model);
-        let writes = if (args.p as u64).saturating_mul(pr.rounds.max(1)) <= MAX_WALKED {
+        let walked = args.p <= MAX_WALKED_P
+            && (args.p as u64).saturating_mul(pr.rounds.max(1)) <= MAX_WALKED;
+        let writes = if walked {
             let t = tally(a.as_ref(), limits, &model)?;
             Some((t.writes_per_rank, t.pieces_per_rank, t.round_time))
         } else {

@@ -314,49 +314,47 @@ pub struct Tally {
     pub round_time: f64,
 }
 
-/// Walks the plans of all ranks of `alg` in lock step and counts their merged writes.
+/// Walks the plan of every rank of `alg`, one rank at a time, and counts their merged writes.
+///
+/// One rank's plan is alive at a time (a plan may hold O(p) state, so p plans at once would be
+/// O(p²)); what is kept across ranks is the cost of each (round, port), bounded by the writes.
 pub fn tally(
     alg: &dyn Algorithm,
     limits: IovLimits,
     model: &super::CostModel,
 ) -> Result<Tally, PlanError> {
     let p = alg.problem().p();
-    let mut iters = Vec::with_capacity(p);
+    let mut writes_per_rank = 0u64;
+    let mut pieces_per_rank = 0u64;
+    // Per round: the busiest sender's cost, and every target's received cost.
+    let mut send = BTreeMap::<u32, f64>::new();
+    let mut recv = BTreeMap::<(u32, usize), f64>::new();
     for r in 0..p {
-        iters.push(alg.rank_plan(r)?.rounds.peekable());
-    }
-    let mut writes = vec![0u64; p];
-    let mut pieces = vec![0u64; p];
-    let mut round_time = 0.0;
-    while let Some(index) = iters
-        .iter_mut()
-        .filter_map(|it| it.peek().map(|r| r.index))
-        .min()
-    {
-        let mut send = BTreeMap::<usize, f64>::new();
-        let mut recv = BTreeMap::<usize, f64>::new();
-        for (r, it) in iters.iter_mut().enumerate() {
-            let Some(round) = it.next_if(|x| x.index == index) else {
-                continue;
-            };
+        let (mut writes, mut pieces) = (0u64, 0u64);
+        for round in alg.rank_plan(r)?.rounds {
+            let mut sent = 0.0;
             for t in &round.sends {
                 let w = write_count(t, limits);
-                writes[r] += w as u64;
-                pieces[r] += t.pieces.len() as u64;
+                writes += w as u64;
+                pieces += t.pieces.len() as u64;
                 let cost = model.message_writes(t.bytes(), w);
-                *send.entry(r).or_insert(0.0) += cost;
-                *recv.entry(t.to).or_insert(0.0) += cost;
+                sent += cost;
+                *recv.entry((round.index, t.to)).or_insert(0.0) += cost;
             }
+            let busiest = send.entry(round.index).or_insert(0.0);
+            *busiest = busiest.max(sent);
         }
-        round_time += send
-            .values()
-            .chain(recv.values())
-            .fold(0.0f64, |a, &b| a.max(b));
+        writes_per_rank = writes_per_rank.max(writes);
+        pieces_per_rank = pieces_per_rank.max(pieces);
+    }
+    for ((index, _), cost) in recv {
+        let busiest = send.entry(index).or_insert(0.0);
+        *busiest = busiest.max(cost);
     }
     Ok(Tally {
-        writes_per_rank: writes.into_iter().max().unwrap_or(0),
-        pieces_per_rank: pieces.into_iter().max().unwrap_or(0),
-        round_time,
+        writes_per_rank,
+        pieces_per_rank,
+        round_time: send.values().sum(),
     })
 }
 
