@@ -30,13 +30,7 @@ fn launch(n: usize, provider: &str, cmd: &[&str], env: &[(&str, &str)], extra: &
     command.output().expect("circulant run starts")
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use common::output_text as text;
 
 /// This test binary as rank `role` of a job of `n` ranks.
 fn roles(n: usize, provider: &str, role: &str, env: &[(&str, &str)], extra: &[&str]) -> Output {
@@ -72,18 +66,8 @@ fn selftest_passes_on_both_sides_of_the_switch_point() {
                     ],
                     &[],
                 );
-                let all = text(&out);
-                let summary = String::from_utf8_lossy(&out.stdout)
-                    .lines()
-                    .last()
-                    .unwrap_or_default()
-                    .to_string();
-                assert!(
-                    out.status.success()
-                        && summary.ends_with(" passed, 0 failed")
-                        && !summary.starts_with("0 passed"),
-                    "selftest, p = {n}, {provider}, CIRCULANT_EAGER_LIMIT={limit}:\n{all}"
-                );
+                let what = format!("p = {n}, {provider}, CIRCULANT_EAGER_LIMIT={limit}");
+                common::assert_selftest_passed(&out, &what);
             }
         }
     }

@@ -1,12 +1,15 @@
 //! Merged writes between real processes: selftest passes on shm, tcp;ofi_rxm and sockets with
-//! the providers' limits and with CIRCULANT_IOV_LIMIT at 1 and 2 (the zero-copy path forced,
-//! so that every transfer is posted as merged writes); ranks whose limits differ all fail with
-//! an error naming both limits; and a circulant allgatherv posts as many writes as
-//! `plan::merge` says, fewer with 4 segments than with 1.
+//! the providers' limits, with CIRCULANT_IOV_LIMIT at 1 and 2 and with writes capped by
+//! CIRCULANT_MAX_WRITE_BYTES (the zero-copy path forced, so that every transfer is posted as
+//! merged writes); ranks whose limits differ all fail with an error naming both limits; and a
+//! circulant allgatherv posts as many writes as `plan::merge` says, fewer with 4 segments than
+//! with 1, more with a byte cap than without.
 //!
 //! Ranks are this test binary (`rank_role`, selected by CIRCULANT_TEST_ROLE) or the CLI's
 //! selftest under the built-in launcher, which bounds every job and stops every rank it
 //! started.
+
+mod common;
 
 use std::process::{Command, Output};
 
@@ -24,6 +27,7 @@ fn launch(n: usize, provider: &str, cmd: &[&str], env: &[(&str, &str)]) -> Outpu
         .arg("--")
         .args(cmd)
         .env_remove("CIRCULANT_IOV_LIMIT")
+        .env_remove("CIRCULANT_MAX_WRITE_BYTES")
         .env_remove("CIRCULANT_EAGER_LIMIT");
     for (k, v) in env {
         command.env(k, v);
@@ -31,13 +35,7 @@ fn launch(n: usize, provider: &str, cmd: &[&str], env: &[(&str, &str)]) -> Outpu
     command.output().expect("circulant run starts")
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use common::{assert_selftest_passed, output_text as text};
 
 /// This test binary as rank `role` of a job of `n` ranks.
 fn roles(n: usize, provider: &str, role: &str, env: &[(&str, &str)]) -> Output {
@@ -55,63 +53,91 @@ fn roles(n: usize, provider: &str, role: &str, env: &[(&str, &str)]) -> Output {
     launch(n, provider, &cmd, &all)
 }
 
+/// selftest on the zero-copy path (every transfer posted as merged writes) with `var=value`.
+fn zero_copy_selftest(n: usize, provider: &str, var: &str, value: &str) {
+    let out = launch(
+        n,
+        provider,
+        &[BIN, "selftest", "--quick"],
+        &[
+            ("CIRCULANT_TIMEOUT", "60"),
+            ("CIRCULANT_EAGER_LIMIT", "0"),
+            (var, value),
+        ],
+    );
+    assert_selftest_passed(&out, &format!("p = {n}, {provider}, {var}={value:?}"));
+}
+
 #[test]
 fn selftest_passes_with_the_providers_limits_and_lowered_ones() {
     for provider in ["shm", "tcp;ofi_rxm", "sockets"] {
         for n in [3, 4] {
             // "": the provider's limits (4 on shm and tcp;ofi_rxm, 8 on sockets).
             for limit in ["", "1", "2"] {
-                let out = launch(
-                    n,
-                    provider,
-                    &[BIN, "selftest", "--quick"],
-                    &[
-                        ("CIRCULANT_TIMEOUT", "60"),
-                        ("CIRCULANT_EAGER_LIMIT", "0"),
-                        ("CIRCULANT_IOV_LIMIT", limit),
-                    ],
-                );
-                let summary = String::from_utf8_lossy(&out.stdout)
-                    .lines()
-                    .last()
-                    .unwrap_or_default()
-                    .to_string();
-                assert!(
-                    out.status.success()
-                        && summary.ends_with(" passed, 0 failed")
-                        && !summary.starts_with("0 passed"),
-                    "selftest, p = {n}, {provider}, CIRCULANT_IOV_LIMIT={limit:?}:\n{}",
-                    text(&out)
-                );
+                zero_copy_selftest(n, provider, "CIRCULANT_IOV_LIMIT", limit);
             }
         }
     }
 }
 
 #[test]
-fn an_invalid_limit_is_refused_at_init_and_by_info() {
-    for value in ["0", "-1", "four", "1025"] {
-        let out = launch(
-            2,
-            "shm",
-            &[BIN, "selftest", "--quick"],
-            &[("CIRCULANT_IOV_LIMIT", value)],
-        );
-        let all = text(&out);
-        assert!(!out.status.success(), "{value}:\n{all}");
-        assert!(
-            all.contains(&format!("CIRCULANT_IOV_LIMIT={value:?}"))
-                && all.contains("expected a number of segments from 1 to 1024"),
-            "{value}:\n{all}"
-        );
-        let out = Command::new(BIN)
-            .arg("info")
-            .env("CIRCULANT_IOV_LIMIT", value)
-            .output()
-            .expect("circulant info starts");
-        assert!(!out.status.success(), "info, {value}");
-        assert!(text(&out).contains("CIRCULANT_IOV_LIMIT"), "info, {value}");
+fn selftest_passes_with_writes_cut_at_a_byte_cap() {
+    for provider in ["shm", "tcp;ofi_rxm", "sockets"] {
+        // 100: pieces of the larger sizes are cut into many writes; 4096: some are.
+        for (n, cap) in [(3, "100"), (4, "4096")] {
+            zero_copy_selftest(n, provider, "CIRCULANT_MAX_WRITE_BYTES", cap);
+        }
     }
+}
+
+#[test]
+fn invalid_limits_are_refused_at_init_and_by_info() {
+    for (var, values, expected) in [
+        (
+            "CIRCULANT_IOV_LIMIT",
+            ["0", "-1", "four", "1025"],
+            "expected a number of segments from 1 to 1024",
+        ),
+        (
+            "CIRCULANT_MAX_WRITE_BYTES",
+            ["0", "-1", "many", "4611686018427387905"],
+            "expected a number of bytes from 1 to 4611686018427387904",
+        ),
+    ] {
+        for value in values {
+            let out = launch(2, "shm", &[BIN, "selftest", "--quick"], &[(var, value)]);
+            let all = text(&out);
+            assert!(!out.status.success(), "{var}={value}:\n{all}");
+            assert!(
+                all.contains(&format!("{var}={value:?}")) && all.contains(expected),
+                "{var}={value}:\n{all}"
+            );
+            let out = Command::new(BIN)
+                .arg("info")
+                .env(var, value)
+                .output()
+                .expect("circulant info starts");
+            assert!(!out.status.success(), "info, {var}={value}");
+            assert!(text(&out).contains(var), "info, {var}={value}");
+        }
+    }
+    // shm has no byte cap of its own: none without the variable, the variable's with it.
+    let info = |cap: Option<&str>| -> serde_json::Value {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["info", "--json"])
+            .env("FI_PROVIDER", "shm")
+            .env_remove("CIRCULANT_MAX_WRITE_BYTES");
+        if let Some(cap) = cap {
+            cmd.env("CIRCULANT_MAX_WRITE_BYTES", cap);
+        }
+        let out = cmd.output().expect("circulant info starts");
+        serde_json::from_slice(&out.stdout).expect("JSON")
+    };
+    assert!(info(None)["providers"][0]["merged_max_write_bytes"].is_null());
+    assert_eq!(
+        info(Some("4096"))["providers"][0]["merged_max_write_bytes"],
+        4096
+    );
     // The limits in use: shm allows 4 segments, lowered to 2.
     let out = Command::new(BIN)
         .args(["info", "--json"])
@@ -128,12 +154,31 @@ fn an_invalid_limit_is_refused_at_init_and_by_info() {
 
 #[test]
 fn ranks_with_different_limits_all_fail_naming_both() {
-    for provider in ["shm", "tcp;ofi_rxm"] {
+    for (provider, role, ours, theirs) in [
+        (
+            "shm",
+            "limits",
+            "iov_limit 1, rma_iov_limit 1",
+            "iov_limit 2",
+        ),
+        (
+            "tcp;ofi_rxm",
+            "limits",
+            "iov_limit 1, rma_iov_limit 1",
+            "iov_limit 2",
+        ),
+        (
+            "shm",
+            "caps",
+            "at most 128 bytes per write",
+            "at most 64 bytes",
+        ),
+    ] {
         let started = std::time::Instant::now();
         let out = roles(
             3,
             provider,
-            "limits",
+            role,
             &[("CIRCULANT_TIMEOUT", "20"), ("CIRCULANT_EAGER_LIMIT", "0")],
         );
         let all = text(&out);
@@ -144,7 +189,7 @@ fn ranks_with_different_limits_all_fail_naming_both() {
             started.elapsed()
         );
         assert!(
-            all.contains("iov_limit 1, rma_iov_limit 1") && all.contains("iov_limit 2"),
+            all.contains(ours) && all.contains(theirs),
             "{provider}: the error names both limits:\n{all}"
         );
         assert!(
@@ -154,47 +199,51 @@ fn ranks_with_different_limits_all_fail_naming_both() {
     }
 }
 
+/// Runs the `count` role on 8 ranks of shm with `env` and returns the writes posted and the
+/// pieces sent, summed over ranks; every rank must post the writes its plan merges to.
+fn counted(env: &[(&str, &str)]) -> (u64, u64) {
+    let mut all_env = vec![("CIRCULANT_TIMEOUT", "60"), ("CIRCULANT_EAGER_LIMIT", "0")];
+    all_env.extend_from_slice(env);
+    let out = roles(8, "shm", "count", &all_env);
+    let all = text(&out);
+    assert!(out.status.success(), "{env:?}:\n{all}");
+    let (mut posted, mut pieces, mut ranks) = (0, 0, 0);
+    // The test harness may print its own words before the rank's line.
+    for line in all
+        .lines()
+        .filter_map(|l| l.find("writes ").map(|at| &l[at..]))
+    {
+        let f: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .map(|x| x.parse().expect("a number"))
+            .collect();
+        // rank, posted, from the plan, pieces
+        assert_eq!(f[1], f[2], "{env:?}: {line}");
+        posted += f[1];
+        pieces += f[3];
+        ranks += 1;
+    }
+    assert_eq!(ranks, 8, "{env:?}:\n{all}");
+    (posted, pieces)
+}
+
 #[test]
 fn a_circulant_allgatherv_posts_the_merged_writes_of_its_plan() {
-    let mut totals = Vec::new();
-    for limit in ["1", "4"] {
-        let out = roles(
-            8,
-            "shm",
-            "count",
-            &[
-                ("CIRCULANT_TIMEOUT", "60"),
-                ("CIRCULANT_EAGER_LIMIT", "0"),
-                ("CIRCULANT_IOV_LIMIT", limit),
-            ],
-        );
-        let all = text(&out);
-        assert!(out.status.success(), "limit {limit}:\n{all}");
-        let mut posted = 0u64;
-        let mut pieces = 0u64;
-        let mut ranks = 0;
-        // The test harness may print its own words before the rank's line.
-        for line in all
-            .lines()
-            .filter_map(|l| l.find("writes ").map(|at| &l[at..]))
-        {
-            let f: Vec<u64> = line
-                .split_whitespace()
-                .skip(1)
-                .map(|x| x.parse().expect("a number"))
-                .collect();
-            // rank, posted, from the plan, pieces
-            assert_eq!(f[1], f[2], "limit {limit}: {line}");
-            posted += f[1];
-            pieces += f[3];
-            ranks += 1;
-        }
-        assert_eq!(ranks, 8, "limit {limit}:\n{all}");
-        totals.push((posted, pieces));
-    }
-    let ((one, pieces), (four, _)) = (totals[0], totals[1]);
+    let (one, pieces) = counted(&[("CIRCULANT_IOV_LIMIT", "1")]);
+    let (four, _) = counted(&[("CIRCULANT_IOV_LIMIT", "4")]);
     assert!(four < one, "limit 4: {four} writes, limit 1: {one}");
     assert!(one <= pieces);
+    // Capped at 3 bytes, no write carries more: the 8-byte blocks take at least 8/3 writes
+    // each.
+    let (capped, _) = counted(&[
+        ("CIRCULANT_IOV_LIMIT", "4"),
+        ("CIRCULANT_MAX_WRITE_BYTES", "3"),
+    ]);
+    assert!(
+        3 * capped >= 8 * pieces,
+        "{capped} writes for {pieces} pieces"
+    );
 }
 
 #[test]
@@ -206,13 +255,19 @@ fn rank_role() {
         .ok()
         .and_then(|r| r.parse().ok())
         .expect("PMI_RANK");
+    // Rank 1 alone merges under other limits than the rest.
     if role == "limits" {
-        // Rank 1 alone merges under other limits than the rest.
         std::env::set_var("CIRCULANT_IOV_LIMIT", if rank == 1 { "2" } else { "1" });
+    }
+    if role == "caps" {
+        std::env::set_var(
+            "CIRCULANT_MAX_WRITE_BYTES",
+            if rank == 1 { "64" } else { "128" },
+        );
     }
     let comm = Communicator::init();
     match role.as_str() {
-        "limits" => limits(comm),
+        "limits" | "caps" => limits(comm),
         "count" => count(comm.expect("init")),
         other => panic!("unknown role {other}"),
     }
@@ -246,7 +301,7 @@ fn limits(comm: circulant::comm::Result<Communicator>) {
 
 /// One circulant allgatherv of 8 bytes per rank, in place on registered memory: the writes
 /// posted, those `plan::merge` gives this rank's plan under the configured limits (shm's are
-/// 4), and the plan's pieces.
+/// 4, with no byte cap), and the plan's pieces.
 fn count(mut comm: Communicator) {
     let (rank, p) = (comm.rank(), comm.size());
     let limit: usize = std::env::var("CIRCULANT_IOV_LIMIT")
@@ -267,7 +322,10 @@ fn count(mut comm: Communicator) {
     assert_eq!(last.algorithm, "circulant-allgatherv");
     let problem = Problem::Allgatherv { counts };
     let alg = registry::by_name("circulant-allgatherv", &problem, &comm.model()).expect("applies");
-    let limits = IovLimits::new(limit.min(4), limit.min(4)).expect("limits");
+    let cap = std::env::var("CIRCULANT_MAX_WRITE_BYTES").map_or(0, |c| c.parse().expect("a cap"));
+    let limits = IovLimits::new(limit.min(4), limit.min(4))
+        .expect("limits")
+        .with_max_bytes(cap);
     let (mut planned, mut pieces) = (0, 0);
     for round in alg.rank_plan(rank).expect("plan").rounds {
         for t in &round.sends {

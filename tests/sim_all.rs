@@ -213,6 +213,44 @@ fn every_algorithm_with_merged_writes() {
 }
 
 #[test]
+fn every_algorithm_with_a_byte_cap_on_writes() {
+    let mut runs = 0;
+    for p in [1, 2, 3, 7, 8, 17, 32] {
+        for problem in problems(p) {
+            for alg in registry::applicable(&problem, &MODEL).unwrap() {
+                let single = simulate(alg.as_ref(), &MODEL).unwrap();
+                let uncapped = IovLimits::new(4, 4).unwrap();
+                let free = simulate_merged(alg.as_ref(), &MODEL, uncapped).unwrap();
+                for cap in [1, 3, 7] {
+                    let limits = uncapped.with_max_bytes(cap);
+                    let r = simulate_merged(alg.as_ref(), &MODEL, limits).unwrap_or_else(|e| {
+                        panic!("{} on {:?} (p={p}, cap {cap}): {e}", alg.name(), problem)
+                    });
+                    assert_eq!(r.pieces, single.writes, "{}", alg.name());
+                    assert_eq!(r.bytes_received, single.bytes_received, "{}", alg.name());
+                    for rank in 0..p {
+                        // A cap never saves a write, and every write carries at most cap bytes.
+                        assert!(r.writes[rank] >= free.writes[rank], "{}", alg.name());
+                        assert!(
+                            r.writes[rank] as usize * cap >= r.bytes_sent[rank] as usize,
+                            "{} rank {rank}",
+                            alg.name()
+                        );
+                    }
+                    let t = tally(alg.as_ref(), limits, &MODEL).unwrap();
+                    assert_eq!(
+                        t.writes_per_rank,
+                        r.writes.iter().copied().max().unwrap_or(0)
+                    );
+                    runs += 1;
+                }
+            }
+        }
+    }
+    assert!(runs > 500, "{runs}");
+}
+
+#[test]
 fn merging_adds_o_per_further_write_only() {
     // p = 64 allgather of 8 bytes: Bruck's wrapped rounds are two pieces, one write merged.
     let model = CostModel { o: 1e-6, ..MODEL };

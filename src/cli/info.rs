@@ -57,6 +57,9 @@ struct Provider {
     merged_iov_limit: usize,
     /// Remote segments of one merged write: `rma_iov_limit`, lowered likewise.
     merged_rma_iov_limit: usize,
+    /// Most bytes of one write: `max_msg_size` (`null` when the provider has no cap), lowered
+    /// by `CIRCULANT_MAX_WRITE_BYTES`.
+    merged_max_write_bytes: Option<usize>,
 }
 
 #[derive(Serialize, PartialEq)]
@@ -66,10 +69,10 @@ struct Domain {
 }
 
 impl Provider {
-    fn from_info(info: &Info, cap: Option<usize>) -> Self {
+    fn from_info(info: &Info, cap: Option<IovLimits>) -> Self {
         let mut merged = provider_iov_limits(info);
-        if let Some(n) = cap {
-            merged = merged.min(IovLimits { iov: n, rma_iov: n });
+        if let Some(cap) = cap {
+            merged = merged.min(cap);
         }
         Provider {
             name: info.provider(),
@@ -85,11 +88,12 @@ impl Provider {
             control_progress: info.control_progress().to_string(),
             merged_iov_limit: merged.iov,
             merged_rma_iov_limit: merged.rma_iov,
+            merged_max_write_bytes: merged.caps_bytes().then_some(merged.max_bytes),
         }
     }
 }
 
-fn report(cap: Option<usize>) -> Result<Report, fabric::FabricError> {
+fn report(cap: Option<IovLimits>) -> Result<Report, fabric::FabricError> {
     // The transport's own query: FI_EP_RDM, FI_RMA, the modes it handles. FI_PROVIDER, if set,
     // restricts what libfabric loads.
     let infos = Info::query(&Hints::rdm_rma())?;
@@ -161,8 +165,11 @@ fn table(report: &Report) -> String {
         let _ = writeln!(out, "  rma_iov_limit   {}", p.rma_iov_limit);
         let _ = writeln!(
             out,
-            "  merged writes   up to {} local and {} remote segments",
-            p.merged_iov_limit, p.merged_rma_iov_limit
+            "  merged writes   up to {} local and {} remote segments{}",
+            p.merged_iov_limit,
+            p.merged_rma_iov_limit,
+            p.merged_max_write_bytes
+                .map_or(String::new(), |n| format!(", at most {n} bytes"))
         );
         let _ = writeln!(out, "  cq_data_size    {}", p.cq_data_size);
         let _ = writeln!(out, "  inject_size     {}", p.inject_size);
@@ -196,7 +203,7 @@ fn join_or_zero(names: &[String]) -> String {
 
 pub fn run(args: Args) -> CliResult {
     // The limits a job would merge writes under: the provider's, lowered by the variable.
-    let report = report(Config::iov_limit_from_env()?)?;
+    let report = report(Config::write_cap_from_env()?)?;
     let text = if args.json {
         serde_json::to_string_pretty(&report)? + "\n"
     } else {

@@ -12,6 +12,7 @@
 //! | `CIRCULANT_EAGER_SLOTS` | receive slots a rank keeps per peer that writes to it eagerly (2 to 32) | 16 |
 //! | `CIRCULANT_EAGER_SLOT_BYTES` | bytes of one receive slot, header included (256 to 1048576) | 8192 |
 //! | `CIRCULANT_IOV_LIMIT` | most local and most remote segments of one merged write (at least 1; the provider's `iov_limit` and `rma_iov_limit` if smaller); `1` stands in for providers such as verbs (`rma_iov_limit` 1). The same on every rank | the provider's limits |
+//! | `CIRCULANT_MAX_WRITE_BYTES` | most bytes of one zero-copy write (at least 1; the provider's `max_msg_size` if smaller): longer pieces are cut, merged writes stop there. The same on every rank | the provider's `max_msg_size` |
 //! | `CIRCULANT_PLAN_CACHE` | plans of earlier calls kept per communicator (at most 65536; `0`: none) | 64 |
 //! | `CIRCULANT_AUTH_KEY` | the job's authentication key (hex) for providers that support keys; `circulant run` sets a random one | none |
 
@@ -51,6 +52,10 @@ pub const EAGER_SLOT_BYTES_ENV: &str = "CIRCULANT_EAGER_SLOT_BYTES";
 pub const IOV_LIMIT_ENV: &str = "CIRCULANT_IOV_LIMIT";
 /// Largest `CIRCULANT_IOV_LIMIT` accepted (providers allow a few segments).
 pub const MAX_IOV_LIMIT: usize = 1024;
+/// Most bytes of one zero-copy write (below the provider's `max_msg_size`).
+pub const MAX_WRITE_BYTES_ENV: &str = "CIRCULANT_MAX_WRITE_BYTES";
+/// Largest `CIRCULANT_MAX_WRITE_BYTES` accepted: 2^62.
+pub const MAX_MAX_WRITE_BYTES: usize = 1 << 62;
 /// How many plans of earlier calls a communicator keeps (`0`: none).
 pub const PLAN_CACHE_ENV: &str = "CIRCULANT_PLAN_CACHE";
 
@@ -103,6 +108,9 @@ pub struct Config {
     /// Most local and most remote segments of one merged write, if lower than the provider's
     /// (`None`: the provider's). Must be the same on every rank.
     pub iov_limit: Option<usize>,
+    /// Most bytes of one zero-copy write, if lower than the provider's `max_msg_size`
+    /// (`None`: the provider's). Must be the same on every rank.
+    pub max_write_bytes: Option<usize>,
 }
 
 impl Default for Config {
@@ -122,6 +130,7 @@ impl Default for Config {
             eager_slot_bytes: None,
             plan_cache: super::plan_cache::DEFAULT_PLAN_CACHE,
             iov_limit: None,
+            max_write_bytes: None,
         }
     }
 }
@@ -191,6 +200,7 @@ impl Config {
             config.plan_cache = count(PLAN_CACHE_ENV, &v, MAX_PLAN_CACHE)?;
         }
         config.iov_limit = Config::iov_limit_from_env()?;
+        config.max_write_bytes = Config::max_write_bytes_from_env()?;
         if let Some(v) = var(AUTH_KEY_ENV) {
             config.auth_key = Some(AuthKey::from_hex(&v).map_err(|_| ConfigError {
                 var: AUTH_KEY_ENV,
@@ -241,9 +251,46 @@ impl Config {
         }
     }
 
-    /// The cap on the limits of one merged write (`CIRCULANT_IOV_LIMIT`, for both sides).
+    /// `CIRCULANT_MAX_WRITE_BYTES` alone, if set: a whole number from 1 to
+    /// [`MAX_MAX_WRITE_BYTES`].
+    pub fn max_write_bytes_from_env() -> Result<Option<usize>, ConfigError> {
+        match std::env::var(MAX_WRITE_BYTES_ENV)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+        {
+            Some(v) => Ok(Some(in_range(
+                MAX_WRITE_BYTES_ENV,
+                &v,
+                1,
+                MAX_MAX_WRITE_BYTES,
+            )?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The limits of one merged write as the environment lowers them (`CIRCULANT_IOV_LIMIT`,
+    /// `CIRCULANT_MAX_WRITE_BYTES`), for tools that report them without a communicator.
+    pub fn write_cap_from_env() -> Result<Option<IovLimits>, ConfigError> {
+        Ok(Config {
+            iov_limit: Config::iov_limit_from_env()?,
+            max_write_bytes: Config::max_write_bytes_from_env()?,
+            ..Config::default()
+        }
+        .iov_cap())
+    }
+
+    /// The cap on the limits of one merged write (`CIRCULANT_IOV_LIMIT` for both sides,
+    /// `CIRCULANT_MAX_WRITE_BYTES`), if either is set.
     pub fn iov_cap(&self) -> Option<IovLimits> {
-        self.iov_limit.map(|n| IovLimits { iov: n, rma_iov: n })
+        if self.iov_limit.is_none() && self.max_write_bytes.is_none() {
+            return None;
+        }
+        let n = self.iov_limit.unwrap_or(usize::MAX);
+        Some(IovLimits {
+            iov: n,
+            rma_iov: n,
+            max_bytes: self.max_write_bytes.unwrap_or(usize::MAX),
+        })
     }
 
     /// The eager path's settings for `model`: what was set, the rest from the model.
@@ -268,6 +315,9 @@ fn in_range(var: &'static str, value: &str, min: usize, max: usize) -> Result<us
                 (EAGER_LIMIT_ENV, _) => "expected a number of bytes from 0 to 1073741824",
                 (EAGER_SLOTS_ENV, _) => "expected a number of slots from 2 to 32",
                 (IOV_LIMIT_ENV, _) => "expected a number of segments from 1 to 1024",
+                (MAX_WRITE_BYTES_ENV, _) => {
+                    "expected a number of bytes from 1 to 4611686018427387904"
+                }
                 _ => "expected a number of bytes from 256 to 1048576",
             },
         }),

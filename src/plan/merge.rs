@@ -8,6 +8,9 @@
 //! follow each other still share one write (with several local segments), and likewise for
 //! sources.
 //!
+//! A write also carries at most `max_bytes` (the provider's `max_msg_size`): a longer piece is
+//! cut into several writes, and pieces join a write only while it stays within the cap.
+//!
 //! The result depends only on the transfer and the limits, so a target learns how many writes it
 //! receives by merging its sources' transfers ([`Incoming`]), from their plans.
 
@@ -15,26 +18,54 @@ use std::collections::BTreeMap;
 
 use super::{Algorithm, Buf, Expect, Piece, PlanError, RankPlan, Round, Transfer};
 
-/// Provider limits on one write: local segments (`iov_limit`) and remote segments
-/// (`rma_iov_limit`), both at least 1.
+/// Provider limits on one write: local segments (`iov_limit`), remote segments
+/// (`rma_iov_limit`) and bytes (`max_msg_size`), all at least 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IovLimits {
     /// Local segments one write may gather.
     pub iov: usize,
     /// Remote segments one write may scatter to.
     pub rma_iov: usize,
+    /// Bytes one write may carry ([`usize::MAX`]: no cap).
+    pub max_bytes: usize,
 }
 
 impl IovLimits {
     /// One segment on each side: only pieces contiguous on both sides share a write.
-    pub const SINGLE: IovLimits = IovLimits { iov: 1, rma_iov: 1 };
+    pub const SINGLE: IovLimits = IovLimits {
+        iov: 1,
+        rma_iov: 1,
+        max_bytes: usize::MAX,
+    };
 
-    /// The limits, or [`PlanError::IovLimit`] if either is 0.
+    /// The limits with no byte cap, or [`PlanError::IovLimit`] if either is 0.
     pub fn new(iov: usize, rma_iov: usize) -> Result<Self, PlanError> {
         if iov == 0 || rma_iov == 0 {
             return Err(PlanError::IovLimit { iov, rma_iov });
         }
-        Ok(IovLimits { iov, rma_iov })
+        Ok(IovLimits {
+            iov,
+            rma_iov,
+            max_bytes: usize::MAX,
+        })
+    }
+
+    /// These limits with writes of at most `max_bytes` (0 is taken as no cap, as providers
+    /// report it).
+    pub fn with_max_bytes(self, max_bytes: usize) -> IovLimits {
+        IovLimits {
+            max_bytes: if max_bytes == 0 {
+                usize::MAX
+            } else {
+                max_bytes
+            },
+            ..self
+        }
+    }
+
+    /// Whether a write's bytes are capped below what any transfer could need.
+    pub fn caps_bytes(&self) -> bool {
+        self.max_bytes != usize::MAX
     }
 
     /// The smaller of two limits on each side.
@@ -42,13 +73,18 @@ impl IovLimits {
         IovLimits {
             iov: self.iov.min(other.iov),
             rma_iov: self.rma_iov.min(other.rma_iov),
+            max_bytes: self.max_bytes.min(other.max_bytes),
         }
     }
 }
 
 impl std::fmt::Display for IovLimits {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "iov_limit {}, rma_iov_limit {}", self.iov, self.rma_iov)
+        write!(f, "iov_limit {}, rma_iov_limit {}", self.iov, self.rma_iov)?;
+        if self.caps_bytes() {
+            write!(f, ", at most {} bytes per write", self.max_bytes)?;
+        }
+        Ok(())
     }
 }
 
@@ -119,33 +155,59 @@ fn starts(prev: Option<&Piece>, p: &Piece) -> (bool, bool) {
 }
 
 /// Greedy cut of `order` into writes: a piece joins the current write unless that would need
-/// more segments than the limits allow. For a fixed order this gives the fewest writes (every
+/// more segments than the limits allow; under a byte cap a piece fills the current write up to
+/// the cap and goes on in the next one. For a fixed order this gives the fewest writes (every
 /// part of a valid write is valid).
 fn pack(to: usize, order: &[&Piece], limits: IovLimits) -> Vec<Write> {
     let mut out: Vec<Write> = Vec::new();
-    let mut prev: Option<&Piece> = None;
-    for &p in order {
-        let (new_local, new_remote) = starts(prev, p);
-        let fits = out.last().is_some_and(|w| {
-            w.local.len() + usize::from(new_local) <= limits.iov
-                && w.remote.len() + usize::from(new_remote) <= limits.rma_iov
-        });
-        if !fits {
-            out.push(Write {
-                to,
-                local: Vec::new(),
-                remote: Vec::new(),
-                after: None,
-                pieces: 0,
+    let mut prev: Option<Piece> = None;
+    let mut bytes = 0usize;
+    for &whole in order {
+        let mut rest = *whole;
+        let mut first = true;
+        loop {
+            let (new_local, new_remote) = starts(prev.as_ref(), &rest);
+            let room = limits.max_bytes - bytes;
+            let fits = out.last().is_some_and(|w| {
+                w.local.len() + usize::from(new_local) <= limits.iov
+                    && w.remote.len() + usize::from(new_remote) <= limits.rma_iov
+                    && (room > 0 || rest.len == 0)
             });
+            if !fits {
+                out.push(Write {
+                    to,
+                    local: Vec::new(),
+                    remote: Vec::new(),
+                    after: None,
+                    pieces: 0,
+                });
+                bytes = 0;
+                continue;
+            }
+            let part = Piece {
+                len: rest.len.min(room),
+                ..rest
+            };
+            if let Some(w) = out.last_mut() {
+                extend(&mut w.local, part.src, part.src_offset, part.len);
+                extend(&mut w.remote, part.dst, part.dst_offset, part.len);
+                w.after = w.after.max(part.after);
+                // A piece cut into parts is counted once, with its first part.
+                w.pieces += usize::from(first);
+            }
+            bytes += part.len;
+            prev = Some(part);
+            first = false;
+            if part.len == rest.len {
+                break;
+            }
+            rest = Piece {
+                src_offset: rest.src_offset + part.len,
+                dst_offset: rest.dst_offset + part.len,
+                len: rest.len - part.len,
+                ..rest
+            };
         }
-        if let Some(w) = out.last_mut() {
-            extend(&mut w.local, p.src, p.src_offset, p.len);
-            extend(&mut w.remote, p.dst, p.dst_offset, p.len);
-            w.after = w.after.max(p.after);
-            w.pieces += 1;
-        }
-        prev = Some(p);
     }
     out
 }
@@ -245,9 +307,9 @@ impl<'a> Incoming<'a> {
         }
     }
 
-    /// As [`Self::new`], but one expected piece is one write under any limits, so the
-    /// source's plan is read only where several pieces are expected from it: for a transport
-    /// preparing plans the simulator has checked.
+    /// As [`Self::new`], but one expected piece is one write under any segment limits, so the
+    /// source's plan is read only where several pieces are expected from it (or where writes
+    /// have a byte cap): for a transport preparing plans the simulator has checked.
     pub fn trusting_single_pieces(alg: &'a dyn Algorithm, rank: usize, limits: IovLimits) -> Self {
         Incoming {
             trust_single: true,
@@ -265,8 +327,9 @@ impl<'a> Incoming<'a> {
         }
         let mut out = Vec::with_capacity(per_source.len());
         for (from, pieces) in per_source {
-            if pieces == 1 && self.trust_single {
-                // One piece is one write under any limits: the source's plan need not be read.
+            if pieces == 1 && self.trust_single && !self.limits.caps_bytes() {
+                // One piece is one write under any segment limits (not under a byte cap, which
+                // may cut it): the source's plan need not be read.
                 out.push(Expect { from, writes: 1 });
                 continue;
             }
@@ -376,13 +439,13 @@ mod tests {
             piece(Buf::Send, 0, Buf::Recv, 8, 4, Some(3)),
         ]);
         assert_eq!(write_count(&tr, IovLimits::SINGLE), 3);
-        let w = merge_transfer(&tr, IovLimits { iov: 4, rma_iov: 1 });
+        let w = merge_transfer(&tr, IovLimits::new(4, 1).unwrap());
         assert_eq!(w.len(), 1);
         assert_eq!(w[0].remote.len(), 1);
         assert_eq!(w[0].local.len(), 3);
         assert_eq!(w[0].after, Some(3));
         assert_eq!(w[0].pieces, 3);
-        assert_eq!(write_count(&tr, IovLimits { iov: 2, rma_iov: 1 }), 2);
+        assert_eq!(write_count(&tr, IovLimits::new(2, 1).unwrap()), 2);
     }
 
     #[test]
@@ -391,7 +454,7 @@ mod tests {
             piece(Buf::Recv, 0, Buf::Recv, 50, 4, None),
             piece(Buf::Recv, 4, Buf::Scratch, 0, 4, None),
         ]);
-        let w = merge_transfer(&tr, IovLimits { iov: 1, rma_iov: 2 });
+        let w = merge_transfer(&tr, IovLimits::new(1, 2).unwrap());
         assert_eq!(w.len(), 1);
         assert_eq!(
             w[0].local,
@@ -405,10 +468,39 @@ mod tests {
     }
 
     #[test]
+    fn the_byte_cap_cuts_long_pieces_and_closes_full_writes() {
+        let tr = t(vec![
+            piece(Buf::Recv, 0, Buf::Recv, 0, 10, None),
+            piece(Buf::Recv, 10, Buf::Recv, 10, 3, Some(2)),
+            piece(Buf::Recv, 40, Buf::Recv, 40, 2, None),
+        ]);
+        let four = IovLimits::new(4, 4).unwrap();
+        assert_eq!(write_count(&tr, four), 1);
+        let w = merge_transfer(&tr, four.with_max_bytes(4));
+        // 13 contiguous bytes in parts of 4, then 2 more (the last part of 1 shares a write).
+        let sizes: Vec<usize> = w.iter().map(Write::bytes).collect();
+        assert_eq!(sizes, vec![4, 4, 4, 3]);
+        assert!(w.iter().all(|w| w.bytes() <= 4));
+        // Every piece is counted once, and the parts land where the piece did.
+        assert_eq!(w.iter().map(|w| w.pieces).sum::<usize>(), 3);
+        assert_eq!(w[3].local.len(), 2);
+        assert_eq!(w[3].remote[1].offset, 40);
+        assert_eq!(w[3].after, Some(2));
+        let landed: usize = w.iter().flat_map(|w| &w.remote).map(|s| s.len).sum();
+        assert_eq!(landed, 15);
+        // A cap of one byte: one write per byte.
+        assert_eq!(write_count(&tr, four.with_max_bytes(1)), 15);
+        // A signal under a cap is still one empty write.
+        let mut r = Round::new(0);
+        r.signal(3);
+        assert_eq!(round_writes(&r, four.with_max_bytes(1)).len(), 1);
+    }
+
+    #[test]
     fn a_signal_is_one_empty_write() {
         let mut r = Round::new(0);
         r.signal(3);
-        let w = round_writes(&r, IovLimits { iov: 4, rma_iov: 4 });
+        let w = round_writes(&r, IovLimits::new(4, 4).unwrap());
         assert_eq!(w.len(), 1);
         assert_eq!((w[0].to, w[0].bytes(), w[0].pieces), (3, 0, 1));
     }
@@ -417,6 +509,10 @@ mod tests {
     fn zero_limits_are_refused() {
         assert!(IovLimits::new(0, 1).is_err());
         assert!(IovLimits::new(1, 0).is_err());
-        assert_eq!(IovLimits::new(2, 3), Ok(IovLimits { iov: 2, rma_iov: 3 }));
+        let l = IovLimits::new(2, 3).unwrap();
+        assert_eq!((l.iov, l.rma_iov, l.caps_bytes()), (2, 3, false));
+        assert_eq!(l.with_max_bytes(0), l);
+        assert_eq!(l.with_max_bytes(7).max_bytes, 7);
+        assert_eq!(l.with_max_bytes(7).min(l).max_bytes, 7);
     }
 }

@@ -126,7 +126,7 @@ pub enum TransportError {
         /// What arrived.
         what: String,
     },
-    #[error("rank {peer} merges writes under {theirs}, rank {rank} under {ours}: every rank must use the same limits (set CIRCULANT_IOV_LIMIT alike on every rank)")]
+    #[error("rank {peer} merges writes under {theirs}, rank {rank} under {ours}: every rank must use the same limits (set CIRCULANT_IOV_LIMIT and CIRCULANT_MAX_WRITE_BYTES alike on every rank)")]
     /// A peer's card names other limits of merged writes than this rank's: the targets would
     /// count other writes than their sources post.
     IovMismatch {

@@ -201,7 +201,7 @@ mod tests {
         let alg = allgatherv(p);
         for iov in [
             IovLimits::SINGLE,
-            IovLimits { iov: 4, rma_iov: 1 },
+            IovLimits::new(4, 1).unwrap(),
             IovLimits::new(4, 4).unwrap(),
         ] {
             let (mut sent, mut arriving) = (0, 0);

@@ -33,8 +33,9 @@ pub struct Card {
     pub iov: IovLimits,
 }
 
-/// Bytes of a card before the endpoint name: control region, process id, the two limits.
-const CARD_HEAD: usize = REMOTE_REGION_BYTES + 12;
+/// Bytes of a card before the endpoint name: control region, process id, the two segment
+/// limits, the byte cap.
+const CARD_HEAD: usize = REMOTE_REGION_BYTES + 20;
 
 impl Card {
     /// The bytes that [`Card::from_bytes`] reads.
@@ -44,6 +45,13 @@ impl Card {
         for limit in [self.iov.iov, self.iov.rma_iov] {
             out.extend_from_slice(&u32::try_from(limit).unwrap_or(u32::MAX).to_le_bytes());
         }
+        // No cap is written as 0, as providers report it.
+        let cap = if self.iov.caps_bytes() {
+            self.iov.max_bytes as u64
+        } else {
+            0
+        };
+        out.extend_from_slice(&cap.to_le_bytes());
         out.extend_from_slice(&self.name);
         out
     }
@@ -66,6 +74,10 @@ impl Card {
             word(REMOTE_REGION_BYTES + 8) as usize,
         )
         .map_err(|e| FabricError::invalid(format!("address card: {e}")))?;
+        let mut cap = [0u8; 8];
+        cap.copy_from_slice(&bytes[REMOTE_REGION_BYTES + 12..CARD_HEAD]);
+        let cap = usize::try_from(u64::from_le_bytes(cap)).unwrap_or(usize::MAX);
+        let iov = iov.with_max_bytes(cap);
         Ok(Card {
             control: RemoteRegion::from_bytes(&bytes[..REMOTE_REGION_BYTES])?,
             pid: word(REMOTE_REGION_BYTES),
@@ -214,12 +226,14 @@ impl Opened {
 }
 
 /// The provider's limits of one write: `iov_limit` local and `rma_iov_limit` remote segments
-/// (a provider that reports 0 is taken to allow 1).
+/// (a provider that reports 0 is taken to allow 1) and `max_msg_size` bytes (0: no cap).
 pub fn provider_iov_limits(info: &Info) -> IovLimits {
     IovLimits {
         iov: info.iov_limit().max(1),
         rma_iov: info.rma_iov_limit().max(1),
+        max_bytes: usize::MAX,
     }
+    .with_max_bytes(info.max_msg_size())
 }
 
 #[cfg(test)]
@@ -241,8 +255,11 @@ mod tests {
 
     #[test]
     fn a_card_round_trips_with_its_limits() {
-        let c = card(IovLimits { iov: 4, rma_iov: 1 });
-        assert_eq!(Card::from_bytes(&c.to_bytes()).unwrap(), c);
+        let four_one = IovLimits::new(4, 1).unwrap();
+        for iov in [four_one, four_one.with_max_bytes(1 << 30)] {
+            let c = card(iov);
+            assert_eq!(Card::from_bytes(&c.to_bytes()).unwrap(), c);
+        }
     }
 
     #[test]

@@ -209,6 +209,32 @@ pub fn assert_all_gone(pids: &[u32]) {
     }
 }
 
+/// A finished command's standard output followed by its standard error.
+pub fn output_text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// `selftest` succeeded and its last line says it ran checks and none failed; `what` names
+/// the run in the failure message.
+pub fn assert_selftest_passed(out: &std::process::Output, what: &str) {
+    let summary = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        out.status.success()
+            && summary.ends_with(" passed, 0 failed")
+            && !summary.starts_with("0 passed"),
+        "selftest, {what}: summary {summary:?}:\n{}",
+        output_text(out)
+    );
+}
+
 /// `N passed, 0 failed` lines, as `pmi-check` prints one per rank.
 pub fn clean_summaries(stdout: &str) -> usize {
     stdout
