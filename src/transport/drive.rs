@@ -351,26 +351,28 @@ impl Transport {
 
     /// A zero-length write into `peer`'s control region carrying `event`.
     fn post_signal(&self, peer: usize, event: Event) -> Result<Post> {
-        let local = self.control.range(0, 0)?;
-        let remote = self.peers.control(peer)?.range(0, 0)?;
-        Ok(self.endpoint.write(
-            local,
-            self.peers.address(peer)?,
-            remote,
-            Some(event.encode()),
-            0,
-        )?)
+        self.post_control(peer, 0, 0, 0, event)
     }
 
     fn post_token(&self, peer: usize, token: &Token) -> Result<Post> {
         let out = (self.size + peer) * TOKEN_BYTES;
         self.control.store(out, &token.to_bytes())?;
-        let local = self.control.range(out, TOKEN_BYTES)?;
-        let remote = self
-            .peers
-            .control(peer)?
-            .range((self.rank * TOKEN_BYTES) as u64, TOKEN_BYTES as u64)?;
         let event = Event::Token { from: self.rank };
+        self.post_control(peer, out, self.rank * TOKEN_BYTES, TOKEN_BYTES, event)
+    }
+
+    /// Writes `len` bytes at `from` of our control region to `at` of `peer`'s, carrying
+    /// `event`.
+    fn post_control(
+        &self,
+        peer: usize,
+        from: usize,
+        at: usize,
+        len: usize,
+        event: Event,
+    ) -> Result<Post> {
+        let local = self.control.range(from, len)?;
+        let remote = self.peers.control(peer)?.range(at as u64, len as u64)?;
         Ok(self.endpoint.write(
             local,
             self.peers.address(peer)?,
