@@ -314,6 +314,84 @@ fn init_oob_bootstraps_through_the_callers_allgather() {
     }
 }
 
+/// The allgathers an out-of-band start-up of 2 threads makes, run in a child process (the
+/// configuration comes from the environment, which threads of this process share).
+fn oob_allgathers(env: &[(&str, &str)]) -> usize {
+    let exe = std::env::current_exe().expect("test binary path");
+    let mut cmd = Command::new(exe);
+    cmd.args(["--exact", "oob_role", "--nocapture", "--test-threads=1"])
+        .env("CIRCULANT_TEST_ROLE", "oob")
+        .env("CIRCULANT_TIMEOUT", "30")
+        .env_remove("CIRCULANT_PROVIDER")
+        .env_remove("FI_PROVIDER")
+        .env_remove("CIRCULANT_LOOPBACK");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("the test binary starts");
+    let all = text(&out);
+    assert!(out.status.success(), "{env:?}:\n{all}");
+    all.lines()
+        .find_map(|l| {
+            l.split_once("allgathers ")
+                .map(|(_, n)| n.trim().to_string())
+        })
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in:\n{all}"))
+}
+
+/// Without a node count (the out-of-band bootstrap knows none) start-up reads every rank's
+/// host, unless nothing depends on it: the provider configured and not pinned to loopback.
+#[test]
+fn the_host_exchange_is_skipped_where_nothing_depends_on_it() {
+    let provider = ("CIRCULANT_PROVIDER", "tcp;ofi_rxm");
+    let with_hosts = oob_allgathers(&[provider]);
+    let without = oob_allgathers(&[provider, ("CIRCULANT_LOOPBACK", "0")]);
+    // A fence is two allgathers (the lengths, then the records): one exchange against two.
+    assert_eq!(without, 2, "{without} allgathers");
+    assert_eq!(with_hosts, 4, "{with_hosts} allgathers");
+    assert_eq!(oob_allgathers(&[]), with_hosts);
+}
+
+#[test]
+fn oob_role() {
+    if std::env::var("CIRCULANT_TEST_ROLE").as_deref() != Ok("oob") {
+        return;
+    }
+    let n = 2;
+    let barrier = Arc::new(Barrier::new(n));
+    let slots = Arc::new(Mutex::new(vec![Vec::new(); n]));
+    let calls = Arc::new(Mutex::new(0usize));
+    let threads: Vec<_> = (0..n)
+        .map(|rank| {
+            let (barrier, slots, calls) =
+                (Arc::clone(&barrier), Arc::clone(&slots), Arc::clone(&calls));
+            std::thread::spawn(move || {
+                let allgather = move |send: &[u8], recv: &mut [u8]| {
+                    if rank == 0 {
+                        *calls.lock().map_err(|e| e.to_string())? += 1;
+                    }
+                    slots.lock().map_err(|e| e.to_string())?[rank] = send.to_vec();
+                    barrier.wait();
+                    let all = slots.lock().map_err(|e| e.to_string())?.concat();
+                    barrier.wait();
+                    recv.copy_from_slice(&all);
+                    Ok(())
+                };
+                let mut comm = Communicator::init_oob(rank, n, allgather).expect("init_oob");
+                let mut sum = [0u64];
+                comm.allreduce(&[rank as u64 + 1], &mut sum, ReduceOp::Sum)
+                    .expect("allreduce");
+                assert_eq!(sum[0], 3);
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().expect("thread");
+    }
+    println!("allgathers {}", calls.lock().expect("count"));
+}
+
 #[test]
 fn init_oob_reports_a_failing_allgather_and_bad_ranks() {
     let err = Communicator::init_oob(0, 2, |_: &[u8], _: &mut [u8]| Err("no peers".into()))
