@@ -98,6 +98,19 @@ pub(super) struct LocalSteps {
 }
 
 impl LocalSteps {
+    /// Most bytes of combining space kept from one operation for the next.
+    const KEPT: usize = 1 << 20;
+
+    /// These steps' space for a later operation, unless it grew large (a big reduction's
+    /// space is not held between calls).
+    pub fn kept(self) -> Self {
+        if self.combined.capacity() > Self::KEPT {
+            LocalSteps::default()
+        } else {
+            self
+        }
+    }
+
     /// Runs `steps` of operation `op` on `buffers`, adding the bytes copied to `copied` as it
     /// goes (a step that fails leaves the count of those before it).
     pub fn run(

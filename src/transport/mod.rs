@@ -37,7 +37,7 @@ use crate::fabric::{
 use crate::plan::merge::IovLimits;
 use crate::plan::{Algorithm, PlanError, RankPlan};
 use peers::Peers;
-use run::{Inbox, Run};
+use run::{Inbox, Run, Spare};
 
 pub use eager::EagerConfig;
 pub use local::{BufferViews, View};
@@ -202,6 +202,8 @@ pub struct Transport {
     /// Sequence number of the operation started and not finished yet.
     active: Option<u64>,
     completions: Vec<Completion>,
+    /// The collections of the last finished run, for the next one.
+    spare: Spare,
 }
 
 impl fmt::Debug for Transport {
@@ -368,7 +370,8 @@ impl Transport {
         let seq = self.seq;
         self.seq += 1;
         let op = operation_name(name, seq);
-        let mut run = Run::new(op, seq, digest, prepared, self.size);
+        let spare = std::mem::take(&mut self.spare);
+        let mut run = Run::new(op, seq, digest, prepared, self.size, spare);
         self.active = Some(seq);
         // From here on the peers count on this operation: any failure goes through `fail`.
         let started = self
@@ -400,7 +403,11 @@ impl Transport {
         self.copied += run.stats.bytes_copied;
         self.active = None;
         match result {
-            Ok(()) => Ok(run.stats),
+            Ok(()) => {
+                let stats = run.stats;
+                self.spare = run.into_spare();
+                Ok(stats)
+            }
             Err(err) => Err(self.fail(&mut run, err)),
         }
     }
@@ -469,6 +476,7 @@ impl Transport {
             0,
             &Prepared::empty(),
             self.size,
+            Spare::default(),
         );
         self.fetch_cards_to_abort(None);
         self.abort_all(&mut run);

@@ -143,14 +143,54 @@ pub(super) struct Run {
     pub(super) in_flight: usize,
     pub(super) stats: OpStats,
     local: LocalSteps,
+    /// Scratch of [`Self::new`] (each target's last transfer), kept for the next run.
+    last_to: Vec<Option<usize>>,
+}
+
+/// The collections of a finished [`Run`], kept by the transport for the next one so that
+/// starting an operation allocates nothing once their capacities fit.
+#[derive(Default)]
+pub(super) struct Spare {
+    transfers: Vec<Pending>,
+    last_to: Vec<Option<usize>>,
+    arrived: Vec<usize>,
+    candidates: BinaryHeap<Reverse<usize>>,
+    awaiting_round: BinaryHeap<Reverse<(u32, usize)>>,
+    awaiting_token: Vec<Option<usize>>,
+    awaiting_slots: Vec<Option<usize>>,
+    local: LocalSteps,
 }
 
 impl Run {
-    /// Operation `seq`, named `op`, of `plan` among `size` ranks.
-    pub fn new(op: String, seq: u64, digest: u64, plan: &Prepared, size: usize) -> Self {
-        let mut transfers: Vec<Pending> = Vec::new();
-        let mut last_to = vec![None; size];
-        let mut candidates = BinaryHeap::new();
+    /// Operation `seq`, named `op`, of `plan` among `size` ranks, in the collections of
+    /// `spare` (emptied first).
+    pub fn new(
+        op: String,
+        seq: u64,
+        digest: u64,
+        plan: &Prepared,
+        size: usize,
+        spare: Spare,
+    ) -> Self {
+        let Spare {
+            mut transfers,
+            mut last_to,
+            mut arrived,
+            mut candidates,
+            mut awaiting_round,
+            mut awaiting_token,
+            mut awaiting_slots,
+            local,
+        } = spare;
+        transfers.clear();
+        candidates.clear();
+        awaiting_round.clear();
+        for v in [&mut last_to, &mut awaiting_token, &mut awaiting_slots] {
+            v.clear();
+            v.resize(size, None);
+        }
+        arrived.clear();
+        arrived.resize(plan.rounds.len(), 0);
         for (position, round) in plan.rounds.iter().enumerate() {
             for (transfer, t) in round.sends.iter().enumerate() {
                 let index = transfers.len();
@@ -185,20 +225,35 @@ impl Run {
                 digest
             },
             plan: plan.clone(),
-            arrived: vec![0; plan.rounds.len()],
+            arrived,
             next: 0,
             unposted: transfers.len(),
             transfers,
             first_unposted: 0,
             candidates,
-            awaiting_round: BinaryHeap::new(),
-            awaiting_token: vec![None; size],
-            awaiting_slots: vec![None; size],
+            awaiting_round,
+            awaiting_token,
+            awaiting_slots,
             current: 0,
             in_flight: 0,
             stats: OpStats::default(),
-            local: LocalSteps::default(),
+            local,
             abort_seq: seq,
+            last_to,
+        }
+    }
+
+    /// Gives back the collections for the next run ([`Self::new`]).
+    pub fn into_spare(self) -> Spare {
+        Spare {
+            transfers: self.transfers,
+            last_to: self.last_to,
+            arrived: self.arrived,
+            candidates: self.candidates,
+            awaiting_round: self.awaiting_round,
+            awaiting_token: self.awaiting_token,
+            awaiting_slots: self.awaiting_slots,
+            local: self.local.kept(),
         }
     }
 
@@ -754,7 +809,14 @@ mod tests {
     }
 
     fn run_at(seq: u64, plan: &Prepared) -> Run {
-        Run::new(format!("test (operation {seq})"), seq, DIGEST, plan, SIZE)
+        Run::new(
+            format!("test (operation {seq})"),
+            seq,
+            DIGEST,
+            plan,
+            SIZE,
+            Spare::default(),
+        )
     }
 
     fn data(seq: u64, round: u32) -> Incoming {

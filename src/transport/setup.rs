@@ -221,6 +221,7 @@ impl Opened {
             broken: None,
             active: None,
             completions: Vec::with_capacity(64),
+            spare: Default::default(),
         }
     }
 }
