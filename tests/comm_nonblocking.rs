@@ -2,35 +2,22 @@
 //! processes under `circulant run`, this test binary being the ranks (`rank_role`, selected
 //! by CIRCULANT_TEST_ROLE); and `Communicator::init_oob` over an allgather between threads.
 
+mod common;
+
 use std::process::{Command, Output};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use circulant::comm::{CommError, Communicator, Request};
 use circulant::plan::ReduceOp;
-
-const BIN: &str = env!("CARGO_BIN_EXE_circulant");
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use common::{output_text as text, Job};
 
 /// This test binary as the ranks of a job of `n`, in role `role`.
 fn roles(n: usize, provider: &str, role: &str, timeout: &str) -> Output {
-    let exe = std::env::current_exe().expect("test binary path");
-    Command::new(BIN)
-        .args(["run", "-n", &n.to_string(), "--provider", provider])
-        .args(["--timeout", "120", "--"])
-        .arg(exe)
-        .args(["--exact", "rank_role", "--nocapture", "--test-threads=1"])
-        .env("CIRCULANT_TEST_ROLE", role)
-        .env("CIRCULANT_TIMEOUT", timeout)
-        .output()
-        .expect("circulant run starts")
+    Job::new(n, 120)
+        .provider(provider)
+        .envs(&[("CIRCULANT_TIMEOUT", timeout)])
+        .test_binary("rank_role", role)
 }
 
 #[test]

@@ -9,7 +9,7 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use circulant::comm::Communicator;
@@ -17,35 +17,22 @@ use circulant::comm::Communicator;
 const BIN: &str = env!("CARGO_BIN_EXE_circulant");
 
 fn launch(n: usize, provider: &str, cmd: &[&str], env: &[(&str, &str)], extra: &[&str]) -> Output {
-    let mut command = Command::new(BIN);
-    command
-        .args(["run", "-n", &n.to_string(), "--provider", provider])
-        .args(["--timeout", "240"])
-        .args(extra)
-        .arg("--")
-        .args(cmd);
-    for (k, v) in env {
-        command.env(k, v);
-    }
-    command.output().expect("circulant run starts")
+    Job::new(n, 240)
+        .provider(provider)
+        .launcher_args(extra)
+        .envs(env)
+        .run(cmd)
 }
 
-use common::output_text as text;
+use common::{output_text as text, Job};
 
 /// This test binary as rank `role` of a job of `n` ranks.
 fn roles(n: usize, provider: &str, role: &str, env: &[(&str, &str)], extra: &[&str]) -> Output {
-    let exe = std::env::current_exe().expect("test binary path");
-    let exe = exe.to_string_lossy().into_owned();
-    let cmd = [
-        exe.as_str(),
-        "--exact",
-        "rank_role",
-        "--nocapture",
-        "--test-threads=1",
-    ];
-    let mut all = vec![("CIRCULANT_TEST_ROLE", role)];
-    all.extend_from_slice(env);
-    launch(n, provider, &cmd, &all, extra)
+    Job::new(n, 240)
+        .provider(provider)
+        .launcher_args(extra)
+        .envs(env)
+        .test_binary("rank_role", role)
 }
 
 const PROVIDERS: [&str; 2] = ["shm", "tcp;ofi_rxm"];

@@ -19,38 +19,30 @@ use circulant::plan::{registry, Problem};
 
 const BIN: &str = env!("CARGO_BIN_EXE_circulant");
 
+/// Variables of merged writes that the ranks take only from the test.
+const LIMIT_VARS: [&str; 3] = [
+    "CIRCULANT_IOV_LIMIT",
+    "CIRCULANT_MAX_WRITE_BYTES",
+    "CIRCULANT_EAGER_LIMIT",
+];
+
 fn launch(n: usize, provider: &str, cmd: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(BIN);
-    command
-        .args(["run", "-n", &n.to_string(), "--provider", provider])
-        .args(["--timeout", "240"])
-        .arg("--")
-        .args(cmd)
-        .env_remove("CIRCULANT_IOV_LIMIT")
-        .env_remove("CIRCULANT_MAX_WRITE_BYTES")
-        .env_remove("CIRCULANT_EAGER_LIMIT");
-    for (k, v) in env {
-        command.env(k, v);
-    }
-    command.output().expect("circulant run starts")
+    Job::new(n, 240)
+        .provider(provider)
+        .without(&LIMIT_VARS)
+        .envs(env)
+        .run(cmd)
 }
 
-use common::{assert_selftest_passed, output_text as text};
+use common::{assert_selftest_passed, output_text as text, Job};
 
 /// This test binary as rank `role` of a job of `n` ranks.
 fn roles(n: usize, provider: &str, role: &str, env: &[(&str, &str)]) -> Output {
-    let exe = std::env::current_exe().expect("test binary path");
-    let exe = exe.to_string_lossy().into_owned();
-    let cmd = [
-        exe.as_str(),
-        "--exact",
-        "rank_role",
-        "--nocapture",
-        "--test-threads=1",
-    ];
-    let mut all = vec![("CIRCULANT_TEST_ROLE", role)];
-    all.extend_from_slice(env);
-    launch(n, provider, &cmd, &all)
+    Job::new(n, 240)
+        .provider(provider)
+        .without(&LIMIT_VARS)
+        .envs(env)
+        .test_binary("rank_role", role)
 }
 
 /// selftest on the zero-copy path (every transfer posted as merged writes) with `var=value`.

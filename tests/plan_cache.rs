@@ -8,36 +8,22 @@
 //! Every job is bounded by the launcher's `--timeout`; the launcher stops every rank it
 //! started.
 
+mod common;
+
 use std::process::{Command, Output};
+
+use common::{output_text as text, Job};
 
 use circulant::comm::{Choice, CommError, Communicator, Config, PLAN_CACHE_ENV};
 use circulant::plan::{Problem, ReduceOp};
 
-const BIN: &str = env!("CARGO_BIN_EXE_circulant");
-
 /// This test binary as rank `role` of an `n`-rank job with `env`.
 fn roles(n: usize, provider: &str, role: &str, env: &[(&str, &str)]) -> Output {
-    let exe = std::env::current_exe().expect("test binary path");
-    let mut command = Command::new(BIN);
-    command
-        .args(["run", "-n", &n.to_string(), "--provider", provider])
-        .args(["--timeout", "120", "--"])
-        .arg(exe)
-        .args(["--exact", "rank_role", "--nocapture", "--test-threads=1"])
-        .env("CIRCULANT_TEST_ROLE", role)
-        .env("CIRCULANT_TIMEOUT", "30");
-    for (k, v) in env {
-        command.env(k, v);
-    }
-    command.output().expect("circulant run starts")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    Job::new(n, 120)
+        .provider(provider)
+        .envs(&[("CIRCULANT_TIMEOUT", "30")])
+        .envs(env)
+        .test_binary("rank_role", role)
 }
 
 /// Runs `role` on 4 ranks and expects `ok` from each of them.

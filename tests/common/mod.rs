@@ -209,6 +209,82 @@ pub fn assert_all_gone(pids: &[u32]) {
     }
 }
 
+/// A job under the built-in launcher, `circulant run -n N [--provider P] --timeout S [more
+/// launcher arguments] -- PROGRAM`, with its environment; the launcher bounds the job and stops
+/// every rank it started.
+pub struct Job {
+    command: Command,
+    launcher: Vec<String>,
+}
+
+impl Job {
+    /// `n` ranks, the job bounded by `timeout` seconds.
+    pub fn new(n: usize, timeout: u32) -> Job {
+        let mut command = Command::new(bin());
+        command.args([
+            "run",
+            "-n",
+            &n.to_string(),
+            "--timeout",
+            &timeout.to_string(),
+        ]);
+        Job {
+            command,
+            launcher: Vec::new(),
+        }
+    }
+
+    pub fn provider(mut self, provider: &str) -> Job {
+        self.command.args(["--provider", provider]);
+        self
+    }
+
+    /// More launcher arguments (before the program).
+    pub fn launcher_args(mut self, args: &[&str]) -> Job {
+        self.launcher.extend(args.iter().map(|a| a.to_string()));
+        self
+    }
+
+    pub fn envs(mut self, env: &[(&str, &str)]) -> Job {
+        for (k, v) in env {
+            self.command.env(k, v);
+        }
+        self
+    }
+
+    /// Variables the ranks must not inherit from the test's own environment.
+    pub fn without(mut self, vars: &[&str]) -> Job {
+        for var in vars {
+            self.command.env_remove(var);
+        }
+        self
+    }
+
+    /// Runs `program` as every rank and waits for the job.
+    pub fn run(mut self, program: &[&str]) -> std::process::Output {
+        self.command
+            .args(&self.launcher)
+            .arg("--")
+            .args(program)
+            .output()
+            .expect("circulant run starts")
+    }
+
+    /// Runs the calling test binary's test `test` as every rank, in role `role`
+    /// (`CIRCULANT_TEST_ROLE`).
+    pub fn test_binary(self, test: &str, role: &str) -> std::process::Output {
+        let exe = std::env::current_exe().expect("test binary path");
+        let exe = exe.to_string_lossy().into_owned();
+        self.envs(&[("CIRCULANT_TEST_ROLE", role)]).run(&[
+            &exe,
+            "--exact",
+            test,
+            "--nocapture",
+            "--test-threads=1",
+        ])
+    }
+}
+
 /// A finished command's standard output followed by its standard error.
 pub fn output_text(out: &std::process::Output) -> String {
     format!(
