@@ -945,7 +945,7 @@ mod tests {
     use super::*;
     use crate::plan::piece;
     use crate::plan::{RankPlan, Round};
-    use crate::transport::run::{Inbox, Incoming, Spare};
+    use crate::transport::run::{Inbox, Incoming};
     use crate::transport::{Limits, Prepared};
 
     const SIZE: usize = 3;
@@ -1004,27 +1004,13 @@ mod tests {
     fn an_eager_transfer_needs_known_slots_and_free_ones_not_a_token() {
         let mut inbox = Inbox::new(SIZE);
         // Slots not known yet: the transfer waits for the target's token (which names them).
-        let mut run = Run::new(
-            "test (operation 4)".into(),
-            4,
-            DIGEST,
-            &plan(true),
-            SIZE,
-            Spare::default(),
-        );
+        let mut run = Run::for_test(4, DIGEST, &plan(true), SIZE);
         assert_eq!(run.digest(), eager_digest(DIGEST));
         run.start_scan();
         assert_eq!(run.next_ready(&mut inbox).unwrap(), None);
         // A token of a later operation names them: from the next operation on, no token.
         inbox.eager.learn(1, &ring(4)).unwrap();
-        let mut run = Run::new(
-            "test (operation 5)".into(),
-            5,
-            DIGEST,
-            &plan(true),
-            SIZE,
-            Spare::default(),
-        );
+        let mut run = Run::for_test(5, DIGEST, &plan(true), SIZE);
         run.start_scan();
         let ready = run
             .next_ready(&mut inbox)
@@ -1050,14 +1036,7 @@ mod tests {
         run.start_scan();
         assert!(run.next_ready(&mut inbox).unwrap().is_some_and(|r| r.eager));
         // An operation above the limit waits for the token as ever.
-        let mut run = Run::new(
-            "test (operation 6)".into(),
-            6,
-            DIGEST,
-            &plan(false),
-            SIZE,
-            Spare::default(),
-        );
+        let mut run = Run::for_test(6, DIGEST, &plan(false), SIZE);
         assert_eq!(run.digest(), DIGEST);
         run.start_scan();
         assert_eq!(run.next_ready(&mut inbox).unwrap(), None);
@@ -1066,14 +1045,7 @@ mod tests {
     #[test]
     fn slot_headers_are_checked_against_the_operation() {
         let prepared = plan(true);
-        let mut run = Run::new(
-            "test (operation 7)".into(),
-            7,
-            DIGEST,
-            &prepared,
-            SIZE,
-            Spare::default(),
-        );
+        let mut run = Run::for_test(7, DIGEST, &prepared, SIZE);
         let digest = run.digest();
         assert!(run.check_slot(2, &slot_header(7, digest)).unwrap());
         run.count_slot(&slot_header(7, digest)).unwrap();
@@ -1088,14 +1060,7 @@ mod tests {
         assert!(err.to_string().contains("operation 6"), "{err}");
         assert_eq!(run.abort_seq, 6);
         // Another digest (different arguments, or an operation that is not eager there).
-        let mut run = Run::new(
-            "test (operation 7)".into(),
-            7,
-            DIGEST,
-            &prepared,
-            SIZE,
-            Spare::default(),
-        );
+        let mut run = Run::for_test(7, DIGEST, &prepared, SIZE);
         let err = run.check_slot(2, &slot_header(7, DIGEST)).unwrap_err();
         assert!(
             matches!(err, TransportError::Mismatch { peer: 2, .. }),
@@ -1109,14 +1074,7 @@ mod tests {
     #[test]
     fn arrivals_and_credits_from_strangers_are_protocol_errors() {
         let mut inbox = Inbox::new(SIZE);
-        let mut run = Run::new(
-            "test (operation 1)".into(),
-            1,
-            DIGEST,
-            &plan(true),
-            SIZE,
-            Spare::default(),
-        );
+        let mut run = Run::for_test(1, DIGEST, &plan(true), SIZE);
         let slot = run.on_event(&mut inbox, Incoming::Slot { from: 2, slot: 0 });
         assert!(slot.unwrap_err().to_string().contains("keeps no slots"));
         let credit = run.on_event(

@@ -243,6 +243,13 @@ impl Run {
         }
     }
 
+    /// Operation `seq` named as the transport names it, in fresh collections.
+    #[cfg(test)]
+    pub(super) fn for_test(seq: u64, digest: u64, plan: &Prepared, size: usize) -> Run {
+        let op = format!("test (operation {seq})");
+        Run::new(op, seq, digest, plan, size, Spare::default())
+    }
+
     /// Gives back the collections for the next run ([`Self::new`]).
     pub fn into_spare(self) -> Spare {
         Spare {
@@ -809,14 +816,7 @@ mod tests {
     }
 
     fn run_at(seq: u64, plan: &Prepared) -> Run {
-        Run::new(
-            format!("test (operation {seq})"),
-            seq,
-            DIGEST,
-            plan,
-            SIZE,
-            Spare::default(),
-        )
+        Run::for_test(seq, DIGEST, plan, SIZE)
     }
 
     fn data(seq: u64, round: u32) -> Incoming {
