@@ -71,6 +71,19 @@ fn bcast_job_writes_a_csv_the_report_reads() {
 
     let m = read_file(&csv).expect("the CSV parses");
     assert!(m.alpha_beta.is_some(), "the run's α and β are in the file");
+    // The measured per-write overhead, in the table's first line and in the file.
+    assert!(
+        stdout.lines().next().is_some_and(|l| l.contains(", o = ")),
+        "{stdout}"
+    );
+    let file = std::fs::read_to_string(&csv).expect("the CSV");
+    let o: f64 = file
+        .lines()
+        .find_map(|l| l.strip_prefix("# o_s="))
+        .expect("a `# o_s=` line")
+        .parse()
+        .expect("o is a number");
+    assert!(o.is_finite() && o >= 0.0, "{o}");
     let sizes = [1u64, 2, 10, 20, 100, 200, 1000];
     for &bytes in &sizes {
         let rows: Vec<_> = m.records.iter().filter(|r| r.bytes == bytes).collect();

@@ -577,3 +577,42 @@ fn a_rank_that_drops_its_communicator_fails_the_others_over_tcp() {
 fn a_rank_that_returns_early_fails_the_others_over_shm() {
     assert_the_others_fail(a_rank_leaves(SHM, false));
 }
+
+/// The write-overhead probe: every rank gets rank 0's value, a finite o ≥ 0, and the
+/// communicator goes on with the next collective (the probe kept the sequence of operations).
+fn write_overhead_is_measured_alike(provider: &str, p: usize) {
+    let results = in_job(p, provider, |comm| {
+        let o = comm.measure_write_overhead().map_err(|e| e.to_string())?;
+        let mut data = vec![comm.rank() as u8 + 1; 3];
+        comm.bcast(&mut data[..], p - 1)
+            .map_err(|e| e.to_string())?;
+        if data != vec![p as u8; 3] {
+            return Err(format!("bcast after the probe gave {data:?}"));
+        }
+        Ok(o)
+    });
+    let values: Vec<f64> = results
+        .into_iter()
+        .map(|r| r.expect("the probe and the broadcast after it succeed"))
+        .collect();
+    assert!(values.iter().all(|&o| o == values[0]), "{values:?}");
+    assert!(values[0].is_finite() && values[0] >= 0.0, "{values:?}");
+    if p == 1 {
+        // Nothing to measure: the configured model's o.
+        assert_eq!(values[0], Config::default().model_for(provider).o);
+    }
+}
+
+#[test]
+fn the_write_overhead_is_measured_alike_on_every_rank_over_shm() {
+    for p in [1, 2, 3] {
+        write_overhead_is_measured_alike("shm", p);
+    }
+}
+
+#[test]
+fn the_write_overhead_is_measured_alike_on_every_rank_over_tcp() {
+    for p in [2, 3] {
+        write_overhead_is_measured_alike("tcp;ofi_rxm", p);
+    }
+}

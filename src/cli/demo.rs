@@ -81,12 +81,13 @@ fn rank(args: &Args) -> CliResult {
     comm.set_model(model);
     if me == 0 {
         println!(
-            "{p} ranks over {}, launcher {}; measured α = {:.2} µs, β = {:.3} ns/B (1/β = {:.2} GB/s)",
+            "{p} ranks over {}, launcher {}; measured α = {:.2} µs, β = {:.3} ns/B (1/β = {:.2} GB/s), o = {:.2} µs per further write",
             comm.provider(),
             comm.launcher(),
             model.alpha * 1e6,
             model.beta * 1e9,
-            1e-9 / model.beta
+            1e-9 / model.beta,
+            model.o * 1e6
         );
     }
     let reps = args.reps.max(1);

@@ -39,6 +39,7 @@
 
 mod arguments;
 mod buffer;
+mod calibrate;
 mod call;
 mod check;
 mod collectives;

@@ -38,6 +38,7 @@ pub mod circulant;
 pub mod distribution;
 pub mod intergroup;
 pub mod merge;
+pub mod probe;
 pub mod reduce;
 pub mod registry;
 pub mod ring;

@@ -126,11 +126,7 @@ pub fn run(args: Args) -> CliResult {
             if AlphaBeta::new(alpha, beta).is_none() {
                 return Err(MeasureError::BadModel { alpha, beta }.into());
             }
-            Some(CostModel {
-                alpha,
-                beta,
-                o: 0.0,
-            })
+            Some((alpha, beta))
         }
         _ => None,
     };
@@ -142,7 +138,12 @@ pub fn run(args: Args) -> CliResult {
     }
     let mut window = Window::new();
     let model = match given_model {
-        Some(m) => m,
+        // Given α and β: o stays the configured one.
+        Some((alpha, beta)) => CostModel {
+            alpha,
+            beta,
+            o: comm.model().o,
+        },
         None => measure_model(&mut comm, &mut window)?,
     };
     comm.set_model(model);
@@ -237,6 +238,7 @@ pub fn run(args: Args) -> CliResult {
                 "p": p,
                 "alpha_s": model.alpha,
                 "beta_s_per_byte": model.beta,
+                "o_s": model.o,
                 "late_repetitions": window.late,
                 "rows": results,
             });
@@ -492,7 +494,8 @@ fn sum(comm: &mut Communicator, mine: u64) -> Result<u64, CommError> {
 }
 
 /// α and β of this job from binomial broadcasts of 1 byte and 4 MiB, each ⌈log₂ p⌉(α + βm) in
-/// the model, timed like the measurements (minimum of 5). One rank: the configured model.
+/// the model, timed like the measurements (minimum of 5), and o from the write-overhead probe
+/// ([`Communicator::measure_write_overhead`]). One rank: the configured model.
 pub(in crate::cli) fn measure_model(
     comm: &mut Communicator,
     window: &mut Window,
@@ -513,11 +516,11 @@ pub(in crate::cli) fn measure_model(
     }
     let alpha = (t_small / rounds).max(1e-8);
     let beta = ((t_big / rounds - alpha) / big_len as f64).max(1e-13);
-    // The broadcasts post one write per message: they do not show o, the configured one stays.
+    // The broadcasts post one write per message and do not show o: the probe does.
     Ok(CostModel {
         alpha,
         beta,
-        o: comm.model().o,
+        o: comm.measure_write_overhead()?,
     })
 }
 
@@ -532,6 +535,8 @@ fn render_csv(comm: &Communicator, model: &CostModel, late: u64, rows: &[Measure
         out.push_str(&ab.comment());
         out.push('\n');
     }
+    // The per-write overhead of the model, for the record (the report reads α and β only).
+    out.push_str(&format!("# o_s={:e}\n", model.o));
     out.push_str(&header());
     out.push_str(&format!(",plan_s,{OVERHEAD_COLUMN}\n"));
     for r in rows {
@@ -553,13 +558,14 @@ fn render_table(
     rows: &[Measured],
 ) -> String {
     let mut out = format!(
-        "circulant bench: p = {} over {} ({}); α = {}, β = {:.4} ns/B (1/β = {:.3} GB/s)\n",
+        "circulant bench: p = {} over {} ({}); α = {}, β = {:.4} ns/B (1/β = {:.3} GB/s), o = {}\n",
         comm.size(),
         comm.provider(),
         comm.launcher(),
         format_seconds(model.alpha),
         model.beta * 1e9,
-        1e-9 / model.beta.max(f64::MIN_POSITIVE)
+        1e-9 / model.beta.max(f64::MIN_POSITIVE),
+        format_seconds(model.o)
     );
     out.push_str(&format!(
         "{:<11} {:<10} {:>11} {:>11}  {:<28} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}\n",
