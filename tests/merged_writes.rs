@@ -1,5 +1,5 @@
 //! Merged writes between real processes: selftest passes on shm, tcp;ofi_rxm and sockets with
-//! the providers' limits, with CIRCULANT_IOV_LIMIT at 1 and 2 and with writes capped by
+//! the default limits, with CIRCULANT_IOV_LIMIT at 1, 2 and 4 and with writes capped by
 //! CIRCULANT_MAX_WRITE_BYTES (the zero-copy path forced, so that every transfer is posted as
 //! merged writes); ranks whose limits differ all fail with an error naming both limits; and a
 //! circulant allgatherv posts as many writes as `plan::merge` says, fewer with 4 segments than
@@ -62,10 +62,15 @@ fn zero_copy_selftest(n: usize, provider: &str, var: &str, value: &str) {
 
 #[test]
 fn selftest_passes_with_the_providers_limits_and_lowered_ones() {
-    for provider in ["shm", "tcp;ofi_rxm", "sockets"] {
+    // "": the default limits (the provider's: 4 on shm, 8 on sockets; 2 over tcp;ofi_rxm,
+    // whose own limit of 4 is then asked for explicitly).
+    for (provider, limits) in [
+        ("shm", &["", "1", "2"][..]),
+        ("tcp;ofi_rxm", &["", "1", "4"][..]),
+        ("sockets", &["", "1", "2"][..]),
+    ] {
         for n in [3, 4] {
-            // "": the provider's limits (4 on shm and tcp;ofi_rxm, 8 on sockets).
-            for limit in ["", "1", "2"] {
+            for limit in limits {
                 zero_copy_selftest(n, provider, "CIRCULANT_IOV_LIMIT", limit);
             }
         }
@@ -142,6 +147,28 @@ fn invalid_limits_are_refused_at_init_and_by_info() {
     assert_eq!(shm["name"], "shm");
     assert_eq!(shm["merged_iov_limit"], 2);
     assert_eq!(shm["merged_rma_iov_limit"], 2);
+    // tcp;ofi_rxm allows 4 segments; a job uses 2 unless CIRCULANT_IOV_LIMIT says otherwise.
+    let tcp = |limit: Option<&str>| -> (serde_json::Value, serde_json::Value) {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["info", "--json"])
+            .env("FI_PROVIDER", "tcp;ofi_rxm")
+            .env_remove("CIRCULANT_IOV_LIMIT");
+        if let Some(limit) = limit {
+            cmd.env("CIRCULANT_IOV_LIMIT", limit);
+        }
+        let out = cmd.output().expect("circulant info starts");
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let tcp = &report["providers"][0];
+        assert_eq!(tcp["name"], "tcp;ofi_rxm");
+        assert_eq!(tcp["rma_iov_limit"], 4);
+        (
+            tcp["merged_iov_limit"].clone(),
+            tcp["merged_rma_iov_limit"].clone(),
+        )
+    };
+    assert_eq!(tcp(None), (2.into(), 2.into()));
+    assert_eq!(tcp(Some("4")), (4.into(), 4.into()));
+    assert_eq!(tcp(Some("1")), (1.into(), 1.into()));
 }
 
 #[test]
@@ -194,9 +221,15 @@ fn ranks_with_different_limits_all_fail_naming_both() {
 /// Runs the `count` role on 8 ranks of shm with `env` and returns the writes posted and the
 /// pieces sent, summed over ranks; every rank must post the writes its plan merges to.
 fn counted(env: &[(&str, &str)]) -> (u64, u64) {
+    counted_over("shm", env)
+}
+
+/// [`counted`] over `provider`. `CIRCULANT_TEST_SEGMENTS` in `env` gives the segments the
+/// ranks must merge under where `CIRCULANT_IOV_LIMIT` is not set.
+fn counted_over(provider: &str, env: &[(&str, &str)]) -> (u64, u64) {
     let mut all_env = vec![("CIRCULANT_TIMEOUT", "60"), ("CIRCULANT_EAGER_LIMIT", "0")];
     all_env.extend_from_slice(env);
-    let out = roles(8, "shm", "count", &all_env);
+    let out = roles(8, provider, "count", &all_env);
     let all = text(&out);
     assert!(out.status.success(), "{env:?}:\n{all}");
     let (mut posted, mut pieces, mut ranks) = (0, 0, 0);
@@ -239,6 +272,35 @@ fn a_circulant_allgatherv_posts_the_merged_writes_of_its_plan() {
 }
 
 #[test]
+fn tcp_jobs_merge_two_segments_unless_told_otherwise() {
+    // Every rank posts the merged writes of its plan under 2 segments.
+    counted_over("tcp;ofi_rxm", &[("CIRCULANT_TEST_SEGMENTS", "2")]);
+    // Ranks that agree with rank 1's CIRCULANT_IOV_LIMIT=2 without setting it run; with its
+    // CIRCULANT_IOV_LIMIT=4 (the provider's own limit) they disagree.
+    let env = |limit| {
+        [
+            ("CIRCULANT_TIMEOUT", "20"),
+            ("CIRCULANT_EAGER_LIMIT", "0"),
+            ("CIRCULANT_TEST_RANK1_LIMIT", limit),
+        ]
+    };
+    let out = roles(3, "tcp;ofi_rxm", "rank1-limit", &env("2"));
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(
+        (0..3).all(|r| all.contains(&format!("rank {r} finished"))),
+        "{all}"
+    );
+    let out = roles(3, "tcp;ofi_rxm", "rank1-limit", &env("4"));
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(
+        all.contains("iov_limit 2, rma_iov_limit 2") && all.contains("iov_limit 4"),
+        "{all}"
+    );
+}
+
+#[test]
 fn rank_role() {
     let Ok(role) = std::env::var("CIRCULANT_TEST_ROLE") else {
         return;
@@ -251,6 +313,11 @@ fn rank_role() {
     if role == "limits" {
         std::env::set_var("CIRCULANT_IOV_LIMIT", if rank == 1 { "2" } else { "1" });
     }
+    // Rank 1 alone sets the limit the test gives; the others keep the default.
+    if role == "rank1-limit" && rank == 1 {
+        let limit = std::env::var("CIRCULANT_TEST_RANK1_LIMIT").expect("a limit");
+        std::env::set_var("CIRCULANT_IOV_LIMIT", limit);
+    }
     if role == "caps" {
         std::env::set_var(
             "CIRCULANT_MAX_WRITE_BYTES",
@@ -259,7 +326,7 @@ fn rank_role() {
     }
     let comm = Communicator::init();
     match role.as_str() {
-        "limits" | "caps" => limits(comm),
+        "limits" | "caps" | "rank1-limit" => limits(comm),
         "count" => count(comm.expect("init")),
         other => panic!("unknown role {other}"),
     }
@@ -292,11 +359,12 @@ fn limits(comm: circulant::comm::Result<Communicator>) {
 }
 
 /// One circulant allgatherv of 8 bytes per rank, in place on registered memory: the writes
-/// posted, those `plan::merge` gives this rank's plan under the configured limits (shm's are
-/// 4, with no byte cap), and the plan's pieces.
+/// posted, those `plan::merge` gives this rank's plan under the configured limits (the
+/// providers' are 4 on shm and tcp;ofi_rxm, with no byte cap), and the plan's pieces.
 fn count(mut comm: Communicator) {
     let (rank, p) = (comm.rank(), comm.size());
     let limit: usize = std::env::var("CIRCULANT_IOV_LIMIT")
+        .or_else(|_| std::env::var("CIRCULANT_TEST_SEGMENTS"))
         .expect("a limit")
         .parse()
         .expect("a number");

@@ -9,7 +9,6 @@ use serde::Serialize;
 
 use circulant::comm::Config;
 use circulant::fabric::{self, mode_names, Hints, Info};
-use circulant::plan::merge::IovLimits;
 use circulant::transport::provider_iov_limits;
 
 use super::CliResult;
@@ -53,7 +52,7 @@ struct Provider {
     data_progress: String,
     control_progress: String,
     /// Local segments of one merged write a job on this provider uses: `iov_limit`, lowered
-    /// by `CIRCULANT_IOV_LIMIT`.
+    /// by `CIRCULANT_IOV_LIMIT` (without it, to 2 over `tcp` providers).
     merged_iov_limit: usize,
     /// Remote segments of one merged write: `rma_iov_limit`, lowered likewise.
     merged_rma_iov_limit: usize,
@@ -69,9 +68,9 @@ struct Domain {
 }
 
 impl Provider {
-    fn from_info(info: &Info, cap: Option<IovLimits>) -> Self {
+    fn from_info(info: &Info, config: &Config) -> Self {
         let mut merged = provider_iov_limits(info);
-        if let Some(cap) = cap {
+        if let Some(cap) = config.iov_cap_for(&info.provider()) {
             merged = merged.min(cap);
         }
         Provider {
@@ -93,7 +92,7 @@ impl Provider {
     }
 }
 
-fn report(cap: Option<IovLimits>) -> Result<Report, fabric::FabricError> {
+fn report(config: &Config) -> Result<Report, fabric::FabricError> {
     // The transport's own query: FI_EP_RDM, FI_RMA, the modes it handles. FI_PROVIDER, if set,
     // restricts what libfabric loads.
     let infos = Info::query(&Hints::rdm_rma())?;
@@ -110,7 +109,7 @@ fn report(cap: Option<IovLimits>) -> Result<Report, fabric::FabricError> {
         }
         let provider = providers.entry(name.clone()).or_insert_with(|| {
             order.push(name.clone());
-            Provider::from_info(info, cap)
+            Provider::from_info(info, config)
         });
         let domain = Domain {
             fabric: info.fabric_name(),
@@ -202,8 +201,9 @@ fn join_or_zero(names: &[String]) -> String {
 }
 
 pub fn run(args: Args) -> CliResult {
-    // The limits a job would merge writes under: the provider's, lowered by the variable.
-    let report = report(Config::write_cap_from_env()?)?;
+    // The limits a job would merge writes under: the provider's, lowered by the variables or
+    // the provider's default cap.
+    let report = report(&Config::write_cap_from_env()?)?;
     let text = if args.json {
         serde_json::to_string_pretty(&report)? + "\n"
     } else {

@@ -11,7 +11,7 @@
 //! | `CIRCULANT_EAGER_LIMIT` | operations of at most this many bytes take the eager path (no ready token; data copied through receive slots); `0`: never (at most 1073741824) | from the model, see [`EagerConfig::new`] |
 //! | `CIRCULANT_EAGER_SLOTS` | receive slots a rank keeps per peer that writes to it eagerly (2 to 32) | 16 |
 //! | `CIRCULANT_EAGER_SLOT_BYTES` | bytes of one receive slot, header included (256 to 1048576) | 8192 |
-//! | `CIRCULANT_IOV_LIMIT` | most local and most remote segments of one merged write (at least 1; the provider's `iov_limit` and `rma_iov_limit` if smaller); `1` stands in for providers such as verbs (`rma_iov_limit` 1). The same on every rank | the provider's limits |
+//! | `CIRCULANT_IOV_LIMIT` | most local and most remote segments of one merged write (at least 1; the provider's `iov_limit` and `rma_iov_limit` if smaller); `1` stands in for providers such as verbs (`rma_iov_limit` 1). The same on every rank | 2 over `tcp` providers ([`TCP_SEGMENTS`]), else the provider's limits |
 //! | `CIRCULANT_MAX_WRITE_BYTES` | most bytes of one zero-copy write (at least 1; the provider's `max_msg_size` if smaller): longer pieces are cut, merged writes stop there. The same on every rank | the provider's `max_msg_size` |
 //! | `CIRCULANT_PLAN_CACHE` | plans of earlier calls kept per communicator (at most 65536; `0`: none) | 64 |
 //! | `CIRCULANT_AUTH_KEY` | the job's authentication key (hex) for providers that support keys; `circulant run` sets a random one | none |
@@ -48,6 +48,12 @@ pub const EAGER_LIMIT_ENV: &str = "CIRCULANT_EAGER_LIMIT";
 pub const EAGER_SLOTS_ENV: &str = "CIRCULANT_EAGER_SLOTS";
 /// Bytes of one eager receive slot, its header included.
 pub const EAGER_SLOT_BYTES_ENV: &str = "CIRCULANT_EAGER_SLOT_BYTES";
+/// Segments on each side of one merged write over `tcp` providers unless
+/// `CIRCULANT_IOV_LIMIT` says otherwise: with 4 (the provider's limits) some uneven
+/// allgathervs took up to 2.6× as long on rate-limited links as with 2, and 2 lost at most
+/// 1.4× to the best of 1, 2 and 4 in the same runs (docs/performance.md, "Merged writes").
+pub const TCP_SEGMENTS: usize = 2;
+
 /// Most local and remote segments of one merged write (below the provider's limits).
 pub const IOV_LIMIT_ENV: &str = "CIRCULANT_IOV_LIMIT";
 /// Largest `CIRCULANT_IOV_LIMIT` accepted (providers allow a few segments).
@@ -268,24 +274,28 @@ impl Config {
         }
     }
 
-    /// The limits of one merged write as the environment lowers them (`CIRCULANT_IOV_LIMIT`,
-    /// `CIRCULANT_MAX_WRITE_BYTES`), for tools that report them without a communicator.
-    pub fn write_cap_from_env() -> Result<Option<IovLimits>, ConfigError> {
+    /// The configuration of the limits of one merged write alone (`CIRCULANT_IOV_LIMIT`,
+    /// `CIRCULANT_MAX_WRITE_BYTES`), for tools that report them without a communicator
+    /// ([`Self::iov_cap_for`] gives the cap per provider).
+    pub fn write_cap_from_env() -> Result<Config, ConfigError> {
         Ok(Config {
             iov_limit: Config::iov_limit_from_env()?,
             max_write_bytes: Config::max_write_bytes_from_env()?,
             ..Config::default()
-        }
-        .iov_cap())
+        })
     }
 
-    /// The cap on the limits of one merged write (`CIRCULANT_IOV_LIMIT` for both sides,
-    /// `CIRCULANT_MAX_WRITE_BYTES`), if either is set.
-    pub fn iov_cap(&self) -> Option<IovLimits> {
-        if self.iov_limit.is_none() && self.max_write_bytes.is_none() {
+    /// The cap on the limits of one merged write over `provider`: `CIRCULANT_IOV_LIMIT` for
+    /// both sides where it is set, else [`TCP_SEGMENTS`] over `tcp` providers (none
+    /// elsewhere), and `CIRCULANT_MAX_WRITE_BYTES`. The provider's own limits still bound it.
+    pub fn iov_cap_for(&self, provider: &str) -> Option<IovLimits> {
+        let segments = self
+            .iov_limit
+            .or_else(|| provider.starts_with("tcp").then_some(TCP_SEGMENTS));
+        if segments.is_none() && self.max_write_bytes.is_none() {
             return None;
         }
-        let n = self.iov_limit.unwrap_or(usize::MAX);
+        let n = segments.unwrap_or(usize::MAX);
         Some(IovLimits {
             iov: n,
             rma_iov: n,

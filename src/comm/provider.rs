@@ -44,7 +44,7 @@ pub(super) fn connect(job: &Arc<Job>, config: &Config) -> Result<Connected> {
     let info = choose_provider(config, one_host)?;
     let ours = info.provider();
     let model = config.model_for(&ours);
-    let opened = Opened::open(&info, rank, size)?.cap_iov(config.iov_cap());
+    let opened = Opened::open(&info, rank, size)?.cap_iov(config.iov_cap_for(&ours));
     // [provider length: 1 byte][provider][card]; provider names are a few bytes long.
     let name = &ours.as_bytes()[..ours.len().min(usize::from(u8::MAX))];
     let card = opened.card()?.to_bytes();
