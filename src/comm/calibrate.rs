@@ -9,7 +9,7 @@ use crate::plan::{probe, Problem};
 use crate::transport::{BufferViews, View};
 
 use super::call::digest;
-use super::{Communicator, Result};
+use super::{CommError, Communicator, Result};
 
 /// The operation's name in messages.
 const PROBE_OP: &str = "measure-write-overhead";
@@ -32,14 +32,23 @@ impl Communicator {
             return Ok(self.model.o);
         }
         let rank = self.rank();
-        let short = self
-            .transport
-            .prepare(PROBE_OP, probe::ping_pong(rank, 1))?;
-        let long = self
-            .transport
-            .prepare(PROBE_OP, probe::ping_pong(rank, PROBE_WRITES))?;
-        let send = self.transport.alloc(PROBE_WRITES, Local)?;
-        let recv = self.transport.alloc(2 * PROBE_WRITES, RemoteWrite)?;
+        let transport = &self.transport;
+        let ready = (|| {
+            Ok::<_, CommError>((
+                transport.prepare(PROBE_OP, probe::ping_pong(rank, 1))?,
+                transport.prepare(PROBE_OP, probe::ping_pong(rank, PROBE_WRITES))?,
+                transport.alloc(PROBE_WRITES, Local)?,
+                transport.alloc(2 * PROBE_WRITES, RemoteWrite)?,
+            ))
+        })();
+        // A rank that cannot take part gives the probe up on every rank at once.
+        let (short, long, send, recv) = match ready {
+            Ok(ready) => ready,
+            Err(err) => {
+                self.comm_refused(PROBE_OP, &err);
+                return Err(err);
+            }
+        };
         let mut fastest = [f64::INFINITY; 2];
         for _ in 0..PROBE_REPS {
             for (i, (prepared, writes)) in
