@@ -5,10 +5,15 @@
 //! inside libfabric, where no deadline can end it. A write to a peer whose process has ended
 //! is therefore refused before it reaches the provider. The check is a `poll` on a pidfd
 //! (about 0.2 µs here), made only where every rank shares this host (shm), whose ranks are
-//! taken to share a pid namespace too. What remains is a writer already spinning on the lock
-//! at the moment the peer dies.
+//! taken to share a pid namespace too, and at most once per [`RECHECK`] per peer: a peer found
+//! running that recently is taken to run still. What remains is a writer already spinning on
+//! the lock at the moment the peer dies, and writes in the moments after its death: the
+//! kernel's teardown of the process (its memory maps, tens of microseconds or more) comes
+//! before the pidfd tells, and the recheck interval adds at most its length to that.
 
+use std::cell::Cell;
 use std::os::fd::OwnedFd;
+use std::time::{Duration, Instant};
 
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 use rustix::process::{pidfd_open, Pid, PidfdFlags};
@@ -20,7 +25,14 @@ pub(super) struct PeerProcesses {
     pidfds: Vec<Option<OwnedFd>>,
     /// Ranks whose process had ended before it could be watched.
     ended: Vec<bool>,
+    /// When each rank's process was last found running.
+    running_at: Vec<Cell<Option<Instant>>>,
 }
+
+/// How long a peer found running is taken to run without asking again: a `poll` costs about
+/// 0.2 µs, a third of what a small write over shm costs in all, and this is shorter than the
+/// kernel's teardown of a process that was killed.
+pub(super) const RECHECK: Duration = Duration::from_micros(10);
 
 impl PeerProcesses {
     /// Nothing watched.
@@ -28,6 +40,7 @@ impl PeerProcesses {
         PeerProcesses {
             pidfds: (0..size).map(|_| None).collect(),
             ended: vec![false; size],
+            running_at: vec![Cell::new(None); size],
         }
     }
 
@@ -44,7 +57,8 @@ impl PeerProcesses {
         }
     }
 
-    /// Whether `peer`'s process is known to have ended.
+    /// Whether `peer`'s process is known to have ended (asked of the kernel unless it was
+    /// found running within [`RECHECK`]).
     pub fn ended(&self, peer: usize) -> bool {
         if self.ended.get(peer).copied().unwrap_or(false) {
             return true;
@@ -52,13 +66,25 @@ impl PeerProcesses {
         let Some(Some(fd)) = self.pidfds.get(peer) else {
             return false;
         };
+        let now = Instant::now();
+        let running_at = &self.running_at[peer];
+        if running_at
+            .get()
+            .is_some_and(|at| now.saturating_duration_since(at) < RECHECK)
+        {
+            return false;
+        }
         // A pidfd is readable once its process has terminated (a zombie included).
         let mut fds = [PollFd::new(fd, PollFlags::IN)];
-        let now = Timespec {
+        let immediately = Timespec {
             tv_sec: 0,
             tv_nsec: 0,
         };
-        matches!(poll(&mut fds, Some(&now)), Ok(n) if n > 0)
+        let ended = matches!(poll(&mut fds, Some(&immediately)), Ok(n) if n > 0);
+        if !ended {
+            running_at.set(Some(now));
+        }
+        ended
     }
 }
 
@@ -78,7 +104,10 @@ mod tests {
         assert!(!watched.ended(1));
         child.kill().expect("kill");
         child.wait().expect("reaped");
+        // Found running just before: taken to run until the recheck interval has passed.
+        std::thread::sleep(RECHECK);
         assert!(watched.ended(1));
+        assert!(watched.ended(1), "an ended process stays ended");
         assert!(!PeerProcesses::none(2).ended(1));
     }
 }
