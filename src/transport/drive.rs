@@ -338,8 +338,7 @@ impl Transport {
     /// Fetches the peer's card if it is not known yet, and refuses a write to a peer whose
     /// process has ended (see `liveness`).
     pub(super) fn reachable(&mut self, run: &Run, peer: usize) -> Result<()> {
-        self.peers
-            .resolve(&run.op, peer, Instant::now() + self.deadline)?;
+        self.peers.resolve(&run.op, peer, self.deadline)?;
         if self.peers.ended(peer) {
             return Err(TransportError::Exited {
                 op: run.op.to_string(),

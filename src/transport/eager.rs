@@ -966,10 +966,13 @@ mod tests {
             setup: Vec::new(),
             rounds: Box::new(vec![r0].into_iter()),
         };
-        let mut prepared =
+        let prepared =
             Prepared::new("test", plan, SIZE, Limits { max_msg_size: 0 }).expect("a valid plan");
-        prepared.eager = eager;
-        prepared
+        if eager {
+            prepared.into_eager()
+        } else {
+            prepared
+        }
     }
 
     fn ring(count: u32) -> SlotRing {

@@ -42,7 +42,7 @@ use run::{Inbox, Run, Spare};
 pub use eager::EagerConfig;
 pub use local::{BufferViews, View};
 pub use peers::CardSource;
-pub use prepared::{Limits, Prepared};
+pub use prepared::{Limits, Parts, Prepared};
 pub use setup::{provider_iov_limits, Card, Opened};
 
 /// Default deadline of one operation.
@@ -310,9 +310,7 @@ impl Transport {
         bytes: usize,
     ) -> Result<Prepared> {
         if self.inbox.eager.config.applies(bytes) {
-            let mut prepared = Prepared::new(name, plan, self.size, self.limits)?;
-            prepared.eager = true;
-            return Ok(prepared);
+            return Ok(Prepared::new(name, plan, self.size, self.limits)?.into_eager());
         }
         Prepared::merged(name, algorithm, plan, self.size, self.limits, self.iov)
     }

@@ -10,7 +10,7 @@
 //! (see [`Peers::resolve_all`]).
 
 use std::error::Error;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::fabric::{Address, AddressVector, RemoteRegion};
 use crate::plan::merge::IovLimits;
@@ -103,9 +103,18 @@ impl Peers {
         }
     }
 
-    /// Makes `rank`'s address known, fetching its card before `deadline` if it is not yet.
+    /// Makes `rank`'s address known, fetching its card within `within` if it is not yet.
     /// `op` names the operation for the error.
-    pub fn resolve(&mut self, op: &str, rank: usize, deadline: Instant) -> Result<()> {
+    pub fn resolve(&mut self, op: &str, rank: usize, within: Duration) -> Result<()> {
+        if self.known.get(rank).is_some_and(Option::is_some) {
+            return Ok(());
+        }
+        // Read the clock only for a card that must be fetched.
+        self.resolve_by(op, rank, Instant::now() + within)
+    }
+
+    /// [`Self::resolve`] with a deadline.
+    fn resolve_by(&mut self, op: &str, rank: usize, deadline: Instant) -> Result<()> {
         if self.known.get(rank).is_some_and(Option::is_some) {
             return Ok(());
         }
@@ -136,7 +145,7 @@ impl Peers {
             }
             // A rank whose card cannot be read is not told; a source that failed on a
             // server that does not answer fails at once for the rest.
-            let _ = self.resolve("abort", rank, deadline);
+            let _ = self.resolve_by("abort", rank, deadline);
         }
     }
 

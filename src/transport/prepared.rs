@@ -22,10 +22,22 @@ pub struct Limits {
     pub max_msg_size: usize,
 }
 
-/// A plan materialised for repeated starts ([`super::Transport::prepare`]): cloning it is
-/// cheap.
+/// A plan materialised for repeated starts ([`super::Transport::prepare`]): its [`Parts`]
+/// shared, so that cloning it (every start does) is one reference count.
 #[derive(Clone, Debug)]
-pub struct Prepared {
+pub struct Prepared(Arc<Parts>);
+
+impl std::ops::Deref for Prepared {
+    type Target = Parts;
+
+    fn deref(&self) -> &Parts {
+        &self.0
+    }
+}
+
+/// What a [`Prepared`] plan holds.
+#[derive(Clone, Debug)]
+pub struct Parts {
     /// Buffer sizes the plan needs.
     pub buffers: plan::BufferSizes,
     pub(super) setup: Arc<[Local]>,
@@ -135,7 +147,7 @@ impl Prepared {
         if let Some(&w) = writers.last().filter(|&&w| w >= size) {
             return Err(invalid(format!("writes expected from rank {w}")));
         }
-        Ok(Prepared {
+        Ok(Prepared::of(Parts {
             receives_signals: plan.buffers.recv == 0 && plan.buffers.scratch == 0,
             eager: false,
             buffers: plan.buffers,
@@ -146,12 +158,23 @@ impl Prepared {
             transfer_writes: transfer_writes.into(),
             writers: writers.into(),
             targets: targets.into(),
-        })
+        }))
+    }
+
+    fn of(parts: Parts) -> Prepared {
+        Prepared(Arc::new(parts))
+    }
+
+    /// The same plan taking the eager path (the same on every rank).
+    pub(super) fn into_eager(self) -> Prepared {
+        let mut parts = Arc::try_unwrap(self.0).unwrap_or_else(|shared| (*shared).clone());
+        parts.eager = true;
+        Prepared::of(parts)
     }
 
     /// A plan that does nothing (the stand-in for an operation given up before its start).
     pub(super) fn empty() -> Prepared {
-        Prepared {
+        Prepared::of(Parts {
             buffers: plan::BufferSizes::default(),
             setup: Arc::new([]),
             rounds: Arc::new([]),
@@ -162,7 +185,7 @@ impl Prepared {
             targets: Arc::new([]),
             receives_signals: true,
             eager: false,
-        }
+        })
     }
 
     /// Whether the operation takes the eager path.
