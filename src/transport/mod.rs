@@ -367,8 +367,8 @@ impl Transport {
         self.usable(name)?;
         let seq = self.seq;
         self.seq += 1;
-        let op = operation_name(name, seq);
-        let spare = std::mem::take(&mut self.spare);
+        let mut spare = std::mem::take(&mut self.spare);
+        let op = operation_name(spare.take_name(), name, seq);
         let mut run = Run::new(op, seq, digest, prepared, self.size, spare);
         self.active = Some(seq);
         // From here on the peers count on this operation: any failure goes through `fail`.
@@ -534,9 +534,9 @@ impl Drop for Transport {
     }
 }
 
-/// `"{name} (operation {seq})"`, the name errors give an operation, built without the
-/// formatting machinery: it is made on every start.
-fn operation_name(name: &str, seq: u64) -> String {
+/// `"{name} (operation {seq})"`, the name errors give an operation, built in `op`'s buffer
+/// without the formatting machinery: it is made on every start.
+fn operation_name(mut op: String, name: &str, seq: u64) -> String {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     let mut n = seq;
@@ -548,7 +548,7 @@ fn operation_name(name: &str, seq: u64) -> String {
             break;
         }
     }
-    let mut op = String::with_capacity(name.len() + 13 + digits.len() - at);
+    op.clear();
     op.push_str(name);
     op.push_str(" (operation ");
     op.extend(digits[at..].iter().map(|&d| char::from(d)));
@@ -589,7 +589,7 @@ mod tests {
     fn operation_names_as_formatted() {
         for seq in [0, 7, 10, 12_345, u64::MAX] {
             assert_eq!(
-                super::operation_name("bcast", seq),
+                super::operation_name(String::from("stale"), "bcast", seq),
                 format!("bcast (operation {seq})")
             );
         }

@@ -159,6 +159,15 @@ pub(super) struct Spare {
     awaiting_token: Vec<Option<usize>>,
     awaiting_slots: Vec<Option<usize>>,
     local: LocalSteps,
+    /// The operation's name, whose buffer the next name reuses.
+    op: String,
+}
+
+impl Spare {
+    /// The name buffer, for the next operation's name.
+    pub fn take_name(&mut self) -> String {
+        std::mem::take(&mut self.op)
+    }
 }
 
 impl Run {
@@ -181,6 +190,7 @@ impl Run {
             mut awaiting_token,
             mut awaiting_slots,
             local,
+            op: _,
         } = spare;
         transfers.clear();
         candidates.clear();
@@ -261,6 +271,7 @@ impl Run {
             awaiting_token: self.awaiting_token,
             awaiting_slots: self.awaiting_slots,
             local: self.local.kept(),
+            op: self.op,
         }
     }
 
