@@ -195,9 +195,13 @@ impl Run {
         transfers.clear();
         candidates.clear();
         awaiting_round.clear();
+        // Kept at `size` entries, all `None` ([`Self::into_spare`] resets what a run set), so
+        // that starting an operation costs what its plan holds, not p.
         for v in [&mut last_to, &mut awaiting_token, &mut awaiting_slots] {
-            v.clear();
-            v.resize(size, None);
+            if v.len() != size {
+                v.clear();
+                v.resize(size, None);
+            }
         }
         arrived.clear();
         arrived.resize(plan.rounds.len(), 0);
@@ -260,8 +264,14 @@ impl Run {
         Run::new(op, seq, digest, plan, size, Spare::default())
     }
 
-    /// Gives back the collections for the next run ([`Self::new`]).
-    pub fn into_spare(self) -> Spare {
+    /// Gives back the collections for the next run ([`Self::new`]), the per-rank ones reset
+    /// where this run set them: only at the targets of its transfers.
+    pub fn into_spare(mut self) -> Spare {
+        for p in &self.transfers {
+            self.last_to[p.to] = None;
+            self.awaiting_token[p.to] = None;
+            self.awaiting_slots[p.to] = None;
+        }
         Spare {
             transfers: self.transfers,
             last_to: self.last_to,
@@ -921,6 +931,24 @@ mod tests {
         assert!(matches!(err, TransportError::Protocol { .. }), "{err}");
         let err = run.on_event(&mut inbox, data(0, 7)).unwrap_err();
         assert!(err.to_string().contains("round 7"), "{err}");
+    }
+
+    #[test]
+    fn a_run_hands_its_per_rank_collections_back_cleared() {
+        let plan = data_plan();
+        let mut inbox = Inbox::new(SIZE);
+        let mut run = run_at(3, &plan);
+        assert_eq!(post_all_ready(&mut run, &mut inbox), []);
+        assert_eq!(run.awaiting_token, [None, Some(0), Some(2)]);
+        run.awaiting_slots[2] = Some(2);
+        let spare = run.into_spare();
+        for v in [&spare.last_to, &spare.awaiting_token, &spare.awaiting_slots] {
+            assert_eq!(v[..], [None; SIZE]);
+        }
+        // The next run starts from them as from fresh ones.
+        let mut next = Run::new(String::new(), 4, DIGEST, &plan, SIZE, spare);
+        assert_eq!(post_all_ready(&mut next, &mut inbox), []);
+        assert_eq!(next.awaiting_token, [None, Some(0), Some(2)]);
     }
 
     #[test]
