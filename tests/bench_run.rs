@@ -11,7 +11,17 @@ const BIN: &str = env!("CARGO_BIN_EXE_circulant");
 
 /// `circulant run -n N --timeout 120 -- circulant bench ARGS...`.
 fn bench_job(n: usize, args: &[&str]) -> Output {
-    Command::new(BIN)
+    bench_job_with(n, args, None)
+}
+
+/// [`bench_job`] with `CIRCULANT_O` set to `o`, or unset.
+fn bench_job_with(n: usize, args: &[&str], o: Option<&str>) -> Output {
+    let mut command = Command::new(BIN);
+    match o {
+        Some(o) => command.env("CIRCULANT_O", o),
+        None => command.env_remove("CIRCULANT_O"),
+    };
+    command
         .args([
             "run",
             "-n",
@@ -76,13 +86,7 @@ fn bcast_job_writes_a_csv_the_report_reads() {
         stdout.lines().next().is_some_and(|l| l.contains(", o = ")),
         "{stdout}"
     );
-    let file = std::fs::read_to_string(&csv).expect("the CSV");
-    let o: f64 = file
-        .lines()
-        .find_map(|l| l.strip_prefix("# o_s="))
-        .expect("a `# o_s=` line")
-        .parse()
-        .expect("o is a number");
+    let o = o_of(&csv);
     assert!(o.is_finite() && o >= 0.0, "{o}");
     let sizes = [1u64, 2, 10, 20, 100, 200, 1000];
     for &bytes in &sizes {
@@ -104,6 +108,41 @@ fn bcast_job_writes_a_csv_the_report_reads() {
         }
     }
     assert!(m.records.iter().all(|r| sizes.contains(&r.bytes)));
+}
+
+/// The `# o_s=` line of a bench CSV.
+fn o_of(csv: &PathBuf) -> f64 {
+    std::fs::read_to_string(csv)
+        .expect("the CSV")
+        .lines()
+        .find_map(|l| l.strip_prefix("# o_s="))
+        .expect("a `# o_s=` line")
+        .parse()
+        .expect("o is a number")
+}
+
+#[test]
+fn a_configured_o_is_kept_and_an_unset_one_measured() {
+    let csv = scratch("o.csv");
+    let path = csv.to_str().expect("utf-8 path");
+    let args = [
+        "--op",
+        "bcast",
+        "--max-bytes",
+        "1",
+        "--reps",
+        "1",
+        "--csv",
+        path,
+    ];
+    let out = bench_job_with(2, &args, Some("3e-6"));
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(o_of(&csv), 3e-6);
+    let out = bench_job_with(2, &args, None);
+    assert!(out.status.success(), "{}", text(&out));
+    // Measured: not shm's configured estimate of 0.1 µs.
+    let o = o_of(&csv);
+    assert!(o.is_finite() && o >= 0.0 && o != 1e-7, "{o}");
 }
 
 #[test]

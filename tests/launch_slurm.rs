@@ -137,10 +137,12 @@ fn srun_mpi_pmi2_runs_pmi_check_and_selftest_over_pmi2_and_pmi1() {
     passes(&done, 4, "pmi-1");
     let done = run(slurm.srun("pmi2", 4, &["selftest", "--quick"]));
     selftest_passes(&done, 4, "pmi-2");
-    // PMI-2's abort carries no exit code: Slurm kills the step.
+    // PMI-2's abort carries no exit code: Slurm kills the step (8: the rank's own exit when
+    // its abort did nothing).
     let done = run(slurm.srun("pmi2", 3, &["pmi-check", "--abort-rank", "1"]));
     ended_by_abort(&done);
     assert_ne!(done.code(), Some(0), "{done:?}");
+    assert_ne!(done.code(), Some(8), "{done:?}");
 }
 
 #[test]

@@ -203,7 +203,7 @@ fn join_or_zero(names: &[String]) -> String {
 pub fn run(args: Args) -> CliResult {
     // The limits a job would merge writes under: the provider's, lowered by the variables or
     // the provider's default cap.
-    let report = report(&Config::write_cap_from_env()?)?;
+    let report = report(&Config::write_limits_from_env()?)?;
     let text = if args.json {
         serde_json::to_string_pretty(&report)? + "\n"
     } else {

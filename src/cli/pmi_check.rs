@@ -31,6 +31,8 @@ pub struct Args {
 
 /// Exit code a rank told to abort asks for.
 const ABORT_CODE: i32 = 7;
+/// The exit code of an aborting rank whose launcher did not end the job.
+const ABORT_NOT_ENFORCED: u8 = 8;
 
 /// How long a rank told to skip init waits before giving up by itself.
 const SKIP_INIT_SLEEP: Duration = Duration::from_secs(120);
@@ -74,9 +76,11 @@ pub fn run(args: Args) -> CliResult {
 
     if args.abort_rank == Some(rank) {
         boot.abort(ABORT_CODE, "asked to abort by --abort-rank")?;
-        // The launcher ends the job; should it not, leave with the same code.
+        // The launcher ends the job; should it not, leave with a code of our own, so that a
+        // test can tell an abort that did nothing from one that worked.
         std::thread::sleep(Duration::from_secs(5));
-        return Ok(ExitCode::from(ABORT_CODE as u8));
+        eprintln!("rank {rank}: the job was not ended within 5 s of the abort");
+        return Ok(ExitCode::from(ABORT_NOT_ENFORCED));
     }
 
     let mut checks = Checks::default();

@@ -25,7 +25,8 @@ impl Communicator {
     /// the fastest with one write, divided by 15 (40 round trips of each, alternating; never
     /// below 0). Collective: every rank must call it, and every rank gets rank 0's value. It
     /// does not change the model; `comm.set_model(CostModel { o, ..comm.model() })` (on every
-    /// rank) makes the algorithm choice use it. A single rank returns the model's o.
+    /// rank) makes the algorithm choice use it. A single rank returns the model's o. Ranks 0
+    /// and 1 often share a node: on a job of several nodes this is o within a node.
     pub fn measure_write_overhead(&mut self) -> Result<f64> {
         let p = self.size();
         if p < 2 {

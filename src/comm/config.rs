@@ -274,15 +274,22 @@ impl Config {
         }
     }
 
-    /// The configuration of the limits of one merged write alone (`CIRCULANT_IOV_LIMIT`,
-    /// `CIRCULANT_MAX_WRITE_BYTES`), for tools that report them without a communicator
-    /// ([`Self::iov_cap_for`] gives the cap per provider).
-    pub fn write_cap_from_env() -> Result<Config, ConfigError> {
+    /// A configuration with only the limits of one merged write read from the environment
+    /// (`CIRCULANT_IOV_LIMIT`, `CIRCULANT_MAX_WRITE_BYTES`; everything else the defaults), for
+    /// tools that report them per provider without a communicator ([`Self::iov_cap_for`]).
+    pub fn write_limits_from_env() -> Result<Config, ConfigError> {
         Ok(Config {
             iov_limit: Config::iov_limit_from_env()?,
             max_write_bytes: Config::max_write_bytes_from_env()?,
             ..Config::default()
         })
+    }
+
+    /// The cap that the variables alone set on the limits of one merged write
+    /// (`CIRCULANT_IOV_LIMIT` for both sides, `CIRCULANT_MAX_WRITE_BYTES`), if either is set;
+    /// a provider may have a default cap besides ([`Self::iov_cap_for`]).
+    pub fn iov_cap(&self) -> Option<IovLimits> {
+        self.iov_cap_for("")
     }
 
     /// The cap on the limits of one merged write over `provider`: `CIRCULANT_IOV_LIMIT` for

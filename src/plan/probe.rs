@@ -8,8 +8,8 @@
 use super::{piece, Buf, BufferSizes, RankPlan, Round};
 
 /// The probe's plan for `rank`, with `writes` (at least 1) writes from rank 0 to rank 1.
-/// The pieces land at every other byte of rank 1's receive buffer, so that no two of them
-/// could be merged into one write.
+/// The pieces land at every other byte of rank 1's receive buffer, so that no two are
+/// adjacent; prepared without merging (`Transport::prepare`), each piece is one write.
 pub fn ping_pong(rank: usize, writes: usize) -> RankPlan<'static> {
     let writes = writes.max(1);
     let mut rounds = Vec::new();

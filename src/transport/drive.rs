@@ -291,7 +291,7 @@ impl Transport {
         for peer in (0..size).filter(|&peer| peer != rank) {
             loop {
                 // A write to a peer that has ended could spin forever (see `liveness`).
-                if self.peers.ended(peer) || !self.peers.known(peer) {
+                if self.peers.ended_now(peer) || !self.peers.known(peer) {
                     break;
                 }
                 match self.post_signal(peer, event) {

@@ -899,7 +899,7 @@ impl Transport {
         let read = ring.reads.read;
         // Credits only serve later operations: a writer may have finished its last one and
         // ended, and that is no failure of this one.
-        if self.peers.ended(from) {
+        if self.peers.ended_now(from) {
             ring.reads.returned = read;
             ring.reads.owed = false;
             return Ok(true);

@@ -58,8 +58,18 @@ impl PeerProcesses {
     }
 
     /// Whether `peer`'s process is known to have ended (asked of the kernel unless it was
-    /// found running within [`RECHECK`]).
+    /// found running within [`RECHECK`]): the check before a write.
     pub fn ended(&self, peer: usize) -> bool {
+        self.ended_within(peer, RECHECK)
+    }
+
+    /// Whether `peer`'s process has ended, asked of the kernel now: for aborts and credits,
+    /// which go out when peers are likely to have just died.
+    pub fn ended_now(&self, peer: usize) -> bool {
+        self.ended_within(peer, Duration::ZERO)
+    }
+
+    fn ended_within(&self, peer: usize, recheck: Duration) -> bool {
         if self.ended.get(peer).copied().unwrap_or(false) {
             return true;
         }
@@ -70,7 +80,7 @@ impl PeerProcesses {
         let running_at = &self.running_at[peer];
         if running_at
             .get()
-            .is_some_and(|at| now.saturating_duration_since(at) < RECHECK)
+            .is_some_and(|at| now.saturating_duration_since(at) < recheck)
         {
             return false;
         }
@@ -104,7 +114,9 @@ mod tests {
         assert!(!watched.ended(1));
         child.kill().expect("kill");
         child.wait().expect("reaped");
-        // Found running just before: taken to run until the recheck interval has passed.
+        // Found running just before: taken to run until the recheck interval has passed,
+        // unless asked now.
+        assert!(watched.ended_now(1));
         std::thread::sleep(RECHECK);
         assert!(watched.ended(1));
         assert!(watched.ended(1), "an ended process stays ended");

@@ -201,6 +201,11 @@ impl Peers {
         self.processes.ended(rank)
     }
 
+    /// Whether `rank`'s process has ended, asked now (see `liveness`).
+    pub fn ended_now(&self, rank: usize) -> bool {
+        self.processes.ended_now(rank)
+    }
+
     /// Whether `rank`'s card is known.
     pub fn known(&self, rank: usize) -> bool {
         self.known.get(rank).is_some_and(Option::is_some)

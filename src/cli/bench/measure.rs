@@ -26,7 +26,7 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use circulant::comm::{Buffer, Choice, CommError, Communicator};
+use circulant::comm::{Buffer, Choice, CommError, Communicator, Config};
 use circulant::plan::distribution::{Distribution, UnknownDistribution};
 use circulant::plan::{ceil_log2, registry, CostModel, Dtype, Problem, ReduceOp, Reduction};
 use circulant::report::compare::format_seconds;
@@ -495,7 +495,8 @@ fn sum(comm: &mut Communicator, mine: u64) -> Result<u64, CommError> {
 
 /// α and β of this job from binomial broadcasts of 1 byte and 4 MiB, each ⌈log₂ p⌉(α + βm) in
 /// the model, timed like the measurements (minimum of 5), and o from the write-overhead probe
-/// ([`Communicator::measure_write_overhead`]). One rank: the configured model.
+/// ([`Communicator::measure_write_overhead`]) unless `CIRCULANT_O` sets it. One rank: the
+/// configured model.
 pub(in crate::cli) fn measure_model(
     comm: &mut Communicator,
     window: &mut Window,
@@ -516,11 +517,14 @@ pub(in crate::cli) fn measure_model(
     }
     let alpha = (t_small / rounds).max(1e-8);
     let beta = ((t_big / rounds - alpha) / big_len as f64).max(1e-13);
-    // The broadcasts post one write per message and do not show o: the probe does.
+    // The broadcasts post one write per message and do not show o: the probe does (on every
+    // rank, as it is collective), unless CIRCULANT_O sets it.
+    let measured = comm.measure_write_overhead()?;
+    let configured = Config::from_env().is_ok_and(|c| c.o.is_some());
     Ok(CostModel {
         alpha,
         beta,
-        o: comm.measure_write_overhead()?,
+        o: if configured { comm.model().o } else { measured },
     })
 }
 
