@@ -119,56 +119,39 @@ fn invalid_limits_are_refused_at_init_and_by_info() {
         }
     }
     // shm has no byte cap of its own: none without the variable, the variable's with it.
-    let info = |cap: Option<&str>| -> serde_json::Value {
-        let mut cmd = Command::new(BIN);
-        cmd.args(["info", "--json"])
-            .env("FI_PROVIDER", "shm")
-            .env_remove("CIRCULANT_MAX_WRITE_BYTES");
-        if let Some(cap) = cap {
-            cmd.env("CIRCULANT_MAX_WRITE_BYTES", cap);
-        }
-        let out = cmd.output().expect("circulant info starts");
-        serde_json::from_slice(&out.stdout).expect("JSON")
-    };
-    assert!(info(None)["providers"][0]["merged_max_write_bytes"].is_null());
+    let shm = |var, value| info_of("shm", var, value);
+    assert_eq!(shm("CIRCULANT_MAX_WRITE_BYTES", None)["name"], "shm");
+    assert!(shm("CIRCULANT_MAX_WRITE_BYTES", None)["merged_max_write_bytes"].is_null());
     assert_eq!(
-        info(Some("4096"))["providers"][0]["merged_max_write_bytes"],
+        shm("CIRCULANT_MAX_WRITE_BYTES", Some("4096"))["merged_max_write_bytes"],
         4096
     );
     // The limits in use: shm allows 4 segments, lowered to 2.
-    let out = Command::new(BIN)
-        .args(["info", "--json"])
-        .env("CIRCULANT_IOV_LIMIT", "2")
-        .env("FI_PROVIDER", "shm")
-        .output()
-        .expect("circulant info starts");
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    let shm = &report["providers"][0];
-    assert_eq!(shm["name"], "shm");
-    assert_eq!(shm["merged_iov_limit"], 2);
-    assert_eq!(shm["merged_rma_iov_limit"], 2);
+    let lowered = shm("CIRCULANT_IOV_LIMIT", Some("2"));
+    assert_eq!(lowered["merged_iov_limit"], 2);
+    assert_eq!(lowered["merged_rma_iov_limit"], 2);
     // tcp;ofi_rxm allows 4 segments; a job uses 2 unless CIRCULANT_IOV_LIMIT says otherwise.
-    let tcp = |limit: Option<&str>| -> (serde_json::Value, serde_json::Value) {
-        let mut cmd = Command::new(BIN);
-        cmd.args(["info", "--json"])
-            .env("FI_PROVIDER", "tcp;ofi_rxm")
-            .env_remove("CIRCULANT_IOV_LIMIT");
-        if let Some(limit) = limit {
-            cmd.env("CIRCULANT_IOV_LIMIT", limit);
-        }
-        let out = cmd.output().expect("circulant info starts");
-        let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
-        let tcp = &report["providers"][0];
+    for (limit, merged) in [(None, 2), (Some("4"), 4), (Some("1"), 1)] {
+        let tcp = info_of("tcp;ofi_rxm", "CIRCULANT_IOV_LIMIT", limit);
         assert_eq!(tcp["name"], "tcp;ofi_rxm");
         assert_eq!(tcp["rma_iov_limit"], 4);
-        (
-            tcp["merged_iov_limit"].clone(),
-            tcp["merged_rma_iov_limit"].clone(),
-        )
-    };
-    assert_eq!(tcp(None), (2.into(), 2.into()));
-    assert_eq!(tcp(Some("4")), (4.into(), 4.into()));
-    assert_eq!(tcp(Some("1")), (1.into(), 1.into()));
+        assert_eq!(tcp["merged_iov_limit"], merged, "{limit:?}");
+        assert_eq!(tcp["merged_rma_iov_limit"], merged, "{limit:?}");
+    }
+}
+
+/// `circulant info --json`'s entry for `provider`, with `var` set to `value` or unset.
+fn info_of(provider: &str, var: &str, value: Option<&str>) -> serde_json::Value {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["info", "--json"])
+        .env("FI_PROVIDER", provider)
+        .env_remove(var);
+    if let Some(value) = value {
+        cmd.env(var, value);
+    }
+    let out = cmd.output().expect("circulant info starts");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    report["providers"][0].clone()
 }
 
 #[test]
