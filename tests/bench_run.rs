@@ -267,3 +267,64 @@ fn bad_arguments_are_clear_errors() {
         assert!(text(&out).contains(message), "{args:?}: {}", text(&out));
     }
 }
+
+/// `examples/bcast_pingpong`, which `cargo test` builds beside the test binaries.
+fn pingpong_example() -> PathBuf {
+    let exe = std::env::current_exe().expect("this test's path");
+    let debug = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>/deps");
+    let example = debug.join("examples").join("bcast_pingpong");
+    assert!(
+        example.exists(),
+        "{} is built by cargo test",
+        example.display()
+    );
+    example
+}
+
+#[test]
+fn the_pingpong_example_prints_a_broadcast_time_and_refuses_one_rank() {
+    let example = pingpong_example();
+    let example = example.to_str().expect("utf-8 path");
+    for provider in ["shm", "tcp;ofi_rxm"] {
+        let out = Command::new(BIN)
+            .args([
+                "run",
+                "-n",
+                "2",
+                "--provider",
+                provider,
+                "--timeout",
+                "120",
+                "--",
+            ])
+            .args([example, "200", "8"])
+            .output()
+            .expect("circulant run starts");
+        let all = text(&out);
+        assert!(out.status.success(), "{provider}: {all}");
+        let line = all
+            .lines()
+            .find(|l| l.starts_with("bcast of 8 B, p = 2,"))
+            .unwrap_or_else(|| panic!("{provider}: {all}"));
+        let us: f64 = line
+            .split(": ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|t| t.parse().ok())
+            .unwrap_or_else(|| panic!("a time in {line}"));
+        assert!(us.is_finite() && us > 0.0, "{line}");
+    }
+    let out = Command::new(BIN)
+        .args(["run", "-n", "1", "--timeout", "60", "--", example])
+        .output()
+        .expect("circulant run starts");
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("run it with two ranks or more"),
+        "{}",
+        text(&out)
+    );
+}
