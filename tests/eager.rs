@@ -1,7 +1,9 @@
 //! The eager path between real processes: selftest on both sides of the switch point (eager off,
 //! a limit of 64 bytes, every operation eager), a root that races ahead of a slow receiver
 //! through 10,000 broadcasts (it runs out of credits and waits; every receiver's data is right
-//! every time), ranks that disagree on an eager call or on the limit itself all get an error,
+//! every time), an operation above the limit whose small pairs go eager and large ones
+//! zero-copy (exact copy counts), ranks that disagree on an eager call or on the limit itself
+//! (also above both limits) all get an error,
 //! and a rank killed during eager traffic gives every survivor an error within the deadline.
 //!
 //! Ranks are this test binary (`rank_role`, selected by CIRCULANT_TEST_ROLE) under the
@@ -104,6 +106,22 @@ fn a_root_racing_ahead_waits_for_credits_and_corrupts_nothing() {
 }
 
 #[test]
+fn an_operation_above_the_limit_sends_its_small_pairs_eagerly_and_the_rest_zero_copy() {
+    for provider in PROVIDERS {
+        let out = roles(
+            4,
+            provider,
+            "mixed",
+            &[("CIRCULANT_TIMEOUT", "30"), ("CIRCULANT_EAGER_LIMIT", "64")],
+            &[],
+        );
+        let all = text(&out);
+        assert!(out.status.success(), "{provider}:\n{all}");
+        assert_eq!(all.matches("mixed ok").count(), 4, "{provider}:\n{all}");
+    }
+}
+
+#[test]
 fn ranks_that_disagree_on_an_eager_call_all_get_an_error() {
     for provider in PROVIDERS {
         let out = roles(4, provider, "mismatch", &[("CIRCULANT_TIMEOUT", "20")], &[]);
@@ -133,6 +151,24 @@ fn a_mismatched_eager_broadcast_fails_every_receiver_and_the_roots_next_call() {
 fn ranks_with_different_eager_limits_all_get_an_error() {
     for provider in PROVIDERS {
         let out = roles(3, provider, "limits", &[("CIRCULANT_TIMEOUT", "20")], &[]);
+        let all = text(&out);
+        assert!(out.status.success(), "{provider}:\n{all}");
+        assert_eq!(all.matches("limits differ detected").count(), 3, "{all}");
+    }
+}
+
+#[test]
+fn ranks_with_different_nonzero_limits_fail_above_both() {
+    // Rank 1 sets 100, the others 64; the broadcasts of 1000 bytes are above both limits, but
+    // the limits choose eager pairs, so the ranks must still not run them together.
+    for provider in PROVIDERS {
+        let out = roles(
+            3,
+            provider,
+            "limits-large",
+            &[("CIRCULANT_TIMEOUT", "20"), ("CIRCULANT_EAGER_LIMIT", "64")],
+            &[],
+        );
         let all = text(&out);
         assert!(out.status.success(), "{provider}:\n{all}");
         assert_eq!(all.matches("limits differ detected").count(), 3, "{all}");
@@ -171,16 +207,23 @@ fn rank_role() {
     let Ok(role) = std::env::var("CIRCULANT_TEST_ROLE") else {
         return;
     };
-    if role == "limits" && std::env::var("PMI_RANK").as_deref() == Ok("1") {
-        // This rank alone turns the eager path off.
-        std::env::set_var("CIRCULANT_EAGER_LIMIT", "0");
+    if std::env::var("PMI_RANK").as_deref() == Ok("1") {
+        match role.as_str() {
+            // This rank alone turns the eager path off.
+            "limits" => std::env::set_var("CIRCULANT_EAGER_LIMIT", "0"),
+            // This rank alone has another limit.
+            "limits-large" => std::env::set_var("CIRCULANT_EAGER_LIMIT", "100"),
+            _ => {}
+        }
     }
     let mut comm = Communicator::init().expect("init");
     match role.as_str() {
         "race" => race(&mut comm),
         "mismatch" => mismatch(&mut comm),
         "bcast-mismatch" => bcast_mismatch(&mut comm),
-        "limits" => limits(&mut comm),
+        "limits" => limits(&mut comm, 32),
+        "limits-large" => limits(&mut comm, 1000),
+        "mixed" => mixed(&mut comm),
         "kill" => common::rank_killed_during_broadcasts(&mut comm, LEN, 500, 10_000_001),
         other => panic!("unknown role {other}"),
     }
@@ -249,6 +292,48 @@ fn race(comm: &mut Communicator) {
     println!("race ok on rank {rank}: {took:?}, {copied} bytes copied");
 }
 
+/// A ring allgatherv in place on a registered buffer with counts 2000, 4, 4, 4 (2012 bytes,
+/// above the limit of 64): rank r writes to r + 1 all blocks but r + 1's, so the pair 3 → 0
+/// carries 12 bytes and goes eager, the others 2008 and go zero-copy. Zero-copy writes copy
+/// nothing, so from the second call on (the first sets up the slots) rank 3 copies exactly 12
+/// bytes into its slot source and rank 0 exactly 12 out of its slot, every other rank none.
+fn mixed(comm: &mut Communicator) {
+    let (rank, p) = (comm.rank(), comm.size());
+    assert_eq!(p, 4);
+    let counts = [2000usize, 4, 4, 4];
+    let total: usize = counts.iter().sum();
+    let starts: Vec<usize> = (0..p).map(|r| counts[..r].iter().sum()).collect();
+    let mut recv = comm.alloc(total).unwrap();
+    let ring = circulant::comm::Choice::Named("pipelined-ring-allgatherv");
+    for i in 0..6 {
+        let mine = starts[rank]..starts[rank] + counts[rank];
+        for (k, x) in recv[mine].iter_mut().enumerate() {
+            *x = byte(i + rank, k);
+        }
+        let before = comm.bytes_copied();
+        comm.allgatherv_in_place_using(&mut recv, &counts, ring)
+            .unwrap_or_else(|e| panic!("rank {rank}: allgatherv {i}: {e}"));
+        let copied = comm.bytes_copied() - before;
+        for owner in 0..p {
+            for k in 0..counts[owner] {
+                let got = recv[starts[owner] + k];
+                assert_eq!(
+                    got,
+                    byte(i + owner, k),
+                    "rank {rank}: call {i}, block {owner}"
+                );
+            }
+        }
+        let want = if i > 0 && (rank == 0 || rank == 3) {
+            12
+        } else {
+            0
+        };
+        assert_eq!(copied, want, "rank {rank}: call {i} copied {copied} bytes");
+    }
+    println!("mixed ok on rank {rank}");
+}
+
 /// After a few eager allgathervs (which set up the slots), rank 2 calls one with counts that
 /// differ from everyone else's: every rank must get an error.
 fn mismatch(comm: &mut Communicator) {
@@ -301,11 +386,12 @@ fn bcast_mismatch(comm: &mut Communicator) {
     }
 }
 
-/// Rank 1 runs with the eager path off, the others with it on: the first small broadcast
-/// fails on every rank (their digests differ) instead of waiting for tokens that never come.
-fn limits(comm: &mut Communicator) {
+/// Rank 1 runs with another eager limit than the others (off, or another number): the first
+/// broadcast of `len` bytes fails on every rank (their digests differ) instead of waiting for
+/// tokens that never come.
+fn limits(comm: &mut Communicator, len: usize) {
     let rank = comm.rank();
-    let mut buf = [rank as u8; 32];
+    let mut buf = vec![rank as u8; len];
     let mut first = Ok(());
     // The error may come with the next call (a rank that got everything it needed first).
     for _ in 0..2 {

@@ -8,7 +8,7 @@
 //! | `CIRCULANT_ALPHA`, `CIRCULANT_BETA`, `CIRCULANT_O` | α (s), β (s/byte) and the per-write overhead o (s) of the model that picks algorithms | per provider, see [`Config::model_for`] |
 //! | `CIRCULANT_ALGORITHM` | comma-separated algorithm names forced wherever they apply | none |
 //! | `CIRCULANT_CHECK` | `1`: every collective first checks that all ranks called it with the same arguments | `0` |
-//! | `CIRCULANT_EAGER_LIMIT` | operations of at most this many bytes take the eager path (no ready token; data copied through receive slots); `0`: never (at most 1073741824) | from the model, see [`EagerConfig::new`] |
+//! | `CIRCULANT_EAGER_LIMIT` | operations of at most this many bytes, and in larger ones the pairs of ranks whose writes carry at most this many, take the eager path (no ready token; data copied through receive slots); `0`: never (at most 1073741824) | from the model, see [`EagerConfig::new`] |
 //! | `CIRCULANT_EAGER_SLOTS` | receive slots a rank keeps per peer that writes to it eagerly (2 to 32) | 16 |
 //! | `CIRCULANT_EAGER_SLOT_BYTES` | bytes of one receive slot, header included (256 to 1048576) | 8192 |
 //! | `CIRCULANT_IOV_LIMIT` | most local and most remote segments of one merged write (at least 1; the provider's `iov_limit` and `rma_iov_limit` if smaller); `1` stands in for providers such as verbs (`rma_iov_limit` 1). The same on every rank | 2 over `tcp` providers ([`TCP_SEGMENTS`]), else the provider's limits |

@@ -86,6 +86,9 @@ impl Algorithm for PairwiseAlltoall {
             (!r.is_empty()).then_some(r)
         }))
     }
+    fn bytes_between(&self, from: usize, to: usize) -> Result<usize, PlanError> {
+        Ok(if from == to { 0 } else { self.block })
+    }
     fn predict(&self, model: &CostModel) -> Prediction {
         if self.block == 0 || self.p == 1 {
             return Prediction {

@@ -705,6 +705,18 @@ pub trait Algorithm: Send + Sync {
     fn prepare(&self) -> Result<(), PlanError> {
         Ok(())
     }
+    /// Bytes `from` writes to `to` over the whole operation (both ranks valid): what decides
+    /// whether the pair takes the eager path, computed alike by both. By default summed from
+    /// `from`'s plan; an algorithm that knows it in closed form says so.
+    fn bytes_between(&self, from: usize, to: usize) -> Result<usize, PlanError> {
+        let plan = self.rank_plan(from)?;
+        Ok(plan
+            .rounds
+            .flat_map(|r| r.sends)
+            .filter(|t| t.to == to)
+            .map(|t| t.bytes())
+            .sum())
+    }
     /// The plan of `rank`, with the rank checked and [`Algorithm::prepare`] done.
     fn rank_plan(&self, rank: usize) -> Result<RankPlan<'_>, PlanError> {
         let p = self.problem().p();

@@ -1,22 +1,26 @@
 //! The eager path: small operations are written without a ready token into receive slots that
 //! each target keeps, in library-owned registered memory, for every peer that writes to it.
 //!
-//! - **Which operations.** An operation is eager when its size (`Problem::total_bytes`, equal
-//!   on every rank) is at most the limit ([`EagerConfig::limit`], `CIRCULANT_EAGER_LIMIT`): the
-//!   same decision on every rank. Its digest is marked ([`eager_digest`]), so ranks whose limits
-//!   disagree fail with a mismatch instead of waiting for tokens that never come.
-//! - **Lazy rings.** In an eager operation a target that keeps no slots for a writer yet
-//!   allocates them ([`EagerConfig::slots`] slots of [`EagerConfig::slot_bytes`]) and sends the
-//!   writer an ordinary ready token that also names the slots; that operation goes the
-//!   zero-copy way. From then on eager operations between the two need no token. Memory per
+//! - **Which pairs.** Every pair of an operation whose size (`Problem::total_bytes`, equal on
+//!   every rank) is at most the limit ([`EagerConfig::limit`], `CIRCULANT_EAGER_LIMIT`); in a
+//!   larger one, each pair whose transfers carry at most the limit in total
+//!   ([`super::EagerPairs`], chosen alike by both ranks when the plan is prepared). The digest
+//!   of an operation prepared under a limit is marked with it ([`eager_digest`]), so ranks whose
+//!   limits disagree fail with a mismatch instead of waiting for tokens that never come.
+//! - **Lazy rings.** A target that keeps no slots for an eager writer yet allocates them
+//!   ([`EagerConfig::slots`] slots of [`EagerConfig::slot_bytes`]) and sends the writer an
+//!   ordinary ready token that also names the slots; that operation goes the zero-copy way.
+//!   From then on the pair's eager transfers need no token. Memory per
 //!   rank: (peers that write to it eagerly) × slots × slot bytes for the slots, and as much
 //!   again as the local source of its own eager writes (one mirror per eager target).
 //! - **A slot** holds a [`SlotHeader`] (full sequence number, round, digest, the writer's running
-//!   slot number, and a table of segments: target buffer, offset, length) followed by the data
-//!   of one transfer's pieces, or of a part of them: a transfer larger than a slot spans
-//!   several, and a piece may be split between two. The write's CQ data names the sender and
-//!   the slot ([`super::wire::Event::Slot`]); writes may complete in any order, but the target
-//!   reads each writer's slots in order, so a split piece is counted once all of it is copied.
+//!   slot number, the writes it completes, and a table of segments: target buffer, offset,
+//!   length) followed by the data of one transfer's pieces, or of a part of them: a transfer
+//!   larger than a slot spans several, and a piece may be split between two. The slot that
+//!   ends a transfer counts the transfer's merged writes, what the target expects had it come
+//!   zero-copy. The write's CQ data names the sender and the slot
+//!   ([`super::wire::Event::Slot`]); writes may complete in any order, but the target reads
+//!   each writer's slots in order, so a transfer is counted once all of it is copied.
 //! - **Future operations.** A slot of an operation the target has not reached stays unread
 //!   until it gets there; a slot of one it has finished is a protocol error.
 //! - **Credits.** The writer counts slots written, the target slots read; the target returns
@@ -120,7 +124,8 @@ impl EagerConfig {
         }
     }
 
-    /// Whether an operation of `bytes` (its size as every rank computes it) is eager.
+    /// Whether every pair of an operation of `bytes` (its size as every rank computes it) is
+    /// eager.
     pub fn applies(&self, bytes: usize) -> bool {
         self.limit > 0 && bytes <= self.limit
     }
@@ -131,14 +136,18 @@ impl EagerConfig {
     }
 }
 
-/// The digest an eager operation carries: the call's digest, marked, so that a rank that runs
-/// the operation eagerly and one that does not disagree.
-pub fn eager_digest(digest: u64) -> u64 {
-    Digest::default().word(digest).text("eager").finish()
+/// The digest an operation prepared under eager `limit` carries: the call's digest, marked
+/// with the limit, so that ranks that would choose their eager pairs differently disagree.
+pub fn eager_digest(digest: u64, limit: usize) -> u64 {
+    Digest::default()
+        .word(digest)
+        .text("eager")
+        .word(limit as u64)
+        .finish()
 }
 
 /// One run of bytes in a slot: goes to `offset` of the target's `dst` buffer; `last` when it
-/// ends its piece (the piece then counts as one arrived write).
+/// ends its piece.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {
     /// The target's buffer.
@@ -162,8 +171,9 @@ pub struct SlotHeader {
     pub number: u64,
     /// The round the data belong to.
     pub round: u32,
-    /// Pieces this slot completes (writes of the plan that arrive with it).
-    pub writes: u16,
+    /// Writes of the plan that arrive with this slot: the merged writes of the transfer it
+    /// ends (the count its target expects whichever way the transfer came), else 0.
+    pub writes: u32,
     /// Where the data go, in the order they follow the header.
     pub segments: Vec<Segment>,
 }
@@ -187,8 +197,8 @@ impl SlotHeader {
         out.extend_from_slice(&self.number.to_le_bytes());
         out.extend_from_slice(&self.round.to_le_bytes());
         out.extend_from_slice(&(self.segments.len() as u16).to_le_bytes());
+        out.extend_from_slice(&[0, 0]);
         out.extend_from_slice(&self.writes.to_le_bytes());
-        out.extend_from_slice(&(self.data_len() as u32).to_le_bytes());
         out.extend_from_slice(&MAGIC.to_le_bytes());
         for s in &self.segments {
             out.extend_from_slice(&s.offset.to_le_bytes());
@@ -249,21 +259,20 @@ impl SlotHeader {
             digest: u64_at(8),
             number: u64_at(16),
             round: u32_at(24),
-            writes: u16_at(30),
+            writes: u32_at(32),
             segments,
         };
         let data = header.data_len();
-        if data != u32_at(32) as usize || table_end + data > slot.len() {
+        if table_end + data > slot.len() {
             return Err(format!(
-                "a slot header announcing {} data bytes in a slot of {}",
-                u32_at(32),
+                "a slot header announcing {data} data bytes in a slot of {}",
                 slot.len()
             ));
         }
-        let completes = header.segments.iter().filter(|s| s.last).count();
-        if completes != usize::from(header.writes) {
+        // Writes arrive with the slot that ends a transfer: its last bytes end a piece.
+        if header.writes > 0 && !header.segments.last().is_some_and(|s| s.last) {
             return Err(format!(
-                "a slot header counting {} writes for {completes} ended pieces",
+                "a slot header counting {} writes before its transfer ends",
                 header.writes
             ));
         }
@@ -349,6 +358,14 @@ pub fn pack(pieces: &[Piece], from: Cursor, slot_bytes: usize) -> Option<(Vec<Pa
         }
     }
     Some((parts, cursor))
+}
+
+/// Whether nothing of `pieces` is left from `cursor` on (empty pieces are never sent).
+pub fn ends(pieces: &[Piece], cursor: Cursor) -> bool {
+    pieces.iter().enumerate().skip(cursor.piece).all(|(k, p)| {
+        let sent = if k == cursor.piece { cursor.offset } else { 0 };
+        p.len == sent
+    })
 }
 
 /// The header segments of `parts` of `pieces`.
@@ -734,10 +751,11 @@ impl Transport {
     /// eager operation, a writer that knows this rank's slots for it needs none; one that does
     /// not gets them now (allocated on first use).
     pub(super) fn eager_token(&mut self, run: &Run, writer: usize) -> Result<Option<SlotRing>> {
+        let eager = run.eager_from(writer);
         if let Some(ring) = &self.inbox.eager.inbound[writer] {
-            return Ok((!run.is_eager()).then(|| ring.ring()));
+            return Ok((!eager).then(|| ring.ring()));
         }
-        if !run.is_eager() {
+        if !eager {
             return Ok(Some(SlotRing::NONE));
         }
         let config = self.inbox.eager.config;
@@ -769,9 +787,14 @@ impl Transport {
             let Some(out) = self.inbox.eager.outbound[to].as_mut() else {
                 return Err(run.protocol(format!("an eager write to rank {to} without its slots")));
             };
-            let (pieces, cursor) = run.eager_cursor();
+            let (pieces, cursor, transfer_writes) = run.eager_cursor();
             let Some((parts, next)) = pack(pieces, cursor, out.slot_bytes) else {
                 return Ok(EagerPost::Done);
+            };
+            let Ok(transfer_writes) = u32::try_from(transfer_writes) else {
+                return Err(run.protocol(format!(
+                    "{transfer_writes} writes in one eager transfer to rank {to}"
+                )));
             };
             if out.free() == 0 {
                 return Ok(EagerPost::NoCredit);
@@ -782,7 +805,11 @@ impl Transport {
                 digest: run.digest(),
                 number: out.written,
                 round: ready.round,
-                writes: parts.iter().filter(|p| p.last).count() as u16,
+                writes: if ends(pieces, next) {
+                    transfer_writes
+                } else {
+                    0
+                },
                 segments: segments(pieces, &parts),
             };
             if out.mirror.is_none() {
@@ -950,6 +977,7 @@ mod tests {
 
     const SIZE: usize = 3;
     const DIGEST: u64 = 0xd1;
+    const LIMIT: usize = 64;
 
     /// Rank 0 of 3: round 0 writes 8 bytes to rank 1 and expects one write from rank 2.
     fn plan(eager: bool) -> Prepared {
@@ -969,7 +997,7 @@ mod tests {
         let prepared =
             Prepared::new("test", plan, SIZE, Limits { max_msg_size: 0 }).expect("a valid plan");
         if eager {
-            prepared.into_eager()
+            prepared.into_eager(LIMIT)
         } else {
             prepared
         }
@@ -1008,7 +1036,7 @@ mod tests {
         let mut inbox = Inbox::new(SIZE);
         // Slots not known yet: the transfer waits for the target's token (which names them).
         let mut run = Run::for_test(4, DIGEST, &plan(true), SIZE);
-        assert_eq!(run.digest(), eager_digest(DIGEST));
+        assert_eq!(run.digest(), eager_digest(DIGEST, LIMIT));
         run.start_scan();
         assert_eq!(run.next_ready(&mut inbox).unwrap(), None);
         // A token of a later operation names them: from the next operation on, no token.
@@ -1131,9 +1159,11 @@ mod tests {
 
     #[test]
     fn eager_digests_differ_from_plain_ones() {
-        assert_ne!(eager_digest(7), 7);
-        assert_eq!(eager_digest(7), eager_digest(7));
-        assert_ne!(eager_digest(7), eager_digest(8));
+        assert_ne!(eager_digest(7, 64), 7);
+        assert_eq!(eager_digest(7, 64), eager_digest(7, 64));
+        assert_ne!(eager_digest(7, 64), eager_digest(8, 64));
+        // Ranks whose limits differ choose their eager pairs differently: their digests differ.
+        assert_ne!(eager_digest(7, 64), eager_digest(7, 65));
     }
 
     fn header() -> SlotHeader {
@@ -1142,19 +1172,19 @@ mod tests {
             digest: 0xdead_beef,
             number: 77,
             round: 9,
-            writes: 1,
+            writes: 70_000,
             segments: vec![
                 Segment {
                     dst: Buf::Recv,
                     offset: 100,
                     len: 10,
-                    last: true,
+                    last: false,
                 },
                 Segment {
                     dst: Buf::Scratch,
                     offset: 1 << 33,
                     len: 5,
-                    last: false,
+                    last: true,
                 },
             ],
         }
@@ -1178,12 +1208,10 @@ mod tests {
         // Too short for its data.
         let short = h.to_bytes();
         assert!(SlotHeader::from_bytes(&short).is_err());
-        // A write count that the segments do not add up to.
-        let mut wrong = SlotHeader {
-            writes: 2,
-            ..h.clone()
-        }
-        .to_bytes();
+        // Writes counted by a slot whose last piece goes on in the next slot.
+        let mut cut = h.clone();
+        cut.segments[1].last = false;
+        let mut wrong = cut.to_bytes();
         full(&mut wrong);
         assert!(SlotHeader::from_bytes(&wrong)
             .unwrap_err()
@@ -1225,6 +1253,29 @@ mod tests {
             cursor = next;
         }
         out
+    }
+
+    #[test]
+    fn a_transfer_ends_with_its_last_bytes_and_empty_pieces_do_not_count() {
+        let ps = pieces(&[3, 0, 5, 0]);
+        let at = |piece, offset| Cursor { piece, offset };
+        assert!(!ends(&ps, at(0, 0)));
+        assert!(!ends(&ps, at(1, 0)));
+        assert!(!ends(&ps, at(2, 4)));
+        assert!(ends(&ps, at(2, 5)));
+        assert!(ends(&ps, at(3, 0)));
+        assert!(ends(&ps, at(4, 0)));
+        // Every slot of a packed transfer but its last goes on.
+        let slots = pack_all(&ps, 64);
+        for (k, parts) in slots.iter().enumerate() {
+            let last = parts.last().unwrap();
+            let cursor = if last.last {
+                at(last.piece + 1, 0)
+            } else {
+                at(last.piece, last.offset + last.len)
+            };
+            assert_eq!(ends(&ps, cursor), k + 1 == slots.len(), "slot {k}");
+        }
     }
 
     #[test]

@@ -42,7 +42,7 @@ use run::{Inbox, Run, Spare};
 pub use eager::EagerConfig;
 pub use local::{BufferViews, View};
 pub use peers::CardSource;
-pub use prepared::{Limits, Parts, Prepared};
+pub use prepared::{EagerPairs, EagerRule, Limits, Parts, Prepared};
 pub use setup::{provider_iov_limits, Card, Opened};
 
 /// Default deadline of one operation.
@@ -299,9 +299,10 @@ impl Transport {
     }
 
     /// Materialises `plan`, this rank's plan of `algorithm`, for an operation of `bytes` as
-    /// every rank computes it (the problem's size): at most the eager limit, it takes the
-    /// eager path (`eager`, one write per piece); else its transfers are posted as merged
-    /// writes under [`Self::iov_limits`] ([`Prepared::merged`]).
+    /// every rank computes it (the problem's size): its transfers are posted as merged writes
+    /// under [`Self::iov_limits`], and its pairs take the eager path as [`Prepared::sized`]
+    /// chooses under the eager limit: all of them if `bytes` is at most the limit, else those
+    /// whose transfers carry at most the limit.
     pub fn prepare_sized(
         &self,
         name: &str,
@@ -309,10 +310,20 @@ impl Transport {
         plan: RankPlan<'_>,
         bytes: usize,
     ) -> Result<Prepared> {
-        if self.inbox.eager.config.applies(bytes) {
-            return Ok(Prepared::new(name, plan, self.size, self.limits)?.into_eager());
-        }
-        Prepared::merged(name, algorithm, plan, self.size, self.limits, self.iov)
+        let config = self.inbox.eager.config;
+        let rule = EagerRule {
+            limit: config.limit,
+            all: config.applies(bytes),
+        };
+        Prepared::sized(
+            name,
+            algorithm,
+            plan,
+            self.size,
+            self.limits,
+            self.iov,
+            rule,
+        )
     }
 
     /// Sets the eager path's settings (the same limit on every rank, or eager operations fail

@@ -232,9 +232,9 @@ impl Run {
         Run {
             op,
             seq,
-            // An eager operation's digest is marked: ranks that disagree on it fail.
-            digest: if plan.eager {
-                eager::eager_digest(digest)
+            // The eager limit chooses the eager pairs: ranks that disagree on it fail.
+            digest: if plan.eager_limit > 0 {
+                eager::eager_digest(digest, plan.eager_limit)
             } else {
                 digest
             },
@@ -575,8 +575,10 @@ impl Run {
             let token = self.token_for(inbox, to)?;
             // Without a token, an eager operation writes into the target's slots if it knows
             // them (else the target's token, which names its slots, is on its way).
-            let eager =
-                token.is_none() && !signal && self.plan.eager && inbox.eager.outbound[to].is_some();
+            let eager = token.is_none()
+                && !signal
+                && self.plan.eager.to(to)
+                && inbox.eager.outbound[to].is_some();
             if token.is_none() && !signal && !eager {
                 self.candidates.pop();
                 self.awaiting_token[to] = Some(index);
@@ -668,9 +670,9 @@ impl Run {
         }
     }
 
-    /// Whether the operation takes the eager path.
-    pub fn is_eager(&self) -> bool {
-        self.plan.eager
+    /// Whether `writer` writes to this rank eagerly in this operation.
+    pub fn eager_from(&self, writer: usize) -> bool {
+        self.plan.eager.from(writer)
     }
 
     /// The digest the operation's messages carry.
@@ -678,11 +680,12 @@ impl Run {
         self.digest
     }
 
-    /// The pieces of the current ready transfer and where its eager posting stands.
-    pub fn eager_cursor(&self) -> (&[Piece], Cursor) {
+    /// The pieces of the current ready transfer, where its eager posting stands, and the
+    /// writes its target counts for it.
+    pub fn eager_cursor(&self) -> (&[Piece], Cursor, usize) {
         let p = &self.transfers[self.current];
         let pieces = &self.plan.rounds[p.position].sends[p.transfer].pieces;
-        (pieces, p.cursor)
+        (pieces, p.cursor, p.writes)
     }
 
     /// One receive slot of the current transfer went out, carrying `data` bytes (copied into
@@ -740,7 +743,7 @@ impl Run {
 
     /// Counts the writes a slot of this operation completes.
     pub fn count_slot(&mut self, header: &SlotHeader) -> Result<()> {
-        self.count_arrivals(header.round, false, usize::from(header.writes))
+        self.count_arrivals(header.round, false, header.writes as usize)
     }
 
     pub fn done(&self) -> bool {
