@@ -18,30 +18,40 @@ use circulant::comm::Communicator;
 
 const BIN: &str = env!("CARGO_BIN_EXE_circulant");
 
-fn launch(n: usize, provider: &str, cmd: &[&str], env: &[(&str, &str)], extra: &[&str]) -> Output {
+/// A provider and the eager carrier asked for (`CIRCULANT_EAGER_CARRIER`).
+type Setting = (&'static str, &'static str);
+
+/// shm stores eager messages into shared memory unless told to write them; tcp writes.
+const SETTINGS: [Setting; 3] = [("shm", "auto"), ("shm", "write"), ("tcp;ofi_rxm", "auto")];
+
+fn job(n: usize, (provider, carrier): Setting, env: &[(&str, &str)], extra: &[&str]) -> Job {
     Job::new(n, 240)
         .provider(provider)
         .launcher_args(extra)
         .envs(env)
-        .run(cmd)
+        .envs(&[("CIRCULANT_EAGER_CARRIER", carrier)])
+}
+
+fn launch(
+    n: usize,
+    setting: Setting,
+    cmd: &[&str],
+    env: &[(&str, &str)],
+    extra: &[&str],
+) -> Output {
+    job(n, setting, env, extra).run(cmd)
 }
 
 use common::{output_text as text, Job};
 
 /// This test binary as rank `role` of a job of `n` ranks.
-fn roles(n: usize, provider: &str, role: &str, env: &[(&str, &str)], extra: &[&str]) -> Output {
-    Job::new(n, 240)
-        .provider(provider)
-        .launcher_args(extra)
-        .envs(env)
-        .test_binary("rank_role", role)
+fn roles(n: usize, setting: Setting, role: &str, env: &[(&str, &str)], extra: &[&str]) -> Output {
+    job(n, setting, env, extra).test_binary("rank_role", role)
 }
-
-const PROVIDERS: [&str; 2] = ["shm", "tcp;ofi_rxm"];
 
 #[test]
 fn selftest_passes_on_both_sides_of_the_switch_point() {
-    for provider in PROVIDERS {
+    for provider in SETTINGS {
         for n in [2, 3, 4] {
             // Off, only the smallest sizes, everything (transfers then span several slots).
             for limit in ["0", "64", "1000000"] {
@@ -55,7 +65,7 @@ fn selftest_passes_on_both_sides_of_the_switch_point() {
                     ],
                     &[],
                 );
-                let what = format!("p = {n}, {provider}, CIRCULANT_EAGER_LIMIT={limit}");
+                let what = format!("p = {n}, {provider:?}, CIRCULANT_EAGER_LIMIT={limit}");
                 common::assert_selftest_passed(&out, &what);
             }
         }
@@ -65,7 +75,7 @@ fn selftest_passes_on_both_sides_of_the_switch_point() {
 #[test]
 fn selftest_passes_with_the_smallest_slots() {
     // Two slots of 256 bytes: nearly every transfer spans slots and waits for credits.
-    for provider in PROVIDERS {
+    for provider in SETTINGS {
         let out = launch(
             3,
             provider,
@@ -79,14 +89,14 @@ fn selftest_passes_with_the_smallest_slots() {
             &[],
         );
         let all = text(&out);
-        assert!(out.status.success(), "{provider}:\n{all}");
-        assert!(all.contains(" passed, 0 failed"), "{provider}:\n{all}");
+        assert!(out.status.success(), "{provider:?}:\n{all}");
+        assert!(all.contains(" passed, 0 failed"), "{provider:?}:\n{all}");
     }
 }
 
 #[test]
 fn a_root_racing_ahead_waits_for_credits_and_corrupts_nothing() {
-    for provider in PROVIDERS {
+    for provider in SETTINGS {
         for (n, slots) in [(2, "16"), (3, "2")] {
             let out = roles(
                 n,
@@ -99,7 +109,7 @@ fn a_root_racing_ahead_waits_for_credits_and_corrupts_nothing() {
                 &[],
             );
             let all = text(&out);
-            assert!(out.status.success(), "p = {n}, {provider}:\n{all}");
+            assert!(out.status.success(), "p = {n}, {provider:?}:\n{all}");
             assert_eq!(all.matches("race ok").count(), n, "{all}");
         }
     }
@@ -107,7 +117,7 @@ fn a_root_racing_ahead_waits_for_credits_and_corrupts_nothing() {
 
 #[test]
 fn an_operation_above_the_limit_sends_its_small_pairs_eagerly_and_the_rest_zero_copy() {
-    for provider in PROVIDERS {
+    for provider in SETTINGS {
         let out = roles(
             4,
             provider,
@@ -116,24 +126,24 @@ fn an_operation_above_the_limit_sends_its_small_pairs_eagerly_and_the_rest_zero_
             &[],
         );
         let all = text(&out);
-        assert!(out.status.success(), "{provider}:\n{all}");
-        assert_eq!(all.matches("mixed ok").count(), 4, "{provider}:\n{all}");
+        assert!(out.status.success(), "{provider:?}:\n{all}");
+        assert_eq!(all.matches("mixed ok").count(), 4, "{provider:?}:\n{all}");
     }
 }
 
 #[test]
 fn ranks_that_disagree_on_an_eager_call_all_get_an_error() {
-    for provider in PROVIDERS {
+    for provider in SETTINGS {
         let out = roles(4, provider, "mismatch", &[("CIRCULANT_TIMEOUT", "20")], &[]);
         let all = text(&out);
-        assert!(out.status.success(), "{provider}:\n{all}");
+        assert!(out.status.success(), "{provider:?}:\n{all}");
         assert_eq!(all.matches("mismatch detected").count(), 4, "{all}");
     }
 }
 
 #[test]
 fn a_mismatched_eager_broadcast_fails_every_receiver_and_the_roots_next_call() {
-    for provider in PROVIDERS {
+    for provider in SETTINGS {
         let out = roles(
             3,
             provider,
@@ -142,17 +152,17 @@ fn a_mismatched_eager_broadcast_fails_every_receiver_and_the_roots_next_call() {
             &[],
         );
         let all = text(&out);
-        assert!(out.status.success(), "{provider}:\n{all}");
+        assert!(out.status.success(), "{provider:?}:\n{all}");
         assert_eq!(all.matches("bcast mismatch failed").count(), 3, "{all}");
     }
 }
 
 #[test]
 fn ranks_with_different_eager_limits_all_get_an_error() {
-    for provider in PROVIDERS {
+    for provider in SETTINGS {
         let out = roles(3, provider, "limits", &[("CIRCULANT_TIMEOUT", "20")], &[]);
         let all = text(&out);
-        assert!(out.status.success(), "{provider}:\n{all}");
+        assert!(out.status.success(), "{provider:?}:\n{all}");
         assert_eq!(all.matches("limits differ detected").count(), 3, "{all}");
     }
 }
@@ -161,7 +171,7 @@ fn ranks_with_different_eager_limits_all_get_an_error() {
 fn ranks_with_different_nonzero_limits_fail_above_both() {
     // Rank 1 sets 100, the others 64; the broadcasts of 1000 bytes are above both limits, but
     // the limits choose eager pairs, so the ranks must still not run them together.
-    for provider in PROVIDERS {
+    for provider in SETTINGS {
         let out = roles(
             3,
             provider,
@@ -170,14 +180,14 @@ fn ranks_with_different_nonzero_limits_fail_above_both() {
             &[],
         );
         let all = text(&out);
-        assert!(out.status.success(), "{provider}:\n{all}");
+        assert!(out.status.success(), "{provider:?}:\n{all}");
         assert_eq!(all.matches("limits differ detected").count(), 3, "{all}");
     }
 }
 
 #[test]
 fn a_rank_killed_during_eager_traffic_fails_every_survivor_within_the_deadline() {
-    for provider in PROVIDERS {
+    for provider in SETTINGS {
         let started = Instant::now();
         let out = roles(
             4,
@@ -195,9 +205,34 @@ fn a_rank_killed_during_eager_traffic_fails_every_survivor_within_the_deadline()
         assert_eq!(
             all.matches("survivor got an error").count(),
             3,
-            "{provider}:\n{all}"
+            "{provider:?}:\n{all}"
         );
         assert!(started.elapsed() < Duration::from_secs(60), "{all}");
+    }
+}
+
+#[test]
+fn eager_messages_take_the_carrier_of_their_provider_and_leave_no_files() {
+    for setting in SETTINGS {
+        let out = roles(3, setting, "carrier", &[("CIRCULANT_TIMEOUT", "30")], &[]);
+        let all = text(&out);
+        assert!(out.status.success(), "{setting:?}:\n{all}");
+        let pids: Vec<&str> = all
+            .lines()
+            .filter_map(|l| l.split("carrier ok, pid ").nth(1))
+            .collect();
+        assert_eq!(pids.len(), 3, "{setting:?}:\n{all}");
+        // Each rank's slots in shared memory went with the rank.
+        for pid in pids {
+            let prefix = format!("circulant-{pid}-");
+            let left: Vec<String> = std::fs::read_dir("/dev/shm")
+                .expect("/dev/shm")
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|name| name.starts_with(&prefix))
+                .collect();
+            assert!(left.is_empty(), "{setting:?}: left in /dev/shm: {left:?}");
+        }
     }
 }
 
@@ -224,6 +259,7 @@ fn rank_role() {
         "limits" => limits(&mut comm, 32),
         "limits-large" => limits(&mut comm, 1000),
         "mixed" => mixed(&mut comm),
+        "carrier" => carrier(&mut comm),
         "kill" => common::rank_killed_during_broadcasts(&mut comm, LEN, 500, 10_000_001),
         other => panic!("unknown role {other}"),
     }
@@ -332,6 +368,66 @@ fn mixed(comm: &mut Communicator) {
         assert_eq!(copied, want, "rank {rank}: call {i} copied {copied} bytes");
     }
     println!("mixed ok on rank {rank}");
+}
+
+/// Every rank broadcasts small messages in turn, so every pair sets up its receive slots:
+/// over shm (unless told to write) the carrier is shared memory, and once each writer has
+/// mapped its slots no file name of this rank's is left in /dev/shm.
+fn carrier(comm: &mut Communicator) {
+    use circulant::transport::Carrier;
+    let (rank, p) = (comm.rank(), comm.size());
+    let writes = std::env::var("CIRCULANT_EAGER_CARRIER").as_deref() == Ok("write");
+    let want = if comm.provider() == "shm" && !writes {
+        Carrier::Memory
+    } else {
+        Carrier::Write
+    };
+    assert_eq!(comm.eager_carrier(), want, "rank {rank}");
+    let pid = std::process::id();
+    let named = || -> Vec<String> {
+        let prefix = format!("circulant-{pid}-");
+        std::fs::read_dir("/dev/shm")
+            .expect("/dev/shm")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with(&prefix))
+            .collect()
+    };
+    // The first eager broadcast sets up the receivers' slots: in shared memory, files that
+    // stay named until their writer maps them.
+    let mut buf = [0u8; 16];
+    comm.bcast(&mut buf[..], 0).unwrap();
+    let mine = [named().len() as u64];
+    let mut files = [0u64];
+    comm.allreduce(&mine, &mut files, circulant::plan::ReduceOp::Sum)
+        .unwrap();
+    assert_eq!(
+        files[0] > 0,
+        want == Carrier::Memory,
+        "rank {rank}: {} files",
+        files[0]
+    );
+    let before = comm.bytes_copied();
+    for i in 0..40 {
+        for root in 0..p {
+            if rank == root {
+                buf.fill(byte(i, root));
+            }
+            comm.bcast(&mut buf[..], root).unwrap();
+            assert!(
+                buf.iter().all(|&x| x == byte(i, root)),
+                "rank {rank}: bcast {i}"
+            );
+        }
+    }
+    assert!(
+        comm.bytes_copied() > before,
+        "rank {rank}: nothing went eager"
+    );
+    let left = named();
+    assert!(left.is_empty(), "rank {rank}: {left:?} still named");
+    comm.barrier().unwrap();
+    println!("rank {rank}: carrier ok, pid {pid}");
 }
 
 /// After a few eager allgathervs (which set up the slots), rank 2 calls one with counts that

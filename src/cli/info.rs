@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use circulant::comm::Config;
 use circulant::fabric::{self, mode_names, Hints, Info};
-use circulant::transport::provider_iov_limits;
+use circulant::transport::{eager, provider_iov_limits, Carrier};
 
 use super::CliResult;
 
@@ -59,6 +59,10 @@ struct Provider {
     /// Most bytes of one write: `max_msg_size` (`null` when the provider has no cap), lowered
     /// by `CIRCULANT_MAX_WRITE_BYTES`.
     merged_max_write_bytes: Option<usize>,
+    /// How eager messages reach their receive slots on this provider: `memory` (stores into
+    /// memory shared by the ranks of one host) or `write` (RMA writes with remote CQ data;
+    /// `CIRCULANT_EAGER_CARRIER=write` forces it).
+    eager_carrier: &'static str,
 }
 
 #[derive(Serialize, PartialEq)]
@@ -88,6 +92,10 @@ impl Provider {
             merged_iov_limit: merged.iov,
             merged_rma_iov_limit: merged.rma_iov,
             merged_max_write_bytes: merged.caps_bytes().then_some(merged.max_bytes),
+            eager_carrier: match eager::carrier_for(&info.provider(), !config.eager_writes_only) {
+                Carrier::Memory => "memory",
+                Carrier::Write => "write",
+            },
         }
     }
 }
@@ -170,6 +178,11 @@ fn table(report: &Report) -> String {
             p.merged_max_write_bytes
                 .map_or(String::new(), |n| format!(", at most {n} bytes"))
         );
+        let carrier = match p.eager_carrier {
+            "memory" => "stores into slots in shared memory",
+            _ => "RMA writes into registered slots",
+        };
+        let _ = writeln!(out, "  eager carrier   {carrier}");
         let _ = writeln!(out, "  cq_data_size    {}", p.cq_data_size);
         let _ = writeln!(out, "  inject_size     {}", p.inject_size);
         let _ = writeln!(out, "  max_msg_size    {}", p.max_msg_size);

@@ -11,6 +11,7 @@
 //! | `CIRCULANT_EAGER_LIMIT` | operations of at most this many bytes, and in larger ones the pairs of ranks whose writes carry at most this many, take the eager path (no ready token; data copied through receive slots); `0`: never (at most 1073741824) | from the model, see [`EagerConfig::new`] |
 //! | `CIRCULANT_EAGER_SLOTS` | receive slots a rank keeps per peer that writes to it eagerly (2 to 32) | 16 |
 //! | `CIRCULANT_EAGER_SLOT_BYTES` | bytes of one receive slot, header included (256 to 1048576) | 8192 |
+//! | `CIRCULANT_EAGER_CARRIER` | how eager messages reach receive slots: `auto` (stores into shared memory over `shm`, RMA writes elsewhere) or `write` (RMA writes everywhere) | `auto` |
 //! | `CIRCULANT_IOV_LIMIT` | most local and most remote segments of one merged write (at least 1; the provider's `iov_limit` and `rma_iov_limit` if smaller); `1` stands in for providers such as verbs (`rma_iov_limit` 1). The same on every rank | 2 over `tcp` providers ([`TCP_SEGMENTS`]), else the provider's limits |
 //! | `CIRCULANT_MAX_WRITE_BYTES` | most bytes of one zero-copy write (at least 1; the provider's `max_msg_size` if smaller): longer pieces are cut, merged writes stop there. The same on every rank | the provider's `max_msg_size` |
 //! | `CIRCULANT_PLAN_CACHE` | plans of earlier calls kept per communicator (at most 65536; `0`: none) | 64 |
@@ -48,6 +49,8 @@ pub const EAGER_LIMIT_ENV: &str = "CIRCULANT_EAGER_LIMIT";
 pub const EAGER_SLOTS_ENV: &str = "CIRCULANT_EAGER_SLOTS";
 /// Bytes of one eager receive slot, its header included.
 pub const EAGER_SLOT_BYTES_ENV: &str = "CIRCULANT_EAGER_SLOT_BYTES";
+/// How eager messages reach receive slots: `auto` or `write`.
+pub const EAGER_CARRIER_ENV: &str = "CIRCULANT_EAGER_CARRIER";
 /// Segments on each side of one merged write over `tcp` providers unless
 /// `CIRCULANT_IOV_LIMIT` says otherwise: with 4 (the provider's limits) some uneven
 /// allgathervs took up to 2.6× as long on rate-limited links as with 2, and 2 lost at most
@@ -108,6 +111,9 @@ pub struct Config {
     pub eager_slots: Option<usize>,
     /// Bytes of one receive slot (`None`: the default).
     pub eager_slot_bytes: Option<usize>,
+    /// Eager messages always travel as RMA writes, also where every rank is on this host
+    /// (`CIRCULANT_EAGER_CARRIER=write`).
+    pub eager_writes_only: bool,
     /// Plans of earlier calls kept per communicator, least recently used dropped first
     /// (0: none).
     pub plan_cache: usize,
@@ -134,6 +140,7 @@ impl Default for Config {
             eager_limit: None,
             eager_slots: None,
             eager_slot_bytes: None,
+            eager_writes_only: false,
             plan_cache: super::plan_cache::DEFAULT_PLAN_CACHE,
             iov_limit: None,
             max_write_bytes: None,
@@ -202,6 +209,7 @@ impl Config {
             let (min, max) = (eager::MIN_SLOT_BYTES, eager::MAX_SLOT_BYTES);
             config.eager_slot_bytes = Some(in_range(EAGER_SLOT_BYTES_ENV, &v, min, max)?);
         }
+        config.eager_writes_only = Config::eager_writes_only_from_env()?;
         if let Some(v) = var(PLAN_CACHE_ENV) {
             config.plan_cache = count(PLAN_CACHE_ENV, &v, MAX_PLAN_CACHE)?;
         }
@@ -274,15 +282,36 @@ impl Config {
         }
     }
 
-    /// A configuration with only the limits of one merged write read from the environment
-    /// (`CIRCULANT_IOV_LIMIT`, `CIRCULANT_MAX_WRITE_BYTES`; everything else the defaults), for
-    /// tools that report them per provider without a communicator ([`Self::iov_cap_for`]).
+    /// A configuration with only the limits of one merged write and the eager carrier read
+    /// from the environment (`CIRCULANT_IOV_LIMIT`, `CIRCULANT_MAX_WRITE_BYTES`,
+    /// `CIRCULANT_EAGER_CARRIER`; everything else the defaults), for tools that report them
+    /// per provider without a communicator ([`Self::iov_cap_for`]).
     pub fn write_limits_from_env() -> Result<Config, ConfigError> {
         Ok(Config {
             iov_limit: Config::iov_limit_from_env()?,
             max_write_bytes: Config::max_write_bytes_from_env()?,
+            eager_writes_only: Config::eager_writes_only_from_env()?,
             ..Config::default()
         })
+    }
+
+    /// `CIRCULANT_EAGER_CARRIER`: whether eager messages always travel as RMA writes.
+    fn eager_writes_only_from_env() -> Result<bool, ConfigError> {
+        match std::env::var(EAGER_CARRIER_ENV)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+        {
+            None => Ok(false),
+            Some(v) => match v.trim() {
+                "auto" => Ok(false),
+                "write" => Ok(true),
+                _ => Err(ConfigError {
+                    var: EAGER_CARRIER_ENV,
+                    value: v,
+                    reason: "expected auto or write",
+                }),
+            },
+        }
     }
 
     /// The cap that the variables alone set on the limits of one merged write
@@ -312,12 +341,15 @@ impl Config {
 
     /// The eager path's settings for `model`: what was set, the rest from the model.
     pub fn eager_for(&self, model: &CostModel) -> EagerConfig {
-        EagerConfig::new(
-            model.alpha,
-            self.eager_limit,
-            self.eager_slots,
-            self.eager_slot_bytes,
-        )
+        EagerConfig {
+            memory: !self.eager_writes_only,
+            ..EagerConfig::new(
+                model.alpha,
+                self.eager_limit,
+                self.eager_slots,
+                self.eager_slot_bytes,
+            )
+        }
     }
 }
 

@@ -287,6 +287,13 @@ impl Communicator {
         self.transport.bytes_copied()
     }
 
+    /// How eager messages reach this rank's receive slots: stores into shared memory where
+    /// every rank is on this host (the shm provider), RMA writes elsewhere or when
+    /// `CIRCULANT_EAGER_CARRIER=write`.
+    pub fn eager_carrier(&self) -> crate::transport::Carrier {
+        self.transport.eager_carrier()
+    }
+
     /// The algorithm and counts of the last collective.
     pub fn last(&self) -> Option<&Executed> {
         self.last.as_ref()

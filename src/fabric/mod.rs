@@ -26,6 +26,7 @@ mod endpoint;
 mod error;
 mod info;
 mod mr;
+mod shared;
 pub(crate) mod shm;
 
 pub use av::{Address, AddressVector};
@@ -37,6 +38,7 @@ pub use info::{mode_names, AuthKey, Hints, Info, MrMode, Progress};
 pub use mr::{
     Access, LocalRange, RegisteredMemory, RemoteRange, RemoteRegion, REMOTE_REGION_BYTES,
 };
+pub use shared::SharedMemory;
 
 use std::ffi::CStr;
 
@@ -52,6 +54,7 @@ const _: () = {
     send_sync::<CompletionQueue>();
     send_sync::<Endpoint>();
     send_sync::<RegisteredMemory>();
+    send_sync::<SharedMemory>();
 };
 
 /// A libfabric API version (`major.minor`).

@@ -2,12 +2,15 @@
 //! `/dev/shm/PID:DOMAIN:ENDPOINT`, 16 MiB each, removed by the provider when the endpoint
 //! closes. A process that is killed leaves them behind, and a later process that gets the
 //! same pid cannot open its endpoint (`fi_enable` fails with "Device or resource busy").
+//! The receive slots the library itself keeps in `/dev/shm` ([`super::SharedMemory`],
+//! `circulant-PID-NAME`) are removed with them.
 
 /// Where the shm provider keeps its regions.
 const SHM_DIR: &str = "/dev/shm";
 
 /// Removes the regions of process `pid`, a process that has ended (or this one, before it
-/// opened any shm endpoint): files named `PID:N:M`, owned by this user.
+/// opened any shm endpoint): files named `PID:N:M` or `circulant-PID-NAME`, owned by this
+/// user.
 pub(crate) fn remove_regions_of(pid: u32) {
     let Ok(entries) = std::fs::read_dir(SHM_DIR) else {
         return;
@@ -15,7 +18,10 @@ pub(crate) fn remove_regions_of(pid: u32) {
     let me = rustix::process::geteuid();
     for entry in entries.flatten() {
         let name = entry.file_name();
-        if !name.to_str().is_some_and(|n| is_region_of(n, pid)) {
+        if !name
+            .to_str()
+            .is_some_and(|n| is_region_of(n, pid) || super::shared::is_file_of(n, pid))
+        {
             continue;
         }
         let path = entry.path();
@@ -73,11 +79,14 @@ mod tests {
     fn a_stale_region_of_this_pid_is_removed_and_others_are_kept() {
         let pid = std::process::id();
         let stale = format!("{SHM_DIR}/{pid}:0:77");
+        let slots = format!("{SHM_DIR}/circulant-{pid}-00000000000000aa");
         let other = format!("{SHM_DIR}/{}:0:77", pid.wrapping_add(1_000_000));
-        std::fs::write(&stale, b"x").expect("a file in /dev/shm");
-        std::fs::write(&other, b"x").expect("a file in /dev/shm");
+        for file in [&stale, &slots, &other] {
+            std::fs::write(file, b"x").expect("a file in /dev/shm");
+        }
         remove_regions_of(pid);
         assert!(!std::path::Path::new(&stale).exists());
+        assert!(!std::path::Path::new(&slots).exists());
         assert!(std::path::Path::new(&other).exists());
         std::fs::remove_file(&other).expect("cleaned up");
     }

@@ -43,12 +43,26 @@ impl Transport {
         Ok(posting)
     }
 
+    /// Reads the receive slots that arrived, completes rounds and posts what is allowed,
+    /// without reading the completion queue; whether anything happened.
+    pub(super) fn post_allowed(
+        &mut self,
+        run: &mut Run,
+        buffers: &BufferViews<'_>,
+    ) -> Result<bool> {
+        let mut progress = self.take_slots(run, buffers)?;
+        progress |= run.complete_rounds(buffers)?;
+        if !run.slot_waiters().is_empty() {
+            progress |= self.slots_ran_out(run)?;
+        }
+        progress |= self.post_ready(run, buffers)?;
+        Ok(progress)
+    }
+
     /// One pass without waiting: completes rounds, posts what is allowed, takes the
     /// completions that are there.
     pub(super) fn progress(&mut self, run: &mut Run, buffers: &BufferViews<'_>) -> Result<()> {
-        self.take_slots(run, buffers)?;
-        run.complete_rounds(buffers)?;
-        self.post_ready(run, buffers)?;
+        self.post_allowed(run, buffers)?;
         let got = self.cq.poll(&mut self.completions);
         if self.forgive_credit_failure(got)? > 0 {
             self.take_completions(run)?;
@@ -64,9 +78,7 @@ impl Transport {
         // The deadline counts from the wait: a caller may do other work after starting.
         let mut waiting = Waiting::new(&self.cq, self.deadline);
         loop {
-            let mut progress = self.take_slots(run, buffers)?;
-            progress |= run.complete_rounds(buffers)?;
-            progress |= self.post_ready(run, buffers)?;
+            let mut progress = self.post_allowed(run, buffers)?;
             if run.done() {
                 return Ok(());
             }

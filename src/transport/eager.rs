@@ -29,14 +29,16 @@
 //!   control region. A writer without a free slot waits (progressing its completion queue,
 //!   under the operation's deadline); it never overwrites a slot that was not read.
 
-use crate::fabric::{Access, Completion, FabricError, Post, RegisteredMemory, RemoteRegion};
+use crate::fabric::{
+    Access, Completion, FabricError, Post, RegisteredMemory, RemoteRegion, SharedMemory,
+};
 use crate::plan::{Buf, Piece};
 
 use super::local::BufferViews;
 use super::run::{Ready, Run};
 use super::waiting::{DRAIN, WAIT_SLICE};
-pub use super::wire::MAX_SLOTS;
-use super::wire::{self, Digest, Event, SlotRing};
+use super::wire::{self, Event, SlotRing};
+pub use super::wire::{Carrier, MAX_SLOTS};
 use super::{Result, Transport, TransportError};
 
 /// Default number of receive slots per eager writer.
@@ -57,6 +59,24 @@ pub const COPY_SECONDS_PER_BYTE: f64 = 1e-10;
 
 /// Fixed part of a slot header.
 pub const HEADER_BYTES: usize = 40;
+/// Where a slot header holds the writer's running slot number, which a writer through memory
+/// ([`Carrier::Memory`]) stores last, with release ordering: the slot is there once it reads
+/// as the number the target expects next.
+const NUMBER_AT: usize = 16;
+/// A ring in shared memory starts with the target's read count (its credits, one cache line).
+const SHARED_HEAD: usize = 64;
+/// The number a slot of a new shared ring holds: none the writer ever writes.
+const UNWRITTEN: u64 = u64::MAX;
+
+/// Bytes from one slot of a shared ring to the next: slots start on cache lines.
+fn shared_stride(slot_bytes: usize) -> usize {
+    slot_bytes.div_ceil(64) * 64
+}
+
+/// Bytes of a shared ring of `slots` slots of `slot_bytes`.
+fn shared_len(slots: usize, slot_bytes: usize) -> usize {
+    SHARED_HEAD + slots * shared_stride(slot_bytes)
+}
 /// One segment of the header's table.
 pub const SEGMENT_BYTES: usize = 16;
 
@@ -84,6 +104,9 @@ pub struct EagerConfig {
     pub slots: usize,
     /// Bytes of one slot, header included.
     pub slot_bytes: usize,
+    /// Whether writers may store into slots in shared memory ([`Carrier::Memory`]) where every
+    /// rank is on this host (the shm provider); else every slot is written with RMA writes.
+    pub memory: bool,
 }
 
 impl EagerConfig {
@@ -92,6 +115,7 @@ impl EagerConfig {
         limit: 0,
         slots: DEFAULT_SLOTS,
         slot_bytes: DEFAULT_SLOT_BYTES,
+        memory: true,
     };
 
     /// The settings for a message latency of `alpha` seconds, with what was set explicitly.
@@ -121,6 +145,7 @@ impl EagerConfig {
             limit: limit.min(MAX_LIMIT),
             slots,
             slot_bytes,
+            memory: true,
         }
     }
 
@@ -136,15 +161,30 @@ impl EagerConfig {
     }
 }
 
+/// How writers reach the receive slots a rank keeps for them over `provider`: over shm every
+/// rank is on one host, so they store into shared memory unless `memory` is off
+/// ([`EagerConfig::memory`]); elsewhere RMA writes.
+pub fn carrier_for(provider: &str, memory: bool) -> Carrier {
+    if provider == "shm" && memory {
+        Carrier::Memory
+    } else {
+        Carrier::Write
+    }
+}
+
 /// The digest an operation prepared under eager `limit` carries: the call's digest, marked
 /// with the limit, so that ranks that would choose their eager pairs differently disagree.
 pub fn eager_digest(digest: u64, limit: usize) -> u64 {
-    Digest::default()
-        .word(digest)
-        .text("eager")
-        .word(limit as u64)
-        .finish()
+    // Made on every start: a few multiplies rather than a byte-wise digest.
+    [EAGER_MARK, limit as u64, digest]
+        .iter()
+        .fold(EAGER_MARK, |h, &w| {
+            (h ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29)
+        })
 }
+
+/// Marks eager digests ("eager" in ASCII).
+const EAGER_MARK: u64 = 0x0065_6167_6572;
 
 /// One run of bytes in a slot: goes to `offset` of the target's `dst` buffer; `last` when it
 /// ends its piece.
@@ -161,7 +201,7 @@ pub struct Segment {
 }
 
 /// What a slot says about its contents.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SlotHeader {
     /// The operation's full sequence number.
     pub seq: u64,
@@ -192,31 +232,36 @@ impl SlotHeader {
     /// The header and its segment table as they start a slot.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.table_end());
-        out.extend_from_slice(&self.seq.to_le_bytes());
-        out.extend_from_slice(&self.digest.to_le_bytes());
-        out.extend_from_slice(&self.number.to_le_bytes());
-        out.extend_from_slice(&self.round.to_le_bytes());
-        out.extend_from_slice(&(self.segments.len() as u16).to_le_bytes());
-        out.extend_from_slice(&[0, 0]);
-        out.extend_from_slice(&self.writes.to_le_bytes());
-        out.extend_from_slice(&MAGIC.to_le_bytes());
+        out.extend_from_slice(&self.fixed());
         for s in &self.segments {
-            out.extend_from_slice(&s.offset.to_le_bytes());
-            out.extend_from_slice(&s.len.to_le_bytes());
-            out.push(match s.dst {
-                Buf::Recv => 1,
-                Buf::Scratch => 2,
-                Buf::Send => 0,
-            });
-            out.push(u8::from(s.last));
-            out.extend_from_slice(&[0, 0]);
+            out.extend_from_slice(&s.to_bytes());
         }
+        out
+    }
+
+    /// The fixed part of the header, [`HEADER_BYTES`] long.
+    pub fn fixed(&self) -> [u8; HEADER_BYTES] {
+        let mut out = [0u8; HEADER_BYTES];
+        out[..8].copy_from_slice(&self.seq.to_le_bytes());
+        out[8..16].copy_from_slice(&self.digest.to_le_bytes());
+        out[NUMBER_AT..NUMBER_AT + 8].copy_from_slice(&self.number.to_le_bytes());
+        out[24..28].copy_from_slice(&self.round.to_le_bytes());
+        out[28..30].copy_from_slice(&(self.segments.len() as u16).to_le_bytes());
+        out[32..36].copy_from_slice(&self.writes.to_le_bytes());
+        out[36..40].copy_from_slice(&MAGIC.to_le_bytes());
         out
     }
 
     /// Decodes the header at the start of a slot of `slot.len()` bytes; an error says what is
     /// wrong with it.
     pub fn from_bytes(slot: &[u8]) -> std::result::Result<SlotHeader, String> {
+        let mut header = SlotHeader::default();
+        header.read(slot)?;
+        Ok(header)
+    }
+
+    /// [`Self::from_bytes`] into this header, keeping its segment table's allocation.
+    pub fn read(&mut self, slot: &[u8]) -> std::result::Result<(), String> {
         if slot.len() < HEADER_BYTES {
             return Err(format!("a receive slot of {} bytes", slot.len()));
         }
@@ -239,7 +284,7 @@ impl SlotHeader {
         if table_end > slot.len() {
             return Err(format!("a slot header with {count} segments"));
         }
-        let mut segments = Vec::with_capacity(count);
+        self.segments.clear();
         for k in 0..count {
             let at = HEADER_BYTES + k * SEGMENT_BYTES;
             let dst = match slot[at + 12] {
@@ -247,22 +292,19 @@ impl SlotHeader {
                 2 => Buf::Scratch,
                 b => return Err(format!("an eager segment into buffer kind {b}")),
             };
-            segments.push(Segment {
+            self.segments.push(Segment {
                 offset: u64_at(at),
                 len: u32_at(at + 8),
                 dst,
                 last: slot[at + 13] != 0,
             });
         }
-        let header = SlotHeader {
-            seq: u64_at(0),
-            digest: u64_at(8),
-            number: u64_at(16),
-            round: u32_at(24),
-            writes: u32_at(32),
-            segments,
-        };
-        let data = header.data_len();
+        self.seq = u64_at(0);
+        self.digest = u64_at(8);
+        self.number = u64_at(NUMBER_AT);
+        self.round = u32_at(24);
+        self.writes = u32_at(32);
+        let data = self.data_len();
         if table_end + data > slot.len() {
             return Err(format!(
                 "a slot header announcing {data} data bytes in a slot of {}",
@@ -270,13 +312,29 @@ impl SlotHeader {
             ));
         }
         // Writes arrive with the slot that ends a transfer: its last bytes end a piece.
-        if header.writes > 0 && !header.segments.last().is_some_and(|s| s.last) {
+        if self.writes > 0 && !self.segments.last().is_some_and(|s| s.last) {
             return Err(format!(
                 "a slot header counting {} writes before its transfer ends",
-                header.writes
+                self.writes
             ));
         }
-        Ok(header)
+        Ok(())
+    }
+}
+
+impl Segment {
+    /// The segment's entry in a slot header's table, [`SEGMENT_BYTES`] long.
+    pub fn to_bytes(&self) -> [u8; SEGMENT_BYTES] {
+        let mut out = [0u8; SEGMENT_BYTES];
+        out[..8].copy_from_slice(&self.offset.to_le_bytes());
+        out[8..12].copy_from_slice(&self.len.to_le_bytes());
+        out[12] = match self.dst {
+            Buf::Recv => 1,
+            Buf::Scratch => 2,
+            Buf::Send => 0,
+        };
+        out[13] = u8::from(self.last);
+        out
     }
 }
 
@@ -306,6 +364,19 @@ pub struct Part {
 /// table and data), starting at `from`; and where the following slot starts. `None` when the
 /// transfer is all sent. Empty pieces are skipped (signals never go eager).
 pub fn pack(pieces: &[Piece], from: Cursor, slot_bytes: usize) -> Option<(Vec<Part>, Cursor)> {
+    let mut parts = Vec::new();
+    pack_into(pieces, from, slot_bytes, &mut parts).map(|next| (parts, next))
+}
+
+/// [`pack`] into `parts` (emptied first, its allocation kept): where the following slot
+/// starts, or `None` when the transfer is all sent.
+pub fn pack_into(
+    pieces: &[Piece],
+    from: Cursor,
+    slot_bytes: usize,
+    parts: &mut Vec<Part>,
+) -> Option<Cursor> {
+    parts.clear();
     let mut cursor = from;
     while cursor.piece < pieces.len() && pieces[cursor.piece].len == cursor.offset {
         cursor = Cursor {
@@ -317,7 +388,6 @@ pub fn pack(pieces: &[Piece], from: Cursor, slot_bytes: usize) -> Option<(Vec<Pa
         return None;
     }
     let mut used = HEADER_BYTES;
-    let mut parts = Vec::new();
     while cursor.piece < pieces.len() {
         let piece = &pieces[cursor.piece];
         let left = piece.len - cursor.offset;
@@ -357,7 +427,7 @@ pub fn pack(pieces: &[Piece], from: Cursor, slot_bytes: usize) -> Option<(Vec<Pa
             break;
         }
     }
-    Some((parts, cursor))
+    Some(cursor)
 }
 
 /// Whether nothing of `pieces` is left from `cursor` on (empty pieces are never sent).
@@ -370,18 +440,133 @@ pub fn ends(pieces: &[Piece], cursor: Cursor) -> bool {
 
 /// The header segments of `parts` of `pieces`.
 pub fn segments(pieces: &[Piece], parts: &[Part]) -> Vec<Segment> {
-    parts
-        .iter()
-        .map(|p| {
-            let piece = &pieces[p.piece];
-            Segment {
-                dst: piece.dst,
-                offset: (piece.dst_offset + p.offset) as u64,
-                len: p.len as u32,
-                last: p.last,
-            }
-        })
-        .collect()
+    parts.iter().map(|p| segment(pieces, p)).collect()
+}
+
+/// The header segment of `part` of `pieces`.
+fn segment(pieces: &[Piece], part: &Part) -> Segment {
+    let piece = &pieces[part.piece];
+    Segment {
+        dst: piece.dst,
+        offset: (piece.dst_offset + part.offset) as u64,
+        len: part.len as u32,
+        last: part.last,
+    }
+}
+
+/// Memory a slot is filled in: the mirror of a target's registered slots, or the target's
+/// slots in shared memory.
+trait SlotMemory {
+    fn put(&self, at: usize, bytes: &[u8]) -> std::result::Result<(), FabricError>;
+    fn put_from(
+        &self,
+        at: usize,
+        src: &RegisteredMemory,
+        from: usize,
+        len: usize,
+    ) -> std::result::Result<(), FabricError>;
+}
+
+impl SlotMemory for RegisteredMemory {
+    fn put(&self, at: usize, bytes: &[u8]) -> std::result::Result<(), FabricError> {
+        self.store(at, bytes)
+    }
+
+    fn put_from(
+        &self,
+        at: usize,
+        src: &RegisteredMemory,
+        from: usize,
+        len: usize,
+    ) -> std::result::Result<(), FabricError> {
+        self.copy_from(at, src, from, len)
+    }
+}
+
+impl SlotMemory for SharedMemory {
+    fn put(&self, at: usize, bytes: &[u8]) -> std::result::Result<(), FabricError> {
+        self.store(at, bytes)
+    }
+
+    fn put_from(
+        &self,
+        at: usize,
+        src: &RegisteredMemory,
+        from: usize,
+        len: usize,
+    ) -> std::result::Result<(), FabricError> {
+        self.store_from(at, src, from, len)
+    }
+}
+
+/// Fills the slot at `base` of `mem` with the header `fixed` (its number too if `number`),
+/// the segment table of `parts` of `pieces` and their data from `buffers`; returns where the
+/// slot's bytes end and how many data bytes it carries.
+#[allow(clippy::too_many_arguments)]
+fn fill_slot(
+    mem: &impl SlotMemory,
+    base: usize,
+    fixed: &[u8; HEADER_BYTES],
+    number: bool,
+    parts: &[Part],
+    pieces: &[Piece],
+    buffers: &BufferViews<'_>,
+    run: &Run,
+) -> Result<(usize, usize)> {
+    if number {
+        mem.put(base, fixed)?;
+    } else {
+        mem.put(base, &fixed[..NUMBER_AT])?;
+        mem.put(base + NUMBER_AT + 8, &fixed[NUMBER_AT + 8..])?;
+    }
+    let mut at = base + HEADER_BYTES;
+    for part in parts {
+        mem.put(at, &segment(pieces, part).to_bytes())?;
+        at += SEGMENT_BYTES;
+    }
+    let mut data = 0;
+    for part in parts {
+        let piece = &pieces[part.piece];
+        let src = buffers.view(&run.op, piece.src)?;
+        mem.put_from(
+            at,
+            src.mem,
+            src.offset + piece.src_offset + part.offset,
+            part.len,
+        )?;
+        at += part.len;
+        data += part.len;
+    }
+    Ok((at, data))
+}
+
+/// The fixed header of the slot number `number` of `run` for `round` that carries `parts` of
+/// `pieces`, after which the transfer goes on at `next`: it counts the transfer's
+/// `transfer_writes` if it ends the transfer.
+fn slot_fixed(
+    run: &Run,
+    number: u64,
+    round: u32,
+    parts: &[Part],
+    pieces: &[Piece],
+    next: Cursor,
+    transfer_writes: u32,
+) -> [u8; HEADER_BYTES] {
+    let mut fixed = [0u8; HEADER_BYTES];
+    fixed[..8].copy_from_slice(&run.seq.to_le_bytes());
+    fixed[8..16].copy_from_slice(&run.digest().to_le_bytes());
+    fixed[NUMBER_AT..NUMBER_AT + 8].copy_from_slice(&number.to_le_bytes());
+    fixed[24..28].copy_from_slice(&round.to_le_bytes());
+    // `pack_into` puts at most u16::MAX parts in a slot.
+    fixed[28..30].copy_from_slice(&(parts.len() as u16).to_le_bytes());
+    let writes = if ends(pieces, next) {
+        transfer_writes
+    } else {
+        0
+    };
+    fixed[32..36].copy_from_slice(&writes.to_le_bytes());
+    fixed[36..40].copy_from_slice(&MAGIC.to_le_bytes());
+    fixed
 }
 
 /// A credit word: the low 32 bits of a target's read count, and their complement, so that a
@@ -464,10 +649,24 @@ impl Reads {
     }
 }
 
+/// Where a target's receive slots for one writer are.
+pub enum RingMemory {
+    /// Registered memory the writer writes into ([`Carrier::Write`]).
+    Registered(RegisteredMemory),
+    /// Memory shared with the writer ([`Carrier::Memory`]): the read count, then the slots;
+    /// `name` is the file's name.
+    Shared {
+        /// The mapping.
+        mem: SharedMemory,
+        /// The name the writer opens it by.
+        name: u64,
+    },
+}
+
 /// A target's receive slots for one writer.
 pub struct Inbound {
-    /// The slots, registered for remote writes.
-    pub mem: RegisteredMemory,
+    /// The slots.
+    pub mem: RingMemory,
     /// Bytes of one slot.
     pub slot_bytes: usize,
     /// How far they were read.
@@ -478,39 +677,136 @@ impl Inbound {
     /// `slots` slots of `slot_bytes` in `mem`.
     pub fn new(mem: RegisteredMemory, slots: usize, slot_bytes: usize) -> Inbound {
         Inbound {
-            mem,
+            mem: RingMemory::Registered(mem),
             slot_bytes,
             reads: Reads::new(slots),
         }
     }
 
+    /// `slots` slots of `slot_bytes` in new memory shared with the writer, none written yet.
+    pub fn shared(slots: usize, slot_bytes: usize) -> std::result::Result<Inbound, FabricError> {
+        let (mem, name) = SharedMemory::create(shared_len(slots, slot_bytes))?;
+        let stride = shared_stride(slot_bytes);
+        for slot in 0..slots {
+            mem.publish(SHARED_HEAD + slot * stride + NUMBER_AT, UNWRITTEN)?;
+        }
+        Ok(Inbound {
+            mem: RingMemory::Shared { mem, name },
+            slot_bytes,
+            reads: Reads::new(slots),
+        })
+    }
+
     /// What the writer needs to know about these slots.
     pub fn ring(&self) -> SlotRing {
+        let (region, carrier) = match &self.mem {
+            RingMemory::Registered(mem) => (mem.remote(), Carrier::Write),
+            RingMemory::Shared { mem, name } => (
+                RemoteRegion {
+                    base: u64::from(std::process::id()),
+                    len: mem.len() as u64,
+                    key: *name,
+                },
+                Carrier::Memory,
+            ),
+        };
         SlotRing {
-            region: self.mem.remote(),
+            region,
             count: self.reads.slots() as u32,
             slot_bytes: self.slot_bytes as u32,
+            carrier,
+        }
+    }
+
+    /// Bytes of memory the slots take.
+    pub fn len(&self) -> usize {
+        match &self.mem {
+            RingMemory::Registered(mem) => mem.len(),
+            RingMemory::Shared { mem, .. } => mem.len(),
+        }
+    }
+
+    /// Whether the slots take no memory (never).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the writer stores into shared memory.
+    pub fn is_shared(&self) -> bool {
+        matches!(self.mem, RingMemory::Shared { .. })
+    }
+
+    /// The slot to read next, if it is there: its write's event arrived, or (shared memory)
+    /// it holds the number expected next.
+    pub fn head(&self) -> Option<usize> {
+        match &self.mem {
+            RingMemory::Registered(_) => self.reads.head(),
+            RingMemory::Shared { mem, .. } => {
+                let slot = (self.reads.read % self.reads.slots() as u64) as usize;
+                let at = SHARED_HEAD + slot * shared_stride(self.slot_bytes) + NUMBER_AT;
+                (mem.load(at).ok()? == self.reads.read).then_some(slot)
+            }
         }
     }
 
     /// The bytes of `slot`.
-    pub fn slot(&self, slot: usize) -> &[u8] {
-        let at = slot * self.slot_bytes;
-        &self.mem.as_slice()[at..at + self.slot_bytes]
+    pub fn slot(&self, slot: usize) -> std::result::Result<&[u8], FabricError> {
+        match &self.mem {
+            RingMemory::Registered(mem) => {
+                let at = slot * self.slot_bytes;
+                mem.as_slice()
+                    .get(at..at + self.slot_bytes)
+                    .ok_or_else(|| FabricError::invalid(format!("slot {slot} outside its ring")))
+            }
+            RingMemory::Shared { mem, .. } => mem.bytes(
+                SHARED_HEAD + slot * shared_stride(self.slot_bytes),
+                self.slot_bytes,
+            ),
+        }
     }
+
+    /// The head slot was read: for a shared ring, the writer sees it free at once.
+    pub fn consume(&mut self) -> std::result::Result<(), FabricError> {
+        self.reads.consume();
+        if let RingMemory::Shared { mem, .. } = &self.mem {
+            mem.publish(0, self.reads.read)?;
+        }
+        Ok(())
+    }
+}
+
+/// Where a writer's eager messages to one target go.
+pub enum Destination {
+    /// Registered slots, written from a local mirror (one mirror slot per receive slot,
+    /// allocated on the first eager write, so that a write's source stays untouched until
+    /// the target has read it).
+    Write {
+        /// The target's slots.
+        region: RemoteRegion,
+        /// The local source of the writes.
+        mirror: Option<RegisteredMemory>,
+    },
+    /// Slots in memory shared with the target, mapped on the first eager write.
+    Memory {
+        /// The target's pid.
+        pid: u32,
+        /// The file's name.
+        name: u64,
+        /// Its length.
+        len: usize,
+        /// The mapping.
+        map: Option<SharedMemory>,
+    },
 }
 
 /// A writer's view of a target's receive slots for it.
 pub struct Outbound {
-    /// Where the slots are.
-    pub region: RemoteRegion,
+    /// Where they are.
+    pub destination: Destination,
     /// How many.
     pub slots: usize,
     /// Bytes of one.
     pub slot_bytes: usize,
-    /// The local source of eager writes: one mirror slot per receive slot (allocated on the
-    /// first eager write).
-    pub mirror: Option<RegisteredMemory>,
     /// Slots written so far.
     pub written: u64,
     /// Slots the target reported read.
@@ -521,20 +817,40 @@ impl Outbound {
     /// The target's slots as its token named them; an error if they are unusable.
     pub fn new(ring: &SlotRing) -> std::result::Result<Outbound, String> {
         let (slots, slot_bytes) = (ring.count as usize, ring.slot_bytes as usize);
+        let needed = match ring.carrier {
+            Carrier::Write => slots.saturating_mul(slot_bytes),
+            Carrier::Memory => shared_len(slots, slot_bytes),
+        };
+        let fits = match ring.carrier {
+            Carrier::Write => needed as u64 <= ring.region.len,
+            Carrier::Memory => needed as u64 == ring.region.len,
+        };
         if !(MIN_SLOTS..=MAX_SLOTS).contains(&slots)
             || !(MIN_SLOT_BYTES..=MAX_SLOT_BYTES).contains(&slot_bytes)
-            || (slots * slot_bytes) as u64 > ring.region.len
+            || !fits
         {
             return Err(format!(
                 "receive slots {} × {} bytes in a region of {}",
                 slots, slot_bytes, ring.region.len
             ));
         }
+        let destination = match ring.carrier {
+            Carrier::Write => Destination::Write {
+                region: ring.region,
+                mirror: None,
+            },
+            Carrier::Memory => Destination::Memory {
+                pid: u32::try_from(ring.region.base)
+                    .map_err(|_| format!("receive slots of process {}", ring.region.base))?,
+                name: ring.region.key,
+                len: needed,
+                map: None,
+            },
+        };
         Ok(Outbound {
-            region: ring.region,
+            destination,
             slots,
             slot_bytes,
-            mirror: None,
             written: 0,
             freed: 0,
         })
@@ -563,6 +879,22 @@ impl Outbound {
         self.freed = self.freed.max(self.written - behind);
         Ok(())
     }
+
+    /// Reads the read count a target through shared memory keeps for this writer (its
+    /// credits); whether slots were freed. Nothing happens for other destinations, or before
+    /// the first write mapped the memory.
+    pub fn refresh(&mut self) -> std::result::Result<bool, String> {
+        let Destination::Memory { map: Some(map), .. } = &self.destination else {
+            return Ok(false);
+        };
+        let read = map.load(0).map_err(|e| e.to_string())?;
+        if read > self.written || self.written - read > self.slots as u64 {
+            return Err(format!("{read} slots read of {} written", self.written));
+        }
+        let freed = read > self.freed;
+        self.freed = self.freed.max(read);
+        Ok(freed)
+    }
 }
 
 /// A transport's eager state: its settings, the slots it keeps per writer and what it knows of
@@ -584,6 +916,17 @@ pub struct Eager {
     pub inject: usize,
     /// Credit words written and not completed yet.
     pub credit_writes: usize,
+    /// How writers reach the receive slots this rank sets up for them.
+    pub carrier: Carrier,
+    /// Writers whose slots are in shared memory: no event tells their arrivals, so their
+    /// next slots are looked at on every pass ([`Eager::poll_shared`]).
+    shared: Vec<usize>,
+    /// Writers in `parked` (their next slot waits for a later operation).
+    parked_flag: Vec<bool>,
+    /// Room for the parts of the slot being written and the header of the slot being read,
+    /// kept from one to the next.
+    parts: Vec<Part>,
+    header: SlotHeader,
 }
 
 impl Eager {
@@ -598,6 +941,44 @@ impl Eager {
             parked: Vec::new(),
             inject: 0,
             credit_writes: 0,
+            carrier: Carrier::Write,
+            shared: Vec::new(),
+            parked_flag: vec![false; size],
+            parts: Vec::new(),
+            header: SlotHeader::default(),
+        }
+    }
+
+    /// Keeps `ring` for `writer` from now on.
+    pub fn keep(&mut self, writer: usize, ring: Inbound) {
+        if ring.is_shared() {
+            self.shared.push(writer);
+        }
+        self.inbound[writer] = Some(ring);
+    }
+
+    /// Queues the writers through shared memory whose next slot is there (and not waiting
+    /// for a later operation).
+    pub fn poll_shared(&mut self) {
+        for i in 0..self.shared.len() {
+            let writer = self.shared[i];
+            if self.parked_flag[writer] || self.queued_flag[writer] {
+                continue;
+            }
+            if self.inbound[writer]
+                .as_ref()
+                .is_some_and(|ring| ring.head().is_some())
+            {
+                self.queue(writer);
+            }
+        }
+    }
+
+    /// `writer`'s next slot belongs to an operation that has not begun.
+    pub fn park(&mut self, writer: usize) {
+        if !self.parked_flag[writer] {
+            self.parked_flag[writer] = true;
+            self.parked.push(writer);
         }
     }
 
@@ -624,6 +1005,7 @@ impl Eager {
     /// Queues the writers whose next slot belonged to a later operation (a new one began).
     pub fn queue_parked(&mut self) {
         while let Some(writer) = self.parked.pop() {
+            self.parked_flag[writer] = false;
             self.queue(writer);
         }
     }
@@ -635,6 +1017,11 @@ impl Eager {
                 "an eager write from rank {from}, for which this rank keeps no slots"
             ));
         };
+        if ring.is_shared() {
+            return Err(format!(
+                "an eager write event from rank {from}, whose slots are in shared memory"
+            ));
+        }
         ring.reads
             .arrive(usize::from(slot))
             .map_err(|what| format!("rank {from}: {what}"))?;
@@ -650,6 +1037,11 @@ impl Eager {
                 "credits from rank {from}, whose slots this rank does not use"
             ));
         };
+        if matches!(out.destination, Destination::Memory { .. }) {
+            return Err(format!(
+                "a credit word from rank {from}, whose slots are in shared memory"
+            ));
+        }
         match low {
             Some(low) => out
                 .credit(low)
@@ -669,8 +1061,17 @@ impl Eager {
 
     /// Receive slots of this rank, in use or not.
     pub fn kept_bytes(&self) -> usize {
-        self.inbound.iter().flatten().map(|r| r.mem.len()).sum()
+        self.inbound.iter().flatten().map(Inbound::len).sum()
     }
+}
+
+/// The merged writes a slot header counts, which must fit its 32-bit field.
+fn writes_field(run: &Run, to: usize, writes: usize) -> Result<u32> {
+    u32::try_from(writes).map_err(|_| {
+        run.protocol(format!(
+            "{writes} writes in one eager transfer to rank {to}"
+        ))
+    })
 }
 
 /// What posting a transfer's next eager slot came to.
@@ -759,10 +1160,15 @@ impl Transport {
             return Ok(Some(SlotRing::NONE));
         }
         let config = self.inbox.eager.config;
-        let mem = self.alloc(config.ring_bytes(), Access::RemoteWrite)?;
-        let ring = Inbound::new(mem, config.slots, config.slot_bytes);
+        let ring = match self.inbox.eager.carrier {
+            Carrier::Write => {
+                let mem = self.alloc(config.ring_bytes(), Access::RemoteWrite)?;
+                Inbound::new(mem, config.slots, config.slot_bytes)
+            }
+            Carrier::Memory => Inbound::shared(config.slots, config.slot_bytes)?,
+        };
         let slots = ring.ring();
-        self.inbox.eager.inbound[writer] = Some(ring);
+        self.inbox.eager.keep(writer, ring);
         Ok(Some(slots))
     }
 
@@ -774,7 +1180,29 @@ impl Transport {
         buffers: &BufferViews<'_>,
         ready: Ready,
     ) -> Result<EagerPost> {
+        let mut parts = std::mem::take(&mut self.inbox.eager.parts);
+        let posted = self.post_slots(run, buffers, ready, &mut parts);
+        self.inbox.eager.parts = parts;
+        posted
+    }
+
+    fn post_slots(
+        &mut self,
+        run: &mut Run,
+        buffers: &BufferViews<'_>,
+        ready: Ready,
+        parts: &mut Vec<Part>,
+    ) -> Result<EagerPost> {
         let to = ready.to;
+        let through_memory = matches!(
+            self.inbox.eager.outbound[to]
+                .as_ref()
+                .map(|o| &o.destination),
+            Some(Destination::Memory { .. })
+        );
+        if through_memory {
+            return self.store_slots(run, buffers, ready, parts);
+        }
         self.reachable(run, to)?;
         let peer = self.peers.address(to)?;
         let inject = self.inbox.eager.inject;
@@ -788,53 +1216,40 @@ impl Transport {
                 return Err(run.protocol(format!("an eager write to rank {to} without its slots")));
             };
             let (pieces, cursor, transfer_writes) = run.eager_cursor();
-            let Some((parts, next)) = pack(pieces, cursor, out.slot_bytes) else {
+            let Some(next) = pack_into(pieces, cursor, out.slot_bytes, parts) else {
                 return Ok(EagerPost::Done);
             };
-            let Ok(transfer_writes) = u32::try_from(transfer_writes) else {
-                return Err(run.protocol(format!(
-                    "{transfer_writes} writes in one eager transfer to rank {to}"
-                )));
-            };
+            let transfer_writes = writes_field(run, to, transfer_writes)?;
             if out.free() == 0 {
                 return Ok(EagerPost::NoCredit);
             }
             let slot = out.next_slot();
-            let header = SlotHeader {
-                seq: run.seq,
-                digest: run.digest(),
-                number: out.written,
-                round: ready.round,
-                writes: if ends(pieces, next) {
-                    transfer_writes
-                } else {
-                    0
-                },
-                segments: segments(pieces, &parts),
+            let base = slot * out.slot_bytes;
+            let Destination::Write { region, mirror } = &mut out.destination else {
+                return Err(run.protocol(format!("an eager write to rank {to} through memory")));
             };
-            if out.mirror.is_none() {
+            if mirror.is_none() {
                 let len = out.slots * out.slot_bytes;
-                out.mirror = Some(RegisteredMemory::for_endpoint(
+                *mirror = Some(RegisteredMemory::for_endpoint(
                     &self.endpoint,
                     len,
                     Access::Local,
                 )?);
             }
-            let Some(mirror) = out.mirror.as_ref() else {
+            let Some(mirror) = mirror.as_ref() else {
                 return Err(run.protocol("no source for eager writes".into()));
             };
-            let base = slot * out.slot_bytes;
-            let head = header.to_bytes();
-            mirror.store(base, &head)?;
-            let mut at = base + head.len();
-            for part in &parts {
-                let piece = &pieces[part.piece];
-                let src = buffers.view(&run.op, piece.src)?;
-                let from = src.offset + piece.src_offset + part.offset;
-                mirror.copy_from(at, src.mem, from, part.len)?;
-                at += part.len;
-            }
-            let remote = out.region.range(base as u64, (at - base) as u64)?;
+            let fixed = slot_fixed(
+                run,
+                out.written,
+                ready.round,
+                parts,
+                pieces,
+                next,
+                transfer_writes,
+            );
+            let (at, data) = fill_slot(mirror, base, &fixed, true, parts, pieces, buffers, run)?;
+            let remote = region.range(base as u64, (at - base) as u64)?;
             let event = Some(
                 Event::Slot {
                     from: self.rank,
@@ -855,8 +1270,104 @@ impl Transport {
                 return Ok(EagerPost::Again);
             }
             out.written += 1;
-            run.slot_posted(next, header.data_len(), injected);
+            run.slot_posted(next, data, injected);
         }
+    }
+
+    /// [`Self::post_eager`] into slots in memory shared with the target: each slot's header
+    /// and data are stored, then its number, which tells the target the slot is there. No
+    /// libfabric call, and no lock the target holds: a target that has died leaves its
+    /// slots unread, and the writer finds out when they run out ([`Self::slots_ran_out`]).
+    fn store_slots(
+        &mut self,
+        run: &mut Run,
+        buffers: &BufferViews<'_>,
+        ready: Ready,
+        parts: &mut Vec<Part>,
+    ) -> Result<EagerPost> {
+        let to = ready.to;
+        loop {
+            let Some(out) = self.inbox.eager.outbound[to].as_mut() else {
+                return Err(run.protocol(format!("an eager write to rank {to} without its slots")));
+            };
+            let (pieces, cursor, transfer_writes) = run.eager_cursor();
+            let Some(next) = pack_into(pieces, cursor, out.slot_bytes, parts) else {
+                return Ok(EagerPost::Done);
+            };
+            let transfer_writes = writes_field(run, to, transfer_writes)?;
+            let Destination::Memory {
+                pid,
+                name,
+                len,
+                map,
+            } = &mut out.destination
+            else {
+                return Err(run.protocol(format!("an eager store to rank {to} without memory")));
+            };
+            if map.is_none() {
+                let opened = SharedMemory::open(*pid, *name, *len).map_err(|e| {
+                    TransportError::Unreachable {
+                        op: run.op.to_string(),
+                        peer: to,
+                        source: Box::new(e),
+                    }
+                })?;
+                *map = Some(opened);
+            }
+            if out.free() == 0 && !out.refresh().map_err(|what| run.protocol(what))? {
+                return Ok(EagerPost::NoCredit);
+            }
+            let Destination::Memory { map: Some(map), .. } = &out.destination else {
+                return Err(run.protocol(format!("an eager store to rank {to} without memory")));
+            };
+            let base = SHARED_HEAD + out.next_slot() * shared_stride(out.slot_bytes);
+            let fixed = slot_fixed(
+                run,
+                out.written,
+                ready.round,
+                parts,
+                pieces,
+                next,
+                transfer_writes,
+            );
+            // Everything but the number first: the target reads nothing of the slot before it.
+            let (_, data) = fill_slot(map, base, &fixed, false, parts, pieces, buffers, run)?;
+            map.publish(base + NUMBER_AT, out.written)?;
+            out.written += 1;
+            run.slot_posted(next, data, true);
+        }
+    }
+
+    /// Whether slots of targets through shared memory were freed for transfers that wait for
+    /// them (woken, to be posted again); a target among them that has ended is an error.
+    pub(super) fn slots_ran_out(&mut self, run: &mut Run) -> Result<bool> {
+        let mut woken = false;
+        let mut k = 0;
+        while let Some(&to) = run.slot_waiters().get(k) {
+            let freed = match self.inbox.eager.outbound[to].as_mut() {
+                Some(out) => out.refresh().map_err(|what| run.protocol(what))?,
+                None => false,
+            };
+            if freed {
+                run.slots_freed(to);
+                woken = true;
+                continue;
+            }
+            let shared = matches!(
+                self.inbox.eager.outbound[to]
+                    .as_ref()
+                    .map(|o| &o.destination),
+                Some(Destination::Memory { .. })
+            );
+            if shared && self.peers.ended(to) {
+                return Err(TransportError::Exited {
+                    op: run.op.to_string(),
+                    peer: to,
+                });
+            }
+            k += 1;
+        }
+        Ok(woken)
     }
 
     /// Reads the slots that arrived, in order per writer, for as long as they belong to this
@@ -866,13 +1377,16 @@ impl Transport {
     pub(super) fn take_slots(&mut self, run: &mut Run, buffers: &BufferViews<'_>) -> Result<bool> {
         let mut progress = false;
         let mut owed = Vec::new();
+        self.inbox.eager.poll_shared();
         while let Some(from) = self.inbox.eager.next_queued() {
             while let Some(ring) = self.inbox.eager.inbound[from].as_ref() {
-                let Some(slot) = ring.reads.head() else {
+                let Some(slot) = ring.head() else {
                     break;
                 };
-                let bytes = ring.slot(slot);
-                let header = SlotHeader::from_bytes(bytes)
+                let bytes = ring.slot(slot)?;
+                let header = &mut self.inbox.eager.header;
+                header
+                    .read(bytes)
                     .map_err(|what| run.protocol(format!("rank {from}: {what}")))?;
                 if header.number != ring.reads.read {
                     return Err(run.protocol(format!(
@@ -880,8 +1394,8 @@ impl Transport {
                         header.number, ring.reads.read
                     )));
                 }
-                if !run.check_slot(from, &header)? {
-                    self.inbox.eager.parked.push(from);
+                if !run.check_slot(from, header)? {
+                    self.inbox.eager.park(from);
                     break;
                 }
                 let mut at = header.table_end();
@@ -898,9 +1412,9 @@ impl Transport {
                     at += len;
                     run.stats.bytes_copied += len as u64;
                 }
-                run.count_slot(&header)?;
+                run.count_slot(header)?;
                 if let Some(ring) = self.inbox.eager.inbound[from].as_mut() {
-                    ring.reads.consume();
+                    ring.consume()?;
                 }
                 progress = true;
             }
@@ -920,7 +1434,8 @@ impl Transport {
         let Some(ring) = self.inbox.eager.inbound[from].as_mut() else {
             return Ok(true);
         };
-        if !ring.reads.credits_due() {
+        // A writer through shared memory reads the count itself.
+        if ring.is_shared() || !ring.reads.credits_due() {
             return Ok(true);
         }
         let read = ring.reads.read;
@@ -1012,6 +1527,7 @@ mod tests {
             },
             count,
             slot_bytes: 512,
+            carrier: Carrier::Write,
         }
     }
 
@@ -1370,6 +1886,7 @@ mod tests {
             },
             count: 16,
             slot_bytes: 512,
+            carrier: Carrier::Write,
         };
         let mut out = Outbound::new(&ring).unwrap();
         assert_eq!(out.free(), 16);

@@ -39,7 +39,7 @@ use crate::plan::{Algorithm, PlanError, RankPlan};
 use peers::Peers;
 use run::{Inbox, Run, Spare};
 
-pub use eager::EagerConfig;
+pub use eager::{Carrier, EagerConfig};
 pub use local::{BufferViews, View};
 pub use peers::CardSource;
 pub use prepared::{EagerPairs, EagerRule, Limits, Parts, Prepared};
@@ -330,13 +330,21 @@ impl Transport {
     /// with a mismatch); receive slots kept already stay as they are.
     pub fn set_eager(&mut self, config: EagerConfig) {
         self.inbox.eager.config = config;
+        let provider = self.info().provider();
         // Small slot writes are injected only over shm: sockets loses injected writes now and
         // then, and an injected write still queued in tcp;ofi_rxm when the endpoint closes
         // crashed the process once (docs/architecture.md, provider findings).
-        self.inbox.eager.inject = match self.info().provider().as_str() {
-            "shm" => self.info().inject_size(),
-            _ => 0,
+        self.inbox.eager.inject = if provider == "shm" {
+            self.info().inject_size()
+        } else {
+            0
         };
+        self.inbox.eager.carrier = eager::carrier_for(&provider, config.memory);
+    }
+
+    /// How writers reach the receive slots this rank sets up for them from now on.
+    pub fn eager_carrier(&self) -> Carrier {
+        self.inbox.eager.carrier
     }
 
     /// The eager path's settings.
@@ -364,7 +372,8 @@ impl Transport {
     }
 
     /// Starts a prepared plan as the next operation: checks the buffers, runs the setup steps,
-    /// sends the ready tokens and posts every write that is already allowed, then returns.
+    /// sends the ready tokens and posts every write that is already allowed (without reading
+    /// the completion queue), then returns.
     /// [`Self::finish`] with the same buffers completes it; no other operation may start on
     /// this transport before (an error says so). The buffers must stay registered and
     /// untouched until then.
@@ -383,9 +392,11 @@ impl Transport {
         let mut run = Run::new(op, seq, digest, prepared, self.size, spare);
         self.active = Some(seq);
         // From here on the peers count on this operation: any failure goes through `fail`.
+        // The completion queue is not read here: `finish` or `test` do that, and a call that
+        // is waited for at once goes there straight away.
         let started = self
             .begin(&mut run, &buffers)
-            .and_then(|posting| self.progress(&mut run, &buffers).map(|()| posting));
+            .and_then(|posting| self.post_allowed(&mut run, &buffers).map(|_| posting));
         match started {
             Ok(posting) => Ok(Operation {
                 run,

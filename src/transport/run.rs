@@ -51,6 +51,9 @@ pub(super) struct Inbox {
     pub(super) early: HashMap<(u8, u32, bool), usize>,
     /// Aborts of operations this rank has not reached yet: (abort seq, rank).
     pub(super) early_aborts: Vec<(u8, usize)>,
+    /// Ranks whose tokens of operations this rank had not reached arrived: a start checks
+    /// theirs alone, not every rank's.
+    early_tokens: Vec<usize>,
     /// The receive slots kept for eager writers, and the targets' slots for this rank.
     pub(super) eager: Eager,
 }
@@ -61,6 +64,7 @@ impl Inbox {
             tokens: vec![Vec::new(); size],
             early: HashMap::new(),
             early_aborts: Vec::new(),
+            early_tokens: Vec::new(),
             eager: Eager::new(size),
         }
     }
@@ -137,6 +141,8 @@ pub(super) struct Run {
     awaiting_token: Vec<Option<usize>>,
     /// Per target, its first unposted transfer if that waits for free receive slots.
     awaiting_slots: Vec<Option<usize>>,
+    /// The targets in `awaiting_slots`.
+    slot_waiters: Vec<usize>,
     /// The transfer [`Self::next_ready`] returned, until it is posted whole.
     current: usize,
     /// Local writes not completed yet.
@@ -158,6 +164,7 @@ pub(super) struct Spare {
     awaiting_round: BinaryHeap<Reverse<(u32, usize)>>,
     awaiting_token: Vec<Option<usize>>,
     awaiting_slots: Vec<Option<usize>>,
+    slot_waiters: Vec<usize>,
     local: LocalSteps,
     /// The operation's name, whose buffer the next name reuses.
     op: String,
@@ -189,10 +196,12 @@ impl Run {
             mut awaiting_round,
             mut awaiting_token,
             mut awaiting_slots,
+            mut slot_waiters,
             local,
             op: _,
         } = spare;
         transfers.clear();
+        slot_waiters.clear();
         candidates.clear();
         awaiting_round.clear();
         // Kept at `size` entries, all `None` ([`Self::into_spare`] resets what a run set), so
@@ -248,6 +257,7 @@ impl Run {
             awaiting_round,
             awaiting_token,
             awaiting_slots,
+            slot_waiters,
             current: 0,
             in_flight: 0,
             stats: OpStats::default(),
@@ -280,6 +290,7 @@ impl Run {
             awaiting_round: self.awaiting_round,
             awaiting_token: self.awaiting_token,
             awaiting_slots: self.awaiting_slots,
+            slot_waiters: self.slot_waiters,
             local: self.local.kept(),
             op: self.op,
         }
@@ -346,19 +357,30 @@ impl Run {
             .early_aborts
             .retain(|&(s, _)| order(abort, s, wire::ABORT_SEQ_BITS) == Order::Future);
         let seq = wire_seq(self.seq);
-        let early: Vec<(u32, bool, usize)> = inbox
-            .early
-            .iter()
-            .filter(|((s, _, _), _)| *s == seq)
-            .map(|(&(_, round, signal), &n)| (round, signal, n))
-            .collect();
-        for (round, signal, n) in early {
-            inbox.early.remove(&(seq, round, signal));
-            self.count_arrivals(round, signal, n)?;
+        if !inbox.early.is_empty() {
+            let early: Vec<(u32, bool, usize)> = inbox
+                .early
+                .iter()
+                .filter(|((s, _, _), _)| *s == seq)
+                .map(|(&(_, round, signal), &n)| (round, signal, n))
+                .collect();
+            for (round, signal, n) in early {
+                inbox.early.remove(&(seq, round, signal));
+                self.count_arrivals(round, signal, n)?;
+            }
         }
-        for (from, tokens) in inbox.tokens.iter().enumerate() {
+        // Tokens of this operation that are here came early: each is checked now, and the
+        // ranks with tokens of later operations still are kept.
+        let mut k = 0;
+        while let Some(&from) = inbox.early_tokens.get(k) {
+            let tokens = &inbox.tokens[from];
             if let Some(token) = tokens.iter().find(|tok| tok.seq == self.seq) {
                 self.check_token(from, token)?;
+            }
+            if tokens.iter().any(|tok| tok.seq > self.seq) {
+                k += 1;
+            } else {
+                inbox.early_tokens.swap_remove(k);
             }
         }
         Ok(())
@@ -429,6 +451,9 @@ impl Run {
                     let list = &mut inbox.tokens[from];
                     if !list.iter().any(|tok| tok.seq == token.seq) {
                         list.push(token);
+                        if token.seq > self.seq && !inbox.early_tokens.contains(&from) {
+                            inbox.early_tokens.push(from);
+                        }
                     }
                     if token.seq == self.seq {
                         if let Some(waiting) = self.awaiting_token[from].take() {
@@ -446,9 +471,7 @@ impl Run {
                     .eager
                     .credit(from, read)
                     .map_err(|what| self.protocol(what))?;
-                if let Some(waiting) = self.awaiting_slots[from].take() {
-                    self.candidates.push(Reverse(waiting));
-                }
+                self.slots_freed(from);
             }
             Incoming::Unknown { from, kind } => {
                 return Err(self.protocol(format!(
@@ -700,12 +723,28 @@ impl Run {
         }
     }
 
-    /// The current transfer waits for its target to free receive slots (its credits wake it).
+    /// The current transfer waits for its target to free receive slots (its credits wake it:
+    /// [`Self::slots_freed`]).
     pub fn wait_for_slots(&mut self) {
         let top = self.candidates.pop();
         debug_assert_eq!(top, Some(Reverse(self.current)));
         let to = self.transfers[self.current].to;
-        self.awaiting_slots[to] = Some(self.current);
+        if self.awaiting_slots[to].replace(self.current).is_none() {
+            self.slot_waiters.push(to);
+        }
+    }
+
+    /// The targets whose receive slots a transfer waits for.
+    pub fn slot_waiters(&self) -> &[usize] {
+        &self.slot_waiters
+    }
+
+    /// `to` freed receive slots: the transfer that waits for them, if any, may go.
+    pub fn slots_freed(&mut self, to: usize) {
+        if let Some(waiting) = self.awaiting_slots[to].take() {
+            self.candidates.push(Reverse(waiting));
+            self.slot_waiters.retain(|&t| t != to);
+        }
     }
 
     /// Checks the header of `from`'s next slot: `Ok(true)` if it belongs to this operation

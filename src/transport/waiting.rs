@@ -23,6 +23,12 @@ const POLL_PHASE_WITHOUT_WAIT_OBJECT: Duration = Duration::from_millis(1);
 /// Longest single blocking wait, so that deadlines are checked often.
 pub(super) const WAIT_SLICE: Duration = Duration::from_millis(20);
 
+/// Where the completion queue has no wait object, a waiting rank sleeps between polls, at
+/// first this long, doubling up to [`LONGEST_SLEEP`]: each sleep returns to the caller, which
+/// looks at what no completion announces (receive slots in shared memory) before it waits on.
+const FIRST_SLEEP: Duration = Duration::from_micros(50);
+const LONGEST_SLEEP: Duration = Duration::from_millis(1);
+
 /// The waiting of one drive to completion: whether the rank is idle, since when, and its
 /// deadline.
 pub(super) struct Waiting {
@@ -30,6 +36,8 @@ pub(super) struct Waiting {
     deadline: Instant,
     idle: bool,
     idle_since: Instant,
+    /// The next sleep where the queue has no wait object.
+    sleep: Duration,
 }
 
 impl Waiting {
@@ -45,13 +53,15 @@ impl Waiting {
             deadline: now + deadline,
             idle: false,
             idle_since: now,
+            sleep: FIRST_SLEEP,
         }
     }
 
     /// Reads completions into `out`: a poll while busy or in the poll phase (yielding first
-    /// when idle), else a blocking wait of at most one slice.
+    /// when idle), else a blocking wait of at most one slice, or where the queue has no wait
+    /// object one sleep and a poll.
     pub fn read(
-        &self,
+        &mut self,
         cq: &CompletionQueue,
         out: &mut Vec<Completion>,
     ) -> Result<usize, FabricError> {
@@ -59,11 +69,15 @@ impl Waiting {
             if self.idle {
                 std::thread::yield_now();
             }
-            cq.poll(out)
-        } else {
-            let left = self.deadline.saturating_duration_since(Instant::now());
-            cq.wait(out, left.min(WAIT_SLICE))
+            return cq.poll(out);
         }
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if cq.has_wait_object() {
+            return cq.wait(out, left.min(WAIT_SLICE));
+        }
+        std::thread::sleep(self.sleep.min(left));
+        self.sleep = (self.sleep * 2).min(LONGEST_SLEEP);
+        cq.poll(out)
     }
 
     /// Notes whether the last pass made progress; true when the rank is idle past its
@@ -71,6 +85,7 @@ impl Waiting {
     pub fn expired(&mut self, progress: bool) -> bool {
         if progress {
             self.idle = false;
+            self.sleep = FIRST_SLEEP;
             return false;
         }
         if !self.idle {

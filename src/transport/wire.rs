@@ -212,7 +212,20 @@ pub struct Token {
     pub slots: SlotRing,
 }
 
-/// A target's receive slots for one writer: `count` slots of `slot_bytes` each in `region`.
+/// How a writer's eager messages reach a target's receive slots; the target chooses, and its
+/// token tells the writer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Carrier {
+    /// One-sided writes with remote CQ data into registered slots (any provider).
+    Write,
+    /// Stores into slots in memory both processes map (ranks of one host): no libfabric call.
+    Memory,
+}
+
+/// A target's receive slots for one writer: `count` slots of `slot_bytes` each, reached by
+/// `carrier`. For [`Carrier::Write`], `region` is the registered slots; for
+/// [`Carrier::Memory`], `region.base` is the target's pid, `region.key` the name of the file
+/// that holds the slots (`fabric::SharedMemory`) and `region.len` its length.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlotRing {
     /// Where the slots are (empty: none).
@@ -221,7 +234,12 @@ pub struct SlotRing {
     pub count: u32,
     /// Bytes of one slot.
     pub slot_bytes: u32,
+    /// How they are reached.
+    pub carrier: Carrier,
 }
+
+/// The bit of a token's slot count that says the slots are reached by [`Carrier::Memory`].
+const MEMORY_CARRIER: u32 = 1 << 31;
 
 impl SlotRing {
     /// No slots.
@@ -233,6 +251,7 @@ impl SlotRing {
         },
         count: 0,
         slot_bytes: 0,
+        carrier: Carrier::Write,
     };
 
     /// Whether this names no slots.
@@ -273,7 +292,11 @@ impl Token {
         out[16..16 + r].copy_from_slice(&self.recv.to_bytes());
         out[16 + r..16 + 2 * r].copy_from_slice(&self.scratch.to_bytes());
         out[16 + 2 * r..16 + 3 * r].copy_from_slice(&self.slots.region.to_bytes());
-        out[16 + 3 * r..20 + 3 * r].copy_from_slice(&self.slots.count.to_le_bytes());
+        let carrier = match self.slots.carrier {
+            Carrier::Write => 0,
+            Carrier::Memory => MEMORY_CARRIER,
+        };
+        out[16 + 3 * r..20 + 3 * r].copy_from_slice(&(self.slots.count | carrier).to_le_bytes());
         out[20 + 3 * r..].copy_from_slice(&self.slots.slot_bytes.to_le_bytes());
         out
     }
@@ -291,6 +314,7 @@ impl Token {
             u32::from_le_bytes(w)
         };
         let r = REMOTE_REGION_BYTES;
+        let count = half(16 + 3 * r);
         Some(Token {
             seq: word(0),
             digest: word(8),
@@ -298,8 +322,13 @@ impl Token {
             scratch: RemoteRegion::from_bytes(&bytes[16 + r..16 + 2 * r]).ok()?,
             slots: SlotRing {
                 region: RemoteRegion::from_bytes(&bytes[16 + 2 * r..16 + 3 * r]).ok()?,
-                count: half(16 + 3 * r),
+                count: count & !MEMORY_CARRIER,
                 slot_bytes: half(20 + 3 * r),
+                carrier: if count & MEMORY_CARRIER != 0 {
+                    Carrier::Memory
+                } else {
+                    Carrier::Write
+                },
             },
         })
     }
@@ -437,9 +466,18 @@ mod tests {
                 region: region(1 << 20),
                 count: 16,
                 slot_bytes: 8192,
+                carrier: Carrier::Write,
             },
         };
         assert_eq!(Token::from_bytes(&token.to_bytes()), Some(token));
+        let shared = Token {
+            slots: SlotRing {
+                carrier: Carrier::Memory,
+                ..token.slots
+            },
+            ..token
+        };
+        assert_eq!(Token::from_bytes(&shared.to_bytes()), Some(shared));
         let plain = Token {
             slots: SlotRing::NONE,
             ..token
