@@ -34,8 +34,10 @@ use super::start::Started;
 use super::{Choice, Communicator, Element, Executed, Payload, PayloadMut, Result};
 
 /// Where a request stands.
+// The running operation is kept inline: a box would cost an allocation on every call.
+#[allow(clippy::large_enum_variant)]
 enum State {
-    Running(Box<Operation>),
+    Running(Operation),
     Done,
     /// Failed in [`Request::test`]: the message of the error returned then.
     Failed(String),
@@ -86,7 +88,7 @@ impl<'a> Request<'a> {
             comm,
             op,
             algorithm: started.algorithm,
-            state: State::Running(Box::new(started.operation)),
+            state: State::Running(started.operation),
             placement: started.placement,
             copy_out,
             overhead: started.overhead,
@@ -140,7 +142,7 @@ impl<'a> Request<'a> {
         };
         let (transport, owned) = split(self.comm);
         let buffers = self.placement.views(owned);
-        let stats = match transport.finish(*operation, buffers) {
+        let stats = match transport.finish(operation, buffers) {
             Ok(stats) => stats,
             Err(err) => {
                 self.state = State::Failed(err.to_string());

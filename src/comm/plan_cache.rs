@@ -37,34 +37,81 @@ pub(crate) struct Key {
 // `Problem` holds integers only, so its equality is an equivalence.
 impl Eq for Key {}
 
-// Looked up on every call: hashes what mostly tells keys apart, without building or
-// allocating anything (equality decides between keys that hash alike).
 impl Hash for Key {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.op.hash(state);
-        std::mem::discriminant(&self.problem).hash(state);
-        self.problem.p().hash(state);
-        self.problem.total_bytes().hash(state);
-        self.forced.hash(state);
-        self.copy_in_recv.hash(state);
-        self.recv_unchanged.hash(state);
-        self.send_in_recv.hash(state);
+        state.write_u64(self.digest());
     }
 }
 
+/// What mostly tells the keys of calls apart, without building or allocating anything (a
+/// call is looked up by it on every start; equality decides between keys that hash alike).
+fn key_hash(
+    op: &str,
+    problem: &Problem,
+    forced: Option<&str>,
+    flags: (bool, bool, Option<(usize, usize)>),
+) -> u64 {
+    let mut h = WordHasher::default();
+    op.hash(&mut h);
+    std::mem::discriminant(problem).hash(&mut h);
+    problem.p().hash(&mut h);
+    problem.total_bytes().hash(&mut h);
+    forced.hash(&mut h);
+    flags.hash(&mut h);
+    h.finish()
+}
+
 impl Key {
+    /// The key of `call`, built to be kept (a lookup needs none: [`Self::hash_of`] and
+    /// [`Self::matches`]).
     pub fn of(call: &Call<'_>) -> Key {
         Key {
             op: call.op,
             problem: call.problem.clone(),
-            forced: match call.choice {
-                Choice::Auto => None,
-                Choice::Named(name) => Some(name.to_string()),
-            },
+            forced: forced(call).map(str::to_string),
             copy_in_recv: call.copy_in_recv,
             recv_unchanged: call.recv_unchanged,
             send_in_recv: call.send_in_recv,
         }
+    }
+
+    /// The hash a cache files `call`'s key under (as [`Hash`] hashes a [`Key`]).
+    pub fn hash_of(call: &Call<'_>) -> u64 {
+        let mut h = WordHasher::default();
+        h.write_u64(key_hash(
+            call.op,
+            &call.problem,
+            forced(call),
+            (call.copy_in_recv, call.recv_unchanged, call.send_in_recv),
+        ));
+        h.finish()
+    }
+
+    /// Whether this is `call`'s key.
+    pub fn matches(&self, call: &Call<'_>) -> bool {
+        self.op == call.op
+            && self.copy_in_recv == call.copy_in_recv
+            && self.recv_unchanged == call.recv_unchanged
+            && self.send_in_recv == call.send_in_recv
+            && self.forced.as_deref() == forced(call)
+            && self.problem == call.problem
+    }
+
+    fn digest(&self) -> u64 {
+        key_hash(
+            self.op,
+            &self.problem,
+            self.forced.as_deref(),
+            (self.copy_in_recv, self.recv_unchanged, self.send_in_recv),
+        )
+    }
+}
+
+/// The algorithm `call` forces, if any.
+fn forced<'a>(call: &Call<'a>) -> Option<&'a str> {
+    match call.choice {
+        Choice::Auto => None,
+        Choice::Named(name) => Some(name),
     }
 }
 
@@ -121,11 +168,31 @@ impl Hasher for WordHasher {
     }
 }
 
-/// A bounded least-recently-used map from keys (a [`Key`]) to plans (a [`Planned`]).
+/// One kept plan.
+#[derive(Debug)]
+struct Entry<K, V> {
+    key: K,
+    value: V,
+    /// Stamp of its latest use.
+    used: u64,
+}
+
+/// The hash a cache files `key` under.
+fn hash_of<K: Hash>(key: &K) -> u64 {
+    let mut h = WordHasher::default();
+    key.hash(&mut h);
+    h.finish()
+}
+
+/// A bounded least-recently-used map from keys (a [`Key`]) to plans (a [`Planned`]), filed
+/// by the keys' hashes so that a call can be looked up without building its key.
 #[derive(Debug)]
 pub(crate) struct PlanCache<K = Key, V = Planned> {
     capacity: usize,
-    entries: HashMap<K, (V, u64), BuildHasherDefault<WordHasher>>,
+    /// Entries by hash (keys that hash alike share a bucket).
+    entries: HashMap<u64, Vec<Entry<K, V>>, BuildHasherDefault<WordHasher>>,
+    /// Entries kept.
+    len: usize,
     /// Stamp of the latest use: larger is more recent.
     clock: u64,
     hits: u64,
@@ -138,6 +205,7 @@ impl<K: Eq + Hash + Clone, V: Clone> PlanCache<K, V> {
         PlanCache {
             capacity,
             entries: HashMap::default(),
+            len: 0,
             clock: 0,
             hits: 0,
             misses: 0,
@@ -145,13 +213,25 @@ impl<K: Eq + Hash + Clone, V: Clone> PlanCache<K, V> {
     }
 
     /// The plan of `key`, if kept (counted as a hit, else as a miss).
+    #[cfg(test)]
     pub fn get(&mut self, key: &K) -> Option<V> {
+        let hash = hash_of(key);
+        self.get_by(hash, |k| k == key)
+    }
+
+    /// The plan of the key that hashes to `hash` and `is` the one looked for, if kept: a
+    /// lookup that needs no key built (counted as [`Self::get`]).
+    pub fn get_by(&mut self, hash: u64, is: impl Fn(&K) -> bool) -> Option<V> {
         self.clock += 1;
-        match self.entries.get_mut(key) {
-            Some((planned, used)) => {
-                *used = self.clock;
+        let found = self
+            .entries
+            .get_mut(&hash)
+            .and_then(|bucket| bucket.iter_mut().find(|entry| is(&entry.key)));
+        match found {
+            Some(entry) => {
+                entry.used = self.clock;
                 self.hits += 1;
-                Some(planned.clone())
+                Some(entry.value.clone())
             }
             None => {
                 self.misses += 1;
@@ -165,23 +245,54 @@ impl<K: Eq + Hash + Clone, V: Clone> PlanCache<K, V> {
         if self.capacity == 0 {
             return;
         }
-        if self.entries.len() >= self.capacity && !self.entries.contains_key(&key) {
-            let oldest = self
-                .entries
-                .iter()
-                .min_by_key(|(_, (_, used))| *used)
-                .map(|(k, _)| k.clone());
-            if let Some(oldest) = oldest {
-                self.entries.remove(&oldest);
+        self.clock += 1;
+        let hash = hash_of(&key);
+        if let Some(entry) = self
+            .entries
+            .get_mut(&hash)
+            .and_then(|bucket| bucket.iter_mut().find(|entry| entry.key == key))
+        {
+            entry.value = planned;
+            entry.used = self.clock;
+            return;
+        }
+        if self.len >= self.capacity {
+            self.evict_oldest();
+        }
+        self.entries.entry(hash).or_default().push(Entry {
+            key,
+            value: planned,
+            used: self.clock,
+        });
+        self.len += 1;
+    }
+
+    fn evict_oldest(&mut self) {
+        let oldest = self
+            .entries
+            .iter()
+            .flat_map(|(&hash, bucket)| {
+                bucket
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, e)| (e.used, hash, i))
+            })
+            .min();
+        if let Some((_, hash, i)) = oldest {
+            if let Some(bucket) = self.entries.get_mut(&hash) {
+                bucket.swap_remove(i);
+                if bucket.is_empty() {
+                    self.entries.remove(&hash);
+                }
+                self.len -= 1;
             }
         }
-        self.clock += 1;
-        self.entries.insert(key, (planned, self.clock));
     }
 
     /// Forgets every plan (the cost model changed: the choices may differ now).
     pub fn clear(&mut self) {
         self.entries.clear();
+        self.len = 0;
     }
 
     pub fn capacity(&self) -> usize {
@@ -190,7 +301,7 @@ impl<K: Eq + Hash + Clone, V: Clone> PlanCache<K, V> {
 
     #[cfg(test)]
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.len
     }
 
     /// (hits, misses) so far.
@@ -223,6 +334,54 @@ mod tests {
         assert_eq!(cache.stats(), (5, 2));
         cache.clear();
         assert_eq!(cache.get(&1), None);
+    }
+
+    #[test]
+    fn a_call_is_found_under_the_key_built_from_it() {
+        use crate::plan::Problem;
+        let calls = [
+            Call::new(
+                "bcast",
+                Problem::Broadcast {
+                    p: 4,
+                    root: 1,
+                    bytes: 8,
+                },
+                Choice::Auto,
+            ),
+            Call::new(
+                "bcast",
+                Problem::Broadcast {
+                    p: 4,
+                    root: 1,
+                    bytes: 8,
+                },
+                Choice::Named("binomial-bcast"),
+            )
+            .copy_in(true),
+            Call::new(
+                "allgatherv",
+                Problem::Allgatherv {
+                    counts: vec![3, 0, 5],
+                },
+                Choice::Auto,
+            )
+            .in_place((3, 0)),
+        ];
+        let mut cache: PlanCache<Key, usize> = PlanCache::new(8);
+        for (i, call) in calls.iter().enumerate() {
+            let key = Key::of(call);
+            assert_eq!(Key::hash_of(call), hash_of(&key));
+            assert!(key.matches(call));
+            cache.insert(key, i);
+        }
+        for (i, call) in calls.iter().enumerate() {
+            let got = cache.get_by(Key::hash_of(call), |key| key.matches(call));
+            assert_eq!(got, Some(i));
+            for (j, other) in calls.iter().enumerate() {
+                assert_eq!(Key::of(other).matches(call), i == j);
+            }
+        }
     }
 
     #[test]

@@ -114,15 +114,17 @@ impl Communicator {
         }
         let op = call.op;
         // What varies per call is checked on every call: the buffers' lengths and owner.
-        let key = Key::of(&call);
         let checked = std::mem::replace(&mut call.checked, Ok(()));
+        let hash = Key::hash_of(&call);
         let source = checked
             .and_then(|()| self.owns(op, "send", send.and_then(|s| s.registered())))
             .and_then(|()| self.owns(op, "recv", recv.as_ref().and_then(|r| r.registered())))
-            .and_then(|()| match self.plans.get(&key) {
-                Some(planned) => Ok(Source::Cached(planned)),
-                None => self.choose(&call.problem, call.choice).map(Source::Chosen),
-            })
+            .and_then(
+                |()| match self.plans.get_by(hash, |key| key.matches(&call)) {
+                    Some(planned) => Ok(Source::Cached(planned)),
+                    None => self.choose(&call.problem, call.choice).map(Source::Chosen),
+                },
+            )
             .map_err(|e| in_call(op, e));
         if self.config.check {
             let name = source
@@ -147,7 +149,7 @@ impl Communicator {
                     )?,
                     digest: digest(op, algorithm.name(), &call.problem),
                 });
-                self.plans.insert(key, Arc::clone(&planned));
+                self.plans.insert(Key::of(&call), Arc::clone(&planned));
                 planned
             }
         };
