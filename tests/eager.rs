@@ -236,6 +236,20 @@ fn eager_messages_take_the_carrier_of_their_provider_and_leave_no_files() {
     }
 }
 
+#[test]
+fn the_argument_checks_exchange_takes_the_eager_path() {
+    let out = roles(
+        3,
+        SETTINGS[0],
+        "checked",
+        &[("CIRCULANT_TIMEOUT", "30"), ("CIRCULANT_CHECK", "1")],
+        &[],
+    );
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert_eq!(all.matches("checked ok").count(), 3, "{all}");
+}
+
 /// Entry point of the ranks of the jobs above; does nothing when run as an ordinary test.
 #[test]
 fn rank_role() {
@@ -260,6 +274,7 @@ fn rank_role() {
         "limits-large" => limits(&mut comm, 1000),
         "mixed" => mixed(&mut comm),
         "carrier" => carrier(&mut comm),
+        "checked" => checked(&mut comm),
         "kill" => common::rank_killed_during_broadcasts(&mut comm, LEN, 500, 10_000_001),
         other => panic!("unknown role {other}"),
     }
@@ -428,6 +443,47 @@ fn carrier(comm: &mut Communicator) {
     assert!(left.is_empty(), "rank {rank}: {left:?} still named");
     comm.barrier().unwrap();
     println!("rank {rank}: carrier ok, pid {pid}");
+}
+
+/// Names of this process's receive slots in shared memory (each goes once its writer has
+/// mapped it).
+fn slot_files() -> usize {
+    let prefix = format!("circulant-{}-", std::process::id());
+    std::fs::read_dir("/dev/shm")
+        .expect("/dev/shm")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .count()
+}
+
+/// With the full argument check on, a broadcast far above the eager limit goes zero-copy,
+/// but the check's own exchange of 256 bytes per rank is eager: its first run (for the
+/// barrier that ends start-up) sets up receive slots (in shared memory over shm, named until
+/// their writers map them).
+fn checked(comm: &mut Communicator) {
+    let rank = comm.rank();
+    // The barrier that ends start-up was checked too: its exchange set up the slots.
+    assert!(
+        slot_files() > 0,
+        "rank {rank}: the check's exchange set up no slots"
+    );
+    let mut buf = comm.alloc(100_000).unwrap();
+    for i in 0..3 {
+        if rank == 0 {
+            buf.fill(i as u8 + 1);
+        }
+        comm.bcast(&mut buf, 0).unwrap();
+        assert!(
+            buf.iter().all(|&x| x == i as u8 + 1),
+            "rank {rank}: bcast {i}"
+        );
+    }
+    assert_eq!(
+        comm.bytes_copied(),
+        0,
+        "rank {rank}: the broadcasts were not zero-copy"
+    );
+    println!("rank {rank}: checked ok");
 }
 
 /// After a few eager allgathervs (which set up the slots), rank 2 calls one with counts that

@@ -267,9 +267,16 @@ impl Communicator {
             None => {
                 let algorithm = exchange_algorithm(p, &self.model)?;
                 let plan = algorithm.rank_plan(self.rank())?;
+                // Merged writes and the eager path as for any call of the same size.
+                let bytes = exchange_problem(p).total_bytes();
                 let planned = Planned {
                     algorithm: algorithm.name(),
-                    prepared: self.transport.prepare(CHECK_OP, plan)?,
+                    prepared: self.transport.prepare_sized(
+                        CHECK_OP,
+                        algorithm.as_ref(),
+                        plan,
+                        bytes,
+                    )?,
                     digest: digest(CHECK_OP, algorithm.name(), &exchange_problem(p)),
                 };
                 // The exchange's plan depends on p and the model only.

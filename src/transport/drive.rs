@@ -24,9 +24,9 @@ impl Transport {
         run.setup(buffers)?;
         run.adopt_early(&mut self.inbox)?;
         let posting = Instant::now();
-        // Eager writes of this operation that came before it began.
+        // Eager writes of this operation that came before it began: the first pass of
+        // posting reads them.
         self.inbox.eager.queue_parked();
-        self.take_slots(run, buffers)?;
         // Ready tokens: our buffers are free for this operation from now on.
         if let Some(token) = run.ready_token(buffers) {
             for i in 0..run.writers().len() {
