@@ -591,8 +591,10 @@ pub fn read_credit_word(bytes: &[u8; wire::CREDIT_BYTES]) -> Option<u32> {
 pub struct Reads {
     /// Slots whose write has arrived and that were not read yet.
     arrived: Vec<bool>,
-    /// Slots read so far (the next one to read is `read % slots`).
+    /// Slots read so far.
     pub read: u64,
+    /// The slot to read next, `read % slots` (kept, not divided for on every look).
+    next: usize,
     /// The read count last sent to the writer.
     pub returned: u64,
     /// A credit word is due but could not be posted yet (full transmit queue).
@@ -605,6 +607,7 @@ impl Reads {
         Reads {
             arrived: vec![false; slots],
             read: 0,
+            next: 0,
             returned: 0,
             owed: false,
         }
@@ -631,15 +634,17 @@ impl Reads {
 
     /// The slot to read next, if its write has arrived.
     pub fn head(&self) -> Option<usize> {
-        let slot = (self.read % self.slots() as u64) as usize;
-        self.arrived[slot].then_some(slot)
+        self.arrived[self.next].then_some(self.next)
     }
 
     /// The head slot was read.
     pub fn consume(&mut self) {
-        let slot = (self.read % self.slots() as u64) as usize;
-        self.arrived[slot] = false;
+        self.arrived[self.next] = false;
         self.read += 1;
+        self.next += 1;
+        if self.next == self.slots() {
+            self.next = 0;
+        }
     }
 
     /// Whether the writer should get its credits back: half the ring was read since the last
@@ -742,7 +747,7 @@ impl Inbound {
         match &self.mem {
             RingMemory::Registered(_) => self.reads.head(),
             RingMemory::Shared { mem, .. } => {
-                let slot = (self.reads.read % self.reads.slots() as u64) as usize;
+                let slot = self.reads.next;
                 let at = SHARED_HEAD + slot * shared_stride(self.slot_bytes) + NUMBER_AT;
                 (mem.load(at).ok()? == self.reads.read).then_some(slot)
             }

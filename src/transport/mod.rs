@@ -400,7 +400,7 @@ impl Transport {
         match started {
             Ok(posting) => Ok(Operation {
                 run,
-                started: Instant::now(),
+                started: posting,
                 posting,
             }),
             Err(err) => Err(self.fail(&mut run, err)),
