@@ -1,5 +1,7 @@
-//! The eager path between real processes: selftest on both sides of the switch point (eager off,
-//! a limit of 64 bytes, every operation eager), a root that races ahead of a slow receiver
+//! The eager path between real processes, over shm (its slots in shared memory, and with
+//! `CIRCULANT_EAGER_CARRIER=write`), tcp;ofi_rxm, and for selftest and mixing also sockets and
+//! udp;ofi_rxd: selftest on both sides of the switch point (eager off, a limit of 64 bytes,
+//! every operation eager), a root that races ahead of a slow receiver
 //! through 10,000 broadcasts (it runs out of credits and waits; every receiver's data is right
 //! every time), an operation above the limit whose small pairs go eager and large ones
 //! zero-copy (exact copy counts), ranks that disagree on an eager call or on the limit itself
@@ -69,6 +71,39 @@ fn selftest_passes_on_both_sides_of_the_switch_point() {
                 common::assert_selftest_passed(&out, &what);
             }
         }
+    }
+}
+
+#[test]
+fn sockets_and_udp_pass_selftest_and_mix_eager_and_zero_copy_pairs() {
+    // The other software providers: eager off, the smallest sizes eager (the rest, and the
+    // large pairs of a v-collective, zero-copy), everything eager; and the mixed allgatherv.
+    for provider in ["sockets", "udp;ofi_rxd"] {
+        let setting = (provider, "auto");
+        for limit in ["0", "64", "1000000"] {
+            let out = launch(
+                3,
+                setting,
+                &[BIN, "selftest", "--quick"],
+                &[
+                    ("CIRCULANT_TIMEOUT", "60"),
+                    ("CIRCULANT_EAGER_LIMIT", limit),
+                ],
+                &[],
+            );
+            let what = format!("p = 3, {provider}, CIRCULANT_EAGER_LIMIT={limit}");
+            common::assert_selftest_passed(&out, &what);
+        }
+        let out = roles(
+            4,
+            setting,
+            "mixed",
+            &[("CIRCULANT_TIMEOUT", "30"), ("CIRCULANT_EAGER_LIMIT", "64")],
+            &[],
+        );
+        let all = text(&out);
+        assert!(out.status.success(), "{provider}:\n{all}");
+        assert_eq!(all.matches("mixed ok").count(), 4, "{provider}:\n{all}");
     }
 }
 
