@@ -70,3 +70,52 @@ fn honours_fi_provider() {
     let report = info_json(Some("sockets"));
     assert_eq!(provider_names(&report), vec!["sockets".to_string()]);
 }
+
+/// How eager messages travel on each provider: stores into shared memory over shm, RMA writes
+/// elsewhere; `CIRCULANT_EAGER_CARRIER=write` makes it writes everywhere, and another value is
+/// refused.
+#[test]
+fn shows_the_eager_carrier_of_each_provider() {
+    let carriers = |env: Option<&str>| -> Vec<(String, String)> {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_circulant"));
+        command.args(["info", "--json"]).env_remove("FI_PROVIDER");
+        match env {
+            Some(v) => command.env("CIRCULANT_EAGER_CARRIER", v),
+            None => command.env_remove("CIRCULANT_EAGER_CARRIER"),
+        };
+        let output = command.output().expect("run circulant info");
+        assert!(output.status.success(), "{output:?}");
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+        report["providers"]
+            .as_array()
+            .expect("providers")
+            .iter()
+            .map(|p| {
+                let name = p["name"].as_str().expect("name").to_string();
+                let carrier = p["eager_carrier"]
+                    .as_str()
+                    .expect("eager_carrier")
+                    .to_string();
+                (name, carrier)
+            })
+            .collect()
+    };
+    for env in [None, Some("auto")] {
+        for (name, carrier) in carriers(env) {
+            let want = if name == "shm" { "memory" } else { "write" };
+            assert_eq!(carrier, want, "{name} with {env:?}");
+        }
+    }
+    assert!(carriers(Some("write")).iter().all(|(_, c)| c == "write"));
+    let refused = Command::new(env!("CARGO_BIN_EXE_circulant"))
+        .args(["info"])
+        .env("CIRCULANT_EAGER_CARRIER", "pigeon")
+        .output()
+        .expect("run circulant info");
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("CIRCULANT_EAGER_CARRIER") && err.contains("auto or write"),
+        "{err}"
+    );
+}

@@ -372,8 +372,9 @@ impl Transport {
     }
 
     /// Starts a prepared plan as the next operation: checks the buffers, runs the setup steps,
-    /// sends the ready tokens and posts every write that is already allowed (without reading
-    /// the completion queue), then returns.
+    /// sends the ready tokens and posts every write that is already allowed (reading the
+    /// completion queue once, except where eager messages travel through shared memory), then
+    /// returns.
     /// [`Self::finish`] with the same buffers completes it; no other operation may start on
     /// this transport before (an error says so). The buffers must stay registered and
     /// untouched until then.
@@ -392,11 +393,18 @@ impl Transport {
         let mut run = Run::new(op, seq, digest, prepared, self.size, spare);
         self.active = Some(seq);
         // From here on the peers count on this operation: any failure goes through `fail`.
-        // The completion queue is not read here: `finish` or `test` do that, and a call that
-        // is waited for at once goes there straight away.
-        let started = self
-            .begin(&mut run, &buffers)
-            .and_then(|posting| self.post_allowed(&mut run, &buffers).map(|_| posting));
+        // Over a network provider one pass of progress (the completion queue read too) lets
+        // what peers already sent in; where eager messages travel through shared memory the
+        // queue is left to `finish` or `test`, which a call waited for at once goes to
+        // straight away (docs/performance.md, "Small messages").
+        let memory = self.inbox.eager.carrier == Carrier::Memory;
+        let started = self.begin(&mut run, &buffers).and_then(|posting| {
+            if memory {
+                self.post_allowed(&mut run, &buffers).map(|_| posting)
+            } else {
+                self.progress(&mut run, &buffers).map(|()| posting)
+            }
+        });
         match started {
             Ok(posting) => Ok(Operation {
                 run,
