@@ -339,26 +339,14 @@ mod tests {
     #[test]
     fn a_call_is_found_under_the_key_built_from_it() {
         use crate::plan::Problem;
+        let bcast = Problem::Broadcast {
+            p: 4,
+            root: 1,
+            bytes: 8,
+        };
         let calls = [
-            Call::new(
-                "bcast",
-                Problem::Broadcast {
-                    p: 4,
-                    root: 1,
-                    bytes: 8,
-                },
-                Choice::Auto,
-            ),
-            Call::new(
-                "bcast",
-                Problem::Broadcast {
-                    p: 4,
-                    root: 1,
-                    bytes: 8,
-                },
-                Choice::Named("binomial-bcast"),
-            )
-            .copy_in(true),
+            Call::new("bcast", bcast.clone(), Choice::Auto),
+            Call::new("bcast", bcast, Choice::Named("binomial-bcast")).copy_in(true),
             Call::new(
                 "allgatherv",
                 Problem::Allgatherv {
