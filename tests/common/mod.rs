@@ -87,35 +87,55 @@ impl Started {
 
     /// Waits for the end, collecting output; panics (after killing) past `limit`.
     pub fn finish(mut self, limit: Duration) -> Finished {
-        let deadline = Instant::now() + limit;
-        let status = loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                break status;
-            }
-            if Instant::now() > deadline {
+        match self.wait(limit) {
+            Some(status) => self.collect(status),
+            None => {
                 self.kill();
                 panic!("process did not end within {limit:?}");
             }
+        }
+    }
+
+    /// Waits up to `limit` for the process to end; None if it still runs.
+    pub fn wait(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return Some(status);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
             thread::sleep(Duration::from_millis(20));
-        };
-        let mut stdout = String::new();
-        let mut stderr = String::new();
+        }
+    }
+
+    /// The output of a process that ended with `status`.
+    pub fn collect(mut self, status: ExitStatus) -> Finished {
         let drain_until = Instant::now() + Duration::from_secs(10);
         for reader in std::mem::take(&mut self.readers) {
             while !reader.is_finished() && Instant::now() < drain_until {
                 thread::sleep(Duration::from_millis(10));
             }
         }
-        while let Ok((is_err, line)) = self.lines.try_recv() {
-            let target = if is_err { &mut stderr } else { &mut stdout };
-            target.push_str(&line);
-            target.push('\n');
-        }
+        let (stdout, stderr) = self.printed();
         Finished {
             status,
             stdout,
             stderr,
         }
+    }
+
+    /// What the process printed so far and was not read yet: (stdout, stderr).
+    pub fn printed(&self) -> (String, String) {
+        let mut stdout = String::new();
+        let mut stderr = String::new();
+        while let Ok((is_err, line)) = self.lines.try_recv() {
+            let target = if is_err { &mut stderr } else { &mut stdout };
+            target.push_str(&line);
+            target.push('\n');
+        }
+        (stdout, stderr)
     }
 
     fn kill(&mut self) {
@@ -207,6 +227,40 @@ pub fn assert_all_gone(pids: &[u32]) {
             panic!("rank process {pid} was left running");
         }
     }
+}
+
+/// Live processes (not zombies) whose command line holds every one of `words`.
+pub fn running_with(words: &[&str]) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|line| {
+                let args: Vec<&[u8]> = line.split(|&b| b == 0).collect();
+                words.iter().all(|word| args.contains(&word.as_bytes()))
+            })
+        })
+        .filter(|&pid| alive(pid))
+        .collect()
+}
+
+/// Fails if a process whose command line holds every one of `words` is still running a
+/// moment from now (killing those left).
+pub fn assert_none_running(words: &[&str]) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !running_with(words).is_empty() && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
+    }
+    let left = running_with(words);
+    for &pid in &left {
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_raw(pid as i32).expect("pid"),
+            rustix::process::Signal::KILL,
+        );
+    }
+    assert!(left.is_empty(), "processes {left:?} were left running");
 }
 
 /// A job under the built-in launcher, `circulant run -n N [--provider P] --timeout S [more
