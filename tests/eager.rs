@@ -6,7 +6,8 @@
 //! every time), an operation above the limit whose small pairs go eager and large ones
 //! zero-copy (exact copy counts), ranks that disagree on an eager call or on the limit itself
 //! (also above both limits) all get an error,
-//! and a rank killed during eager traffic gives every survivor an error within the deadline.
+//! a rank killed during eager traffic gives every survivor an error within the deadline, and
+//! over RMA writes credits ride on slots going the other way (no credit word in a ping-pong).
 //!
 //! Ranks are this test binary (`rank_role`, selected by CIRCULANT_TEST_ROLE) under the
 //! built-in launcher, which bounds every job and stops every rank it started.
@@ -268,6 +269,20 @@ fn the_argument_checks_exchange_takes_the_eager_path() {
     assert_eq!(all.matches("checked ok").count(), 3, "{all}");
 }
 
+#[test]
+fn credits_ride_on_slots_going_the_other_way() {
+    for setting in SETTINGS {
+        let out = roles(2, setting, "piggyback", &[("CIRCULANT_TIMEOUT", "30")], &[]);
+        let all = text(&out);
+        assert!(out.status.success(), "{setting:?}:\n{all}");
+        assert_eq!(
+            all.matches("piggyback ok").count(),
+            2,
+            "{setting:?}:\n{all}"
+        );
+    }
+}
+
 /// Entry point of the ranks of the jobs above; does nothing when run as an ordinary test.
 #[test]
 fn rank_role() {
@@ -293,6 +308,7 @@ fn rank_role() {
         "mixed" => mixed(&mut comm),
         "carrier" => carrier(&mut comm),
         "checked" => checked(&mut comm),
+        "piggyback" => piggyback(&mut comm),
         "kill" => common::rank_killed_during_broadcasts(&mut comm, LEN, 500, 10_000_001),
         other => panic!("unknown role {other}"),
     }
@@ -461,6 +477,49 @@ fn carrier(comm: &mut Communicator) {
     assert!(left.is_empty(), "rank {rank}: {left:?} still named");
     comm.barrier().unwrap();
     println!("rank {rank}: carrier ok, pid {pid}");
+}
+
+/// Two ranks broadcast in turn (a ping-pong): over RMA writes each slot carries the writer's
+/// read count of the other's slots, so no credit word is ever due. Then rank 0 broadcasts alone:
+/// rank 1 has nothing to carry its credits in and writes credit words (none through shared
+/// memory, where the writer reads the count itself).
+fn piggyback(comm: &mut Communicator) {
+    use circulant::transport::Carrier;
+    let rank = comm.rank();
+    assert_eq!(comm.size(), 2);
+    let mut buf = [0u8; 8];
+    let calls = 4 * circulant::transport::eager::DEFAULT_SLOTS;
+    let before = comm.eager_credit_words();
+    for i in 0..calls {
+        let root = i % 2;
+        if rank == root {
+            buf.fill(byte(i, root));
+        }
+        comm.bcast(&mut buf[..], root).unwrap();
+        assert!(buf.iter().all(|&x| x == byte(i, root)), "rank {rank}: {i}");
+    }
+    let words = comm.eager_credit_words() - before;
+    assert_eq!(
+        words, 0,
+        "rank {rank}: {words} credit words in the ping-pong"
+    );
+    for i in 0..calls {
+        if rank == 0 {
+            buf.fill(byte(i, 0));
+        }
+        comm.bcast(&mut buf[..], 0).unwrap();
+        assert!(buf.iter().all(|&x| x == byte(i, 0)), "rank {rank}: {i}");
+    }
+    let words = comm.eager_credit_words() - before;
+    let writes = comm.eager_carrier() == Carrier::Write;
+    assert_eq!(
+        words > 0,
+        writes && rank == 1,
+        "rank {rank}: {words} credit words, carrier {:?}",
+        comm.eager_carrier()
+    );
+    comm.barrier().unwrap();
+    println!("piggyback ok on rank {rank}");
 }
 
 /// Names of this process's receive slots in shared memory (each goes once its writer has

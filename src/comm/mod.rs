@@ -294,6 +294,14 @@ impl Communicator {
         self.transport.eager_carrier()
     }
 
+    /// Credit words this rank wrote to the ranks that write eager messages into its slots:
+    /// over RMA writes it tells each writer, once half its slots were read, how many it read,
+    /// unless that count went along with an eager message of its own to that writer. Through
+    /// shared memory writers read the count themselves (no words).
+    pub fn eager_credit_words(&self) -> u64 {
+        self.transport.credit_words()
+    }
+
     /// The algorithm and counts of the last collective.
     pub fn last(&self) -> Option<&Executed> {
         self.last.as_ref()

@@ -58,11 +58,14 @@ pub const MAX_LIMIT: usize = 1 << 30;
 pub const COPY_SECONDS_PER_BYTE: f64 = 1e-10;
 
 /// Fixed part of a slot header.
-pub const HEADER_BYTES: usize = 40;
+pub const HEADER_BYTES: usize = 48;
 /// Where a slot header holds the writer's running slot number, which a writer through memory
 /// ([`Carrier::Memory`]) stores last, with release ordering: the slot is there once it reads
 /// as the number the target expects next.
 const NUMBER_AT: usize = 16;
+/// Where a slot header holds the writer's read count of the target's slots for it (credits
+/// going the other way; [`Carrier::Write`] only).
+const CREDIT_AT: usize = 40;
 /// A ring in shared memory starts with the target's read count (its credits, one cache line).
 const SHARED_HEAD: usize = 64;
 /// The number a slot of a new shared ring holds: none the writer ever writes.
@@ -214,6 +217,9 @@ pub struct SlotHeader {
     /// Writes of the plan that arrive with this slot: the merged writes of the transfer it
     /// ends (the count its target expects whichever way the transfer came), else 0.
     pub writes: u32,
+    /// Over [`Carrier::Write`], the writer's read count of the slots the target keeps for it
+    /// when it wrote this slot: the target's credits, carried along (0 through memory).
+    pub credit: u64,
     /// Where the data go, in the order they follow the header.
     pub segments: Vec<Segment>,
 }
@@ -249,6 +255,7 @@ impl SlotHeader {
         out[28..30].copy_from_slice(&(self.segments.len() as u16).to_le_bytes());
         out[32..36].copy_from_slice(&self.writes.to_le_bytes());
         out[36..40].copy_from_slice(&MAGIC.to_le_bytes());
+        out[CREDIT_AT..CREDIT_AT + 8].copy_from_slice(&self.credit.to_le_bytes());
         out
     }
 
@@ -304,6 +311,7 @@ impl SlotHeader {
         self.number = u64_at(NUMBER_AT);
         self.round = u32_at(24);
         self.writes = u32_at(32);
+        self.credit = u64_at(CREDIT_AT);
         let data = self.data_len();
         if table_end + data > slot.len() {
             return Err(format!(
@@ -542,7 +550,7 @@ fn fill_slot(
 
 /// The fixed header of the slot number `number` of `run` for `round` that carries `parts` of
 /// `pieces`, after which the transfer goes on at `next`: it counts the transfer's
-/// `transfer_writes` if it ends the transfer.
+/// `transfer_writes` if it ends the transfer. It carries no credits (see [`carry_credit`]).
 fn slot_fixed(
     run: &Run,
     number: u64,
@@ -567,6 +575,11 @@ fn slot_fixed(
     fixed[32..36].copy_from_slice(&writes.to_le_bytes());
     fixed[36..40].copy_from_slice(&MAGIC.to_le_bytes());
     fixed
+}
+
+/// Puts the writer's read count `credit` of the target's slots into the fixed header `fixed`.
+fn carry_credit(fixed: &mut [u8; HEADER_BYTES], credit: u64) {
+    fixed[CREDIT_AT..CREDIT_AT + 8].copy_from_slice(&credit.to_le_bytes());
 }
 
 /// A credit word: the low 32 bits of a target's read count, and their complement, so that a
@@ -644,6 +657,15 @@ impl Reads {
         self.next += 1;
         if self.next == self.slots() {
             self.next = 0;
+        }
+    }
+
+    /// A slot that carried the read count `read` to the writer was posted: no credit word is
+    /// needed for it.
+    pub fn carried(&mut self, read: u64) {
+        self.returned = self.returned.max(read);
+        if self.returned == self.read {
+            self.owed = false;
         }
     }
 
@@ -885,6 +907,22 @@ impl Outbound {
         Ok(())
     }
 
+    /// Takes the read count a slot from the target carried (its header's `credit`): the count
+    /// is cumulative and may be older than a credit word already taken.
+    pub fn piggyback(&mut self, read: u64) -> std::result::Result<(), String> {
+        if matches!(self.destination, Destination::Memory { .. }) {
+            return Err("credits in a slot header, for slots in shared memory".into());
+        }
+        if read > self.written {
+            return Err(format!(
+                "credits for {read} slots read, {} written",
+                self.written
+            ));
+        }
+        self.freed = self.freed.max(read);
+        Ok(())
+    }
+
     /// Reads the read count a target through shared memory keeps for this writer (its
     /// credits); whether slots were freed. Nothing happens for other destinations, or before
     /// the first write mapped the memory.
@@ -921,6 +959,8 @@ pub struct Eager {
     pub inject: usize,
     /// Credit words written and not completed yet.
     pub credit_writes: usize,
+    /// Credit words posted since the transport was connected.
+    pub credit_words: u64,
     /// How writers reach the receive slots this rank sets up for them.
     pub carrier: Carrier,
     /// Writers whose slots are in shared memory: no event tells their arrivals, so their
@@ -946,6 +986,7 @@ impl Eager {
             parked: Vec::new(),
             inject: 0,
             credit_writes: 0,
+            credit_words: 0,
             carrier: Carrier::Write,
             shared: Vec::new(),
             parked_flag: vec![false; size],
@@ -1244,7 +1285,11 @@ impl Transport {
             let Some(mirror) = mirror.as_ref() else {
                 return Err(run.protocol("no source for eager writes".into()));
             };
-            let fixed = slot_fixed(
+            // The target's credits go along: what this rank read of its slots for the target.
+            let credit = self.inbox.eager.inbound[to]
+                .as_ref()
+                .map_or(0, |ring| ring.reads.read);
+            let mut fixed = slot_fixed(
                 run,
                 out.written,
                 ready.round,
@@ -1253,6 +1298,7 @@ impl Transport {
                 next,
                 transfer_writes,
             );
+            carry_credit(&mut fixed, credit);
             let (at, data) = fill_slot(mirror, base, &fixed, true, parts, pieces, buffers, run)?;
             let remote = region.range(base as u64, (at - base) as u64)?;
             let event = Some(
@@ -1276,6 +1322,9 @@ impl Transport {
             }
             out.written += 1;
             run.slot_posted(next, data, injected);
+            if let Some(ring) = self.inbox.eager.inbound[to].as_mut() {
+                ring.reads.carried(credit);
+            }
         }
     }
 
@@ -1326,6 +1375,7 @@ impl Transport {
                 return Err(run.protocol(format!("an eager store to rank {to} without memory")));
             };
             let base = SHARED_HEAD + out.next_slot() * shared_stride(out.slot_bytes);
+            // Through memory the target reads its credits itself: none carried.
             let fixed = slot_fixed(
                 run,
                 out.written,
@@ -1399,6 +1449,18 @@ impl Transport {
                         header.number, ring.reads.read
                     )));
                 }
+                // Credits it carries count whichever operation the slot belongs to.
+                if header.credit > 0 {
+                    let Some(out) = self.inbox.eager.outbound[from].as_mut() else {
+                        return Err(run.protocol(format!(
+                            "credits from rank {from}, whose slots this rank does not use"
+                        )));
+                    };
+                    out.piggyback(header.credit)
+                        .map_err(|what| run.protocol(format!("rank {from}: {what}")))?;
+                    run.slots_freed(from);
+                }
+                let header = &self.inbox.eager.header;
                 if !run.check_slot(from, header)? {
                     self.inbox.eager.park(from);
                     break;
@@ -1475,6 +1537,7 @@ impl Transport {
         let posted = !matches!(post, Ok(Post::Again));
         if matches!(post, Ok(Post::Posted)) {
             self.inbox.eager.credit_writes += 1;
+            self.inbox.eager.credit_words += 1;
         }
         let Some(ring) = self.inbox.eager.inbound[from].as_mut() else {
             return Ok(true);
@@ -1543,6 +1606,7 @@ mod tests {
             number: 0,
             round: 0,
             writes: 1,
+            credit: 0,
             segments: vec![Segment {
                 dst: Buf::Recv,
                 offset: 0,
@@ -1694,6 +1758,7 @@ mod tests {
             number: 77,
             round: 9,
             writes: 70_000,
+            credit: (1 << 35) + 5,
             segments: vec![
                 Segment {
                     dst: Buf::Recv,
@@ -1787,7 +1852,7 @@ mod tests {
         assert!(ends(&ps, at(3, 0)));
         assert!(ends(&ps, at(4, 0)));
         // Every slot of a packed transfer but its last goes on.
-        let slots = pack_all(&ps, 64);
+        let slots = pack_all(&ps, HEADER_BYTES + SEGMENT_BYTES + 8);
         for (k, parts) in slots.iter().enumerate() {
             let last = parts.last().unwrap();
             let cursor = if last.last {
@@ -1879,6 +1944,18 @@ mod tests {
         reads.owed = true;
         reads.returned = 9;
         assert!(reads.credits_due());
+        // A count that went along in a slot settles what was owed up to it.
+        reads.carried(9);
+        assert!(!reads.credits_due());
+        reads.arrive(1).unwrap();
+        reads.consume();
+        reads.carried(7);
+        assert_eq!(reads.returned, 9);
+        reads.arrive(2).unwrap();
+        reads.consume();
+        assert!(reads.credits_due());
+        reads.carried(11);
+        assert!(!reads.credits_due());
     }
 
     #[test]
@@ -1910,6 +1987,14 @@ mod tests {
         out.credit(2).unwrap();
         assert_eq!(out.freed, (1 << 32) + 2);
         assert_eq!(out.next_slot(), (((1u64 << 32) + 3) % 16) as usize);
+        // Counts carried in slots: full 64 bits, cumulative, never beyond what was written.
+        let mut carried = Outbound::new(&ring).unwrap();
+        carried.written = 20;
+        carried.piggyback(12).unwrap();
+        assert_eq!(carried.free(), 8);
+        carried.piggyback(5).unwrap();
+        assert_eq!(carried.free(), 8);
+        assert!(carried.piggyback(21).is_err());
         let bad = SlotRing { count: 64, ..ring };
         assert!(Outbound::new(&bad).is_err());
         let small = SlotRing {

@@ -347,6 +347,12 @@ impl Transport {
         self.inbox.eager.carrier
     }
 
+    /// Credit words this rank wrote to its eager writers (over [`Carrier::Write`]; credits that
+    /// went along in slots to those writers are not counted).
+    pub fn credit_words(&self) -> u64 {
+        self.inbox.eager.credit_words
+    }
+
     /// The eager path's settings.
     pub fn eager(&self) -> EagerConfig {
         self.inbox.eager.config
