@@ -265,12 +265,6 @@ impl Drop for SharedMemory {
     }
 }
 
-// SAFETY: the mapping is plain memory valid for the life of the value; every access goes
-// through the methods above, whose ordering the caller's protocol provides.
-unsafe impl Send for SharedMemory {}
-// SAFETY: as above.
-unsafe impl Sync for SharedMemory {}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -66,9 +66,7 @@ impl Transport {
         let got = self.cq.poll(&mut self.completions);
         if self.forgive_credit_failure(got)? > 0 {
             self.take_completions(run)?;
-            self.take_slots(run, buffers)?;
-            run.complete_rounds(buffers)?;
-            self.post_ready(run, buffers)?;
+            self.post_allowed(run, buffers)?;
         }
         Ok(())
     }

@@ -894,10 +894,11 @@ impl Outbound {
     }
 
     /// Takes a credit word's count (the low 32 bits of the target's read count): the count is
-    /// cumulative, so an older word than one already seen changes nothing.
+    /// cumulative, so an older word than one already seen changes nothing — also one older
+    /// than a count a slot carried since, which may lie more than a ring behind.
     pub fn credit(&mut self, low: u32) -> std::result::Result<(), String> {
         let behind = u64::from((self.written as u32).wrapping_sub(low));
-        if behind > self.written || behind > self.slots as u64 {
+        if behind > self.written {
             return Err(format!(
                 "credits for {low} slots read (low bits), {} written",
                 self.written
@@ -908,8 +909,9 @@ impl Outbound {
     }
 
     /// Takes the read count a slot from the target carried (its header's `credit`): the count
-    /// is cumulative and may be older than a credit word already taken.
-    pub fn piggyback(&mut self, read: u64) -> std::result::Result<(), String> {
+    /// is cumulative and may be older than a credit word already taken. Whether slots were
+    /// freed.
+    pub fn piggyback(&mut self, read: u64) -> std::result::Result<bool, String> {
         if matches!(self.destination, Destination::Memory { .. }) {
             return Err("credits in a slot header, for slots in shared memory".into());
         }
@@ -919,8 +921,9 @@ impl Outbound {
                 self.written
             ));
         }
+        let freed = read > self.freed;
         self.freed = self.freed.max(read);
-        Ok(())
+        Ok(freed)
     }
 
     /// Reads the read count a target through shared memory keeps for this writer (its
@@ -1285,9 +1288,11 @@ impl Transport {
             let Some(mirror) = mirror.as_ref() else {
                 return Err(run.protocol("no source for eager writes".into()));
             };
-            // The target's credits go along: what this rank read of its slots for the target.
+            // The target's credits go along: what this rank read of its slots for the target,
+            // unless the target reads that count in shared memory itself.
             let credit = self.inbox.eager.inbound[to]
                 .as_ref()
+                .filter(|ring| !ring.is_shared())
                 .map_or(0, |ring| ring.reads.read);
             let mut fixed = slot_fixed(
                 run,
@@ -1456,9 +1461,12 @@ impl Transport {
                             "credits from rank {from}, whose slots this rank does not use"
                         )));
                     };
-                    out.piggyback(header.credit)
+                    let freed = out
+                        .piggyback(header.credit)
                         .map_err(|what| run.protocol(format!("rank {from}: {what}")))?;
-                    run.slots_freed(from);
+                    if freed {
+                        run.slots_freed(from);
+                    }
                 }
                 let header = &self.inbox.eager.header;
                 if !run.check_slot(from, header)? {
@@ -1981,6 +1989,11 @@ mod tests {
         assert_eq!(out.free(), 8);
         // More read than written is a protocol error.
         assert!(out.credit(17).is_err());
+        // A word older than a count a slot carried since, more than a ring behind: nothing.
+        out.written = 40;
+        out.piggyback(30).unwrap();
+        out.credit(8).unwrap();
+        assert_eq!(out.freed, 30);
         // Across the 32-bit wrap.
         out.written = (1 << 32) + 3;
         out.freed = (1 << 32) - 10;
@@ -1990,9 +2003,9 @@ mod tests {
         // Counts carried in slots: full 64 bits, cumulative, never beyond what was written.
         let mut carried = Outbound::new(&ring).unwrap();
         carried.written = 20;
-        carried.piggyback(12).unwrap();
+        assert!(carried.piggyback(12).unwrap());
         assert_eq!(carried.free(), 8);
-        carried.piggyback(5).unwrap();
+        assert!(!carried.piggyback(5).unwrap());
         assert_eq!(carried.free(), 8);
         assert!(carried.piggyback(21).is_err());
         let bad = SlotRing { count: 64, ..ring };

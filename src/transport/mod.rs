@@ -399,18 +399,12 @@ impl Transport {
         let mut run = Run::new(op, seq, digest, prepared, self.size, spare);
         self.active = Some(seq);
         // From here on the peers count on this operation: any failure goes through `fail`.
-        // Over a network provider one pass of progress (the completion queue read too) lets
-        // what peers already sent in; where eager messages travel through shared memory the
-        // queue is left to `finish` or `test`, which a call waited for at once goes to
-        // straight away (docs/performance.md, "Small messages").
-        let memory = self.inbox.eager.carrier == Carrier::Memory;
-        let started = self.begin(&mut run, &buffers).and_then(|posting| {
-            if memory {
-                self.post_allowed(&mut run, &buffers).map(|_| posting)
-            } else {
-                self.progress(&mut run, &buffers).map(|()| posting)
-            }
-        });
+        // One pass of progress, the completion queue read too: it lets in what peers already
+        // sent, and the aborts of an earlier operation that this rank finished without reading
+        // the queue (a root that only stored into shared memory) fail this one.
+        let started = self
+            .begin(&mut run, &buffers)
+            .and_then(|posting| self.progress(&mut run, &buffers).map(|()| posting));
         match started {
             Ok(posting) => Ok(Operation {
                 run,
