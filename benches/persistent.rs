@@ -5,10 +5,10 @@
 
 use std::hint::black_box;
 
+use circulant::bench_support::{Limits, Prepared};
 use circulant::plan::distribution::Distribution;
 use circulant::plan::registry;
 use circulant::plan::{CostModel, Problem};
-use circulant::transport::{Limits, Prepared};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
 const MODEL: CostModel = CostModel {

@@ -25,4 +25,11 @@ pub mod random;
 pub mod report;
 pub mod schedule;
 pub mod sim;
-pub mod transport;
+pub(crate) mod transport;
+
+/// The executor's plan materialisation, for the benchmarks that measure it on its own; not
+/// part of the documented API.
+#[doc(hidden)]
+pub mod bench_support {
+    pub use crate::transport::{Limits, Prepared};
+}

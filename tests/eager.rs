@@ -334,7 +334,7 @@ fn rank_role() {
         "carrier" => carrier(&mut comm),
         "checked" => checked(&mut comm),
         "piggyback" => piggyback(&mut comm),
-        "mixed-carriers" => ping_pong(&mut comm, 4 * circulant::transport::eager::DEFAULT_SLOTS),
+        "mixed-carriers" => ping_pong(&mut comm, 4 * circulant::comm::eager::DEFAULT_SLOTS),
         "kill" => common::rank_killed_during_broadcasts(&mut comm, LEN, 500, 10_000_001),
         other => panic!("unknown role {other}"),
     }
@@ -449,7 +449,7 @@ fn mixed(comm: &mut Communicator) {
 /// over shm (unless told to write) the carrier is shared memory, and once each writer has
 /// mapped its slots no file name of this rank's is left in /dev/shm.
 fn carrier(comm: &mut Communicator) {
-    use circulant::transport::Carrier;
+    use circulant::comm::Carrier;
     let (rank, p) = (comm.rank(), comm.size());
     let writes = std::env::var("CIRCULANT_EAGER_CARRIER").as_deref() == Ok("write");
     let want = if comm.provider() == "shm" && !writes {
@@ -510,11 +510,11 @@ fn carrier(comm: &mut Communicator) {
 /// rank 1 has nothing to carry its credits in and writes credit words (none through shared
 /// memory, where the writer reads the count itself).
 fn piggyback(comm: &mut Communicator) {
-    use circulant::transport::Carrier;
+    use circulant::comm::Carrier;
     let rank = comm.rank();
     assert_eq!(comm.size(), 2);
     let mut buf = [0u8; 8];
-    let calls = 4 * circulant::transport::eager::DEFAULT_SLOTS;
+    let calls = 4 * circulant::comm::eager::DEFAULT_SLOTS;
     let before = comm.eager_credit_words();
     ping_pong(comm, calls);
     let words = comm.eager_credit_words() - before;

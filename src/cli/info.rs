@@ -7,9 +7,9 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
+use circulant::comm::Carrier;
 use circulant::comm::Config;
 use circulant::fabric::{self, mode_names, Hints, Info};
-use circulant::transport::{eager, provider_iov_limits, Carrier};
 
 use super::CliResult;
 
@@ -73,10 +73,7 @@ struct Domain {
 
 impl Provider {
     fn from_info(info: &Info, config: &Config) -> Self {
-        let mut merged = provider_iov_limits(info);
-        if let Some(cap) = config.iov_cap_for(&info.provider()) {
-            merged = merged.min(cap);
-        }
+        let merged = config.write_limits(info);
         Provider {
             name: info.provider(),
             domains: Vec::new(),
@@ -92,7 +89,7 @@ impl Provider {
             merged_iov_limit: merged.iov,
             merged_rma_iov_limit: merged.rma_iov,
             merged_max_write_bytes: merged.caps_bytes().then_some(merged.max_bytes),
-            eager_carrier: match eager::carrier_for(&info.provider(), !config.eager_writes_only) {
+            eager_carrier: match config.eager_carrier_for(&info.provider()) {
                 Carrier::Memory => "memory",
                 Carrier::Write => "write",
             },

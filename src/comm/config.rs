@@ -23,7 +23,7 @@ use crate::fabric::AuthKey;
 use crate::limits::parse_positive_seconds;
 use crate::plan::merge::IovLimits;
 use crate::plan::CostModel;
-use crate::transport::{eager, EagerConfig, DEFAULT_DEADLINE};
+use crate::transport::{eager, Carrier, EagerConfig, DEFAULT_DEADLINE};
 
 /// The libfabric provider to use (`shm`, `tcp;ofi_rxm`, `verbs;ofi_rxm`, ...).
 pub const PROVIDER_ENV: &str = "CIRCULANT_PROVIDER";
@@ -337,6 +337,21 @@ impl Config {
             rma_iov: n,
             max_bytes: self.max_write_bytes.unwrap_or(usize::MAX),
         })
+    }
+
+    /// The limits of one merged write a job over the provider `info` describes would use:
+    /// the provider's own ([`Self::iov_cap_for`] lowers them).
+    pub fn write_limits(&self, info: &crate::fabric::Info) -> IovLimits {
+        let limits = crate::transport::provider_iov_limits(info);
+        match self.iov_cap_for(&info.provider()) {
+            Some(cap) => limits.min(cap),
+            None => limits,
+        }
+    }
+
+    /// How eager messages would reach their receive slots over `provider`.
+    pub fn eager_carrier_for(&self, provider: &str) -> Carrier {
+        crate::transport::eager::carrier_for(provider, !self.eager_writes_only)
     }
 
     /// The eager path's settings for `model`: what was set, the rest from the model.

@@ -57,12 +57,22 @@ mod start;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+pub use crate::transport::{OpStats, TransportError};
 pub use buffer::{Buffer, Element, Payload, PayloadMut};
 pub use config::{
     Config, ConfigError, ALGORITHM_ENV, ALPHA_ENV, AUTH_KEY_ENV, BETA_ENV, CHECK_ENV,
-    PLAN_CACHE_ENV, PROVIDER_ENV, TIMEOUT_ENV,
+    MAX_IOV_LIMIT, MAX_MAX_WRITE_BYTES, PLAN_CACHE_ENV, PROVIDER_ENV, TCP_SEGMENTS, TIMEOUT_ENV,
 };
+pub use eager::{Carrier, EagerConfig};
 pub use error::{CommError, Result};
+
+/// The eager path's settings and their bounds (`CIRCULANT_EAGER_*`, [`Config`]).
+pub mod eager {
+    pub use crate::transport::eager::{
+        Carrier, EagerConfig, COPY_SECONDS_PER_BYTE, DEFAULT_SLOTS, DEFAULT_SLOT_BYTES, MAX_LIMIT,
+        MAX_SLOTS, MAX_SLOT_BYTES, MIN_SLOTS, MIN_SLOT_BYTES,
+    };
+}
 pub use nonblocking::Request;
 pub use persistent::Persistent;
 pub use split::{InterCommunicator, Side};
@@ -71,7 +81,7 @@ use crate::bootstrap::Bootstrap;
 use crate::fabric::Access::RemoteWrite;
 use crate::fabric::RegisteredMemory;
 use crate::plan::CostModel;
-use crate::transport::{OpStats, Transport};
+use crate::transport::Transport;
 use plan_cache::{PlanCache, Planned};
 
 /// Which algorithm a call uses.
@@ -290,7 +300,7 @@ impl Communicator {
     /// How eager messages reach this rank's receive slots: stores into shared memory where
     /// every rank is on this host (the shm provider), RMA writes elsewhere or when
     /// `CIRCULANT_EAGER_CARRIER=write`.
-    pub fn eager_carrier(&self) -> crate::transport::Carrier {
+    pub fn eager_carrier(&self) -> Carrier {
         self.transport.eager_carrier()
     }
 
@@ -324,7 +334,7 @@ impl Communicator {
     /// Gives up collective call `op`, refused before it reached the communicator (by a
     /// binding that checks its own arguments, as the C API does): the call is consumed and
     /// every rank gets an error for it, as for a call the communicator refuses itself (see
-    /// [`Transport::abandon`]). The communicator is unusable afterwards.
+    /// "Disagreeing ranks" in docs/architecture.md). The communicator is unusable afterwards.
     pub fn refuse(&mut self, op: &'static str, why: &str) {
         self.transport.abandon(op, why);
     }

@@ -6,15 +6,32 @@
 
 use std::time::Instant;
 
-use crate::fabric::{Completion, LocalRange, Post, RemoteRange, WriteFlags};
+use crate::fabric::{Completion, FabricError, LocalRange, Post, RemoteRange, WriteFlags};
 use crate::plan::Buf;
 
-use super::eager::{counts_as_local, EagerPost};
+use super::eager::{counts_as_local, read_credit_word, EagerPost, Sent, CREDIT_CONTEXT};
+use super::link::Link;
 use super::local::BufferViews;
 use super::run::{Incoming, Ready, Run};
 use super::waiting::{Waiting, DRAIN, WAIT_SLICE};
 use super::wire::{wire_seq, Event, Token, TOKEN_BYTES};
 use super::{wire, Result, Transport, TransportError};
+
+/// The transport's fabric lent to the eager path for `$run`: the fields it borrows are
+/// disjoint from the eager state, which the same step uses.
+macro_rules! link {
+    ($transport:ident, $run:expr) => {
+        Link {
+            seq: $run.seq,
+            rank: $transport.rank,
+            size: $transport.size,
+            endpoint: &$transport.endpoint,
+            peers: &mut $transport.peers,
+            control: &$transport.control,
+            deadline: $transport.deadline,
+        }
+    };
+}
 
 impl Transport {
     /// Checks the buffers, runs the setup steps, counts what arrived early and sends the ready
@@ -26,13 +43,14 @@ impl Transport {
         let posting = Instant::now();
         // Eager writes of this operation that came before it began: the first pass of
         // posting reads them.
-        self.inbox.eager.queue_parked();
+        self.eager.begin();
         // Ready tokens: our buffers are free for this operation from now on.
         if let Some(token) = run.ready_token(buffers) {
             for i in 0..run.writers().len() {
                 let writer = run.writers()[i];
                 // An eager writer that knows our slots needs no token.
-                let Some(slots) = self.eager_token(run, writer)? else {
+                let eager = run.eager_from(writer);
+                let Some(slots) = self.eager.token_slots(&self.endpoint, writer, eager)? else {
                     continue;
                 };
                 let token = Token { slots, ..token };
@@ -50,7 +68,8 @@ impl Transport {
         run: &mut Run,
         buffers: &BufferViews<'_>,
     ) -> Result<bool> {
-        let mut progress = self.take_slots(run, buffers)?;
+        let mut link = link!(self, run);
+        let mut progress = self.eager.take(&mut link, buffers, run)?;
         progress |= run.complete_rounds(buffers)?;
         if !run.slot_waiters().is_empty() {
             progress |= self.slots_ran_out(run)?;
@@ -104,10 +123,7 @@ impl Transport {
         let mut outcome = Ok(());
         for c in &completions {
             if outcome.is_ok() {
-                outcome = match self.incoming(c) {
-                    Some(event) => run.on_event(&mut self.inbox, event),
-                    None => Ok(()),
-                };
+                outcome = self.take_completion(run, c);
             } else if counts_as_local(c) {
                 run.in_flight = run.in_flight.saturating_sub(1);
             }
@@ -120,37 +136,57 @@ impl Transport {
         outcome
     }
 
-    /// What a completion tells the run, if anything: a token is read from the control region
-    /// here (from a rank that exists).
-    fn incoming(&mut self, c: &Completion) -> Option<Incoming> {
+    /// Takes in what a completion tells: the eager path's events go to it, the rest to the
+    /// run; a token is read from the control region here (from a rank that exists), and the
+    /// receive slots it names are learned.
+    fn take_completion(&mut self, run: &mut Run, c: &Completion) -> Result<()> {
         if c.context.is_some() {
             if !counts_as_local(c) {
-                self.inbox.eager.credit_write_done();
-                return None;
+                self.eager.credit_write_done();
+                return Ok(());
             }
-            return Some(Incoming::LocalDone);
+            return run.on_event(&mut self.inbox, Incoming::LocalDone);
         }
         if !c.is_remote_write_data() {
-            return None;
+            return Ok(());
         }
-        Some(match Event::decode(c.data?) {
+        let Some(data) = c.data else {
+            return Ok(());
+        };
+        let event = match Event::decode(data) {
             Event::Data { seq, round, signal } => Incoming::Data { seq, round, signal },
-            Event::Token { from } => Incoming::Token {
-                from,
-                token: if from < self.size {
+            Event::Token { from } => {
+                let token = if from < self.size {
                     self.take_token(from)
                 } else {
                     None
-                },
-            },
+                };
+                run.on_event(&mut self.inbox, Incoming::Token { from, token })?;
+                if let Some(token) = token {
+                    self.eager
+                        .learn(from, &token.slots)
+                        .map_err(|what| run.protocol(what))?;
+                }
+                return Ok(());
+            }
             Event::Abort { from, seq } => Incoming::Abort { from, seq },
-            Event::Slot { from, slot } => Incoming::Slot { from, slot },
-            Event::Credit { from } => Incoming::Credit {
-                from,
-                read: self.read_credit(from),
-            },
+            Event::Slot { from, slot } => {
+                return self
+                    .eager
+                    .slot_arrived(from, slot)
+                    .map_err(|what| run.protocol(what));
+            }
+            Event::Credit { from } => {
+                let read = self.read_credit(from);
+                self.eager
+                    .credit(from, read)
+                    .map_err(|what| run.protocol(what))?;
+                run.slots_freed(from);
+                return Ok(());
+            }
             Event::Unknown { from, kind } => Incoming::Unknown { from, kind },
-        })
+        };
+        run.on_event(&mut self.inbox, event)
     }
 
     /// Posts every transfer whose data is held and whose target is ready, keeping plan order
@@ -158,10 +194,10 @@ impl Transport {
     fn post_ready(&mut self, run: &mut Run, buffers: &BufferViews<'_>) -> Result<bool> {
         run.start_scan();
         let mut progress = false;
-        while let Some(ready) = run.next_ready(&mut self.inbox)? {
+        while let Some(ready) = run.next_ready(&mut self.inbox, |to| self.eager.knows_slots(to))? {
             progress = true;
             if ready.eager {
-                match self.post_eager(run, buffers, ready)? {
+                match self.post_eager(run, buffers, &ready)? {
                     EagerPost::Done => run.transfer_posted(),
                     EagerPost::Again => break,
                     EagerPost::NoCredit => run.wait_for_slots(),
@@ -175,6 +211,93 @@ impl Transport {
             run.transfer_posted();
         }
         Ok(progress)
+    }
+
+    /// Posts the next receive slots of the ready eager transfer, as many as its target has
+    /// free.
+    fn post_eager(
+        &mut self,
+        run: &mut Run,
+        buffers: &BufferViews<'_>,
+        ready: &Ready,
+    ) -> Result<EagerPost> {
+        let (transfer, cursor) = run.eager_transfer(ready);
+        let mut sent = Sent::at(cursor);
+        let mut link = link!(self, run);
+        let posted = self.eager.post(&mut link, &transfer, buffers, &mut sent);
+        // What went is recorded also after a failure: its writes are drained.
+        run.slots_posted(&sent);
+        posted
+    }
+
+    /// Whether slots of targets through shared memory were freed for transfers that wait for
+    /// them (woken, to be posted again); a target among them that has ended is an error.
+    fn slots_ran_out(&mut self, run: &mut Run) -> Result<bool> {
+        let link = link!(self, run);
+        let mut woken = false;
+        let mut k = 0;
+        while let Some(&to) = run.slot_waiters().get(k) {
+            if self.eager.look_for_free_slots(&link, &run.op, to)? {
+                run.slots_freed(to);
+                woken = true;
+            } else {
+                k += 1;
+            }
+        }
+        Ok(woken)
+    }
+
+    /// What reading the completion queue came to, with the failure of a credit word's write
+    /// forgiven: its writer may have finished its last operation and ended, which is no
+    /// failure of this one (over shm the liveness check skips such a writer; other providers
+    /// tell it only by the failed write).
+    pub(super) fn forgive_credit_failure(
+        &mut self,
+        got: std::result::Result<usize, FabricError>,
+    ) -> Result<usize> {
+        match got {
+            Err(FabricError::Completion {
+                context: Some(CREDIT_CONTEXT),
+                ..
+            }) => {
+                self.eager.credit_write_done();
+                Ok(0)
+            }
+            other => Ok(other?),
+        }
+    }
+
+    /// Waits a little for credit words still in flight, so that the endpoint never closes with
+    /// them posted (no operation waits for them).
+    pub(super) fn drain_credit_writes(&mut self) {
+        let deadline = Instant::now() + DRAIN;
+        while self.eager.credit_writes() > 0 && Instant::now() < deadline {
+            match self.cq.wait(&mut self.completions, WAIT_SLICE) {
+                Ok(_) => {
+                    for c in &self.completions {
+                        if c.context == Some(CREDIT_CONTEXT) {
+                            self.eager.credit_write_done();
+                        }
+                    }
+                    self.completions.clear();
+                }
+                Err(FabricError::Completion {
+                    context: Some(CREDIT_CONTEXT),
+                    ..
+                }) => self.eager.credit_write_done(),
+                Err(_) => {}
+            }
+        }
+    }
+
+    /// The count of the credit word `from` wrote into our control region (`None` if it is
+    /// torn or cannot be read).
+    fn read_credit(&self, from: usize) -> Option<u32> {
+        let mut word = [0u8; wire::CREDIT_BYTES];
+        self.control
+            .read(wire::credit_in(self.size, from), &mut word)
+            .ok()?;
+        read_credit_word(&word)
     }
 
     /// Posts the remaining writes of the ready transfer (its merged writes, see [`Prepared`]);
@@ -348,14 +471,7 @@ impl Transport {
     /// Fetches the peer's card if it is not known yet, and refuses a write to a peer whose
     /// process has ended (see `liveness`).
     pub(super) fn reachable(&mut self, run: &Run, peer: usize) -> Result<()> {
-        self.peers.resolve(&run.op, peer, self.deadline)?;
-        if self.peers.ended(peer) {
-            return Err(TransportError::Exited {
-                op: run.op.to_string(),
-                peer,
-            });
-        }
-        Ok(())
+        self.peers.reachable(&run.op, peer, self.deadline)
     }
 
     /// A zero-length write into `peer`'s control region carrying `event`.

@@ -18,15 +18,6 @@ pub struct View<'a> {
 }
 
 impl<'a> View<'a> {
-    /// All of `mem`.
-    pub fn whole(mem: &'a RegisteredMemory) -> Self {
-        View {
-            mem,
-            offset: 0,
-            len: mem.len(),
-        }
-    }
-
     /// The first `len` bytes of `mem` (at most all of it).
     pub fn prefix(mem: &'a RegisteredMemory, len: usize) -> Self {
         View {

@@ -6,18 +6,22 @@
 //!
 //! An operation is [`Transport::prepare`]d (the plan materialised once into a [`Prepared`],
 //! which persistent operations keep and reuse), [`Transport::start`]ed (setup steps, ready
-//! tokens, the writes already allowed) and [`Transport::finish`]ed (driven to completion);
-//! [`Transport::execute`] does all three. Only one operation is in progress at a time.
+//! tokens, the writes already allowed) and [`Transport::finish`]ed (driven to completion).
+//! Only one operation is in progress at a time. The transport is the crate's own: users reach
+//! it through `comm`.
 //!
 //! The [`Transport`] owns the endpoint and drives one run at a time (`drive`); a run's state
 //! (`run`) only takes in what arrived and says what may be posted, so it can be tested
 //! without a fabric. Set-up is in `setup`, the peers' addresses (known at start or fetched
 //! when first needed) in `peers`, the prepared plan in `prepared`, local copy and combine
 //! steps in `local`, the waiting policy in `waiting`, the wire format in [`wire`], and the
-//! eager path for small operations (receive slots instead of ready tokens) in [`eager`].
+//! eager path for small operations (receive slots instead of ready tokens) in [`eager`], a
+//! protocol module that sees the transport's fabric only as lent to it (`link`) and never
+//! the run.
 
 mod drive;
 pub mod eager;
+mod link;
 mod liveness;
 mod local;
 mod peers;
@@ -36,13 +40,14 @@ use crate::fabric::{
 };
 use crate::plan::merge::IovLimits;
 use crate::plan::{Algorithm, PlanError, RankPlan};
+use eager::Eager;
 use peers::Peers;
 use run::{Inbox, Run, Spare};
 
 pub use eager::{Carrier, EagerConfig};
 pub use local::{BufferViews, View};
 pub use peers::CardSource;
-pub use prepared::{EagerPairs, EagerRule, Limits, Parts, Prepared};
+pub use prepared::{EagerRule, Limits, Prepared};
 pub use setup::{provider_iov_limits, Card, Opened};
 
 /// Default deadline of one operation.
@@ -193,6 +198,8 @@ pub struct Transport {
     seq: u64,
     /// Tokens, and writes and aborts of operations not reached yet, kept between operations.
     inbox: Inbox,
+    /// The receive slots kept for eager writers, and the targets' slots for this rank.
+    eager: Eager,
     limits: Limits,
     /// The limits of one merged write, the same on every rank.
     iov: IovLimits,
@@ -236,11 +243,6 @@ impl Transport {
     /// The endpoint this transport writes from.
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint
-    }
-
-    /// The provider limits the transport honours.
-    pub fn limits(&self) -> Limits {
-        self.limits
     }
 
     /// The limits of one merged write (the provider's, lowered by `CIRCULANT_IOV_LIMIT`): the
@@ -310,7 +312,7 @@ impl Transport {
         plan: RankPlan<'_>,
         bytes: usize,
     ) -> Result<Prepared> {
-        let config = self.inbox.eager.config;
+        let config = self.eager.config();
         let rule = EagerRule {
             limit: config.limit,
             all: config.applies(bytes),
@@ -329,52 +331,20 @@ impl Transport {
     /// Sets the eager path's settings (the same limit on every rank, or eager operations fail
     /// with a mismatch); receive slots kept already stay as they are.
     pub fn set_eager(&mut self, config: EagerConfig) {
-        self.inbox.eager.config = config;
         let provider = self.info().provider();
-        // Small slot writes are injected only over shm: sockets loses injected writes now and
-        // then, and an injected write still queued in tcp;ofi_rxm when the endpoint closes
-        // crashed the process once (docs/architecture.md, provider findings).
-        self.inbox.eager.inject = if provider == "shm" {
-            self.info().inject_size()
-        } else {
-            0
-        };
-        self.inbox.eager.carrier = eager::carrier_for(&provider, config.memory);
+        let inject = self.info().inject_size();
+        self.eager.configure(config, &provider, inject);
     }
 
     /// How writers reach the receive slots this rank sets up for them from now on.
     pub fn eager_carrier(&self) -> Carrier {
-        self.inbox.eager.carrier
+        self.eager.carrier()
     }
 
     /// Credit words this rank wrote to its eager writers (over [`Carrier::Write`]; credits that
     /// went along in slots to those writers are not counted).
     pub fn credit_words(&self) -> u64 {
-        self.inbox.eager.credit_words
-    }
-
-    /// The eager path's settings.
-    pub fn eager(&self) -> EagerConfig {
-        self.inbox.eager.config
-    }
-
-    /// Bytes of receive slots this rank keeps for eager writers.
-    pub fn eager_slot_bytes(&self) -> usize {
-        self.inbox.eager.kept_bytes()
-    }
-
-    /// Runs `plan` as operation `name` with `buffers`; `digest` must be equal on every rank
-    /// that runs this operation (it summarises the arguments that must agree).
-    pub fn execute(
-        &mut self,
-        name: &str,
-        digest: u64,
-        plan: RankPlan<'_>,
-        buffers: BufferViews<'_>,
-    ) -> Result<OpStats> {
-        let prepared = self.prepare(name, plan)?;
-        let operation = self.start(name, digest, &prepared, buffers)?;
-        self.finish(operation, buffers)
+        self.eager.credit_words()
     }
 
     /// Starts a prepared plan as the next operation: checks the buffers, runs the setup steps,
@@ -465,16 +435,6 @@ impl Transport {
             }
         });
         result.map_err(|err| self.fail(run, err))
-    }
-
-    /// Whether an operation has been started and not finished.
-    pub fn in_progress(&self) -> bool {
-        self.active.is_some()
-    }
-
-    /// Sequence number the next operation gets.
-    pub fn next_seq(&self) -> u64 {
-        self.seq
     }
 
     /// Why the transport is unusable, if it is.

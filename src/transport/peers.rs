@@ -38,7 +38,7 @@ struct Peer {
 }
 
 /// The table of every rank's address and control region, this rank's included.
-pub(super) struct Peers {
+pub(crate) struct Peers {
     av: AddressVector,
     rank: usize,
     known: Vec<Option<Peer>>,
@@ -134,6 +134,19 @@ impl Peers {
         let card = source.card(rank, deadline).map_err(unreachable)?;
         self.fetched += 1;
         self.learn(rank, &card)
+    }
+
+    /// Makes `peer`'s address known (as [`Self::resolve`]) and refuses a write to a peer
+    /// whose process has ended (see `liveness`).
+    pub fn reachable(&mut self, op: &str, peer: usize, within: Duration) -> Result<()> {
+        self.resolve(op, peer, within)?;
+        if self.ended(peer) {
+            return Err(TransportError::Exited {
+                op: op.to_string(),
+                peer,
+            });
+        }
+        Ok(())
     }
 
     /// Fetches every card not known yet, for as long as `deadline` allows and the source

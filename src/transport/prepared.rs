@@ -28,7 +28,7 @@ pub struct Limits {
     pub max_msg_size: usize,
 }
 
-/// A plan materialised for repeated starts ([`super::Transport::prepare`]): its [`Parts`]
+/// A plan materialised for repeated starts (`Transport::prepare`): its parts (`Parts`)
 /// shared, so that cloning it (every start does) is one reference count.
 #[derive(Clone, Debug)]
 pub struct Prepared(Arc<Parts>);

@@ -12,6 +12,7 @@ use crate::fabric::{
 
 use crate::plan::merge::IovLimits;
 
+use super::eager::Eager;
 use super::peers::{CardSource, Peers};
 use super::run::Inbox;
 use super::wire;
@@ -149,11 +150,6 @@ impl Opened {
         self
     }
 
-    /// The limits of one merged write this rank uses (and publishes in its card).
-    pub fn iov_limits(&self) -> IovLimits {
-        self.iov
-    }
-
     /// What the other ranks need to reach this one.
     pub fn card(&self) -> Result<Card> {
         Ok(Card {
@@ -214,6 +210,7 @@ impl Opened {
             peers,
             seq: 0,
             inbox: Inbox::new(self.size),
+            eager: Eager::new(self.size),
             limits,
             iov: self.iov,
             deadline,

@@ -284,7 +284,7 @@ pub fn credit_out(size: usize, to: usize) -> usize {
 
 impl Token {
     /// The encoded token, [`TOKEN_BYTES`] long.
-    pub fn to_bytes(&self) -> [u8; TOKEN_BYTES] {
+    pub fn to_bytes(self) -> [u8; TOKEN_BYTES] {
         let mut out = [0; TOKEN_BYTES];
         out[..8].copy_from_slice(&self.seq.to_le_bytes());
         out[8..16].copy_from_slice(&self.digest.to_le_bytes());

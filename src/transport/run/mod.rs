@@ -7,77 +7,22 @@
 //! one-sided protocol (src/transport)".
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 
 use std::sync::Arc;
 
 use crate::plan::merge::Write;
-use crate::plan::{Local, Piece};
+use crate::plan::Local;
 
-use super::eager::{self, Cursor, Eager, SlotHeader};
+mod inbox;
+
+pub(super) use inbox::{Inbox, Incoming};
+
+use super::eager::{self, Cursor, Receiver, Sent, SlotHeader, Transfer};
 use super::local::{BufferViews, LocalSteps};
 use super::wire::{self, order, wire_seq, Order, SlotRing, Token};
 use super::{OpStats, Prepared, Result, TransportError};
 use crate::fabric::RemoteRegion;
-
-/// What the completion queue reported, as the run state needs it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Incoming {
-    /// A peer's write (or zero-length signal, `signal`) of wire sequence `seq` for `round`.
-    Data { seq: u8, round: u32, signal: bool },
-    /// `from` wrote a ready token into our control region; `None` if its slot did not hold a
-    /// well-formed one.
-    Token { from: usize, token: Option<Token> },
-    /// `from` gave up the operation of abort sequence `seq`.
-    Abort { from: usize, seq: u8 },
-    /// `from` wrote an eager message into its receive slot `slot` of this rank.
-    Slot { from: usize, slot: u8 },
-    /// `from` wrote its credit word: the low 32 bits of its count of this rank's eager
-    /// messages read (`None` if the word was torn: a newer one is landing, with its own event).
-    Credit { from: usize, read: Option<u32> },
-    /// A control write of a kind this version does not know.
-    Unknown { from: usize, kind: u8 },
-    /// One of this rank's own writes completed.
-    LocalDone,
-}
-
-/// What arrived for operations other than the one in progress, carried from one operation to
-/// the next.
-pub(super) struct Inbox {
-    /// Tokens received and not yet used, per peer (usually at most one).
-    pub(super) tokens: Vec<Vec<Token>>,
-    /// Writes and signals of operations this rank has not reached yet:
-    /// (wire seq, round, signal) → count.
-    pub(super) early: HashMap<(u8, u32, bool), usize>,
-    /// Aborts of operations this rank has not reached yet: (abort seq, rank).
-    pub(super) early_aborts: Vec<(u8, usize)>,
-    /// Ranks whose tokens of operations this rank had not reached arrived: a start checks
-    /// theirs alone, not every rank's.
-    early_tokens: Vec<usize>,
-    /// The receive slots kept for eager writers, and the targets' slots for this rank.
-    pub(super) eager: Eager,
-}
-
-impl Inbox {
-    pub fn new(size: usize) -> Self {
-        Inbox {
-            tokens: vec![Vec::new(); size],
-            early: HashMap::new(),
-            early_aborts: Vec::new(),
-            early_tokens: Vec::new(),
-            eager: Eager::new(size),
-        }
-    }
-
-    fn size(&self) -> usize {
-        self.tokens.len()
-    }
-
-    /// Whether `to`'s token for operation `seq` is here.
-    pub fn has_token(&self, to: usize, seq: u64) -> bool {
-        self.tokens[to].iter().any(|tok| tok.seq == seq)
-    }
-}
 
 /// Where a transfer stands.
 struct Pending {
@@ -444,10 +389,6 @@ impl Run {
                     if token.seq == self.seq {
                         self.check_token(from, &token)?;
                     }
-                    inbox
-                        .eager
-                        .learn(from, &token.slots)
-                        .map_err(|what| self.protocol(what))?;
                     let list = &mut inbox.tokens[from];
                     if !list.iter().any(|tok| tok.seq == token.seq) {
                         list.push(token);
@@ -461,17 +402,6 @@ impl Run {
                         }
                     }
                 }
-            }
-            Incoming::Slot { from, slot } => inbox
-                .eager
-                .slot_arrived(from, slot)
-                .map_err(|what| self.protocol(what))?,
-            Incoming::Credit { from, read } => {
-                inbox
-                    .eager
-                    .credit(from, read)
-                    .map_err(|what| self.protocol(what))?;
-                self.slots_freed(from);
             }
             Incoming::Unknown { from, kind } => {
                 return Err(self.protocol(format!(
@@ -576,9 +506,14 @@ impl Run {
     /// The next transfer of this pass, in plan order, whose data is held and whose target is
     /// ready; only the first unposted transfer to each target is looked at, so that plan
     /// order per target is kept. The work is proportional to the transfers that may have
-    /// become ready, not to all of them. The transfer stays current until
-    /// [`Self::transfer_posted`].
-    pub fn next_ready(&mut self, inbox: &mut Inbox) -> Result<Option<Ready>> {
+    /// become ready, not to all of them. A transfer of an eager pair goes without a token to a
+    /// target whose receive slots this rank knows (`knows_slots`). The transfer stays current
+    /// until [`Self::transfer_posted`].
+    pub fn next_ready(
+        &mut self,
+        inbox: &mut Inbox,
+        knows_slots: impl Fn(usize) -> bool,
+    ) -> Result<Option<Ready>> {
         let below = self.complete_below();
         while let Some(&Reverse(index)) = self.candidates.peek() {
             let Pending {
@@ -598,10 +533,7 @@ impl Run {
             let token = self.token_for(inbox, to)?;
             // Without a token, an eager operation writes into the target's slots if it knows
             // them (else the target's token, which names its slots, is on its way).
-            let eager = token.is_none()
-                && !signal
-                && self.plan.eager.to(to)
-                && inbox.eager.outbound[to].is_some();
+            let eager = token.is_none() && !signal && self.plan.eager.to(to) && knows_slots(to);
             if token.is_none() && !signal && !eager {
                 self.candidates.pop();
                 self.awaiting_token[to] = Some(index);
@@ -699,28 +631,34 @@ impl Run {
     }
 
     /// The digest the operation's messages carry.
+    #[cfg(test)]
     pub fn digest(&self) -> u64 {
         self.digest
     }
 
-    /// The pieces of the current ready transfer, where its eager posting stands, and the
-    /// writes its target counts for it.
-    pub fn eager_cursor(&self) -> (&[Piece], Cursor, usize) {
+    /// The current ready transfer as the eager path posts it, and where its posting stands.
+    pub fn eager_transfer(&self, ready: &Ready) -> (Transfer<'_>, Cursor) {
         let p = &self.transfers[self.current];
-        let pieces = &self.plan.rounds[p.position].sends[p.transfer].pieces;
-        (pieces, p.cursor, p.writes)
+        let transfer = Transfer {
+            op: &self.op,
+            to: ready.to,
+            seq: self.seq,
+            digest: self.digest,
+            round: ready.round,
+            pieces: &self.plan.rounds[p.position].sends[p.transfer].pieces,
+            writes: p.writes,
+        };
+        (transfer, p.cursor)
     }
 
-    /// One receive slot of the current transfer went out, carrying `data` bytes (copied into
-    /// the slot's source) up to `next`; `injected` writes have no local completion.
-    pub fn slot_posted(&mut self, next: Cursor, data: usize, injected: bool) {
-        self.transfers[self.current].cursor = next;
-        self.stats.writes += 1;
-        self.stats.bytes_written += data as u64;
-        self.stats.bytes_copied += data as u64;
-        if !injected {
-            self.in_flight += 1;
-        }
+    /// Receive slots of the current transfer went out as `sent` says (their data copied into
+    /// the slots' source); those that complete locally are waited for.
+    pub fn slots_posted(&mut self, sent: &Sent) {
+        self.transfers[self.current].cursor = sent.cursor;
+        self.stats.writes += sent.slots as u64;
+        self.stats.bytes_written += sent.bytes as u64;
+        self.stats.bytes_copied += sent.bytes as u64;
+        self.in_flight += sent.pending;
     }
 
     /// The current transfer waits for its target to free receive slots (its credits wake it:
@@ -823,547 +761,24 @@ impl Run {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    //! The run state fed events as a completion queue would report them, without a fabric.
-
-    use super::*;
-    use crate::plan::{piece, Buf, RankPlan, Round};
-    use crate::transport::Limits;
-
-    const SIZE: usize = 3;
-    const DIGEST: u64 = 0xd1;
-    /// Operations a data write's sequence number tells apart.
-    const SEQ_SPACE: u64 = 1 << wire::SEQ_BITS;
-    const ABORT_SPACE: u64 = 1 << wire::ABORT_SEQ_BITS;
-
-    fn prepare(buffers: crate::plan::BufferSizes, rounds: Vec<Round>) -> Prepared {
-        let plan = RankPlan {
-            rank: 0,
-            buffers,
-            setup: Vec::new(),
-            rounds: Box::new(rounds.into_iter()),
-        };
-        Prepared::new("test", plan, SIZE, Limits { max_msg_size: 0 }).expect("a valid plan")
+impl Receiver for Run {
+    fn op(&self) -> &str {
+        &self.op
     }
 
-    /// Rank 0 of 3, receiving data:
-    /// round 0: 8 bytes to rank 1 (held from the start); 1 write from rank 2;
-    /// round 1: 8 bytes to rank 1 (held after round 0), 8 to rank 2; 2 writes from rank 2;
-    /// round 2: 8 bytes to rank 1 (held from the start, but behind round 1's in plan order).
-    fn data_plan() -> Prepared {
-        let bytes = |src, after| vec![piece(Buf::Send, src, Buf::Recv, 0, 8, after)];
-        let mut r0 = Round::new(0);
-        r0.send(1, bytes(0, None));
-        r0.expect(2, 1);
-        let mut r1 = Round::new(1);
-        r1.send(1, bytes(8, Some(0)));
-        r1.send(2, bytes(0, None));
-        r1.expect(2, 2);
-        let mut r2 = Round::new(2);
-        r2.send(1, bytes(8, None));
-        let buffers = crate::plan::BufferSizes {
-            send: 16,
-            recv: 16,
-            scratch: 0,
-        };
-        prepare(buffers, vec![r0, r1, r2])
+    fn accept(&mut self, from: usize, header: &SlotHeader) -> Result<bool> {
+        self.check_slot(from, header)
     }
 
-    /// Rank 0 of 3 in a barrier-like plan: a signal to rank 1, one signal from rank 2.
-    fn signal_plan() -> Prepared {
-        let mut r0 = Round::new(0);
-        r0.signal(1);
-        r0.expect(2, 1);
-        prepare(crate::plan::BufferSizes::default(), vec![r0])
+    fn arrived(&mut self, header: &SlotHeader, copied: usize) -> Result<()> {
+        self.stats.bytes_copied += copied as u64;
+        self.count_slot(header)
     }
 
-    fn run_at(seq: u64, plan: &Prepared) -> Run {
-        Run::for_test(seq, DIGEST, plan, SIZE)
-    }
-
-    fn data(seq: u64, round: u32) -> Incoming {
-        Incoming::Data {
-            seq: wire_seq(seq),
-            round,
-            signal: false,
-        }
-    }
-
-    fn signal(seq: u64, round: u32) -> Incoming {
-        Incoming::Data {
-            seq: wire_seq(seq),
-            round,
-            signal: true,
-        }
-    }
-
-    fn token(from: usize, seq: u64, digest: u64) -> Incoming {
-        let region = RemoteRegion {
-            base: 4096,
-            len: 16,
-            key: 9,
-        };
-        Incoming::Token {
-            from,
-            token: Some(Token {
-                seq,
-                digest,
-                recv: region,
-                scratch: region,
-                slots: SlotRing::NONE,
-            }),
-        }
-    }
-
-    fn abort(from: usize, seq: u64) -> Incoming {
-        Incoming::Abort {
-            from,
-            seq: wire::abort_seq(seq),
-        }
-    }
-
-    fn complete(run: &mut Run) -> bool {
-        run.complete_rounds(&BufferViews::default())
-            .expect("rounds without local steps")
-    }
-
-    /// The transfers one scan finds ready, each posted whole: (target, round).
-    fn post_all_ready(run: &mut Run, inbox: &mut Inbox) -> Vec<(usize, u32)> {
-        run.start_scan();
-        let mut posted = Vec::new();
-        while let Some(ready) = run.next_ready(inbox).expect("a ready transfer") {
-            let writes = run.plan_writes();
-            while let Some((index, _)) = run.next_write() {
-                run.write_posted(writes[index].bytes());
-            }
-            run.transfer_posted();
-            posted.push((ready.to, ready.round));
-        }
-        posted
-    }
-
-    #[test]
-    fn rounds_complete_in_order_once_their_writes_are_in() {
-        let plan = data_plan();
-        let mut inbox = Inbox::new(SIZE);
-        let mut run = run_at(5, &plan);
-        run.on_event(&mut inbox, data(5, 1)).unwrap();
-        run.on_event(&mut inbox, data(5, 1)).unwrap();
-        // Round 1 is in, but round 0 is not.
-        assert!(!complete(&mut run));
-        assert_eq!(run.next, 0);
-        assert!(run
-            .awaited(&inbox)
-            .contains("1 of 1 writes in round 0 from rank(s) 2"));
-        run.on_event(&mut inbox, data(5, 0)).unwrap();
-        assert!(complete(&mut run));
-        // Round 2 expects nothing, so it completes with round 1.
-        assert_eq!(run.next, 3);
-        assert_eq!(run.stats.arrivals, 3);
-        assert!(!run.done(), "nothing is posted yet");
-    }
-
-    #[test]
-    fn a_write_for_a_round_without_writes_is_refused() {
-        let plan = data_plan();
-        let mut inbox = Inbox::new(SIZE);
-        let mut run = run_at(0, &plan);
-        let err = run.on_event(&mut inbox, data(0, 2)).unwrap_err();
-        assert!(matches!(err, TransportError::Protocol { .. }), "{err}");
-        let err = run.on_event(&mut inbox, data(0, 7)).unwrap_err();
-        assert!(err.to_string().contains("round 7"), "{err}");
-    }
-
-    #[test]
-    fn a_run_hands_its_per_rank_collections_back_cleared() {
-        let plan = data_plan();
-        let mut inbox = Inbox::new(SIZE);
-        let mut run = run_at(3, &plan);
-        assert_eq!(post_all_ready(&mut run, &mut inbox), []);
-        assert_eq!(run.awaiting_token, [None, Some(0), Some(2)]);
-        run.awaiting_slots[2] = Some(2);
-        let spare = run.into_spare();
-        for v in [&spare.last_to, &spare.awaiting_token, &spare.awaiting_slots] {
-            assert_eq!(v[..], [None; SIZE]);
-        }
-        // The next run starts from them as from fresh ones.
-        let mut next = Run::new(String::new(), 4, DIGEST, &plan, SIZE, spare);
-        assert_eq!(post_all_ready(&mut next, &mut inbox), []);
-        assert_eq!(next.awaiting_token, [None, Some(0), Some(2)]);
-    }
-
-    #[test]
-    fn transfers_wait_for_their_data_and_token_in_plan_order_per_target() {
-        let plan = data_plan();
-        let mut inbox = Inbox::new(SIZE);
-        let mut run = run_at(3, &plan);
-        assert_eq!(post_all_ready(&mut run, &mut inbox), []);
-        assert!(run.awaited(&inbox).contains("round 0"));
-        // Nothing is looked at again until a token or a round makes it ready.
-        assert!(run.candidates.is_empty());
-        assert_eq!(run.awaiting_token, [None, Some(0), Some(2)]);
-        run.on_event(&mut inbox, token(1, 3, DIGEST)).unwrap();
-        assert_eq!(run.candidates.len(), 1);
-        // Round 0's write to rank 1 goes; round 1's waits for round 0, and round 2's, though
-        // its data is held, stays behind it.
-        assert_eq!(post_all_ready(&mut run, &mut inbox), [(1, 0)]);
-        assert_eq!(run.in_flight, 1);
-        assert_eq!(run.stats.writes, 1);
-        assert_eq!(run.stats.bytes_written, 8);
-        run.on_event(&mut inbox, data(3, 0)).unwrap();
-        assert!(complete(&mut run));
-        assert_eq!(post_all_ready(&mut run, &mut inbox), [(1, 1), (1, 2)]);
-        // Rank 2's token has not come.
-        run.on_event(&mut inbox, data(3, 1)).unwrap();
-        run.on_event(&mut inbox, data(3, 1)).unwrap();
-        assert!(complete(&mut run));
-        assert_eq!(run.awaited(&inbox), "waiting for the ready token of rank 2");
-        run.on_event(&mut inbox, token(2, 3, DIGEST)).unwrap();
-        assert_eq!(run.awaited(&inbox), "posting a write to rank 2");
-        assert_eq!(post_all_ready(&mut run, &mut inbox), [(2, 1)]);
-        assert_eq!(run.in_flight, 4);
-        for left in (0..4).rev() {
-            assert!(!run.done());
-            run.on_event(&mut inbox, Incoming::LocalDone).unwrap();
-            assert_eq!(run.in_flight, left);
-        }
-        assert!(run.done());
-    }
-
-    #[test]
-    fn a_transfer_refused_half_way_resumes_at_its_next_write() {
-        let mut r0 = Round::new(0);
-        r0.send(
-            1,
-            vec![
-                piece(Buf::Send, 0, Buf::Recv, 0, 4, None),
-                piece(Buf::Send, 4, Buf::Recv, 4, 4, None),
-            ],
-        );
-        let buffers = crate::plan::BufferSizes {
-            send: 8,
-            recv: 8,
-            scratch: 0,
-        };
-        let plan = prepare(buffers, vec![r0]);
-        let mut inbox = Inbox::new(SIZE);
-        let mut run = run_at(0, &plan);
-        run.on_event(&mut inbox, token(1, 0, DIGEST)).unwrap();
-        run.start_scan();
-        assert!(run.next_ready(&mut inbox).unwrap().is_some());
-        let writes = run.plan_writes();
-        let (first, last) = run.next_write().unwrap();
-        assert!(!last);
-        run.write_posted(writes[first].bytes());
-        // The provider refuses the second write: the next scan offers the same transfer.
-        run.start_scan();
-        let ready = run.next_ready(&mut inbox).unwrap().unwrap();
-        assert_eq!((ready.to, ready.round, ready.signal), (1, 0, false));
-        let (second, last) = run.next_write().unwrap();
-        assert!(last);
-        assert_eq!(writes[second].local[0].offset, 4);
-    }
-
-    #[test]
-    fn more_is_ready_only_for_a_transfer_that_can_go_in_the_same_pass() {
-        let plan = data_plan();
-        let mut inbox = Inbox::new(SIZE);
-        let mut run = run_at(3, &plan);
-        run.on_event(&mut inbox, token(1, 3, DIGEST)).unwrap();
-        run.start_scan();
-        let ready = run.next_ready(&mut inbox).unwrap().unwrap();
-        assert_eq!((ready.to, ready.round), (1, 0));
-        // The next transfer to rank 1 waits for round 0, the one to rank 2 (its data held)
-        // for rank 2's token: nothing can follow in this pass.
-        assert!(!run.more_ready(&inbox));
-        run.on_event(&mut inbox, token(2, 3, DIGEST)).unwrap();
-        assert!(run.more_ready(&inbox));
-        run.write_posted(8);
-        run.transfer_posted();
-        let ready = run.next_ready(&mut inbox).unwrap().unwrap();
-        assert_eq!((ready.to, ready.round), (2, 1));
-        assert!(!run.more_ready(&inbox), "rank 1's next waits for round 0");
-        run.write_posted(8);
-        run.transfer_posted();
-        assert!(run.next_ready(&mut inbox).unwrap().is_none());
-        run.on_event(&mut inbox, data(3, 0)).unwrap();
-        assert!(complete(&mut run));
-        run.start_scan();
-        let ready = run.next_ready(&mut inbox).unwrap().unwrap();
-        assert_eq!((ready.to, ready.round), (1, 1));
-        // Round 2's transfer to rank 1 follows it (its data is held from the start).
-        assert!(run.more_ready(&inbox));
-    }
-
-    #[test]
-    fn writes_and_tokens_of_the_next_operation_wait_for_it_across_the_wrap() {
-        let plan = data_plan();
-        let mut inbox = Inbox::new(SIZE);
-        let last = SEQ_SPACE - 1;
-        let mut run = run_at(last, &plan);
-        // The next operation's wire sequence is 0: ahead of this one, not behind.
-        run.on_event(&mut inbox, data(last + 1, 0)).unwrap();
-        run.on_event(&mut inbox, data(last + 1, 1)).unwrap();
-        run.on_event(&mut inbox, token(1, last + 1, DIGEST))
-            .unwrap();
-        assert_eq!(run.stats.arrivals, 0);
-        assert_eq!(inbox.early.get(&(0, 0, false)), Some(&1));
-        assert_eq!(inbox.early.get(&(0, 1, false)), Some(&1));
-        assert!(inbox.has_token(1, last + 1));
-        // This operation cannot use the next one's token.
-        assert_eq!(post_all_ready(&mut run, &mut inbox), []);
-
-        let mut next = run_at(last + 1, &plan);
-        next.adopt_early(&mut inbox).unwrap();
-        assert!(inbox.early.is_empty());
-        assert_eq!(next.stats.arrivals, 2);
-        assert!(complete(&mut next));
-        assert_eq!(next.next, 1, "round 1 still misses a write");
-        assert_eq!(
-            post_all_ready(&mut next, &mut inbox),
-            [(1, 0), (1, 1), (1, 2)]
-        );
-    }
-
-    #[test]
-    fn a_write_of_an_operation_that_is_over_aborts_the_one_its_sender_is_in() {
-        let plan = data_plan();
-        for (current, late) in [
-            (SEQ_SPACE, SEQ_SPACE - 1),
-            (SEQ_SPACE + 2, SEQ_SPACE - 1),
-            (5, 4),
-        ] {
-            let mut inbox = Inbox::new(SIZE);
-            let mut run = run_at(current, &plan);
-            let err = run.on_event(&mut inbox, data(late, 0)).unwrap_err();
-            assert!(matches!(err, TransportError::Protocol { .. }), "{err}");
-            assert_eq!(run.abort_seq, late, "current {current}");
-            assert_eq!(run.stats.arrivals, 0);
-            assert!(inbox.early.is_empty());
-        }
-    }
-
-    #[test]
-    fn the_future_reaches_half_the_sequence_space() {
-        let plan = data_plan();
-        let half = SEQ_SPACE / 2;
-        for current in [0, SEQ_SPACE - 3, 5 * SEQ_SPACE + 17] {
-            let mut inbox = Inbox::new(SIZE);
-            let mut run = run_at(current, &plan);
-            run.on_event(&mut inbox, data(current + half - 1, 0))
-                .unwrap();
-            assert_eq!(
-                inbox.early.get(&(wire_seq(current + half - 1), 0, false)),
-                Some(&1)
-            );
-            // Half the space ahead is as far behind: an operation that is over.
-            let err = run
-                .on_event(&mut inbox, data(current + half, 0))
-                .unwrap_err();
-            assert!(matches!(err, TransportError::Protocol { .. }), "{err}");
-            assert_eq!(run.abort_seq, current.saturating_sub(half));
-        }
-    }
-
-    #[test]
-    fn more_writes_than_a_round_expects_are_an_error() {
-        let plan = data_plan();
-        let mut inbox = Inbox::new(SIZE);
-        let mut run = run_at(1, &plan);
-        run.on_event(&mut inbox, data(1, 0)).unwrap();
-        let err = run.on_event(&mut inbox, data(1, 0)).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "test (operation 1): protocol violation: 2 writes arrived in round 0, 1 expected"
-        );
-    }
-
-    #[test]
-    fn more_early_writes_than_a_round_expects_are_an_error_when_adopted() {
-        let plan = data_plan();
-        let mut inbox = Inbox::new(SIZE);
-        let mut run = run_at(1, &plan);
-        run.on_event(&mut inbox, data(2, 0)).unwrap();
-        run.on_event(&mut inbox, data(2, 0)).unwrap();
-        assert_eq!(inbox.early.get(&(wire_seq(2), 0, false)), Some(&2));
-        let err = run_at(2, &plan).adopt_early(&mut inbox).unwrap_err();
-        assert!(err
-            .to_string()
-            .contains("2 writes arrived in round 0, 1 expected"));
-    }
-
-    #[test]
-    fn a_token_that_comes_twice_is_kept_once() {
-        let plan = data_plan();
-        let mut inbox = Inbox::new(SIZE);
-        let mut run = run_at(4, &plan);
-        run.on_event(&mut inbox, token(1, 4, DIGEST)).unwrap();
-        run.on_event(&mut inbox, token(1, 4, DIGEST)).unwrap();
-        run.on_event(&mut inbox, token(1, 5, DIGEST)).unwrap();
-        assert_eq!(inbox.tokens[1].len(), 2);
-        // A slot that held no well-formed token is ignored.
-        run.on_event(
-            &mut inbox,
-            Incoming::Token {
-                from: 2,
-                token: None,
-            },
-        )
-        .unwrap();
-        assert!(inbox.tokens[2].is_empty());
-    }
-
-    #[test]
-    fn tokens_that_disagree_are_errors() {
-        let plan = data_plan();
-        let mut inbox = Inbox::new(SIZE);
-        let mut run = run_at(4, &plan);
-        let err = run
-            .on_event(&mut inbox, token(1, 4, DIGEST + 1))
-            .unwrap_err();
-        assert!(
-            matches!(err, TransportError::Mismatch { peer: 1, .. }),
-            "{err}"
-        );
-        // A future token is checked by its own operation.
-        run.on_event(&mut inbox, token(2, 5, DIGEST + 1)).unwrap();
-        let err = run_at(5, &plan).adopt_early(&mut inbox).unwrap_err();
-        assert!(
-            matches!(err, TransportError::Mismatch { peer: 2, .. }),
-            "{err}"
-        );
-        // A token of an operation that is over: its sender is still in it.
-        let mut run = run_at(9, &plan);
-        let err = run.on_event(&mut inbox, token(1, 7, DIGEST)).unwrap_err();
-        assert!(matches!(err, TransportError::Disagree { .. }), "{err}");
-        assert_eq!(run.abort_seq, 7);
-        // A token from a rank this one does not write to.
-        let signals = signal_plan();
-        let mut run = run_at(9, &signals);
-        let err = run.on_event(&mut inbox, token(1, 9, DIGEST)).unwrap_err();
-        assert!(matches!(err, TransportError::Disagree { .. }), "{err}");
-        // A token from a rank that does not exist.
-        let err = run
-            .on_event(&mut inbox, token(SIZE, 9, DIGEST))
-            .unwrap_err();
-        assert!(matches!(err, TransportError::Protocol { .. }), "{err}");
-    }
-
-    #[test]
-    fn aborts_of_this_past_and_future_operations() {
-        let plan = data_plan();
-        let mut inbox = Inbox::new(SIZE);
-        let mut run = run_at(10, &plan);
-        let err = run.on_event(&mut inbox, abort(2, 10)).unwrap_err();
-        assert!(
-            matches!(err, TransportError::AbortedBy { rank: 2, .. }),
-            "{err}"
-        );
-        let err = run.on_event(&mut inbox, abort(1, 9)).unwrap_err();
-        assert!(
-            matches!(err, TransportError::AbortedEarlier { rank: 1, .. }),
-            "{err}"
-        );
-        // A future abort waits for its operation, which then fails at its start.
-        run.on_event(&mut inbox, abort(1, 12)).unwrap();
-        assert_eq!(inbox.early_aborts, [(wire::abort_seq(12), 1)]);
-        run_at(11, &plan).adopt_early(&mut inbox).unwrap();
-        assert_eq!(inbox.early_aborts.len(), 1, "still ahead of operation 11");
-        let err = run_at(12, &plan).adopt_early(&mut inbox).unwrap_err();
-        assert!(
-            matches!(err, TransportError::AbortedBy { rank: 1, .. }),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn aborts_order_across_the_wrap_of_their_shorter_sequence() {
-        let plan = data_plan();
-        let mut inbox = Inbox::new(SIZE);
-        let last = ABORT_SPACE - 1;
-        let mut run = run_at(last, &plan);
-        run.on_event(&mut inbox, abort(2, last + 1)).unwrap();
-        assert_eq!(inbox.early_aborts, [(0, 2)]);
-        let err = run_at(last + 1, &plan).adopt_early(&mut inbox).unwrap_err();
-        assert!(
-            matches!(err, TransportError::AbortedBy { rank: 2, .. }),
-            "{err}"
-        );
-        let mut run = run_at(ABORT_SPACE, &plan);
-        let err = run.on_event(&mut inbox, abort(0, last)).unwrap_err();
-        assert!(
-            matches!(err, TransportError::AbortedEarlier { .. }),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn an_abort_passed_over_is_dropped() {
-        let plan = data_plan();
-        let mut inbox = Inbox::new(SIZE);
-        run_at(1, &plan).on_event(&mut inbox, abort(2, 3)).unwrap();
-        // Operation 3 was given up elsewhere before this rank came to it (its abort was for
-        // operation 3, and this rank now starts operation 4): it is no longer kept.
-        run_at(4, &plan).adopt_early(&mut inbox).unwrap();
-        assert!(inbox.early_aborts.is_empty());
-    }
-
-    #[test]
-    fn a_signal_never_completes_a_round_that_expects_data() {
-        let plan = data_plan();
-        let mut inbox = Inbox::new(SIZE);
-        let mut run = run_at(6, &plan);
-        let err = run.on_event(&mut inbox, signal(6, 0)).unwrap_err();
-        assert!(matches!(err, TransportError::Disagree { .. }), "{err}");
-        assert!(
-            err.to_string().contains("a signal arrived in round 0"),
-            "{err}"
-        );
-        assert_eq!(run.stats.arrivals, 0);
-        assert!(!complete(&mut run));
-        assert_eq!(run.next, 0);
-        // Nor when it came early.
-        let mut run = run_at(5, &plan);
-        run.on_event(&mut inbox, signal(6, 0)).unwrap();
-        assert_eq!(inbox.early.get(&(wire_seq(6), 0, true)), Some(&1));
-        let mut next = run_at(6, &plan);
-        assert!(matches!(
-            next.adopt_early(&mut inbox),
-            Err(TransportError::Disagree { .. })
-        ));
-        assert_eq!(next.next, 0);
-        assert_eq!(next.stats.arrivals, 0);
-    }
-
-    #[test]
-    fn signals_complete_signal_rounds_and_data_does_not() {
-        let plan = signal_plan();
-        let mut inbox = Inbox::new(SIZE);
-        let mut run = run_at(2, &plan);
-        let err = run.on_event(&mut inbox, data(2, 0)).unwrap_err();
-        assert!(err.to_string().contains("data arrived in round 0"), "{err}");
-        let mut run = run_at(2, &plan);
-        // A signal needs no token.
-        let ready = {
-            run.start_scan();
-            run.next_ready(&mut inbox).unwrap()
-        };
-        assert_eq!(
-            ready,
-            Some(Ready {
-                to: 1,
-                round: 0,
-                signal: true,
-                token: None,
-                eager: false,
-            })
-        );
-        run.write_posted(0);
-        run.transfer_posted();
-        run.on_event(&mut inbox, signal(2, 0)).unwrap();
-        assert!(complete(&mut run));
-        run.on_event(&mut inbox, Incoming::LocalDone).unwrap();
-        assert!(run.done());
+    fn slots_freed(&mut self, to: usize) {
+        Run::slots_freed(self, to);
     }
 }
+
+#[cfg(test)]
+mod tests;
