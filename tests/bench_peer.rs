@@ -3,6 +3,8 @@
 //! `--print-counts` output is compared with the plan's counts for every distribution and
 //! several p and base counts.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -23,7 +25,10 @@ fn peer_counts_equal_the_plan_counts() {
     {
         Ok(out) => out,
         Err(e) => {
-            eprintln!("SKIPPED: mpicc.mpich not found ({e}); ci/deps installs the mpich package");
+            common::missing(
+                "mpicc.mpich",
+                &format!("{e}; ci/deps installs mpich and libmpich-dev"),
+            );
             return;
         }
     };

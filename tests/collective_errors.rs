@@ -13,6 +13,8 @@
 //! Only disagreements that leave a rank without any peer to compare with (a root or an
 //! algorithm that differs) may end at the deadline without the check, as the README says.
 
+mod common;
+
 use std::process::Command;
 use std::time::Duration;
 
@@ -25,12 +27,10 @@ const BIN: &str = env!("CARGO_BIN_EXE_circulant");
 const DEADLINE: Duration = Duration::from_secs(4);
 
 fn job(n: usize, provider: &str, check: bool) -> String {
-    let exe = std::env::current_exe().expect("test binary path");
     let out = Command::new(BIN)
         .args(["run", "-n", &n.to_string(), "--provider", provider])
         .args(["--timeout", "240", "--"])
-        .arg(exe)
-        .args(["--exact", "rank_cases", "--nocapture", "--test-threads=1"])
+        .args(common::entry_program("rank_cases"))
         .env("CIRCULANT_TEST_CASES", "1")
         .env("CIRCULANT_TIMEOUT", "60")
         .env("CIRCULANT_CHECK", if check { "1" } else { "0" })
@@ -47,6 +47,7 @@ fn job(n: usize, provider: &str, check: bool) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.status.success(), "p = {n} on {provider}:\n{all}");
+    common::assert_entry_ran(&all, "rank_cases");
     for case in CASES {
         assert_eq!(
             all.matches(&format!("case {case} passed")).count(),
@@ -96,12 +97,11 @@ fn the_full_check_fails_every_rank_with_the_difference() {
     }
 }
 
-/// The ranks of the jobs above; does nothing when run as an ordinary test.
+/// The ranks of the jobs above.
 #[test]
+#[ignore = "a rank of the jobs this file's tests start; not a test on its own"]
 fn rank_cases() {
-    if std::env::var("CIRCULANT_TEST_CASES").is_err() {
-        return;
-    }
+    common::role("CIRCULANT_TEST_CASES");
     let mut world = Communicator::init().expect("init");
     let check = std::env::var("CIRCULANT_CHECK").as_deref() == Ok("1");
     for case in CASES {

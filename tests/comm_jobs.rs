@@ -231,16 +231,9 @@ fn init_on_every_provider_under_both_launchers() {
 
 /// This test binary as rank `role` of a job.
 fn roles(n: usize, provider: &str, role: &str, extra: &[&str], timeout: &str) -> Output {
-    let exe = std::env::current_exe().expect("test binary path");
-    let exe = exe.to_string_lossy().into_owned();
-    let cmd = [
-        exe.as_str(),
-        "--exact",
-        "rank_role",
-        "--nocapture",
-        "--test-threads=1",
-    ];
-    launch(
+    let cmd = common::entry_program("rank_role");
+    let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    let out = launch(
         n,
         Some(provider),
         extra,
@@ -249,7 +242,9 @@ fn roles(n: usize, provider: &str, role: &str, extra: &[&str], timeout: &str) ->
             ("CIRCULANT_TEST_ROLE", role),
             ("CIRCULANT_TIMEOUT", timeout),
         ],
-    )
+    );
+    common::assert_entry_ran(&text(&out), "rank_role");
+    out
 }
 
 #[test]
@@ -304,12 +299,11 @@ fn registered_buffers_are_never_copied() {
     }
 }
 
-/// Entry point of the ranks of the jobs above; does nothing when run as an ordinary test.
+/// Entry point of the ranks of the jobs above.
 #[test]
+#[ignore = "a rank of the jobs this file's tests start; not a test on its own"]
 fn rank_role() {
-    let Ok(role) = std::env::var("CIRCULANT_TEST_ROLE") else {
-        return;
-    };
+    let role = common::role("CIRCULANT_TEST_ROLE");
     let mut comm = Communicator::init().expect("init");
     match role.as_str() {
         "stress" => stress(&mut comm),

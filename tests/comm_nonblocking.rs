@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
@@ -45,12 +45,11 @@ fn a_silent_peer_makes_test_fail_within_the_deadline() {
     assert!(started.elapsed() < Duration::from_secs(60), "{all}");
 }
 
-/// Entry point of the ranks of the jobs above; does nothing when run as an ordinary test.
+/// Entry point of the ranks of the jobs above.
 #[test]
+#[ignore = "a rank of the jobs this file's tests start; not a test on its own"]
 fn rank_role() {
-    let Ok(role) = std::env::var("CIRCULANT_TEST_ROLE") else {
-        return;
-    };
+    let role = common::role("CIRCULANT_TEST_ROLE");
     let mut comm = Communicator::init().expect("init");
     match role.as_str() {
         "all" => all_collectives(&mut comm),
@@ -304,10 +303,8 @@ fn init_oob_bootstraps_through_the_callers_allgather() {
 /// The allgathers an out-of-band start-up of 2 threads makes, run in a child process (the
 /// configuration comes from the environment, which threads of this process share).
 fn oob_allgathers(env: &[(&str, &str)]) -> usize {
-    let exe = std::env::current_exe().expect("test binary path");
-    let mut cmd = Command::new(exe);
-    cmd.args(["--exact", "oob_role", "--nocapture", "--test-threads=1"])
-        .env("CIRCULANT_TEST_ROLE", "oob")
+    let mut cmd = common::entry_command("oob_role");
+    cmd.env("CIRCULANT_TEST_ROLE", "oob")
         .env("CIRCULANT_TIMEOUT", "30")
         .env_remove("CIRCULANT_PROVIDER")
         .env_remove("FI_PROVIDER")
@@ -318,6 +315,7 @@ fn oob_allgathers(env: &[(&str, &str)]) -> usize {
     let out = cmd.output().expect("the test binary starts");
     let all = text(&out);
     assert!(out.status.success(), "{env:?}:\n{all}");
+    common::assert_entry_ran(&all, "oob_role");
     all.lines()
         .find_map(|l| {
             l.split_once("allgathers ")
@@ -340,11 +338,11 @@ fn the_host_exchange_is_skipped_where_nothing_depends_on_it() {
     assert_eq!(oob_allgathers(&[]), with_hosts);
 }
 
+/// The process of `oob_allgathers`.
 #[test]
+#[ignore = "run by this file's host exchange test; not a test on its own"]
 fn oob_role() {
-    if std::env::var("CIRCULANT_TEST_ROLE").as_deref() != Ok("oob") {
-        return;
-    }
+    assert_eq!(common::role("CIRCULANT_TEST_ROLE"), "oob");
     let n = 2;
     let barrier = Arc::new(Barrier::new(n));
     let slots = Arc::new(Mutex::new(vec![Vec::new(); n]));

@@ -8,11 +8,13 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{assert_all_gone, assert_none_running, bin, clean_summaries, run, Started};
+use common::{assert_all_gone, assert_none_running, bin, clean_summaries, missing, run, Started};
 
+/// `mpirun` starting `program` on `n` ranks, or None where there is no mpirun (a failure
+/// under CI).
 fn mpirun(n: usize, program: &[&str]) -> Option<Command> {
     if Command::new("mpirun").arg("--version").output().is_err() {
-        println!("skipped: mpirun not found (ci/deps installs openmpi-bin)");
+        missing("mpirun", "ci/deps installs openmpi-bin");
         return None;
     }
     let mut command = Command::new("mpirun");

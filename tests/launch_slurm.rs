@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Mutex;
 
-use common::{assert_all_gone, bin, clean_summaries, run, Finished};
+use common::{assert_all_gone, bin, clean_summaries, missing, run, Finished};
 
 /// One cluster at a time.
 static CLUSTER: Mutex<()> = Mutex::new(());
@@ -27,10 +27,11 @@ fn script() -> PathBuf {
 }
 
 impl Slurm {
-    /// The running cluster, or None with the reason printed when Slurm cannot be had here.
+    /// The running cluster, or None with the reason printed when Slurm cannot be had here
+    /// (a failure under CI).
     fn up() -> Option<Slurm> {
         if Command::new("srun").arg("--version").output().is_err() {
-            println!("skipped: srun not found (ci/deps installs slurm-wlm and munge)");
+            missing("srun", "ci/deps installs slurm-wlm and munge");
             return None;
         }
         let dir = std::env::var("CIRCULANT_SLURM_DIR")
@@ -52,9 +53,10 @@ impl Slurm {
             .expect("run ci/slurm up");
         if !out.status.success() {
             let reason = String::from_utf8_lossy(&out.stderr);
-            // Without root no slurmd can start job steps: the only acceptable skip.
+            // Without root no slurmd can start job steps: the only acceptable skip, and not
+            // under CI, which runs as root.
             if !rustix::process::geteuid().is_root() {
-                println!("skipped: Slurm needs root here: {reason}");
+                missing("root", &format!("Slurm needs root here: {}", reason.trim()));
                 return None;
             }
             panic!("ci/slurm up failed: {reason}");
@@ -217,11 +219,14 @@ struct SlurmNodes {
 impl SlurmNodes {
     fn up(n: usize) -> Option<SlurmNodes> {
         if Command::new("srun").arg("--version").output().is_err() {
-            println!("skipped: srun not found (ci/deps installs slurm-wlm and munge)");
+            missing("srun", "ci/deps installs slurm-wlm and munge");
             return None;
         }
         if !rustix::process::geteuid().is_root() {
-            println!("skipped: network namespaces and slurmd need root");
+            missing(
+                "root",
+                "network namespaces and slurmd need root, as CI runs",
+            );
             return None;
         }
         let running = Command::new(script())

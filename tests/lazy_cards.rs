@@ -5,6 +5,8 @@
 //! promptly. A PMI server that does not answer a card's get is an error within the
 //! operation's deadline.
 
+mod common;
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -21,12 +23,10 @@ const P: usize = 8;
 /// Runs `case` of this file on every rank of a job of `P` under `circulant run`; returns the
 /// job's output.
 fn job(case: &str, provider: &str) -> String {
-    let exe = std::env::current_exe().expect("test binary path");
     let out = Command::new(BIN)
         .args(["run", "-n", &P.to_string(), "--provider", provider])
         .args(["--timeout", "120", "--"])
-        .arg(exe)
-        .args(["--exact", case, "--nocapture", "--test-threads=1"])
+        .args(common::entry_program(case))
         .env("CIRCULANT_LAZY_CARDS_RANK", "1")
         .output()
         .expect("circulant run starts");
@@ -36,11 +36,13 @@ fn job(case: &str, provider: &str) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.status.success(), "{case} on {provider}:\n{all}");
+    common::assert_entry_ran(&all, case);
     all
 }
 
-fn in_job() -> bool {
-    std::env::var_os("CIRCULANT_LAZY_CARDS_RANK").is_some()
+/// Fails unless this process is a rank of a job that `job` started.
+fn in_job() {
+    common::role("CIRCULANT_LAZY_CARDS_RANK");
 }
 
 /// `rank R read N cards` from every rank.
@@ -75,10 +77,9 @@ fn a_binomial_broadcast_reads_few_cards() {
 }
 
 #[test]
+#[ignore = "a rank of the jobs this file's tests start; not a test on its own"]
 fn rank_broadcast() {
-    if !in_job() {
-        return;
-    }
+    in_job();
     let mut comm = Communicator::init().expect("init");
     assert_eq!(comm.launcher(), "pmi-1");
     let (rank, p) = (comm.rank(), comm.size());
@@ -104,10 +105,9 @@ fn an_abort_reaches_ranks_whose_cards_were_not_read() {
 }
 
 #[test]
+#[ignore = "a rank of the jobs this file's tests start; not a test on its own"]
 fn rank_abort() {
-    if !in_job() {
-        return;
-    }
+    in_job();
     let mut comm = Communicator::init().expect("init");
     let rank = comm.rank();
     comm.set_deadline(Duration::from_secs(30));

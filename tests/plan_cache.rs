@@ -10,7 +10,7 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use common::{output_text as text, Job};
 
@@ -71,24 +71,22 @@ fn ranks_that_disagree_after_a_cached_call_all_get_an_error() {
 #[test]
 fn bad_cache_sizes_are_refused() {
     // Alone, without the launcher: the role sets the environment and joins no job.
-    let exe = std::env::current_exe().expect("test binary path");
-    let out = Command::new(exe)
-        .args(["--exact", "rank_role", "--nocapture", "--test-threads=1"])
+    let out = common::entry_command("rank_role")
         .env("CIRCULANT_TEST_ROLE", "config")
         .env_remove(PLAN_CACHE_ENV)
         .output()
         .expect("the test binary starts");
     let all = text(&out);
     assert!(out.status.success(), "{all}");
+    common::assert_entry_ran(&all, "rank_role");
     assert!(all.contains("config ok"), "{all}");
 }
 
-/// Entry point of the ranks of the jobs above; does nothing when run as an ordinary test.
+/// Entry point of the ranks of the jobs above.
 #[test]
+#[ignore = "a rank of the jobs this file's tests start; not a test on its own"]
 fn rank_role() {
-    let Ok(role) = std::env::var("CIRCULANT_TEST_ROLE") else {
-        return;
-    };
+    let role = common::role("CIRCULANT_TEST_ROLE");
     if role == "config" {
         return config();
     }

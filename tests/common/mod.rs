@@ -16,6 +16,65 @@ pub const WAIT: &str = "echo pid $$; exec sleep 30";
 /// Hang guard for one launcher run: generous, as ranks may outnumber cores many times over.
 pub const LIMIT: Duration = Duration::from_secs(60);
 
+/// Whether this is a CI run (`CI=true`, as CI runs `.ci/run`). CI has every tool and facility
+/// the tests use (`ci/deps` installs them; `.ci/run` runs as root and starts Slurm), so there a
+/// test that finds one missing must fail: a skip would leave CI green with the test never run.
+pub fn under_ci() -> bool {
+    matches!(std::env::var("CI").as_deref(), Ok("true" | "1"))
+}
+
+/// For a test that cannot run because `what` is missing here (`hint`: where it comes from).
+/// Under CI this fails the test; elsewhere it prints `skipped: ...` and the caller returns.
+pub fn missing(what: &str, hint: &str) {
+    assert!(
+        !under_ci(),
+        "{what} is missing, and CI=true: CI must run this test ({hint})"
+    );
+    println!("skipped: {what} ({hint})");
+}
+
+/// The command line that runs the rank entry point `name` of the calling test binary, alone.
+/// Entry points are `#[ignore]`d, so that an ordinary run does not count them as passing
+/// tests: `--ignored` runs them, `--exact` only this one.
+pub fn entry_program(name: &str) -> Vec<String> {
+    let exe = std::env::current_exe().expect("test binary path");
+    [
+        exe.to_string_lossy().as_ref(),
+        "--ignored",
+        "--exact",
+        name,
+        "--nocapture",
+        "--test-threads=1",
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+/// [`entry_program`] as a command.
+pub fn entry_command(name: &str) -> Command {
+    let program = entry_program(name);
+    let mut command = Command::new(&program[0]);
+    command.args(&program[1..]);
+    command
+}
+
+/// Fails unless the processes that printed `text` ran the entry point `name`: given a name
+/// that matches no ignored test, libtest runs nothing and exits with 0.
+pub fn assert_entry_ran(text: &str, name: &str) {
+    assert!(
+        text.contains("running 1 test") && !text.contains("running 0 tests"),
+        "a process did not run the entry point `{name}`:\n{text}"
+    );
+}
+
+/// The role of a rank entry point, from the variable `var` that the test starting the job
+/// sets; run without it, the entry point is no test at all and fails as such.
+pub fn role(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!("a rank entry point, run by the tests of this file with {var} set; not a test on its own")
+    })
+}
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_circulant")
 }
@@ -324,18 +383,14 @@ impl Job {
             .expect("circulant run starts")
     }
 
-    /// Runs the calling test binary's test `test` as every rank, in role `role`
-    /// (`CIRCULANT_TEST_ROLE`).
+    /// Runs the calling test binary's entry point `test` as every rank, in role `role`
+    /// (`CIRCULANT_TEST_ROLE`); fails if the ranks ran no test.
     pub fn test_binary(self, test: &str, role: &str) -> std::process::Output {
-        let exe = std::env::current_exe().expect("test binary path");
-        let exe = exe.to_string_lossy().into_owned();
-        self.envs(&[("CIRCULANT_TEST_ROLE", role)]).run(&[
-            &exe,
-            "--exact",
-            test,
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        let program = entry_program(test);
+        let program: Vec<&str> = program.iter().map(String::as_str).collect();
+        let out = self.envs(&[("CIRCULANT_TEST_ROLE", role)]).run(&program);
+        assert_entry_ran(&output_text(&out), test);
+        out
     }
 }
 
