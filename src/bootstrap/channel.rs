@@ -40,24 +40,31 @@ impl Stream {
         }
     }
 
+    /// Bounds each read by `timeout`.
     fn set_read_timeout(&self, timeout: Duration) -> io::Result<()> {
         match self {
             Stream::Unix(s) => s.set_read_timeout(Some(timeout)),
             Stream::Tcp(s) => s.set_read_timeout(Some(timeout)),
         }
     }
+
+    /// Bounds each write by `timeout`.
     fn set_write_timeout(&self, timeout: Duration) -> io::Result<()> {
         match self {
             Stream::Unix(s) => s.set_write_timeout(Some(timeout)),
             Stream::Tcp(s) => s.set_write_timeout(Some(timeout)),
         }
     }
+
+    /// Reads what arrived, up to `buf`'s length.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Stream::Unix(s) => s.read(buf),
             Stream::Tcp(s) => s.read(buf),
         }
     }
+
+    /// Writes all of `buf`.
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         match self {
             Stream::Unix(s) => s.write_all(buf),
@@ -76,6 +83,8 @@ pub(super) struct Channel {
 }
 
 impl Channel {
+    /// Connects to `server` (an inherited descriptor or `host:port`); each write takes at
+    /// most `timeout`, each wait for a reply at most the deadline its caller gives.
     pub(super) fn open(server: &ServerAddress, timeout: Duration) -> Result<Self, BootstrapError> {
         let stream = match server {
             ServerAddress::Fd(fd) => Stream::Unix(UnixStream::from(inherited_fd(*fd)?)),
@@ -110,6 +119,7 @@ impl Channel {
         self.watch = None;
     }
 
+    /// The bound of each wait for the server.
     pub(super) fn timeout(&self) -> Duration {
         self.timeout
     }
@@ -263,6 +273,7 @@ fn inherited_fd(fd: i32) -> Result<std::os::fd::OwnedFd, BootstrapError> {
     Ok(owned)
 }
 
+/// Connects to Hydra's `PMI_PORT` (`host:port`) within `timeout`.
 fn connect_tcp(address: &str, timeout: Duration) -> Result<TcpStream, BootstrapError> {
     let connect_error = |source| BootstrapError::Connect {
         endpoint: format!("PMI_PORT={address}"),

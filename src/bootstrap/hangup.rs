@@ -34,6 +34,8 @@ impl HangupWatch {
     }
 }
 
+/// The watch's thread: returns when `stopped` becomes readable or closes (the watch was
+/// dropped); ends the process when `channel` hangs up first.
 fn watch(channel: OwnedFd, stopped: UnixStream) {
     loop {
         // Data from the server is not asked for, so replies do not wake the thread.

@@ -40,7 +40,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::{check_entry, Backend, Bootstrap, BootstrapError, KvsLimits, DEFAULT_TIMEOUT};
+use super::{check_entry, Bootstrap, BootstrapError, KeyValue, KvsLimits, DEFAULT_TIMEOUT};
 
 /// The limits of Hydra's key-value space, so that code tested with threads behaves as it will
 /// in a launched job.
@@ -99,18 +99,15 @@ impl Job {
             changed: Condvar::new(),
         });
         (0..self.size)
-            .map(|rank| Bootstrap {
-                backend: Backend::Memory(MemoryKvs {
+            .map(|rank| {
+                let kvs = MemoryKvs {
                     shared: Arc::clone(&shared),
                     rank,
                     timeout: self.timeout,
                     pending: Vec::new(),
                     left: false,
-                }),
-                rank,
-                size: self.size,
-                timeout: self.timeout,
-                finalized: false,
+                };
+                Bootstrap::over(Box::new(kvs), rank, self.size, self.timeout)
             })
             .collect()
     }
@@ -153,6 +150,7 @@ impl State {
             .map(|(r, why)| format!("rank {r} left the job ({why})"))
     }
 
+    /// The ranks not (yet) in the current fence.
     fn missing(&self) -> Vec<usize> {
         (0..self.in_fence.len())
             .filter(|&r| !self.in_fence[r])
@@ -170,18 +168,32 @@ pub(super) struct MemoryKvs {
     left: bool,
 }
 
-impl MemoryKvs {
-    pub(super) fn kvsname(&self) -> &str {
+impl KeyValue for MemoryKvs {
+    fn kind(&self) -> &'static str {
+        "memory"
+    }
+
+    fn kvsname(&self) -> &str {
         &self.shared.kvsname
     }
 
-    pub(super) fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError> {
+    /// The ranks are threads of one process.
+    fn nodes(&self) -> Option<usize> {
+        Some(1)
+    }
+
+    fn limits(&self) -> KvsLimits {
+        MEMORY_LIMITS
+    }
+
+    /// Kept by this rank until its next fence.
+    fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError> {
         check_entry(key, value, MEMORY_LIMITS)?;
         self.pending.push((key.to_owned(), value.to_owned()));
         Ok(())
     }
 
-    pub(super) fn get(&self, key: &str) -> Result<String, BootstrapError> {
+    fn get(&mut self, key: &str) -> Result<String, BootstrapError> {
         check_entry(key, "", MEMORY_LIMITS)?;
         self.lock()
             .kvs
@@ -194,7 +206,7 @@ impl MemoryKvs {
     }
 
     /// Publishes every rank's puts once all ranks have arrived; waits at most the timeout.
-    pub(super) fn fence(&mut self) -> Result<(), BootstrapError> {
+    fn fence(&mut self) -> Result<(), BootstrapError> {
         let deadline = Instant::now() + self.timeout;
         let shared = Arc::clone(&self.shared);
         let mut state = lock(&shared);
@@ -245,7 +257,7 @@ impl MemoryKvs {
 
     /// Ends the job for every rank: their fences fail with `message`. Threads cannot be killed;
     /// the caller should return.
-    pub(super) fn abort(&mut self, code: i32, message: &str) {
+    fn abort(&mut self, code: i32, message: &str) -> Result<(), BootstrapError> {
         let mut state = self.lock();
         if state.broken.is_none() {
             state.broken = Some(format!(
@@ -254,18 +266,23 @@ impl MemoryKvs {
             ));
         }
         self.shared.changed.notify_all();
+        Ok(())
     }
 
     /// Leaves the job: fences of the others fail from now on instead of waiting for this rank.
-    pub(super) fn finalize(&mut self) {
+    fn finalize(&mut self) -> Result<(), BootstrapError> {
         let why = if std::thread::panicking() {
             "its thread panicked"
         } else {
             "finalized"
         };
         self.leave(why);
+        Ok(())
     }
+}
 
+impl MemoryKvs {
+    /// Marks this rank as gone (once) and wakes the ranks waiting in a fence.
     fn leave(&mut self, why: &'static str) {
         if self.left {
             return;
@@ -276,6 +293,7 @@ impl MemoryKvs {
         self.shared.changed.notify_all();
     }
 
+    /// The job's shared state (see [`lock`]).
     fn lock(&self) -> MutexGuard<'_, State> {
         lock(&self.shared)
     }

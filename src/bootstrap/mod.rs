@@ -11,8 +11,13 @@
 //!
 //! Every wait for the server has a deadline: [`BootstrapOptions::timeout`], 60 s unless the
 //! environment variable `CIRCULANT_BOOTSTRAP_TIMEOUT` (seconds, at most 7 days) says otherwise.
+//!
+//! Each of these homes of the key-value space is one implementation of [`KeyValue`]:
+//! [`Bootstrap`] holds one and adds what they share (rank and size, the finalized state, bytes
+//! over values, the exchange), so that a new backend is one more implementation.
 
 mod channel;
+mod error;
 mod hangup;
 mod launcher;
 pub mod mapping;
@@ -21,204 +26,44 @@ mod oob;
 mod pmi1;
 pub mod pmi2;
 mod pmix;
+mod singleton;
 pub mod wire;
 
-use std::collections::HashMap;
 use std::time::Duration;
-
-use thiserror::Error;
 
 use crate::limits::parse_positive_seconds;
 
+pub use error::BootstrapError;
 pub use oob::Allgather;
 use oob::OobKvs;
 use pmi1::{Greeted, Pmi1Client};
 use pmi2::Pmi2Client;
 use pmix::PmixClient;
+use singleton::Singleton;
 
 pub use channel::ServerAddress;
 pub use launcher::{Detected, PmiChoice, PMI_ENV};
-pub use pmi1::KvsLimits;
+
+/// The longest key-value-space name, key and value the server keeps intact, in bytes.
+///
+/// PMI-1's `get_maxes` announces buffer sizes that include a C string's terminating NUL:
+/// Hydra announces `vallen_max=1024` and silently cuts longer values to 1023 bytes. These
+/// fields are therefore one less than the announced figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KvsLimits {
+    /// The longest kvsname in bytes.
+    pub kvsname_max: usize,
+    /// The longest key in bytes.
+    pub key_max: usize,
+    /// The longest value in bytes.
+    pub value_max: usize,
+}
 
 /// Deadline of every PMI wait when neither the caller nor the environment sets one.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Environment variable overriding [`DEFAULT_TIMEOUT`], in seconds (fractions allowed).
 pub const TIMEOUT_ENV: &str = "CIRCULANT_BOOTSTRAP_TIMEOUT";
-
-/// Limits of the singleton key-value space: the same as Hydra's, so that code tested alone
-/// behaves as it will in a job.
-const SINGLETON_LIMITS: KvsLimits = KvsLimits {
-    kvsname_max: 255,
-    key_max: 63,
-    value_max: 1023,
-};
-
-#[derive(Debug, Error)]
-/// Why a rank could not join its job or use the job's key-value space.
-pub enum BootstrapError {
-    #[error(
-        "not inside a job: PMI_RANK/PMI_FD not set; start with `circulant run -n N -- ...` or mpiexec"
-    )]
-    /// No launcher's variables are set while a job was required.
-    NotInJob,
-    #[error("environment variable {var}={value:?} is invalid: {reason}")]
-    /// An environment variable holds a value this library cannot use.
-    Env {
-        /// The variable.
-        var: &'static str,
-        /// Its value.
-        value: String,
-        /// What it must be.
-        reason: String,
-    },
-    #[error("cannot reach the PMI server at {endpoint}")]
-    /// The PMI server's socket could not be opened.
-    Connect {
-        /// The address tried (`PMI_FD=...` or `PMI_PORT=...`).
-        endpoint: String,
-        #[source]
-        /// The operating system's error.
-        source: std::io::Error,
-    },
-    #[error("PMI I/O failed while {during}")]
-    /// Reading or writing the PMI channel failed.
-    Io {
-        /// The request in progress.
-        during: String,
-        #[source]
-        /// The operating system's error.
-        source: std::io::Error,
-    },
-    #[error("no answer from the PMI server within {timeout:?} while awaiting {awaiting} (a rank that exited or never started, or a stalled launcher; set {TIMEOUT_ENV} to wait longer)")]
-    /// The PMI server did not answer within the bootstrap timeout.
-    Deadline {
-        /// The reply awaited.
-        awaiting: String,
-        /// The timeout that passed.
-        timeout: Duration,
-    },
-    #[error(
-        "the PMI server closed the connection while awaiting {awaiting} (did the launcher exit?)"
-    )]
-    /// The server closed the connection: the launcher exited or dropped this rank.
-    Closed {
-        /// The reply awaited.
-        awaiting: String,
-    },
-    #[error("malformed line from the PMI server while awaiting {awaiting}: \"{line}\"")]
-    /// The server sent a line that is not a PMI message.
-    Malformed {
-        /// The reply awaited.
-        awaiting: String,
-        /// The line as received.
-        line: String,
-        #[source]
-        /// What is wrong with it.
-        source: wire::WireError,
-    },
-    #[error("unexpected reply from the PMI server while awaiting {awaiting}: \"{got}\"")]
-    /// The server answered with another command than the one awaited.
-    Unexpected {
-        /// The reply awaited.
-        awaiting: String,
-        /// The line received.
-        got: String,
-    },
-    #[error("the PMI server refused `{request}`: rc={rc} {detail}")]
-    /// The server answered a request with an error code.
-    Refused {
-        /// The request refused.
-        request: String,
-        /// The server's return code.
-        rc: String,
-        /// The server's message, if any.
-        detail: String,
-    },
-    #[error("the PMI barrier failed: {detail}")]
-    /// The job-wide barrier failed (a rank left or finalized).
-    BarrierFailed {
-        /// The server's explanation.
-        detail: String,
-    },
-    #[error("key `{key}` not found in the job's key-value space {detail}")]
-    /// No rank put this key before the last fence.
-    KeyNotFound {
-        /// The key looked up.
-        key: String,
-        /// What the server or the backend added.
-        detail: String,
-    },
-    #[error("key `{key}` has {len} bytes, the PMI server allows at most {max}")]
-    /// A key is longer than the PMI server accepts.
-    KeyTooLong {
-        /// The key.
-        key: String,
-        /// Its length in bytes.
-        len: usize,
-        /// The longest key the server accepts.
-        max: usize,
-    },
-    #[error("value for key `{key}` has {len} bytes, the PMI server allows at most {max} (use put_bytes for long data)")]
-    /// A value is longer than the PMI server accepts.
-    ValueTooLong {
-        /// The key it was put under.
-        key: String,
-        /// Its length in bytes.
-        len: usize,
-        /// The longest value the server accepts.
-        max: usize,
-    },
-    #[error("key `{key}` cannot be sent over PMI-1: {problem}")]
-    /// A key contains characters PMI-1 lines cannot carry.
-    InvalidKey {
-        /// The key.
-        key: String,
-        /// Which characters.
-        problem: String,
-    },
-    #[error("value for key `{key}` cannot be sent over PMI-1: {problem}")]
-    /// A value contains characters PMI-1 lines cannot carry.
-    InvalidValue {
-        /// The key it was put under.
-        key: String,
-        /// Which characters.
-        problem: String,
-    },
-    #[error("key `{key}` does not hold data written by put_bytes: {reason}")]
-    /// A key read with `get_bytes` does not hold what `put_bytes` writes.
-    CorruptBytes {
-        /// The key.
-        key: String,
-        /// What is wrong with its value.
-        reason: String,
-    },
-    #[error("the bootstrap was already finalized")]
-    /// The bootstrap was used after `finalize`.
-    Finalized,
-    #[error("in-memory job: {0}")]
-    /// The in-memory job failed (a rank thread ended, or its timeout passed).
-    Memory(String),
-    #[error("the out-of-band allgather failed: {0}")]
-    /// The caller's out-of-band allgather failed or returned records of the wrong size.
-    Oob(String),
-    #[error("{seen}, but this process has no PMI it can use: {advice}")]
-    /// A launcher started several ranks, but none of its PMI interfaces is usable here.
-    NoPmi {
-        /// What the environment shows of the launcher.
-        seen: String,
-        /// How to launch so that a PMI is available.
-        advice: String,
-    },
-    #[error("PMIx {during} failed: {status}")]
-    /// A libpmix call failed.
-    Pmix {
-        /// The call.
-        during: String,
-        /// PMIx's status name.
-        status: String,
-    },
-}
 
 /// How to bootstrap.
 #[derive(Debug, Clone)]
@@ -257,13 +102,52 @@ impl BootstrapOptions {
     }
 }
 
-enum Backend {
-    Pmi1(Pmi1Client),
-    Pmi2(Pmi2Client),
-    Pmix(PmixClient),
-    Singleton(HashMap<String, String>),
-    Oob(OobKvs),
-    Memory(memory::MemoryKvs),
+/// One home of the job's key-value space: a PMI flavour (PMI-1, PMI-2, PMIx), the
+/// out-of-band allgather, the in-memory job or the singleton's private map. [`Bootstrap`]
+/// checks that it was not finalized before every put, get and fence.
+pub(crate) trait KeyValue: Send + Sync {
+    /// The name [`Bootstrap::kind`] reports: `"pmi-1"`, `"pmix"`, `"memory"`, ...
+    fn kind(&self) -> &'static str;
+
+    /// Name of the key-value space.
+    fn kvsname(&self) -> &str;
+
+    /// The application number (0 unless the launcher started several programs).
+    fn appnum(&self) -> i64 {
+        0
+    }
+
+    /// How many nodes the job spans, where the launcher says so (see [`Bootstrap::nodes`]).
+    fn nodes(&self) -> Option<usize>;
+
+    /// The longest kvsname, key and value this backend carries.
+    fn limits(&self) -> KvsLimits;
+
+    /// Sets the deadline of each later wait; backends that keep theirs ignore it.
+    fn set_timeout(&mut self, _timeout: Duration) -> Result<(), BootstrapError> {
+        Ok(())
+    }
+
+    /// Whether a get after a fence reads data this node already holds (see
+    /// [`Bootstrap::gets_are_local`]).
+    fn gets_are_local(&self) -> bool {
+        true
+    }
+
+    /// Stores `value` under `key`; other ranks see it after the next fence.
+    fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError>;
+
+    /// The value stored under `key` before the last fence.
+    fn get(&mut self, key: &str) -> Result<String, BootstrapError>;
+
+    /// Commits this rank's puts and waits until every rank's are visible to all.
+    fn fence(&mut self) -> Result<(), BootstrapError>;
+
+    /// Ends the whole job with `code`; `message` travels where the backend can carry it.
+    fn abort(&mut self, code: i32, message: &str) -> Result<(), BootstrapError>;
+
+    /// Leaves the job cleanly; called at most once.
+    fn finalize(&mut self) -> Result<(), BootstrapError>;
 }
 
 /// This process's place in the job, and the job's key-value space.
@@ -274,7 +158,7 @@ enum Backend {
 /// `=`) within [`Bootstrap::limits`]; binary or long data goes through
 /// [`Bootstrap::put_bytes`] / [`Bootstrap::get_bytes`].
 pub struct Bootstrap {
-    backend: Backend,
+    backend: Box<dyn KeyValue>,
     rank: usize,
     size: usize,
     timeout: Duration,
@@ -372,6 +256,7 @@ impl Bootstrap {
         }
     }
 
+    /// Joins through PMIx; a libpmix that cannot be loaded is `NoPmi`, naming `detected`.
     fn pmix(options: &BootstrapOptions, detected: &Detected) -> Result<Self, BootstrapError> {
         let client = PmixClient::init(options.timeout).map_err(|error| match error {
             pmix::PmixError::Load(reason) => BootstrapError::NoPmi {
@@ -383,13 +268,8 @@ impl Bootstrap {
             },
             pmix::PmixError::Call(error) => error,
         })?;
-        Ok(Bootstrap {
-            rank: client.rank(),
-            size: client.size(),
-            backend: Backend::Pmix(client),
-            timeout: options.timeout,
-            finalized: false,
-        })
+        let (rank, size) = (client.rank(), client.size());
+        Ok(Self::over(Box::new(client), rank, size, options.timeout))
     }
 
     /// Joins the PMI server at an explicit address, with rank and size as the environment would give.
@@ -428,13 +308,8 @@ impl Bootstrap {
                 if slurm_step_nodes().is_none() {
                     client.read_mapping()?;
                 }
-                return Ok(Bootstrap {
-                    rank: client.rank(),
-                    size: client.size(),
-                    backend: Backend::Pmi2(client),
-                    timeout: options.timeout,
-                    finalized: false,
-                });
+                let (rank, size) = (client.rank(), client.size());
+                return Ok(Self::over(Box::new(client), rank, size, options.timeout));
             }
         };
         if options.end_with_launcher {
@@ -455,24 +330,12 @@ impl Bootstrap {
         if slurm_step_nodes().is_none() {
             client.read_mapping()?;
         }
-        Ok(Bootstrap {
-            backend: Backend::Pmi1(client),
-            rank,
-            size,
-            timeout: options.timeout,
-            finalized: false,
-        })
+        Ok(Self::over(Box::new(client), rank, size, options.timeout))
     }
 
     /// Rank 0 of a job of one process, with a private key-value space.
     pub fn singleton() -> Self {
-        Bootstrap {
-            backend: Backend::Singleton(HashMap::new()),
-            rank: 0,
-            size: 1,
-            timeout: DEFAULT_TIMEOUT,
-            finalized: false,
-        }
+        Self::over(Box::new(Singleton::default()), 0, 1, DEFAULT_TIMEOUT)
     }
 
     /// Rank `rank` of a job of `size` processes whose key-value space travels over the
@@ -484,19 +347,30 @@ impl Bootstrap {
                 "rank {rank} is not below the job size {size}"
             )));
         }
-        Ok(Bootstrap {
-            backend: Backend::Oob(OobKvs::new(size, allgather)),
-            rank,
-            size,
-            timeout: DEFAULT_TIMEOUT,
-            finalized: false,
-        })
+        let kvs = OobKvs::new(size, allgather);
+        Ok(Self::over(Box::new(kvs), rank, size, DEFAULT_TIMEOUT))
     }
 
     /// One bootstrap per rank of a job of `size` ranks that are threads of this process,
     /// sharing a key-value space; every fence waits at most `timeout`. See [`memory::Job`].
     pub fn in_memory(size: usize, timeout: Duration) -> Result<Vec<Self>, BootstrapError> {
         Ok(memory::Job::new(size)?.timeout(timeout).bootstraps())
+    }
+
+    /// Rank `rank` of `size` over `backend`, whose waits take at most `timeout` each.
+    pub(crate) fn over(
+        backend: Box<dyn KeyValue>,
+        rank: usize,
+        size: usize,
+        timeout: Duration,
+    ) -> Self {
+        Bootstrap {
+            backend,
+            rank,
+            size,
+            timeout,
+            finalized: false,
+        }
     }
 
     /// This process's rank in the job.
@@ -511,36 +385,17 @@ impl Bootstrap {
 
     /// `"pmi-1"`, `"pmi-2"`, `"pmix"`, `"singleton"`, `"oob"` or `"memory"`.
     pub fn kind(&self) -> &'static str {
-        match self.backend {
-            Backend::Pmi1(_) => "pmi-1",
-            Backend::Pmi2(_) => "pmi-2",
-            Backend::Pmix(_) => "pmix",
-            Backend::Singleton(_) => "singleton",
-            Backend::Oob(_) => "oob",
-            Backend::Memory(_) => "memory",
-        }
+        self.backend.kind()
     }
 
     /// The application number (0 unless the launcher started several programs).
     pub fn appnum(&self) -> i64 {
-        match &self.backend {
-            Backend::Pmi1(client) => client.appnum(),
-            Backend::Pmi2(client) => client.appnum(),
-            Backend::Pmix(client) => client.appnum(),
-            Backend::Singleton(_) | Backend::Oob(_) | Backend::Memory(_) => 0,
-        }
+        self.backend.appnum()
     }
 
     /// Name of the job's key-value space.
     pub fn kvsname(&self) -> &str {
-        match &self.backend {
-            Backend::Pmi1(client) => client.kvsname(),
-            Backend::Pmi2(client) => client.jobid(),
-            Backend::Pmix(client) => client.namespace(),
-            Backend::Singleton(_) => "singleton",
-            Backend::Oob(_) => "oob",
-            Backend::Memory(kvs) => kvs.kvsname(),
-        }
+        self.backend.kvsname()
     }
 
     /// How many nodes the job spans, where the launcher says so: PMIx's job data, a Slurm
@@ -548,25 +403,12 @@ impl Bootstrap {
     /// (Hydra, `circulant run`); 1 for a singleton and for an in-memory job, whose ranks are
     /// threads of one process. None elsewhere (out-of-band jobs, servers without a mapping).
     pub fn nodes(&self) -> Option<usize> {
-        match &self.backend {
-            Backend::Pmix(client) => client.nodes(),
-            Backend::Pmi1(client) => slurm_step_nodes().or(client.mapped_nodes()),
-            Backend::Pmi2(client) => slurm_step_nodes().or(client.mapped_nodes()),
-            Backend::Singleton(_) | Backend::Memory(_) => Some(1),
-            Backend::Oob(_) => None,
-        }
+        self.backend.nodes()
     }
 
     /// The server's maxima for keys and values.
     pub fn limits(&self) -> KvsLimits {
-        match &self.backend {
-            Backend::Pmi1(client) => client.limits(),
-            Backend::Pmi2(client) => client.limits(),
-            Backend::Pmix(client) => client.limits(),
-            Backend::Singleton(_) => SINGLETON_LIMITS,
-            Backend::Oob(_) => oob::OOB_LIMITS,
-            Backend::Memory(_) => memory::MEMORY_LIMITS,
-        }
+        self.backend.limits()
     }
 
     /// The deadline of each wait.
@@ -577,11 +419,7 @@ impl Bootstrap {
     /// Sets the deadline of each later wait for the server (PMI-1 and PMI-2; the other
     /// backends keep theirs): a caller with a deadline of its own bounds its requests by it.
     pub fn set_timeout(&mut self, timeout: Duration) -> Result<(), BootstrapError> {
-        match &mut self.backend {
-            Backend::Pmi1(client) => client.set_timeout(timeout)?,
-            Backend::Pmi2(client) => client.set_timeout(timeout)?,
-            Backend::Pmix(_) | Backend::Singleton(_) | Backend::Oob(_) | Backend::Memory(_) => {}
-        }
+        self.backend.set_timeout(timeout)?;
         self.timeout = timeout;
         Ok(())
     }
@@ -592,10 +430,7 @@ impl Bootstrap {
     /// keep it locally too. False for PMI-1 and PMI-2 elsewhere (`circulant run`, Hydra),
     /// where every get is a request to the launcher's one server.
     pub fn gets_are_local(&self) -> bool {
-        match &self.backend {
-            Backend::Pmi1(_) | Backend::Pmi2(_) => slurm_step_nodes().is_some(),
-            Backend::Pmix(_) | Backend::Singleton(_) | Backend::Oob(_) | Backend::Memory(_) => true,
-        }
+        self.backend.gets_are_local()
     }
 
     /// The key under which `rank` publishes `name`: one namespace per rank.
@@ -607,53 +442,20 @@ impl Bootstrap {
     /// fence.
     pub fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError> {
         self.check_open()?;
-        match &mut self.backend {
-            Backend::Pmi1(client) => client.put(key, value),
-            Backend::Pmi2(client) => client.put(key, value),
-            Backend::Pmix(client) => client.put(key, value),
-            Backend::Singleton(kvs) => {
-                check_entry(key, value, SINGLETON_LIMITS)?;
-                kvs.insert(key.to_owned(), value.to_owned());
-                Ok(())
-            }
-            Backend::Oob(kvs) => kvs.put(key, value),
-            Backend::Memory(kvs) => kvs.put(key, value),
-        }
+        self.backend.put(key, value)
     }
 
     /// The value other ranks (or this one) stored under `key` before the last fence.
     pub fn get(&mut self, key: &str) -> Result<String, BootstrapError> {
         self.check_open()?;
-        match &mut self.backend {
-            Backend::Pmi1(client) => client.get(key),
-            Backend::Pmi2(client) => client.get(key),
-            Backend::Pmix(client) => client.get(key),
-            Backend::Singleton(kvs) => {
-                check_entry(key, "", SINGLETON_LIMITS)?;
-                kvs.get(key)
-                    .cloned()
-                    .ok_or_else(|| BootstrapError::KeyNotFound {
-                        key: key.to_owned(),
-                        detail: "(singleton)".into(),
-                    })
-            }
-            Backend::Oob(kvs) => kvs.get(key),
-            Backend::Memory(kvs) => kvs.get(key),
-        }
+        self.backend.get(key)
     }
 
     /// Makes every rank's earlier puts visible to all, and waits for all ranks (PMI-1 has one
     /// operation for both).
     pub fn fence(&mut self) -> Result<(), BootstrapError> {
         self.check_open()?;
-        match &mut self.backend {
-            Backend::Pmi1(client) => client.barrier(),
-            Backend::Pmi2(client) => client.fence(),
-            Backend::Pmix(client) => client.fence(),
-            Backend::Singleton(_) => Ok(()),
-            Backend::Oob(kvs) => kvs.fence(),
-            Backend::Memory(kvs) => kvs.fence(),
-        }
+        self.backend.fence()
     }
 
     /// Waits for all ranks; the same operation as [`Bootstrap::fence`].
@@ -738,16 +540,7 @@ impl Bootstrap {
     /// callers should exit with `code` if this returns.
     pub fn abort(&mut self, code: i32, message: &str) -> Result<(), BootstrapError> {
         eprintln!("rank {} aborting the job: {message}", self.rank);
-        match &mut self.backend {
-            Backend::Pmi1(client) => client.abort(code),
-            Backend::Pmi2(client) => client.abort(message),
-            Backend::Pmix(client) => client.abort(code, message),
-            Backend::Memory(kvs) => {
-                kvs.abort(code, message);
-                Ok(())
-            }
-            Backend::Singleton(_) | Backend::Oob(_) => Ok(()),
-        }
+        self.backend.abort(code, message)
     }
 
     /// Leaves the job cleanly. Later calls are no-ops; other operations fail afterwards.
@@ -756,18 +549,10 @@ impl Bootstrap {
             return Ok(());
         }
         self.finalized = true;
-        match &mut self.backend {
-            Backend::Pmi1(client) => client.finalize(),
-            Backend::Pmi2(client) => client.finalize(),
-            Backend::Pmix(client) => client.finalize(),
-            Backend::Memory(kvs) => {
-                kvs.finalize();
-                Ok(())
-            }
-            Backend::Singleton(_) | Backend::Oob(_) => Ok(()),
-        }
+        self.backend.finalize()
     }
 
+    /// Fails once the bootstrap was finalized.
     fn check_open(&self) -> Result<(), BootstrapError> {
         if self.finalized {
             Err(BootstrapError::Finalized)
@@ -814,6 +599,7 @@ fn check_lengths(key: &str, value: &str, limits: KvsLimits) -> Result<(), Bootst
     Ok(())
 }
 
+/// Fails unless `rank` is a rank of a job of `size`.
 fn check_rank(rank: usize, size: usize) -> Result<(), BootstrapError> {
     if size == 0 || rank >= size {
         return Err(BootstrapError::Env {
@@ -837,6 +623,7 @@ fn slurm_step_nodes() -> Option<usize> {
         .filter(|&n| n > 0)
 }
 
+/// The error for a variable the launcher should have set along with its PMI channel.
 fn missing(var: &'static str) -> BootstrapError {
     BootstrapError::Env {
         var,
@@ -845,6 +632,7 @@ fn missing(var: &'static str) -> BootstrapError {
     }
 }
 
+/// The number in environment variable `var`, whose value is `text`.
 fn parse_env<T: std::str::FromStr>(var: &'static str, text: &str) -> Result<T, BootstrapError> {
     text.trim().parse().map_err(|_| BootstrapError::Env {
         var,
@@ -853,6 +641,7 @@ fn parse_env<T: std::str::FromStr>(var: &'static str, text: &str) -> Result<T, B
     })
 }
 
+/// Lower-case hex digits of `bytes`.
 fn to_hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut text = String::with_capacity(bytes.len() * 2);
@@ -863,6 +652,7 @@ fn to_hex(bytes: &[u8]) -> String {
     text
 }
 
+/// The bytes of even-length hex `text`; None if it is not that.
 fn from_hex(text: &str) -> Option<Vec<u8>> {
     if text.len() % 2 != 0 {
         return None;

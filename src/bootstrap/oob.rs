@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::{check_lengths, BootstrapError, KvsLimits};
+use super::{check_lengths, BootstrapError, KeyValue, KvsLimits};
 
 /// An allgather of fixed-size records: every rank passes `send` (the same length on every
 /// rank) and receives every rank's record in rank order in `recv` (size × that length).
@@ -34,6 +34,7 @@ pub(super) struct OobKvs {
 }
 
 impl OobKvs {
+    /// The key-value space of a job of `size` ranks over `allgather`; empty until a fence.
     pub(super) fn new(size: usize, allgather: Allgather) -> Self {
         OobKvs {
             allgather: Mutex::new(allgather),
@@ -43,13 +44,42 @@ impl OobKvs {
         }
     }
 
-    pub(super) fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError> {
+    /// Calls the caller's allgather; a panic in an earlier call is an error, not a panic.
+    fn call(&mut self, send: &[u8], recv: &mut [u8]) -> Result<(), BootstrapError> {
+        let allgather = self
+            .allgather
+            .get_mut()
+            .map_err(|_| BootstrapError::Oob("an earlier allgather panicked".into()))?;
+        allgather(send, recv).map_err(BootstrapError::Oob)
+    }
+}
+
+impl KeyValue for OobKvs {
+    fn kind(&self) -> &'static str {
+        "oob"
+    }
+
+    fn kvsname(&self) -> &str {
+        "oob"
+    }
+
+    /// The caller's allgather says nothing about hosts.
+    fn nodes(&self) -> Option<usize> {
+        None
+    }
+
+    fn limits(&self) -> KvsLimits {
+        OOB_LIMITS
+    }
+
+    /// Kept locally until the next fence.
+    fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError> {
         check_lengths(key, value, OOB_LIMITS)?;
         self.pending.push((key.to_owned(), value.to_owned()));
         Ok(())
     }
 
-    pub(super) fn get(&self, key: &str) -> Result<String, BootstrapError> {
+    fn get(&mut self, key: &str) -> Result<String, BootstrapError> {
         self.kvs
             .get(key)
             .cloned()
@@ -59,8 +89,8 @@ impl OobKvs {
             })
     }
 
-    /// Publishes every rank's puts to all ranks.
-    pub(super) fn fence(&mut self) -> Result<(), BootstrapError> {
+    /// Publishes every rank's puts to all ranks: two allgathers (lengths, then records).
+    fn fence(&mut self) -> Result<(), BootstrapError> {
         let mine = encode(&self.pending);
         let mut lengths = vec![0u8; 8 * self.size];
         self.call(&(mine.len() as u64).to_le_bytes(), &mut lengths)?;
@@ -92,15 +122,17 @@ impl OobKvs {
         Ok(())
     }
 
-    fn call(&mut self, send: &[u8], recv: &mut [u8]) -> Result<(), BootstrapError> {
-        let allgather = self
-            .allgather
-            .get_mut()
-            .map_err(|_| BootstrapError::Oob("an earlier allgather panicked".into()))?;
-        allgather(send, recv).map_err(BootstrapError::Oob)
+    /// The caller's allgather has no way to end the job: the caller exits with the code.
+    fn abort(&mut self, _code: i32, _message: &str) -> Result<(), BootstrapError> {
+        Ok(())
+    }
+
+    fn finalize(&mut self) -> Result<(), BootstrapError> {
+        Ok(())
     }
 }
 
+/// The error for a record a peer sent that does not parse.
 fn malformed(what: String) -> BootstrapError {
     BootstrapError::Oob(format!("malformed record: {what}"))
 }
@@ -117,6 +149,7 @@ fn encode(puts: &[(String, String)]) -> Vec<u8> {
     out
 }
 
+/// The puts of one rank's record (see [`encode`]).
 fn decode(mut bytes: &[u8]) -> Result<Vec<(String, String)>, String> {
     let take = |bytes: &mut &[u8]| -> Result<String, String> {
         let head: [u8; 4] = bytes

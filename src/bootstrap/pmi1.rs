@@ -7,22 +7,7 @@ use std::time::Instant;
 use super::channel::{Channel, ServerAddress};
 use super::mapping;
 use super::wire::{check_token, excerpt, Message, REQUEST_LINE_MAX};
-use super::BootstrapError;
-
-/// The longest key-value-space name, key and value the server keeps intact, in bytes.
-///
-/// PMI-1's `get_maxes` announces buffer sizes that include a C string's terminating NUL:
-/// Hydra announces `vallen_max=1024` and silently cuts longer values to 1023 bytes. These
-/// fields are therefore one less than the announced figures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KvsLimits {
-    /// The longest kvsname in bytes.
-    pub kvsname_max: usize,
-    /// The longest key in bytes.
-    pub key_max: usize,
-    /// The longest value in bytes.
-    pub value_max: usize,
-}
+use super::{slurm_step_nodes, BootstrapError, KeyValue, KvsLimits};
 
 /// Keys this client uses are short; a longer server maximum would only take room from values
 /// within [`REQUEST_LINE_MAX`].
@@ -42,8 +27,11 @@ pub struct Pmi1Client {
 
 /// The server's answer to `init`: it stays with PMI-1, or accepts PMI-2 on the same channel.
 pub(super) enum Greeted {
+    /// The server speaks PMI-1; start-up is complete.
     Pmi1(Pmi1Client),
+    /// The server accepted PMI-2: `fullinit` follows on this channel.
     Pmi2 {
+        /// The channel to the server.
         channel: Channel,
         /// Rank and size told in port mode.
         assigned: (Option<usize>, Option<usize>),
@@ -160,18 +148,9 @@ impl Pmi1Client {
         Ok(())
     }
 
-    pub fn kvsname(&self) -> &str {
-        &self.kvsname
-    }
-    pub fn limits(&self) -> KvsLimits {
-        self.limits
-    }
-    pub fn appnum(&self) -> i64 {
-        self.appnum
-    }
     /// Reads the server's `PMI_process_mapping` (Hydra and `circulant run` keep one; a
     /// server without it is no error).
-    pub fn read_mapping(&mut self) -> Result<(), BootstrapError> {
+    pub(super) fn read_mapping(&mut self) -> Result<(), BootstrapError> {
         self.mapped_nodes = match self.get(mapping::KEY) {
             Ok(value) => mapping::nodes(&value),
             Err(BootstrapError::KeyNotFound { .. }) => None,
@@ -179,69 +158,9 @@ impl Pmi1Client {
         };
         Ok(())
     }
-    /// How many nodes the server's process mapping spans, if it had one.
-    pub fn mapped_nodes(&self) -> Option<usize> {
-        self.mapped_nodes
-    }
     /// Rank and size told by the server in port mode.
-    pub fn assigned(&self) -> (Option<usize>, Option<usize>) {
+    pub(super) fn assigned(&self) -> (Option<usize>, Option<usize>) {
         (self.rank, self.size)
-    }
-    pub fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError> {
-        self.check_key(key)?;
-        if let Err(problem) = check_token(value, false) {
-            return Err(BootstrapError::InvalidValue {
-                key: key.to_owned(),
-                problem: problem.to_string(),
-            });
-        }
-        if value.len() > self.limits.value_max {
-            return Err(BootstrapError::ValueTooLong {
-                key: key.to_owned(),
-                len: value.len(),
-                max: self.limits.value_max,
-            });
-        }
-        let request = Message::new("put")
-            .with("kvsname", &self.kvsname)
-            .with("key", key)
-            .with("value", value);
-        self.call(&request, "put_result")?;
-        Ok(())
-    }
-
-    /// The value of `key`, or `KeyNotFound` if the server has none.
-    pub fn get(&mut self, key: &str) -> Result<String, BootstrapError> {
-        self.check_key(key)?;
-        let request = Message::new("get")
-            .with("kvsname", &self.kvsname)
-            .with("key", key);
-        let reply = self.exchange(&request, "get_result")?;
-        if reply.get("rc").is_some_and(|rc| rc != "0") {
-            return Err(BootstrapError::KeyNotFound {
-                key: key.to_owned(),
-                detail: reply.get("msg").unwrap_or("").to_owned(),
-            });
-        }
-        Ok(text_field(&reply, "value")?.to_owned())
-    }
-
-    /// `barrier_in` … `barrier_out`: every rank's puts are visible to every rank afterwards.
-    pub fn barrier(&mut self) -> Result<(), BootstrapError> {
-        let reply = self.exchange(&Message::new("barrier_in"), "barrier_out")?;
-        if let Some(rc) = reply.get("rc").filter(|rc| *rc != "0") {
-            return Err(BootstrapError::BarrierFailed {
-                detail: format!("rc={rc} {}", reply.get("msg").unwrap_or("")),
-            });
-        }
-        Ok(())
-    }
-
-    pub(super) fn set_timeout(
-        &mut self,
-        timeout: std::time::Duration,
-    ) -> Result<(), BootstrapError> {
-        self.channel.set_timeout(timeout)
     }
 
     /// Ends this process if the server hangs up before finalize.
@@ -249,18 +168,7 @@ impl Pmi1Client {
         self.channel.watch_hangup()
     }
 
-    pub fn finalize(&mut self) -> Result<(), BootstrapError> {
-        self.channel.end_watch();
-        self.call(&Message::new("finalize"), "finalize_ack")?;
-        Ok(())
-    }
-
-    /// Asks the launcher to end the whole job with `code`. No reply is awaited: the launcher
-    /// kills this process.
-    pub fn abort(&mut self, code: i32) -> Result<(), BootstrapError> {
-        self.send(&Message::new("abort").with("exitcode", code))
-    }
-
+    /// Fails unless `key` is a PMI-1 token within the server's key limit.
     fn check_key(&self, key: &str) -> Result<(), BootstrapError> {
         if let Err(problem) = check_token(key, true) {
             return Err(BootstrapError::InvalidKey {
@@ -306,11 +214,13 @@ impl Pmi1Client {
         Ok(reply)
     }
 
+    /// Sends one request line.
     fn send(&mut self, request: &Message) -> Result<(), BootstrapError> {
         self.channel
             .send(request.encode().as_bytes(), request.cmd())
     }
 
+    /// Reads the next line from the server by `deadline`; `awaiting` names it in errors.
     fn receive(&mut self, awaiting: &str, deadline: Instant) -> Result<Message, BootstrapError> {
         let line = self.channel.receive_line(awaiting, deadline)?;
         Message::parse(&line).map_err(|source| BootstrapError::Malformed {
@@ -321,6 +231,109 @@ impl Pmi1Client {
     }
 }
 
+impl KeyValue for Pmi1Client {
+    fn kind(&self) -> &'static str {
+        "pmi-1"
+    }
+
+    /// The name `get_my_kvsname` returned.
+    fn kvsname(&self) -> &str {
+        &self.kvsname
+    }
+
+    /// The number `get_appnum` returned.
+    fn appnum(&self) -> i64 {
+        self.appnum
+    }
+
+    /// A Slurm step's node count, else the server's `PMI_process_mapping`, if it had one.
+    fn nodes(&self) -> Option<usize> {
+        slurm_step_nodes().or(self.mapped_nodes)
+    }
+
+    /// The server's `get_maxes`, less the terminating NUL and within one request line.
+    fn limits(&self) -> KvsLimits {
+        self.limits
+    }
+
+    /// Bounds each later wait for a reply by `timeout`.
+    fn set_timeout(&mut self, timeout: std::time::Duration) -> Result<(), BootstrapError> {
+        self.channel.set_timeout(timeout)
+    }
+
+    /// Only a Slurm step daemon holds the whole space on every node; elsewhere (Hydra,
+    /// `circulant run`) every get asks the launcher's one server.
+    fn gets_are_local(&self) -> bool {
+        slurm_step_nodes().is_some()
+    }
+
+    /// `put`, checked against PMI-1's token rules and the server's limits first.
+    fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError> {
+        self.check_key(key)?;
+        if let Err(problem) = check_token(value, false) {
+            return Err(BootstrapError::InvalidValue {
+                key: key.to_owned(),
+                problem: problem.to_string(),
+            });
+        }
+        if value.len() > self.limits.value_max {
+            return Err(BootstrapError::ValueTooLong {
+                key: key.to_owned(),
+                len: value.len(),
+                max: self.limits.value_max,
+            });
+        }
+        let request = Message::new("put")
+            .with("kvsname", &self.kvsname)
+            .with("key", key)
+            .with("value", value);
+        self.call(&request, "put_result")?;
+        Ok(())
+    }
+
+    /// The value of `key`, or `KeyNotFound` if the server has none.
+    fn get(&mut self, key: &str) -> Result<String, BootstrapError> {
+        self.check_key(key)?;
+        let request = Message::new("get")
+            .with("kvsname", &self.kvsname)
+            .with("key", key);
+        let reply = self.exchange(&request, "get_result")?;
+        if reply.get("rc").is_some_and(|rc| rc != "0") {
+            return Err(BootstrapError::KeyNotFound {
+                key: key.to_owned(),
+                detail: reply.get("msg").unwrap_or("").to_owned(),
+            });
+        }
+        Ok(text_field(&reply, "value")?.to_owned())
+    }
+
+    /// `barrier_in` … `barrier_out`: every rank's puts are visible to every rank afterwards.
+    fn fence(&mut self) -> Result<(), BootstrapError> {
+        let reply = self.exchange(&Message::new("barrier_in"), "barrier_out")?;
+        if let Some(rc) = reply.get("rc").filter(|rc| *rc != "0") {
+            return Err(BootstrapError::BarrierFailed {
+                detail: format!("rc={rc} {}", reply.get("msg").unwrap_or("")),
+            });
+        }
+        Ok(())
+    }
+
+    /// Asks the launcher to end the whole job with `code` (PMI-1 carries no text). No reply is
+    /// awaited: the launcher kills this process.
+    fn abort(&mut self, code: i32, _message: &str) -> Result<(), BootstrapError> {
+        self.send(&Message::new("abort").with("exitcode", code))
+    }
+
+    /// Ends the hang-up watch (the server may close the channel after its acknowledgement),
+    /// then `finalize`.
+    fn finalize(&mut self) -> Result<(), BootstrapError> {
+        self.channel.end_watch();
+        self.call(&Message::new("finalize"), "finalize_ack")?;
+        Ok(())
+    }
+}
+
+/// Field `key` of `message`.
 fn text_field<'m>(message: &'m Message, key: &str) -> Result<&'m str, BootstrapError> {
     message.get(key).ok_or_else(|| BootstrapError::Unexpected {
         awaiting: format!("field `{key}` in `{}`", message.cmd()),
@@ -328,6 +341,7 @@ fn text_field<'m>(message: &'m Message, key: &str) -> Result<&'m str, BootstrapE
     })
 }
 
+/// Field `key` of `message` as a number.
 fn number_field<T: std::str::FromStr>(message: &Message, key: &str) -> Result<T, BootstrapError> {
     let text = text_field(message, key)?;
     text.parse().map_err(|_| BootstrapError::Unexpected {

@@ -8,9 +8,8 @@ use std::time::Instant;
 
 use super::channel::Channel;
 use super::mapping;
-use super::pmi1::KvsLimits;
 use super::wire::excerpt;
-use super::{check_entry, BootstrapError};
+use super::{check_entry, slurm_step_nodes, BootstrapError, KeyValue, KvsLimits};
 
 /// Width of the length field before every message.
 const LENGTH_DIGITS: usize = 6;
@@ -149,50 +148,15 @@ impl Pmi2Client {
     pub fn rank(&self) -> usize {
         self.rank
     }
+
     /// The number of ranks in the job.
     pub fn size(&self) -> usize {
         self.size
     }
-    /// The application number (`appnum`) of this process's executable.
-    pub fn appnum(&self) -> i64 {
-        self.appnum
-    }
-    /// The job id the server reported; key-value requests name it.
-    pub fn jobid(&self) -> &str {
-        &self.jobid
-    }
-    /// The key and value lengths PMI-2 allows.
-    pub fn limits(&self) -> KvsLimits {
-        LIMITS
-    }
-
-    /// Stores `value` under `key`; visible to others after the next fence.
-    pub fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError> {
-        check_entry(key, value, LIMITS)?;
-        self.call(&Frame::new("kvs-put").with("key", key).with("value", value))?;
-        Ok(())
-    }
-
-    /// The value stored under `key` before the last fence.
-    pub fn get(&mut self, key: &str) -> Result<String, BootstrapError> {
-        check_entry(key, "", LIMITS)?;
-        let request = Frame::new("kvs-get")
-            .with("jobid", &self.jobid)
-            .with("srcid", -1)
-            .with("key", key);
-        let reply = self.exchange(&request)?;
-        if reply.get("rc") != Some("0") || reply.get("found") != Some("TRUE") {
-            return Err(BootstrapError::KeyNotFound {
-                key: key.to_owned(),
-                detail: reply.get("errmsg").unwrap_or("").to_owned(),
-            });
-        }
-        Ok(field(&reply, "value")?.to_owned())
-    }
 
     /// Reads the job attribute `PMI_process_mapping` (`info-getjobattr`); a server without
     /// it is no error.
-    pub fn read_mapping(&mut self) -> Result<(), BootstrapError> {
+    pub(super) fn read_mapping(&mut self) -> Result<(), BootstrapError> {
         let request = Frame::new("info-getjobattr").with("key", mapping::KEY);
         let reply = self.exchange(&request)?;
         self.mapped_nodes = match (reply.get("rc"), reply.get("found")) {
@@ -202,47 +166,9 @@ impl Pmi2Client {
         Ok(())
     }
 
-    /// How many nodes the server's process mapping spans, if it had one.
-    pub fn mapped_nodes(&self) -> Option<usize> {
-        self.mapped_nodes
-    }
-
-    /// `kvs-fence`: every rank's puts are visible to every rank afterwards.
-    pub fn fence(&mut self) -> Result<(), BootstrapError> {
-        let reply = self.exchange(&Frame::new("kvs-fence"))?;
-        if let Some(rc) = reply.get("rc").filter(|rc| *rc != "0") {
-            return Err(BootstrapError::BarrierFailed {
-                detail: format!("rc={rc} {}", reply.get("errmsg").unwrap_or("")),
-            });
-        }
-        Ok(())
-    }
-
-    /// Ends the whole job; no reply is awaited.
-    pub fn abort(&mut self, message: &str) -> Result<(), BootstrapError> {
-        let request = Frame::new("abort")
-            .with("isworld", "TRUE")
-            .with("msg", message);
-        self.channel.send(&request.encode(), "abort")
-    }
-
-    pub(super) fn set_timeout(
-        &mut self,
-        timeout: std::time::Duration,
-    ) -> Result<(), BootstrapError> {
-        self.channel.set_timeout(timeout)
-    }
-
     /// Ends this process if the server hangs up before finalize.
     pub(super) fn watch_hangup(&mut self) -> Result<(), BootstrapError> {
         self.channel.watch_hangup()
-    }
-
-    /// Leaves the job cleanly; the server then no longer counts this rank in barriers.
-    pub fn finalize(&mut self) -> Result<(), BootstrapError> {
-        self.channel.end_watch();
-        self.call(&Frame::new("finalize"))?;
-        Ok(())
     }
 
     /// Sends `request`, awaits its response, and fails on a non-zero `rc`.
@@ -258,6 +184,7 @@ impl Pmi2Client {
         }
     }
 
+    /// Sends `request` and awaits its `-response`, without judging its `rc`.
     fn exchange(&mut self, request: &Frame) -> Result<Frame, BootstrapError> {
         let deadline = Instant::now() + self.channel.timeout();
         self.channel.send(&request.encode(), request.cmd())?;
@@ -288,6 +215,96 @@ impl Pmi2Client {
     }
 }
 
+impl KeyValue for Pmi2Client {
+    fn kind(&self) -> &'static str {
+        "pmi-2"
+    }
+
+    /// The job id the server reported; key-value requests name it.
+    fn kvsname(&self) -> &str {
+        &self.jobid
+    }
+
+    /// The application number (`appnum`) of this process's executable.
+    fn appnum(&self) -> i64 {
+        self.appnum
+    }
+
+    /// A Slurm step's node count, else the server's `PMI_process_mapping`, if it had one.
+    fn nodes(&self) -> Option<usize> {
+        slurm_step_nodes().or(self.mapped_nodes)
+    }
+
+    /// PMI-2's fixed maxima.
+    fn limits(&self) -> KvsLimits {
+        LIMITS
+    }
+
+    /// Bounds each later wait for a reply by `timeout`.
+    fn set_timeout(&mut self, timeout: std::time::Duration) -> Result<(), BootstrapError> {
+        self.channel.set_timeout(timeout)
+    }
+
+    /// Slurm's step daemons receive the whole space at the fence; elsewhere (Hydra) every get
+    /// asks the launcher's server.
+    fn gets_are_local(&self) -> bool {
+        slurm_step_nodes().is_some()
+    }
+
+    /// `kvs-put`; visible to others after the next fence.
+    fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError> {
+        check_entry(key, value, LIMITS)?;
+        self.call(&Frame::new("kvs-put").with("key", key).with("value", value))?;
+        Ok(())
+    }
+
+    /// `kvs-get` of the value stored under `key` before the last fence.
+    fn get(&mut self, key: &str) -> Result<String, BootstrapError> {
+        check_entry(key, "", LIMITS)?;
+        let request = Frame::new("kvs-get")
+            .with("jobid", &self.jobid)
+            .with("srcid", -1)
+            .with("key", key);
+        let reply = self.exchange(&request)?;
+        if reply.get("rc") != Some("0") || reply.get("found") != Some("TRUE") {
+            return Err(BootstrapError::KeyNotFound {
+                key: key.to_owned(),
+                detail: reply.get("errmsg").unwrap_or("").to_owned(),
+            });
+        }
+        Ok(field(&reply, "value")?.to_owned())
+    }
+
+    /// `kvs-fence`: every rank's puts are visible to every rank afterwards.
+    fn fence(&mut self) -> Result<(), BootstrapError> {
+        let reply = self.exchange(&Frame::new("kvs-fence"))?;
+        if let Some(rc) = reply.get("rc").filter(|rc| *rc != "0") {
+            return Err(BootstrapError::BarrierFailed {
+                detail: format!("rc={rc} {}", reply.get("errmsg").unwrap_or("")),
+            });
+        }
+        Ok(())
+    }
+
+    /// `abort` of the whole job (`isworld`) with `message`; PMI-2's abort carries no code. No
+    /// reply is awaited.
+    fn abort(&mut self, _code: i32, message: &str) -> Result<(), BootstrapError> {
+        let request = Frame::new("abort")
+            .with("isworld", "TRUE")
+            .with("msg", message);
+        self.channel.send(&request.encode(), "abort")
+    }
+
+    /// Ends the hang-up watch, then `finalize`: the server then no longer counts this rank in
+    /// barriers.
+    fn finalize(&mut self) -> Result<(), BootstrapError> {
+        self.channel.end_watch();
+        self.call(&Frame::new("finalize"))?;
+        Ok(())
+    }
+}
+
+/// Field `key` of `frame`.
 fn field<'f>(frame: &'f Frame, key: &str) -> Result<&'f str, BootstrapError> {
     frame.get(key).ok_or_else(|| BootstrapError::Unexpected {
         awaiting: format!("field `{key}` in `{}`", frame.cmd()),
@@ -295,6 +312,7 @@ fn field<'f>(frame: &'f Frame, key: &str) -> Result<&'f str, BootstrapError> {
     })
 }
 
+/// Field `key` of `frame` as a number.
 fn number<T: std::str::FromStr>(frame: &Frame, key: &str) -> Result<T, BootstrapError> {
     let text = field(frame, key)?;
     text.parse().map_err(|_| BootstrapError::Unexpected {

@@ -12,8 +12,7 @@ use circulant_sys::pmix::{
     Me, Pmix, Status, KEY_APPNUM, KEY_JOB_SIZE, KEY_NUM_NODES, RANK_WILDCARD,
 };
 
-use super::pmi1::KvsLimits;
-use super::{check_entry, BootstrapError};
+use super::{check_entry, BootstrapError, KeyValue, KvsLimits};
 
 /// PMIx has no value limit of its own; this bound keeps a put within one message.
 const LIMITS: KvsLimits = KvsLimits {
@@ -74,34 +73,52 @@ impl PmixClient {
         })
     }
 
-    pub fn rank(&self) -> usize {
+    /// This process's rank in its namespace.
+    pub(super) fn rank(&self) -> usize {
         self.me.rank as usize
     }
-    pub fn size(&self) -> usize {
+
+    /// The job size (`PMIX_JOB_SIZE`).
+    pub(super) fn size(&self) -> usize {
         self.size
     }
-    pub fn appnum(&self) -> i64 {
-        self.appnum
+}
+
+impl KeyValue for PmixClient {
+    fn kind(&self) -> &'static str {
+        "pmix"
     }
-    /// The number of nodes the job spans, as the launcher tells it.
-    pub fn nodes(&self) -> Option<usize> {
-        self.nodes
-    }
-    pub fn namespace(&self) -> &str {
+
+    /// This process's namespace.
+    fn kvsname(&self) -> &str {
         &self.me.namespace
     }
-    pub fn limits(&self) -> KvsLimits {
+
+    /// `PMIX_APPNUM`, 0 where the server has none.
+    fn appnum(&self) -> i64 {
+        self.appnum
+    }
+
+    /// The number of nodes the job spans (`PMIX_NUM_NODES`), as the launcher tells it.
+    fn nodes(&self) -> Option<usize> {
+        self.nodes
+    }
+
+    /// PMIx's key and namespace maxima, and a bound on values.
+    fn limits(&self) -> KvsLimits {
         LIMITS
     }
 
-    pub fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError> {
+    /// `PMIx_Put`; published by the next fence's commit.
+    fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError> {
         check_entry(key, value, LIMITS)?;
         self.api
             .put(key, value.as_bytes())
             .map_err(|status| failed(self.api, &format!("put of `{key}`"), status))
     }
 
-    pub fn get(&mut self, key: &str) -> Result<String, BootstrapError> {
+    /// `PMIx_Get` from the rank that owns `key` (see the module documentation).
+    fn get(&mut self, key: &str) -> Result<String, BootstrapError> {
         check_entry(key, "", LIMITS)?;
         let owner = owner_of(key).filter(|&rank| rank < self.size).unwrap_or(0);
         let bytes = self
@@ -128,7 +145,7 @@ impl PmixClient {
     }
 
     /// Commit, then a fence over the job that collects every process's data.
-    pub fn fence(&mut self) -> Result<(), BootstrapError> {
+    fn fence(&mut self) -> Result<(), BootstrapError> {
         self.api
             .commit()
             .map_err(|status| failed(self.api, "PMIx_Commit", status))?;
@@ -143,19 +160,22 @@ impl PmixClient {
             })
     }
 
-    pub fn abort(&mut self, code: i32, message: &str) -> Result<(), BootstrapError> {
+    /// `PMIx_Abort` of the whole job with `code` and `message`.
+    fn abort(&mut self, code: i32, message: &str) -> Result<(), BootstrapError> {
         self.api
             .abort(code, message)
             .map_err(|status| failed(self.api, "PMIx_Abort", status))
     }
 
-    pub fn finalize(&mut self) -> Result<(), BootstrapError> {
+    /// `PMIx_Finalize`.
+    fn finalize(&mut self) -> Result<(), BootstrapError> {
         self.api
             .finalize()
             .map_err(|status| failed(self.api, "PMIx_Finalize", status))
     }
 }
 
+/// A PMIx call's failure as an error.
 fn failed(api: &Pmix, during: &str, status: Status) -> BootstrapError {
     BootstrapError::Pmix {
         during: during.to_owned(),
