@@ -253,17 +253,25 @@ fn a_stopped_rank_is_stopped_with_the_job() {
     assert_all_gone(&pids);
 }
 
-/// The shm regions of process `pid` in /dev/shm.
+/// The files of process `pid` in /dev/shm: libfabric shm's regions (`PID:N:M`) and the
+/// library's receive slots (`circulant-PID-NAME`).
 fn shm_files_of(pid: u32) -> Vec<String> {
-    let prefix = format!("{pid}:");
+    let (region, slots) = (format!("{pid}:"), format!("circulant-{pid}-"));
     std::fs::read_dir("/dev/shm")
         .map(|entries| {
             entries
                 .flatten()
                 .filter_map(|e| e.file_name().into_string().ok())
-                .filter(|name| name.starts_with(&prefix))
+                .filter(|name| name.starts_with(&region) || name.starts_with(&slots))
                 .collect()
         })
+        .unwrap_or_default()
+}
+
+/// The command line of process `pid`, its arguments joined by spaces.
+fn command_line(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|line| String::from_utf8_lossy(&line).replace('\0', " "))
         .unwrap_or_default()
 }
 
@@ -314,6 +322,92 @@ fn a_rank_killed_during_a_shm_job_leaves_no_shm_files() {
     for rank in ranks {
         assert_eq!(shm_files_of(rank), Vec::<String>::new(), "rank pid {rank}");
     }
+}
+
+#[test]
+fn a_killed_launcher_of_a_shm_job_leaves_no_rank_and_no_shm_file() {
+    // Four ranks broadcasting over shm for as long as the job lasts.
+    let job = Started::new(circulant(&[
+        "run",
+        "-n",
+        "4",
+        "--provider",
+        "shm",
+        "--timeout",
+        "300",
+        "--",
+        bin(),
+        "bench",
+        "--op",
+        "bcast",
+        "--max-bytes",
+        "4096",
+        "--reps",
+        "1000000000",
+        "--no-progress",
+    ]));
+    let launcher = job.child.id();
+    let deadline = Instant::now() + LIMIT;
+    let (ranks, guardian) = loop {
+        let children = children_of(launcher);
+        let (ranks, others): (Vec<u32>, Vec<u32>) = children
+            .iter()
+            .partition(|&&pid| command_line(pid).contains(" bench "));
+        let guardian = others
+            .into_iter()
+            .find(|&pid| command_line(pid).contains("launch-guardian"));
+        if ranks.len() == 4 && ranks.iter().all(|&r| !shm_files_of(r).is_empty()) {
+            break (ranks, guardian);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the ranks {ranks:?} did not all open shm endpoints"
+        );
+        thread::sleep(Duration::from_millis(20));
+    };
+    signal(launcher, Signal::KILL);
+    let killed = Instant::now();
+    let gone_by = killed + Duration::from_secs(5);
+    let left = |ranks: &[u32]| -> (Vec<u32>, Vec<String>) {
+        let running = ranks.iter().copied().filter(|&p| alive(p)).collect();
+        (
+            running,
+            ranks.iter().flat_map(|&p| shm_files_of(p)).collect(),
+        )
+    };
+    let (mut running, mut files) = left(&ranks);
+    while (!running.is_empty() || !files.is_empty()) && Instant::now() < gone_by {
+        thread::sleep(Duration::from_millis(20));
+        (running, files) = left(&ranks);
+    }
+    let took = killed.elapsed();
+    // Whatever the outcome, leave nothing behind: ranks, the guardian, files.
+    for &pid in &running {
+        signal(pid, Signal::KILL);
+    }
+    let guardian_ended = guardian.map(|pid| {
+        let until = Instant::now() + Duration::from_secs(5);
+        while alive(pid) && Instant::now() < until {
+            thread::sleep(Duration::from_millis(20));
+        }
+        let ended = !alive(pid);
+        if !ended {
+            signal(pid, Signal::KILL);
+        }
+        ended
+    });
+    for file in &files {
+        let _ = std::fs::remove_file(format!("/dev/shm/{file}"));
+    }
+    assert!(
+        running.is_empty(),
+        "ranks {running:?} still ran {took:?} after the launcher was killed"
+    );
+    assert!(
+        files.is_empty(),
+        "{files:?} were left in /dev/shm {took:?} after the launcher was killed"
+    );
+    assert_eq!(guardian_ended, Some(true), "the guardian (started, ended)");
 }
 
 #[test]

@@ -43,6 +43,7 @@ pub fn run(args: Args) -> CliResult {
     child_args.push(format!("--reps={}", args.reps).into());
     spec.args = child_args;
     spec.timeout = Some(std::time::Duration::from_secs(600));
+    spec.guardian = Some(super::guardian());
     if let Some(p) = &args.provider {
         spec.env.push(("FI_PROVIDER".into(), p.into()));
     }

@@ -48,6 +48,9 @@ enum Command {
     PmiCheck(pmi_check::Args),
     /// Inside a job: every collective with every algorithm, data checked; `X passed, Y failed`.
     Selftest(selftest::Args),
+    /// The guardian `run` and `demo` start (reads the launcher's pids on standard input).
+    #[command(hide = true)]
+    LaunchGuardian,
 }
 
 pub fn run(cli: Cli) -> CliResult {
@@ -61,6 +64,19 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Run(args) => run::run(args),
         Command::PmiCheck(args) => pmi_check::run(args),
         Command::Selftest(args) => selftest::run(args),
+        Command::LaunchGuardian => {
+            circulant::launch::guard(std::io::stdin());
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// The launcher's guardian: this program (whichever file it was started from, even one
+/// replaced since) with the hidden subcommand `launch-guardian`.
+pub fn guardian() -> circulant::launch::GuardianCommand {
+    circulant::launch::GuardianCommand {
+        program: "/proc/self/exe".into(),
+        args: vec!["launch-guardian".into()],
     }
 }
 

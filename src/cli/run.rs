@@ -62,6 +62,7 @@ pub fn run(args: Args) -> CliResult {
     spec.tag_output = args.tag_output;
     spec.grace = args.grace;
     spec.keep_going = args.keep_going;
+    spec.guardian = Some(super::guardian());
     if let Some(provider) = args.provider {
         spec.env.push(("FI_PROVIDER".into(), provider.into()));
     }

@@ -4,8 +4,10 @@
 //!
 //! Each rank runs in its own process group so that stopping a rank also stops what it started,
 //! and so that a terminal's Ctrl-C reaches only the launcher, which then stops every rank:
-//! SIGTERM, and SIGKILL after a grace period.
+//! SIGTERM, and SIGKILL after a grace period. A launcher killed outright takes its ranks with it
+//! (`PR_SET_PDEATHSIG`), and its [guardian](guardian) removes what they leave in `/dev/shm`.
 
+mod guardian;
 mod server;
 
 use std::ffi::OsString;
@@ -23,6 +25,8 @@ use nix::sys::wait::{waitid, Id, WaitPidFlag};
 use rustix::process::{kill_process_group, Pid, Signal};
 use thiserror::Error;
 
+use guardian::Guardian;
+pub use guardian::{guard, GuardianCommand, GUARD_LIMIT};
 pub use server::{BarrierStall, PmiPhase, PmiRequests, KEY_MAX, KVSNAME_MAX, VALUE_MAX};
 use server::{PmiEvent, PmiServer};
 
@@ -69,6 +73,9 @@ pub struct JobSpec {
     /// When a rank fails, let the others run to their own end instead of stopping them; the
     /// job still fails, naming the first failure. (PMI aborts and the timeout still stop all.)
     pub keep_going: bool,
+    /// A process that outlives a launcher killed outright to remove the shared-memory files
+    /// its ranks leave (see [`guard`]); without one those files stay.
+    pub guardian: Option<GuardianCommand>,
 }
 
 impl JobSpec {
@@ -84,6 +91,7 @@ impl JobSpec {
             tag_output: false,
             grace: DEFAULT_GRACE,
             keep_going: false,
+            guardian: None,
         }
     }
 }
@@ -117,6 +125,9 @@ pub enum LaunchError {
     #[error("cannot install the launcher's interrupt handler: {0}")]
     /// The launcher's signal handlers could not be installed.
     Signals(String),
+    #[error("cannot start the job's guardian")]
+    /// The guardian process could not be started.
+    Guardian(#[source] std::io::Error),
     #[error("cannot draw the job's random authentication key")]
     /// The job's authentication key could not be drawn.
     AuthKey(#[source] std::io::Error),
@@ -369,6 +380,7 @@ pub fn run_job(spec: &JobSpec) -> Result<JobReport, LaunchError> {
         .map_or(0, |t| t.as_micros());
     let kvsname = format!("circulant_{}_{stamp}", std::process::id());
     let server = PmiServer::new(spec.ranks, kvsname);
+    let mut guardian = spec.guardian.as_ref().map(Guardian::start).transpose()?;
     let (drained_tx, drained) = mpsc::channel::<()>();
     let mut ranks: Vec<Rank> = Vec::with_capacity(spec.ranks);
     let mut forwarders = 0;
@@ -376,6 +388,9 @@ pub fn run_job(spec: &JobSpec) -> Result<JobReport, LaunchError> {
     for rank in 0..spec.ranks {
         match spawn_rank(spec, rank, &server, &events) {
             Ok((mut child, pid)) => {
+                if let Some(guardian) = &mut guardian {
+                    guardian.rank(pid);
+                }
                 watch_exit(pid, events.clone());
                 if let Some(out) = child.stdout.take() {
                     forward(out, rank, spec.tag_output, false, drained_tx.clone());
@@ -414,6 +429,10 @@ pub fn run_job(spec: &JobSpec) -> Result<JobReport, LaunchError> {
     // Stop stragglers a rank left behind in its process group (they would hold our pipes).
     for rank in &ranks {
         kill_group(rank.pid, Signal::KILL);
+    }
+    // Every rank is reaped and its files removed: nothing is left for the guardian.
+    if let Some(guardian) = guardian {
+        guardian.done();
     }
     let drain_deadline = Instant::now() + DRAIN;
     for _ in 0..forwarders {
