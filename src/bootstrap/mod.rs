@@ -12,7 +12,7 @@
 //! Every wait for the server has a deadline: [`BootstrapOptions::timeout`], 60 s unless the
 //! environment variable `CIRCULANT_BOOTSTRAP_TIMEOUT` (seconds, at most 7 days) says otherwise.
 //!
-//! Each of these homes of the key-value space is one implementation of [`KeyValue`]:
+//! Each of these homes of the key-value space is one implementation of `KeyValue`:
 //! [`Bootstrap`] holds one and adds what they share (rank and size, the finalized state, bytes
 //! over values, the exchange), so that a new backend is one more implementation.
 

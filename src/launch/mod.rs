@@ -5,7 +5,7 @@
 //! Each rank runs in its own process group so that stopping a rank also stops what it started,
 //! and so that a terminal's Ctrl-C reaches only the launcher, which then stops every rank:
 //! SIGTERM, and SIGKILL after a grace period. A launcher killed outright takes its ranks with it
-//! (`PR_SET_PDEATHSIG`), and its [guardian](guardian) removes what they leave in `/dev/shm`.
+//! (`PR_SET_PDEATHSIG`), and its guardian ([`guard`]) removes what they leave in `/dev/shm`.
 
 mod guardian;
 mod server;
