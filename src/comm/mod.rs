@@ -112,7 +112,7 @@ pub struct Communicator {
     check_plan: Option<Planned>,
     /// The plans of earlier calls (`CIRCULANT_PLAN_CACHE`), shared so that a hit costs one
     /// reference count.
-    plans: PlanCache<plan_cache::Key, Arc<Planned>>,
+    plans: PlanCache<plan_cache::PlanKey, Arc<Planned>>,
     last: Option<Executed>,
     /// Other ranks' address cards read from the key-value space at start.
     cards_at_start: usize,

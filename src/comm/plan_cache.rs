@@ -22,96 +22,103 @@ pub const DEFAULT_PLAN_CACHE: usize = 64;
 
 /// Everything that determines a call's plan on this communicator (the rank, the size, the
 /// provider's limits and the configured algorithms are fixed for its life; a new cost model
-/// empties the cache).
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Key {
-    op: &'static str,
-    problem: Problem,
+/// empties the cache), in one list of fields: equality and hash are derived from it.
+///
+/// It comes in two forms with the same derived hash: [`PlanKey`] owns its fields and is kept
+/// in the cache, [`CallKey`] borrows them from a call, so that looking a call up builds and
+/// allocates nothing. `&T` hashes as `T` and `&str` as `String`, which is what makes the two
+/// hashes agree (tested below).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct KeyOf<P, S> {
+    /// The operation the user called (`"bcast"`, `"allgatherv"`, ...).
+    pub op: &'static str,
+    pub problem: P,
     /// The algorithm forced by the call, if any.
-    forced: Option<String>,
-    copy_in_recv: bool,
-    recv_unchanged: bool,
-    send_in_recv: Option<(usize, usize)>,
+    pub forced: Option<S>,
+    pub copy_in_recv: bool,
+    pub recv_unchanged: bool,
+    pub send_in_recv: Option<(usize, usize)>,
 }
 
-// `Problem` holds integers only, so its equality is an equivalence.
-impl Eq for Key {}
+/// A key kept in the cache.
+pub(crate) type PlanKey = KeyOf<Problem, String>;
 
-impl Hash for Key {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_u64(self.digest());
-    }
-}
+/// The key of a call, borrowed from it.
+pub(crate) type CallKey<'a> = KeyOf<&'a Problem, &'a str>;
 
-/// What mostly tells the keys of calls apart, without building or allocating anything (a
-/// call is looked up by it on every start; equality decides between keys that hash alike).
-fn key_hash(
-    op: &str,
-    problem: &Problem,
-    forced: Option<&str>,
-    flags: (bool, bool, Option<(usize, usize)>),
-) -> u64 {
-    let mut h = WordHasher::default();
-    op.hash(&mut h);
-    std::mem::discriminant(problem).hash(&mut h);
-    problem.p().hash(&mut h);
-    problem.total_bytes().hash(&mut h);
-    forced.hash(&mut h);
-    flags.hash(&mut h);
-    h.finish()
-}
-
-impl Key {
-    /// The key of `call`, built to be kept (a lookup needs none: [`Self::hash_of`] and
-    /// [`Self::matches`]).
-    pub fn of(call: &Call<'_>) -> Key {
-        Key {
-            op: call.op,
-            problem: call.problem.clone(),
-            forced: forced(call).map(str::to_string),
-            copy_in_recv: call.copy_in_recv,
-            recv_unchanged: call.recv_unchanged,
-            send_in_recv: call.send_in_recv,
+impl<'a> CallKey<'a> {
+    /// The key of `call`. Every field of the call is named here, so that a field added to
+    /// calls has to be placed in the key or left out on purpose.
+    pub fn of(call: &'a Call<'_>) -> Self {
+        let &Call {
+            op,
+            ref problem,
+            choice,
+            copy_in_recv,
+            recv_unchanged,
+            send_in_recv,
+            // The outcome of this rank's checks: a refused call is never planned.
+            checked: _,
+        } = call;
+        KeyOf {
+            op,
+            problem,
+            forced: match choice {
+                Choice::Auto => None,
+                Choice::Named(name) => Some(name),
+            },
+            copy_in_recv,
+            recv_unchanged,
+            send_in_recv,
         }
     }
 
-    /// The hash a cache files `call`'s key under (as [`Hash`] hashes a [`Key`]).
-    pub fn hash_of(call: &Call<'_>) -> u64 {
-        let mut h = WordHasher::default();
-        h.write_u64(key_hash(
-            call.op,
-            &call.problem,
-            forced(call),
-            (call.copy_in_recv, call.recv_unchanged, call.send_in_recv),
-        ));
-        h.finish()
-    }
-
-    /// Whether this is `call`'s key.
-    pub fn matches(&self, call: &Call<'_>) -> bool {
-        self.op == call.op
-            && self.copy_in_recv == call.copy_in_recv
-            && self.recv_unchanged == call.recv_unchanged
-            && self.send_in_recv == call.send_in_recv
-            && self.forced.as_deref() == forced(call)
-            && self.problem == call.problem
-    }
-
-    fn digest(&self) -> u64 {
-        key_hash(
-            self.op,
-            &self.problem,
-            self.forced.as_deref(),
-            (self.copy_in_recv, self.recv_unchanged, self.send_in_recv),
-        )
+    /// The key to keep.
+    pub fn to_owned(&self) -> PlanKey {
+        let KeyOf {
+            op,
+            problem,
+            forced,
+            copy_in_recv,
+            recv_unchanged,
+            send_in_recv,
+        } = *self;
+        KeyOf {
+            op,
+            problem: problem.clone(),
+            forced: forced.map(str::to_string),
+            copy_in_recv,
+            recv_unchanged,
+            send_in_recv,
+        }
     }
 }
 
-/// The algorithm `call` forces, if any.
-fn forced<'a>(call: &Call<'a>) -> Option<&'a str> {
-    match call.choice {
-        Choice::Auto => None,
-        Choice::Named(name) => Some(name),
+impl PlanKey {
+    /// This key, borrowed.
+    pub fn view(&self) -> CallKey<'_> {
+        let &KeyOf {
+            op,
+            ref problem,
+            ref forced,
+            copy_in_recv,
+            recv_unchanged,
+            send_in_recv,
+        } = self;
+        KeyOf {
+            op,
+            problem,
+            forced: forced.as_deref(),
+            copy_in_recv,
+            recv_unchanged,
+            send_in_recv,
+        }
+    }
+}
+
+impl PartialEq<PlanKey> for CallKey<'_> {
+    fn eq(&self, key: &PlanKey) -> bool {
+        *self == key.view()
     }
 }
 
@@ -178,16 +185,16 @@ struct Entry<K, V> {
 }
 
 /// The hash a cache files `key` under.
-fn hash_of<K: Hash>(key: &K) -> u64 {
+fn hash_of<K: Hash + ?Sized>(key: &K) -> u64 {
     let mut h = WordHasher::default();
     key.hash(&mut h);
     h.finish()
 }
 
-/// A bounded least-recently-used map from keys (a [`Key`]) to plans (a [`Planned`]), filed
-/// by the keys' hashes so that a call can be looked up without building its key.
+/// A bounded least-recently-used map from keys (a [`PlanKey`]) to plans (a [`Planned`]),
+/// filed by the keys' hashes so that a call can be looked up by its borrowed key.
 #[derive(Debug)]
-pub(crate) struct PlanCache<K = Key, V = Planned> {
+pub(crate) struct PlanCache<K = PlanKey, V = Planned> {
     capacity: usize,
     /// Entries by hash (keys that hash alike share a bucket).
     entries: HashMap<u64, Vec<Entry<K, V>>, BuildHasherDefault<WordHasher>>,
@@ -212,21 +219,18 @@ impl<K: Eq + Hash + Clone, V: Clone> PlanCache<K, V> {
         }
     }
 
-    /// The plan of `key`, if kept (counted as a hit, else as a miss).
-    #[cfg(test)]
-    pub fn get(&mut self, key: &K) -> Option<V> {
-        let hash = hash_of(key);
-        self.get_by(hash, |k| k == key)
-    }
-
-    /// The plan of the key that hashes to `hash` and `is` the one looked for, if kept: a
-    /// lookup that needs no key built (counted as [`Self::get`]).
-    pub fn get_by(&mut self, hash: u64, is: impl Fn(&K) -> bool) -> Option<V> {
+    /// The plan kept for the key equal to `query`, if any (counted as a hit, else as a
+    /// miss). `query` may be a borrowed form of the keys that hashes as they do: then the
+    /// lookup builds and allocates nothing.
+    pub fn get<Q>(&mut self, query: &Q) -> Option<V>
+    where
+        Q: Hash + PartialEq<K> + ?Sized,
+    {
         self.clock += 1;
         let found = self
             .entries
-            .get_mut(&hash)
-            .and_then(|bucket| bucket.iter_mut().find(|entry| is(&entry.key)));
+            .get_mut(&hash_of(query))
+            .and_then(|bucket| bucket.iter_mut().find(|entry| *query == entry.key));
         match found {
             Some(entry) => {
                 entry.used = self.clock;
@@ -336,39 +340,96 @@ mod tests {
         assert_eq!(cache.get(&1), None);
     }
 
-    #[test]
-    fn a_call_is_found_under_the_key_built_from_it() {
-        use crate::plan::Problem;
-        let bcast = Problem::Broadcast {
+    /// Calls that differ from the first in exactly one field of the key each. The key is
+    /// destructured without `..`, so a field added to it fails to compile here until a call
+    /// differing in it is added.
+    fn one_field_apart() -> Vec<Call<'static>> {
+        use crate::plan::{Dtype, ReduceOp, Reduction};
+        let bcast = |root, bytes| Problem::Broadcast { p: 4, root, bytes };
+        let base = || Call::new("bcast", bcast(1, 8), Choice::Auto);
+        let KeyOf {
+            op: _,
+            problem: _,
+            forced: _,
+            copy_in_recv: _,
+            recv_unchanged: _,
+            send_in_recv: _,
+        } = CallKey::of(&base());
+        let sum = Reduction::new(Dtype::I32, ReduceOp::Sum).expect("sum");
+        let max = Reduction::new(Dtype::I32, ReduceOp::Max).expect("max");
+        let allreduce = |reduction, bytes| Problem::Allreduce {
             p: 4,
-            root: 1,
-            bytes: 8,
+            reduction,
+            bytes,
         };
-        let calls = [
-            Call::new("bcast", bcast.clone(), Choice::Auto),
-            Call::new("bcast", bcast, Choice::Named("binomial-bcast")).copy_in(true),
+        let allgatherv = |counts: Vec<usize>| Problem::Allgatherv { counts };
+        vec![
+            base(),
+            // op
+            Call::new("ibcast", bcast(1, 8), Choice::Auto),
+            // problem: its fields, then another variant
             Call::new(
-                "allgatherv",
-                Problem::Allgatherv {
-                    counts: vec![3, 0, 5],
+                "bcast",
+                Problem::Broadcast {
+                    p: 5,
+                    root: 1,
+                    bytes: 8,
                 },
                 Choice::Auto,
-            )
-            .in_place((3, 0)),
-        ];
-        let mut cache: PlanCache<Key, usize> = PlanCache::new(8);
+            ),
+            Call::new("bcast", bcast(2, 8), Choice::Auto),
+            Call::new("bcast", bcast(1, 9), Choice::Auto),
+            Call::new("bcast", Problem::Allgather { p: 4, block: 2 }, Choice::Auto),
+            Call::new("bcast", allreduce(sum, 8), Choice::Auto),
+            Call::new("bcast", allreduce(max, 8), Choice::Auto),
+            Call::new("bcast", allgatherv(vec![3, 0, 5, 0]), Choice::Auto),
+            Call::new("bcast", allgatherv(vec![0, 3, 5, 0]), Choice::Auto),
+            // forced
+            Call::new("bcast", bcast(1, 8), Choice::Named("binomial-bcast")),
+            Call::new("bcast", bcast(1, 8), Choice::Named("circulant-bcast")),
+            // copy_in_recv
+            base().copy_in(true),
+            // recv_unchanged
+            base().unchanged(true),
+            // send_in_recv
+            base().in_place((0, 0)),
+            base().in_place((2, 2)),
+        ]
+    }
+
+    #[test]
+    fn calls_one_key_field_apart_never_share_a_plan() {
+        let calls = one_field_apart();
+        let mut cache: PlanCache<PlanKey, usize> = PlanCache::new(calls.len());
         for (i, call) in calls.iter().enumerate() {
-            let key = Key::of(call);
-            assert_eq!(Key::hash_of(call), hash_of(&key));
-            assert!(key.matches(call));
-            cache.insert(key, i);
+            cache.insert(CallKey::of(call).to_owned(), i);
         }
+        assert_eq!(cache.len(), calls.len());
         for (i, call) in calls.iter().enumerate() {
-            let got = cache.get_by(Key::hash_of(call), |key| key.matches(call));
-            assert_eq!(got, Some(i));
+            assert_eq!(
+                cache.get(&CallKey::of(call)),
+                Some(i),
+                "{:?}",
+                CallKey::of(call)
+            );
             for (j, other) in calls.iter().enumerate() {
-                assert_eq!(Key::of(other).matches(call), i == j);
+                let kept = CallKey::of(other).to_owned();
+                assert_eq!(CallKey::of(call) == kept, i == j, "{i} against {j}");
             }
+        }
+        // A call's outcome of its own checks is not part of its key.
+        let refused = Call::new("bcast", calls[0].problem.clone(), Choice::Auto)
+            .checked(Err(crate::comm::arguments::argument("bcast", "no".into())));
+        assert_eq!(cache.get(&CallKey::of(&refused)), Some(0));
+    }
+
+    #[test]
+    fn a_borrowed_key_hashes_as_the_kept_one() {
+        for call in one_field_apart() {
+            let key = CallKey::of(&call);
+            let kept = key.to_owned();
+            assert_eq!(hash_of(&key), hash_of(&kept), "{key:?}");
+            assert_eq!(kept.view(), key);
         }
     }
 

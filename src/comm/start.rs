@@ -11,7 +11,7 @@ use crate::transport::{Operation, TransportError};
 use super::arguments::in_call;
 use super::call::{digest, Call};
 use super::nonblocking::Request;
-use super::plan_cache::{Key, Planned};
+use super::plan_cache::{CallKey, Planned};
 use super::staging::{split, Placement};
 use super::{CommError, Communicator, Payload, PayloadMut, Result};
 
@@ -115,16 +115,13 @@ impl Communicator {
         let op = call.op;
         // What varies per call is checked on every call: the buffers' lengths and owner.
         let checked = std::mem::replace(&mut call.checked, Ok(()));
-        let hash = Key::hash_of(&call);
         let source = checked
             .and_then(|()| self.owns(op, "send", send.and_then(|s| s.registered())))
             .and_then(|()| self.owns(op, "recv", recv.as_ref().and_then(|r| r.registered())))
-            .and_then(
-                |()| match self.plans.get_by(hash, |key| key.matches(&call)) {
-                    Some(planned) => Ok(Source::Cached(planned)),
-                    None => self.choose(&call.problem, call.choice).map(Source::Chosen),
-                },
-            )
+            .and_then(|()| match self.plans.get(&CallKey::of(&call)) {
+                Some(planned) => Ok(Source::Cached(planned)),
+                None => self.choose(&call.problem, call.choice).map(Source::Chosen),
+            })
             .map_err(|e| in_call(op, e));
         if self.config.check {
             let name = source
@@ -149,7 +146,8 @@ impl Communicator {
                     )?,
                     digest: digest(op, algorithm.name(), &call.problem),
                 });
-                self.plans.insert(Key::of(&call), Arc::clone(&planned));
+                self.plans
+                    .insert(CallKey::of(&call).to_owned(), Arc::clone(&planned));
                 planned
             }
         };

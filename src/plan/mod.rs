@@ -350,7 +350,7 @@ pub enum PlanError {
 }
 
 /// The collective problems (what must hold after the operation; see [`Problem`]).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Problem {
     /// Root's `recv` (`bytes` long) ends up in every rank's `recv`.
     Broadcast {
