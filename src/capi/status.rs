@@ -6,8 +6,7 @@ use std::ffi::{c_char, c_int, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::bootstrap::BootstrapError;
-use crate::comm::CommError;
-use crate::transport::TransportError;
+use crate::comm::{CommError, ErrorKind};
 
 use super::handle::Comm;
 
@@ -58,37 +57,24 @@ impl Failure {
 
 impl From<CommError> for Failure {
     fn from(err: CommError) -> Self {
-        let code = match &err {
-            CommError::Argument { .. } | CommError::Request { .. } | CommError::Plan(_) => {
-                CIRCULANT_ERR_ARGUMENT
-            }
-            CommError::Config(_) => CIRCULANT_ERR_ARGUMENT,
-            CommError::Disagree { .. } => CIRCULANT_ERR_MISMATCH,
-            CommError::Bootstrap(_) => CIRCULANT_ERR_BOOTSTRAP,
-            CommError::Fabric(_)
-            | CommError::NoProvider(_)
-            | CommError::ProviderMismatch { .. } => CIRCULANT_ERR_FABRIC,
-            CommError::Transport(t) => match t {
-                TransportError::Timeout { .. } => CIRCULANT_ERR_TIMEOUT,
-                TransportError::Mismatch { .. } | TransportError::Disagree { .. } => {
-                    CIRCULANT_ERR_MISMATCH
-                }
-                TransportError::AbortedBy { .. }
-                | TransportError::AbortedEarlier { .. }
-                | TransportError::Exited { .. }
-                | TransportError::Protocol { .. } => CIRCULANT_ERR_PEER,
-                TransportError::Broken(_) => CIRCULANT_ERR_UNUSABLE,
-                TransportError::Busy { .. } => CIRCULANT_ERR_BUSY,
-                TransportError::Invalid { .. } | TransportError::Plan(_) => CIRCULANT_ERR_ARGUMENT,
-                TransportError::Fabric(_) => CIRCULANT_ERR_FABRIC,
-                TransportError::Unreachable { .. } => CIRCULANT_ERR_BOOTSTRAP,
-                TransportError::IovMismatch { .. } => CIRCULANT_ERR_FABRIC,
-            },
-        };
         Failure {
-            code,
+            code: code_of(err.kind()),
             message: err.to_string(),
         }
+    }
+}
+
+/// The status code of an error of `kind`.
+fn code_of(kind: ErrorKind) -> c_int {
+    match kind {
+        ErrorKind::Argument | ErrorKind::Config | ErrorKind::Request => CIRCULANT_ERR_ARGUMENT,
+        ErrorKind::Mismatch => CIRCULANT_ERR_MISMATCH,
+        ErrorKind::PeerFailed | ErrorKind::Protocol => CIRCULANT_ERR_PEER,
+        ErrorKind::Timeout => CIRCULANT_ERR_TIMEOUT,
+        ErrorKind::Busy => CIRCULANT_ERR_BUSY,
+        ErrorKind::Unusable => CIRCULANT_ERR_UNUSABLE,
+        ErrorKind::Bootstrap => CIRCULANT_ERR_BOOTSTRAP,
+        ErrorKind::Fabric => CIRCULANT_ERR_FABRIC,
     }
 }
 
@@ -186,6 +172,33 @@ mod tests {
         let code = guard(None, || Err(Failure::argument("a\0b")));
         assert_eq!(code, CIRCULANT_ERR_ARGUMENT);
         assert_eq!(thread_message(), "a?b");
+    }
+
+    #[test]
+    fn kinds_keep_their_codes() {
+        let codes = [
+            (ErrorKind::Argument, CIRCULANT_ERR_ARGUMENT),
+            (ErrorKind::Config, CIRCULANT_ERR_ARGUMENT),
+            (ErrorKind::Request, CIRCULANT_ERR_ARGUMENT),
+            (ErrorKind::Mismatch, CIRCULANT_ERR_MISMATCH),
+            (ErrorKind::PeerFailed, CIRCULANT_ERR_PEER),
+            (ErrorKind::Protocol, CIRCULANT_ERR_PEER),
+            (ErrorKind::Timeout, CIRCULANT_ERR_TIMEOUT),
+            (ErrorKind::Busy, CIRCULANT_ERR_BUSY),
+            (ErrorKind::Unusable, CIRCULANT_ERR_UNUSABLE),
+            (ErrorKind::Bootstrap, CIRCULANT_ERR_BOOTSTRAP),
+            (ErrorKind::Fabric, CIRCULANT_ERR_FABRIC),
+        ];
+        for (kind, code) in codes {
+            assert_eq!(code_of(kind), code, "{kind:?}");
+        }
+        let err = CommError::Request {
+            op: "bcast",
+            what: "wait without start",
+        };
+        let failure = Failure::from(err);
+        assert_eq!(failure.code, CIRCULANT_ERR_ARGUMENT);
+        assert_eq!(failure.message, "bcast: wait without start");
     }
 
     #[test]

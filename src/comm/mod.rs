@@ -64,7 +64,7 @@ pub use config::{
     MAX_IOV_LIMIT, MAX_MAX_WRITE_BYTES, PLAN_CACHE_ENV, PROVIDER_ENV, TCP_SEGMENTS, TIMEOUT_ENV,
 };
 pub use eager::{Carrier, EagerConfig};
-pub use error::{CommError, Result};
+pub use error::{CommError, ErrorKind, Result};
 
 /// The eager path's settings and their bounds (`CIRCULANT_EAGER_*`, [`Config`]).
 pub mod eager {
