@@ -364,10 +364,12 @@ int circulant_ialltoall(const circulant_comm *comm,
                         size_t block_bytes,
                         circulant_request **request);
 
-// A persistent barrier: started by `circulant_start`.
+// A persistent barrier: planned now, started by `circulant_start`.
 int circulant_barrier_init(const circulant_comm *comm, circulant_request **request);
 
-// A persistent broadcast: the arguments are kept, each `circulant_start` runs it again.
+// A persistent broadcast: its arguments are checked and its algorithm chosen and planned
+// now, on this memory; each `circulant_start` runs that plan again (the memory must stay
+// valid until the request is freed).
 int circulant_bcast_init(const circulant_comm *comm,
                          void *buf,
                          size_t bytes,

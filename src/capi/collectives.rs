@@ -5,6 +5,7 @@
 use std::ffi::{c_int, c_void};
 
 use crate::comm::{Buffer, Choice, Communicator, Request};
+use crate::comm::{Call, Lengths, Persisted};
 use crate::plan::{Dtype, ReduceOp, Reduction};
 
 use super::handle::{on_comm, Comm, EndLease};
@@ -118,36 +119,71 @@ pub(super) enum Collective {
 
 /// Bytes the library reads: a registered buffer from `circulant_alloc`, or plain memory.
 enum In {
+    None,
     Plain(&'static [u8]),
     Registered(&'static Buffer),
 }
 
 /// Bytes the library writes.
 enum Out {
+    None,
     Plain(&'static mut [u8]),
     Registered(&'static mut Buffer),
 }
 
-/// `$call` with `$s` and `$r` bound to the send and receive memory, whichever kinds they are.
-macro_rules! with_both {
+impl In {
+    fn len(&self) -> usize {
+        match self {
+            In::None => 0,
+            In::Plain(bytes) => bytes.len(),
+            In::Registered(buffer) => buffer.len(),
+        }
+    }
+}
+
+impl Out {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Out::None => &[],
+            Out::Plain(bytes) => bytes,
+            Out::Registered(buffer) => buffer,
+        }
+    }
+}
+
+/// `$call` with `$s` and `$r` bound to the send and receive memory as options of
+/// references, whichever kinds they are.
+macro_rules! with_memory {
     ($send:expr, $recv:expr, |$s:ident, $r:ident| $call:expr) => {
-        match ($send, $recv) {
-            (In::Plain($s), Out::Plain($r)) => $call,
-            (In::Plain($s), Out::Registered($r)) => $call,
-            (In::Registered($s), Out::Plain($r)) => $call,
-            (In::Registered($s), Out::Registered($r)) => $call,
+        match $send {
+            In::None => with_memory!(@recv None::<&'static [u8]>, $recv, |$s, $r| $call),
+            In::Plain(send) => with_memory!(@recv Some(send), $recv, |$s, $r| $call),
+            In::Registered(send) => with_memory!(@recv Some(send), $recv, |$s, $r| $call),
+        }
+    };
+    (@recv $send:expr, $recv:expr, |$s:ident, $r:ident| $call:expr) => {
+        match $recv {
+            Out::None => {
+                let ($s, $r) = ($send, None::<&'static mut [u8]>);
+                $call
+            }
+            Out::Plain(recv) => {
+                let ($s, $r) = ($send, Some(recv));
+                $call
+            }
+            Out::Registered(recv) => {
+                let ($s, $r) = ($send, Some(recv));
+                $call
+            }
         }
     };
 }
 
-/// `$call` with `$r` bound to the receive memory.
-macro_rules! with_recv {
-    ($recv:expr, |$r:ident| $call:expr) => {
-        match $recv {
-            Out::Plain($r) => $call,
-            Out::Registered($r) => $call,
-        }
-    };
+/// One collective's call on a communicator, and its memory.
+struct Described {
+    call: Call<'static>,
+    send: In,
+    recv: Out,
 }
 
 /// The memory of one operation, read and written.
@@ -189,40 +225,99 @@ impl Memory<'_> {
     }
 }
 
+/// The lengths of a call's buffers.
+fn lengths(send: &In, recv: &Out) -> Lengths {
+    Lengths {
+        send: send.len(),
+        recv: recv.bytes().len(),
+    }
+}
+
 impl Collective {
     /// Starts the operation on `comm`'s communicator, which stays lent to the request until
     /// it completes ([`Comm::end_lease`]). An in-place reduction's input is copied into the
     /// description, which must outlive the request.
     pub(super) fn start(&mut self, comm: &Comm) -> Outcome<Request<'static>> {
         let communicator = raw::lease(comm)?;
-        let started = self.start_on(communicator, comm);
+        let started = self.describe(communicator, comm).and_then(|d| {
+            let request = with_memory!(d.send, d.recv, |s, r| communicator.start(d.call, s, r))?;
+            Ok(request)
+        });
         if started.is_err() {
             comm.end_lease();
         }
         started
     }
 
-    fn start_on(&mut self, c: &'static mut Communicator, comm: &Comm) -> Outcome<Request<'static>> {
+    /// Plans the call once for a persistent request, as Rust's persistent requests do
+    /// ([`Communicator::persist`]): its arguments are checked and its algorithm chosen and
+    /// planned now, on this memory.
+    pub(super) fn persist(&mut self, comm: &Comm) -> Outcome<Persisted> {
+        comm.with(|communicator| {
+            let d = self.describe(communicator, comm)?;
+            let persisted = with_memory!(d.send, d.recv, |s, r| {
+                communicator.persist(d.call, s, r.as_deref())
+            })?;
+            Ok(persisted)
+        })
+    }
+
+    /// Starts a persistent request's plan again ([`Communicator::restart`]), as
+    /// [`Self::start`] starts a call: the memory is looked at anew (registered or staged; an
+    /// in-place reduction's input copied again), the call as it was planned.
+    pub(super) fn restart(
+        &mut self,
+        comm: &Comm,
+        persisted: &Persisted,
+    ) -> Outcome<Request<'static>> {
+        let communicator = raw::lease(comm)?;
+        let started = self.describe(communicator, comm).and_then(|d| {
+            let request =
+                with_memory!(d.send, d.recv, |s, r| communicator.restart(persisted, s, r))?;
+            Ok(request)
+        });
+        if started.is_err() {
+            comm.end_lease();
+        }
+        started
+    }
+
+    /// The call of this collective on `c` and its memory.
+    fn describe(&mut self, c: &Communicator, comm: &Comm) -> Outcome<Described> {
         let (rank, p) = (comm.rank(), comm.size());
         let mut mem = Memory {
             comm,
             ranges: Vec::new(),
         };
-        let request = match self {
-            Collective::Barrier => c.ibarrier(),
+        let both = |call, send, recv| Described { call, send, recv };
+        let in_recv = |call, recv| Described {
+            call,
+            send: In::None,
+            recv,
+        };
+        let described = match self {
+            Collective::Barrier => Described {
+                call: c.barrier_call(),
+                send: In::None,
+                recv: Out::None,
+            },
             Collective::Bcast { buf, bytes, root } => {
                 let buf = mem.output(*buf, *bytes, "buf")?;
-                with_recv!(buf, |b| c.ibcast(b, *root))
+                in_recv(c.bcast_call(*bytes, *root, Choice::Auto), buf)
             }
             Collective::Allgather { send, block, recv } => {
                 let total = times(*block, p, "recv")?;
                 if in_place(*send) {
                     let recv = mem.output(*recv, total, "recv")?;
-                    with_recv!(recv, |r| c.iallgather_in_place(r))
+                    in_recv(c.allgather_in_place_call(total), recv)
                 } else {
                     let send = mem.input(*send, *block, "send")?;
                     let recv = mem.output(*recv, total, "recv")?;
-                    with_both!(send, recv, |s, r| c.iallgather(s, r))
+                    both(
+                        c.allgather_call(lengths(&send, &recv), Choice::Auto),
+                        send,
+                        recv,
+                    )
                 }
             }
             Collective::Allgatherv {
@@ -234,11 +329,15 @@ impl Collective {
                 let total = sum(counts)?;
                 if in_place(*send) {
                     let recv = mem.output(*recv, total, "recv")?;
-                    with_recv!(recv, |r| c.iallgatherv_in_place(r, counts))
+                    in_recv(
+                        c.allgatherv_in_place_call(total, counts, Choice::Auto),
+                        recv,
+                    )
                 } else {
                     let send = mem.input(*send, *send_bytes, "send")?;
                     let recv = mem.output(*recv, total, "recv")?;
-                    with_both!(send, recv, |s, r| c.iallgatherv(s, r, counts))
+                    let len = lengths(&send, &recv);
+                    both(c.allgatherv_call(len, counts, Choice::Auto), send, recv)
                 }
             }
             Collective::Reduce {
@@ -263,10 +362,7 @@ impl Collective {
                 };
                 let recv = mem.output(*recv, recv_len, "recv")?;
                 let send = if in_place(*send) {
-                    let current: &[u8] = match &recv {
-                        Out::Plain(r) => r,
-                        Out::Registered(r) => r,
-                    };
+                    let current = recv.bytes();
                     if current.len() != *bytes {
                         return Err(Failure::argument("CIRCULANT_IN_PLACE needs recv"));
                     }
@@ -275,44 +371,14 @@ impl Collective {
                 } else {
                     mem.input(*send, *bytes, "send")?
                 };
-                let reduction = *reduction;
-                match *which {
-                    Reducing::All => {
-                        with_both!(send, recv, |s, r| c.iallreduce_bytes(
-                            s,
-                            r,
-                            reduction,
-                            Choice::Auto
-                        ))
-                    }
-                    Reducing::To(root) => {
-                        with_both!(send, recv, |s, r| c.ireduce_bytes(
-                            s,
-                            r,
-                            reduction,
-                            root,
-                            Choice::Auto
-                        ))
-                    }
-                    Reducing::Scan => {
-                        with_both!(send, recv, |s, r| c.iscan_bytes(
-                            s,
-                            r,
-                            reduction,
-                            false,
-                            Choice::Auto
-                        ))
-                    }
-                    Reducing::Exscan => {
-                        with_both!(send, recv, |s, r| c.iscan_bytes(
-                            s,
-                            r,
-                            reduction,
-                            true,
-                            Choice::Auto
-                        ))
-                    }
-                }
+                let (len, reduction) = (lengths(&send, &recv), *reduction);
+                let call = match *which {
+                    Reducing::All => c.allreduce_call(len, reduction, Choice::Auto),
+                    Reducing::To(root) => c.reduce_call(len, reduction, root, Choice::Auto),
+                    Reducing::Scan => c.scan_call(len, reduction, false, Choice::Auto),
+                    Reducing::Exscan => c.scan_call(len, reduction, true, Choice::Auto),
+                };
+                both(call, send, recv)
             }
             Collective::Gather {
                 send,
@@ -327,7 +393,11 @@ impl Collective {
                 };
                 let send = mem.input(*send, *block, "send")?;
                 let recv = mem.output(*recv, recv_len, "recv")?;
-                with_both!(send, recv, |s, r| c.igather(s, r, *root))
+                both(
+                    c.gather_call(lengths(&send, &recv), *root, Choice::Auto),
+                    send,
+                    recv,
+                )
             }
             Collective::Gatherv {
                 send,
@@ -339,7 +409,8 @@ impl Collective {
                 let recv_len = if rank == *root { sum(counts)? } else { 0 };
                 let send = mem.input(*send, *send_bytes, "send")?;
                 let recv = mem.output(*recv, recv_len, "recv")?;
-                with_both!(send, recv, |s, r| c.igatherv(s, r, counts, *root))
+                let len = lengths(&send, &recv);
+                both(c.gatherv_call(len, counts, *root, Choice::Auto), send, recv)
             }
             Collective::Scatter {
                 send,
@@ -354,7 +425,11 @@ impl Collective {
                 };
                 let send = mem.input(*send, send_len, "send")?;
                 let recv = mem.output(*recv, *block, "recv")?;
-                with_both!(send, recv, |s, r| c.iscatter(s, r, *root))
+                both(
+                    c.scatter_call(lengths(&send, &recv), *root, Choice::Auto),
+                    send,
+                    recv,
+                )
             }
             Collective::Scatterv {
                 send,
@@ -366,16 +441,25 @@ impl Collective {
                 let send_len = if rank == *root { sum(counts)? } else { 0 };
                 let send = mem.input(*send, send_len, "send")?;
                 let recv = mem.output(*recv, *recv_bytes, "recv")?;
-                with_both!(send, recv, |s, r| c.iscatterv(s, r, counts, *root))
+                let len = lengths(&send, &recv);
+                both(
+                    c.scatterv_call(len, counts, *root, Choice::Auto),
+                    send,
+                    recv,
+                )
             }
             Collective::Alltoall { send, recv, block } => {
                 let total = times(*block, p, "send")?;
                 let send = mem.input(*send, total, "send")?;
                 let recv = mem.output(*recv, total, "recv")?;
-                with_both!(send, recv, |s, r| c.ialltoall(s, r))
+                both(
+                    c.alltoall_call(lengths(&send, &recv), Choice::Auto),
+                    send,
+                    recv,
+                )
             }
         };
-        Ok(request?)
+        Ok(described)
     }
 
     /// Starts the operation and waits for it.

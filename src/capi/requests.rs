@@ -2,11 +2,17 @@
 //! `circulant_start`), and `circulant_test`, `circulant_wait`, `circulant_request_free`.
 //!
 //! One operation is in flight per communicator: starting a second one before the first
-//! completed fails with `CIRCULANT_ERR_BUSY`, as does any blocking collective meanwhile.
+//! completed fails with `CIRCULANT_ERR_BUSY`, as does any blocking collective or `*_init`
+//! meanwhile.
+//!
+//! A persistent request is Rust's persistent request over C memory: its call is checked,
+//! chosen and planned once when it is made ([`Collective::persist`]), and each start runs
+//! that plan again ([`Collective::restart`]), staging plain memory as a call started once
+//! does.
 
 use std::ffi::{c_int, c_void};
 
-use crate::comm::Request;
+use crate::comm::{Persisted, Request};
 
 use super::collectives::{allgather, allgatherv, bcast, gather, gatherv, rank_arg, reducing};
 use super::collectives::{scatter, scatterv, Collective, Reducing};
@@ -20,7 +26,8 @@ pub struct Pending {
     running: Option<Request<'static>>,
     collective: Collective,
     comm: *const Comm,
-    persistent: bool,
+    /// A persistent request's call, planned when the request was made.
+    persisted: Option<Persisted>,
 }
 
 impl Pending {
@@ -29,7 +36,11 @@ impl Pending {
             return Err(Failure::busy("the request is already started"));
         }
         let comm = raw::handle(self.comm, "the request's comm")?;
-        self.running = Some(self.collective.start(comm)?);
+        let request = match &self.persisted {
+            Some(persisted) => self.collective.restart(comm, persisted)?,
+            None => self.collective.start(comm)?,
+        };
+        self.running = Some(request);
         Ok(())
     }
 
@@ -49,8 +60,9 @@ fn on_request(request: *mut Pending, body: impl FnOnce(&mut Pending, &Comm) -> O
     on_comm(comm, |c| body(raw::handle_mut(request, "request")?, c))
 }
 
-/// Makes a request for the collective `op` that `describe` builds, started unless
-/// `persistent`; arguments refused here give the call up on every rank ([`Comm::refuse`]).
+/// Makes a request for the collective `op` that `describe` builds: started now, or planned
+/// now and started by `circulant_start` (`persistent`). Arguments refused here give the call
+/// up on every rank ([`Comm::refuse`]), as the communicator does for those it refuses.
 fn make(
     comm: *const Comm,
     op: &'static str,
@@ -62,12 +74,17 @@ fn make(
         let made = if request.is_null() {
             Err(Failure::argument("request is NULL"))
         } else {
-            describe(c).and_then(|collective| {
+            describe(c).and_then(|mut collective| {
+                let persisted = if persistent {
+                    Some(collective.persist(c)?)
+                } else {
+                    None
+                };
                 let mut pending = Pending {
                     running: None,
                     collective,
                     comm,
-                    persistent,
+                    persisted,
                 };
                 if !persistent {
                     pending.start()?;
@@ -145,7 +162,7 @@ pub extern "C" fn circulant_wait(request: *mut Pending) -> c_int {
 #[no_mangle]
 pub extern "C" fn circulant_start(request: *mut Pending) -> c_int {
     on_request(request, |pending, _| {
-        if !pending.persistent {
+        if pending.persisted.is_none() {
             return Err(Failure::argument(
                 "only persistent requests (*_init) can be started",
             ));
@@ -373,13 +390,15 @@ pub extern "C" fn circulant_ialltoall(
     })
 }
 
-/// A persistent barrier: started by `circulant_start`.
+/// A persistent barrier: planned now, started by `circulant_start`.
 #[no_mangle]
 pub extern "C" fn circulant_barrier_init(comm: *const Comm, request: *mut *mut Pending) -> c_int {
     persistent(comm, "barrier_init", request, |_| Ok(Collective::Barrier))
 }
 
-/// A persistent broadcast: the arguments are kept, each `circulant_start` runs it again.
+/// A persistent broadcast: its arguments are checked and its algorithm chosen and planned
+/// now, on this memory; each `circulant_start` runs that plan again (the memory must stay
+/// valid until the request is freed).
 #[no_mangle]
 pub extern "C" fn circulant_bcast_init(
     comm: *const Comm,

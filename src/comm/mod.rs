@@ -36,11 +36,13 @@
 //! matching arguments; ranks that disagree (different counts, sizes, roots or algorithms) get
 //! an error on every rank instead of corrupted memory. After any error the communicator is
 //! unusable: later calls return [`CommError::Transport`] with the first failure.
+//! [`CommError::kind`] classifies every error ([`ErrorKind`]).
 
 mod arguments;
 mod buffer;
 mod calibrate;
 mod call;
+mod calls;
 mod check;
 mod collectives;
 mod config;
@@ -59,6 +61,8 @@ use std::time::Duration;
 
 pub use crate::transport::{OpStats, TransportError};
 pub use buffer::{Buffer, Element, Payload, PayloadMut};
+pub(crate) use call::Call;
+pub(crate) use calls::Lengths;
 pub use config::{
     Config, ConfigError, ALGORITHM_ENV, ALPHA_ENV, AUTH_KEY_ENV, BETA_ENV, CHECK_ENV,
     MAX_IOV_LIMIT, MAX_MAX_WRITE_BYTES, PLAN_CACHE_ENV, PROVIDER_ENV, TCP_SEGMENTS, TIMEOUT_ENV,
@@ -76,6 +80,7 @@ pub mod eager {
 pub use nonblocking::Request;
 pub use persistent::Persistent;
 pub use split::{InterCommunicator, Side};
+pub(crate) use start::Persisted;
 
 use crate::bootstrap::Bootstrap;
 use crate::fabric::Access::RemoteWrite;
@@ -325,7 +330,8 @@ impl Communicator {
     /// The plan cache's counts so far: (hits, misses). A hit is a call whose algorithm and
     /// plan were taken from an earlier call with the same arguments (the same operation,
     /// problem, forced algorithm and placement of the data); a miss is a call that chose and
-    /// planned. Calls refused before that point count as neither. With the cache off
+    /// planned. A persistent request counts once, when it is made (its starts reuse its plan).
+    /// Calls refused before that point count as neither. With the cache off
     /// (`CIRCULANT_PLAN_CACHE=0`) every planned call is a miss.
     pub fn plan_cache_stats(&self) -> (u64, u64) {
         self.plans.stats()

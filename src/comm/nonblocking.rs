@@ -24,11 +24,11 @@
 //! How requests map onto the transport: docs/architecture.md, section "Nonblocking
 //! collectives".
 
-use crate::plan::{Problem, ReduceOp, Reduction};
+use crate::plan::{ReduceOp, Reduction};
 use crate::transport::{Operation, TransportError};
 
-use super::arguments::{argument, expect_len, typed};
-use super::call::Call;
+use super::arguments::typed;
+use super::calls::Lengths;
 use super::staging::{split, Placement};
 use super::start::Started;
 use super::{Choice, Communicator, Element, Executed, Payload, PayloadMut, Result};
@@ -177,8 +177,7 @@ impl Drop for Request<'_> {
 impl Communicator {
     /// Starts [`Self::barrier`] and returns its [`Request`].
     pub fn ibarrier(&mut self) -> Result<Request<'_>> {
-        let problem = Problem::Barrier { p: self.size() };
-        let call = Call::new("barrier", problem, Choice::Auto);
+        let call = self.barrier_call();
         self.start::<[u8], [u8]>(call, None, None)
     }
 
@@ -198,16 +197,7 @@ impl Communicator {
         root: usize,
         choice: Choice<'a>,
     ) -> Result<Request<'a>> {
-        let problem = Problem::Broadcast {
-            p: self.size(),
-            root,
-            bytes: buf.bytes().len(),
-        };
-        // The root's buffer is input, and the call leaves it as it is.
-        let is_root = self.rank() == root;
-        let call = Call::new("bcast", problem, choice)
-            .copy_in(is_root)
-            .unchanged(is_root);
+        let call = self.bcast_call(buf.bytes().len(), root, choice);
         self.start::<[u8], B>(call, None, Some(buf))
     }
 
@@ -231,16 +221,8 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        let (p, block) = (self.size(), send.bytes().len());
-        let checked = expect_len(
-            "allgather",
-            "recv",
-            recv.bytes().len(),
-            p.checked_mul(block),
-        );
-        let problem = Problem::Allgather { p, block };
-        let call = Call::new("allgather", problem, choice);
-        self.start(call.checked(checked), Some(send), Some(recv))
+        let call = self.allgather_call(lengths(send, recv), choice);
+        self.start(call, Some(send), Some(recv))
     }
 
     /// Starts [`Self::allgatherv`] and returns its [`Request`].
@@ -269,18 +251,8 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        let op = "allgatherv";
-        let checked = self
-            .check_counts(op, counts, recv.bytes().len())
-            .and_then(|()| expect_len(op, "send", send.bytes().len(), self.own(counts)));
-        let problem = Problem::Allgatherv {
-            counts: counts.to_vec(),
-        };
-        self.start(
-            Call::new(op, problem, choice).checked(checked),
-            Some(send),
-            Some(recv),
-        )
+        let call = self.allgatherv_call(lengths(send, recv), counts, choice);
+        self.start(call, Some(send), Some(recv))
     }
 
     /// Starts [`Self::allgatherv_in_place`] and returns its [`Request`].
@@ -305,14 +277,8 @@ impl Communicator {
     where
         R: PayloadMut + ?Sized,
     {
-        let op = "allgatherv";
-        let checked = self.check_counts(op, counts, recv.bytes().len());
-        let mine = self.own_part(counts);
-        let problem = Problem::Allgatherv {
-            counts: counts.to_vec(),
-        };
-        let call = Call::new(op, problem, choice).in_place(mine);
-        self.start::<[u8], R>(call.checked(checked), None, Some(recv))
+        let call = self.allgatherv_in_place_call(recv.bytes().len(), counts, choice);
+        self.start::<[u8], R>(call, None, Some(recv))
     }
 
     /// Starts [`Self::allgather_in_place`] and returns its [`Request`].
@@ -320,21 +286,8 @@ impl Communicator {
     where
         R: PayloadMut + ?Sized,
     {
-        let p = self.size();
-        let len = recv.bytes().len();
-        let checked = if len % p != 0 {
-            Err(argument(
-                "allgather",
-                format!("recv of {len} bytes is not {p} equal blocks"),
-            ))
-        } else {
-            Ok(())
-        };
-        let block = len / p;
-        let problem = Problem::Allgather { p, block };
-        let mine = (self.rank() * block, block);
-        let call = Call::new("allgather", problem, Choice::Auto).in_place(mine);
-        self.start::<[u8], R>(call.checked(checked), None, Some(recv))
+        let call = self.allgather_in_place_call(recv.bytes().len());
+        self.start::<[u8], R>(call, None, Some(recv))
     }
 
     /// Starts [`Self::allreduce`] and returns its [`Request`].
@@ -371,15 +324,8 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        let bytes = send.bytes().len();
-        let checked = expect_len("allreduce", "recv", recv.bytes().len(), Some(bytes));
-        let problem = Problem::Allreduce {
-            p: self.size(),
-            reduction,
-            bytes,
-        };
-        let call = Call::new("allreduce", problem, choice);
-        self.start(call.checked(checked), Some(send), Some(recv))
+        let call = self.allreduce_call(lengths(send, recv), reduction, choice);
+        self.start(call, Some(send), Some(recv))
     }
 
     /// Starts [`Self::reduce`] and returns its [`Request`].
@@ -419,20 +365,8 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        let bytes = send.bytes().len();
-        let checked = if self.rank() == root {
-            expect_len("reduce", "recv", recv.bytes().len(), Some(bytes))
-        } else {
-            Ok(())
-        };
-        let problem = Problem::Reduce {
-            p: self.size(),
-            root,
-            reduction,
-            bytes,
-        };
-        let call = Call::new("reduce", problem, choice);
-        self.start(call.checked(checked), Some(send), Some(recv))
+        let call = self.reduce_call(lengths(send, recv), reduction, root, choice);
+        self.start(call, Some(send), Some(recv))
     }
 
     /// Starts [`Self::scan`] and returns its [`Request`].
@@ -492,18 +426,8 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        let name = if exclusive { "exscan" } else { "scan" };
-        let bytes = send.bytes().len();
-        let checked = expect_len(name, "recv", recv.bytes().len(), Some(bytes));
-        let problem = Problem::Scan {
-            p: self.size(),
-            reduction,
-            bytes,
-            exclusive,
-        };
-        let copy_in = exclusive && self.rank() == 0;
-        let call = Call::new(name, problem, choice).copy_in(copy_in);
-        self.start(call.checked(checked), Some(send), Some(recv))
+        let call = self.scan_call(lengths(send, recv), reduction, exclusive, choice);
+        self.start(call, Some(send), Some(recv))
     }
 
     /// Starts [`Self::gather`] and returns its [`Request`].
@@ -532,15 +456,8 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        let (p, block) = (self.size(), send.bytes().len());
-        let checked = if self.rank() == root {
-            expect_len("gather", "recv", recv.bytes().len(), p.checked_mul(block))
-        } else {
-            Ok(())
-        };
-        let problem = Problem::Gather { p, root, block };
-        let call = Call::new("gather", problem, choice);
-        self.start(call.checked(checked), Some(send), Some(recv))
+        let call = self.gather_call(lengths(send, recv), root, choice);
+        self.start(call, Some(send), Some(recv))
     }
 
     /// Starts [`Self::scatter`] and returns its [`Request`].
@@ -569,15 +486,8 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        let (p, block) = (self.size(), recv.bytes().len());
-        let checked = if self.rank() == root {
-            expect_len("scatter", "send", send.bytes().len(), p.checked_mul(block))
-        } else {
-            Ok(())
-        };
-        let problem = Problem::Scatter { p, root, block };
-        let call = Call::new("scatter", problem, choice);
-        self.start(call.checked(checked), Some(send), Some(recv))
+        let call = self.scatter_call(lengths(send, recv), root, choice);
+        self.start(call, Some(send), Some(recv))
     }
 
     /// Starts [`Self::gatherv`] and returns its [`Request`].
@@ -608,19 +518,8 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        let op = "gatherv";
-        let problem = Problem::Gatherv {
-            root,
-            counts: counts.to_vec(),
-        };
-        let own = ("send", send.bytes().len());
-        let whole = ("recv", recv.bytes().len());
-        let checked = self.check_rooted(op, counts, root, own, whole);
-        self.start(
-            Call::new(op, problem, choice).checked(checked),
-            Some(send),
-            Some(recv),
-        )
+        let call = self.gatherv_call(lengths(send, recv), counts, root, choice);
+        self.start(call, Some(send), Some(recv))
     }
 
     /// Starts [`Self::scatterv`] and returns its [`Request`].
@@ -651,19 +550,8 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        let op = "scatterv";
-        let problem = Problem::Scatterv {
-            root,
-            counts: counts.to_vec(),
-        };
-        let own = ("recv", recv.bytes().len());
-        let whole = ("send", send.bytes().len());
-        let checked = self.check_rooted(op, counts, root, own, whole);
-        self.start(
-            Call::new(op, problem, choice).checked(checked),
-            Some(send),
-            Some(recv),
-        )
+        let call = self.scatterv_call(lengths(send, recv), counts, root, choice);
+        self.start(call, Some(send), Some(recv))
     }
 
     /// Starts [`Self::alltoall`] and returns its [`Request`].
@@ -686,18 +574,19 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        let p = self.size();
-        let len = send.bytes().len();
-        let checked = if len % p != 0 {
-            Err(argument(
-                "alltoall",
-                format!("send of {len} bytes is not {p} equal blocks"),
-            ))
-        } else {
-            expect_len("alltoall", "recv", recv.bytes().len(), Some(len))
-        };
-        let problem = Problem::Alltoall { p, block: len / p };
-        let call = Call::new("alltoall", problem, choice);
-        self.start(call.checked(checked), Some(send), Some(recv))
+        let call = self.alltoall_call(lengths(send, recv), choice);
+        self.start(call, Some(send), Some(recv))
+    }
+}
+
+/// The lengths of a call's buffers.
+fn lengths<S, R>(send: &S, recv: &R) -> Lengths
+where
+    S: Payload + ?Sized,
+    R: Payload + ?Sized,
+{
+    Lengths {
+        send: send.bytes().len(),
+        recv: recv.bytes().len(),
     }
 }

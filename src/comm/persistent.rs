@@ -27,32 +27,23 @@
 //! ```
 
 use crate::fabric::{Access, RegisteredMemory};
-use crate::plan::Problem;
-use crate::transport::{BufferViews, Operation, Prepared, View};
+use crate::transport::{BufferViews, Operation, View};
 
-use crate::transport::TransportError;
-
-use super::arguments::{expect_len, in_call};
-use super::call::{digest, Call};
-use super::{Buffer, Choice, CommError, Communicator, Executed};
-use super::{Payload, Result};
+use super::call::Call;
+use super::calls::Lengths;
+use super::start::Persisted;
+use super::{Buffer, Choice, CommError, Communicator, Executed, Payload, Result};
 
 /// A collective set up once and run many times. It borrows the communicator, so no other
 /// collective can run while it exists; [`Self::comm`] lends the communicator back between
 /// operations.
 pub struct Persistent<'c, 'b> {
     comm: &'c mut Communicator,
-    op: &'static str,
-    algorithm: &'static str,
-    digest: u64,
-    /// The call's arguments, for the full argument check of each start.
-    problem: Problem,
-    prepared: Prepared,
+    /// The call and its plan, made once by the pipeline of every call.
+    persisted: Persisted,
     recv: &'b mut Buffer,
     /// The separate send buffer (allgatherv); `None` for broadcast and in place.
     send: Option<&'b mut Buffer>,
-    /// In place: (offset, length) of this rank's contribution within `recv`.
-    send_in_recv: Option<(usize, usize)>,
     scratch: Option<RegisteredMemory>,
     /// The started operation and its [`Executed::overhead`].
     active: Option<(Operation, std::time::Duration)>,
@@ -62,8 +53,8 @@ pub struct Persistent<'c, 'b> {
 impl std::fmt::Debug for Persistent<'_, '_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Persistent")
-            .field("op", &self.op)
-            .field("algorithm", &self.algorithm)
+            .field("op", &self.persisted.op())
+            .field("algorithm", &self.persisted.algorithm())
             .field("active", &self.active.is_some())
             .field("starts", &self.starts)
             .finish()
@@ -87,12 +78,8 @@ impl Communicator {
         root: usize,
         choice: Choice<'_>,
     ) -> Result<Persistent<'c, 'b>> {
-        let problem = Problem::Broadcast {
-            p: self.size(),
-            root,
-            bytes: buf.len(),
-        };
-        Persistent::new(self, Call::new("bcast", problem, choice), buf, None)
+        let call = self.bcast_call(buf.len(), root, choice);
+        Persistent::new(self, call, buf, None)
     }
 
     /// A persistent allgatherv (see [`Self::allgatherv`]); both buffers stay with the request
@@ -114,14 +101,11 @@ impl Communicator {
         counts: &[usize],
         choice: Choice<'_>,
     ) -> Result<Persistent<'c, 'b>> {
-        let op = "allgatherv";
-        let checked = self
-            .check_counts(op, counts, recv.len())
-            .and_then(|()| expect_len(op, "send", send.len(), self.own(counts)));
-        let problem = Problem::Allgatherv {
-            counts: counts.to_vec(),
+        let len = Lengths {
+            send: send.len(),
+            recv: recv.len(),
         };
-        let call = Call::new(op, problem, choice).checked(checked);
+        let call = self.allgatherv_call(len, counts, choice);
         Persistent::new(self, call, recv, Some(send))
     }
 
@@ -142,78 +126,40 @@ impl Communicator {
         counts: &[usize],
         choice: Choice<'_>,
     ) -> Result<Persistent<'c, 'b>> {
-        let op = "allgatherv";
-        let checked = self.check_counts(op, counts, recv.len());
-        let mine = self.own_part(counts);
-        let problem = Problem::Allgatherv {
-            counts: counts.to_vec(),
-        };
-        let call = Call::new(op, problem, choice)
-            .in_place(mine)
-            .checked(checked);
+        let call = self.allgatherv_in_place_call(recv.len(), counts, choice);
         Persistent::new(self, call, recv, None)
     }
 }
 
 impl<'c, 'b> Persistent<'c, 'b> {
-    /// Sets up `call` (its problem and, in place, this rank's part of the receive buffer) if
-    /// its arguments passed this rank's checks. A request refused here gives up the first start on every
-    /// rank, as a refused call does ([`crate::transport::Transport::abandon`]): the peers
-    /// count on it.
+    /// Sets up `call` on `recv` (and `send`) through the pipeline of every call
+    /// ([`Communicator::persist`]), and registers the plan's scratch memory. A request refused
+    /// here gives up the first start on every rank, as a refused call does
+    /// ([`crate::transport::Transport::abandon`]): the peers count on it.
     fn new(
         comm: &'c mut Communicator,
         call: Call<'_>,
         recv: &'b mut Buffer,
         send: Option<&'b mut Buffer>,
     ) -> Result<Self> {
-        if let Some(why) = comm.transport.broken() {
-            return Err(TransportError::Broken(why.to_string()).into());
-        }
-        let Call {
-            op,
-            problem,
-            choice,
-            send_in_recv,
-            checked,
-            ..
-        } = call;
-        let prepared = checked.and_then(|()| {
-            comm.owns(op, "recv", Some(&recv.mem))?;
-            if let Some(send) = &send {
-                comm.owns(op, "send", Some(&send.mem))?;
+        let persisted = comm.persist(call, send.as_deref(), Some(&*recv))?;
+        let need = persisted.planned().prepared.buffers;
+        let scratch = if need.scratch > 0 {
+            match comm.transport.alloc(need.scratch, Access::RemoteWrite) {
+                Ok(mem) => Some(mem),
+                Err(err) => {
+                    let err = CommError::from(err);
+                    comm.comm_refused(persisted.op(), &err);
+                    return Err(err);
+                }
             }
-            let algorithm = comm.choose(&problem, choice).map_err(|e| in_call(op, e))?;
-            let plan = algorithm
-                .rank_plan(comm.rank())
-                .map_err(|e| in_call(op, e.into()))?;
-            let bytes = problem.total_bytes();
-            let prepared = comm
-                .transport
-                .prepare_sized(op, algorithm.as_ref(), plan, bytes)?;
-            let need = prepared.buffers;
-            let scratch = if need.scratch > 0 {
-                Some(comm.transport.alloc(need.scratch, Access::RemoteWrite)?)
-            } else {
-                None
-            };
-            Ok((problem, send_in_recv, algorithm.name(), prepared, scratch))
-        });
-        let (problem, send_in_recv, algorithm, prepared, scratch) = match prepared {
-            Ok(set) => set,
-            Err(err) => {
-                comm.comm_refused(op, &err);
-                return Err(err);
-            }
+        } else {
+            None
         };
         Ok(Persistent {
-            op,
-            algorithm,
-            digest: digest(op, algorithm, &problem),
-            problem,
-            prepared,
+            persisted,
             recv,
             send,
-            send_in_recv,
             scratch,
             active: None,
             starts: 0,
@@ -230,26 +176,22 @@ impl<'c, 'b> Persistent<'c, 'b> {
         if self.active.is_some() {
             return Err(self.misuse("started again before wait"));
         }
-        if self.comm.config.check {
-            let problem = self.problem.clone();
-            if let Err(err) = self.comm.agree(self.op, &problem, Ok(self.algorithm)) {
-                // The start is still consumed on every rank.
-                self.comm.comm_refused(self.op, &err);
-                return Err(err);
-            }
-        }
-        let need = self.prepared.buffers;
+        let persisted = &self.persisted;
+        let op = persisted.op();
+        self.comm
+            .check_start(op, persisted.problem(), persisted.algorithm())?;
+        let planned = persisted.planned();
         let buffers = views(
             self.recv,
             self.send.as_deref(),
             self.scratch.as_ref(),
-            need.scratch,
-            self.send_in_recv,
+            planned.prepared.buffers.scratch,
+            persisted.send_in_recv(),
         );
-        let operation = self
-            .comm
-            .transport
-            .start(self.op, self.digest, &self.prepared, buffers)?;
+        let operation =
+            self.comm
+                .transport
+                .start(op, planned.digest, &planned.prepared, buffers)?;
         let overhead = operation.posting().saturating_duration_since(entered);
         self.active = Some((operation, overhead));
         self.starts += 1;
@@ -261,17 +203,16 @@ impl<'c, 'b> Persistent<'c, 'b> {
         let Some((operation, overhead)) = self.active.take() else {
             return Err(self.misuse("wait without start"));
         };
-        let need = self.prepared.buffers;
         let buffers = views(
             self.recv,
             self.send.as_deref(),
             self.scratch.as_ref(),
-            need.scratch,
-            self.send_in_recv,
+            self.persisted.planned().prepared.buffers.scratch,
+            self.persisted.send_in_recv(),
         );
         let stats = self.comm.transport.finish(operation, buffers)?;
         self.comm.last = Some(Executed {
-            algorithm: self.algorithm,
+            algorithm: self.persisted.algorithm(),
             stats,
             overhead,
         });
@@ -296,7 +237,7 @@ impl<'c, 'b> Persistent<'c, 'b> {
 
     /// The algorithm chosen at setup.
     pub fn algorithm(&self) -> &'static str {
-        self.algorithm
+        self.persisted.algorithm()
     }
 
     /// The rank of the communicator this request runs on.
@@ -331,7 +272,7 @@ impl<'c, 'b> Persistent<'c, 'b> {
         if self.active.is_some() {
             return Err(self.misuse("the buffer is in use until wait returns"));
         }
-        let op = self.op;
+        let op = self.persisted.op();
         match self.send.as_deref_mut() {
             Some(send) => Ok(&mut send[..]),
             None => Err(CommError::Request {
@@ -350,7 +291,10 @@ impl<'c, 'b> Persistent<'c, 'b> {
     }
 
     fn misuse(&self, what: &'static str) -> CommError {
-        CommError::Request { op: self.op, what }
+        CommError::Request {
+            op: self.persisted.op(),
+            what,
+        }
     }
 }
 

@@ -28,7 +28,7 @@ pub const DEFAULT_PLAN_CACHE: usize = 64;
 /// in the cache, [`CallKey`] borrows them from a call, so that looking a call up builds and
 /// allocates nothing. `&T` hashes as `T` and `&str` as `String`, which is what makes the two
 /// hashes agree (tested below).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct KeyOf<P, S> {
     /// The operation the user called (`"bcast"`, `"allgatherv"`, ...).
     pub op: &'static str,
@@ -74,7 +74,7 @@ impl<'a> CallKey<'a> {
     }
 
     /// The key to keep.
-    pub fn to_owned(&self) -> PlanKey {
+    pub fn into_owned(self) -> PlanKey {
         let KeyOf {
             op,
             problem,
@@ -82,7 +82,7 @@ impl<'a> CallKey<'a> {
             copy_in_recv,
             recv_unchanged,
             send_in_recv,
-        } = *self;
+        } = self;
         KeyOf {
             op,
             problem: problem.clone(),
@@ -402,7 +402,7 @@ mod tests {
         let calls = one_field_apart();
         let mut cache: PlanCache<PlanKey, usize> = PlanCache::new(calls.len());
         for (i, call) in calls.iter().enumerate() {
-            cache.insert(CallKey::of(call).to_owned(), i);
+            cache.insert(CallKey::of(call).into_owned(), i);
         }
         assert_eq!(cache.len(), calls.len());
         for (i, call) in calls.iter().enumerate() {
@@ -413,7 +413,7 @@ mod tests {
                 CallKey::of(call)
             );
             for (j, other) in calls.iter().enumerate() {
-                let kept = CallKey::of(other).to_owned();
+                let kept = CallKey::of(other).into_owned();
                 assert_eq!(CallKey::of(call) == kept, i == j, "{i} against {j}");
             }
         }
@@ -427,7 +427,7 @@ mod tests {
     fn a_borrowed_key_hashes_as_the_kept_one() {
         for call in one_field_apart() {
             let key = CallKey::of(&call);
-            let kept = key.to_owned();
+            let kept = key.into_owned();
             assert_eq!(hash_of(&key), hash_of(&kept), "{key:?}");
             assert_eq!(kept.view(), key);
         }

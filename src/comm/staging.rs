@@ -8,7 +8,7 @@ use crate::plan;
 use crate::transport::{BufferViews, Transport, View};
 
 use super::arguments::argument;
-use super::call::Call;
+use super::plan_cache::CallKey;
 use super::{Communicator, Payload, PayloadMut, Result};
 
 /// Where the plan's send buffer is.
@@ -89,12 +89,12 @@ impl<'x> Placement<'x> {
 }
 
 impl Communicator {
-    /// Places the buffers of `call` for a plan that needs `need`: registered buffers as they
+    /// Places the buffers of call `call` for a plan that needs `need`: registered buffers as they
     /// are, plain ones staged (their input copied in now). Also makes sure the scratch memory
     /// is there.
     pub(super) fn place<'a, S, R>(
         &mut self,
-        call: &Call<'_>,
+        call: CallKey<'_>,
         need: plan::BufferSizes,
         send: Option<&'a S>,
         recv: Option<&'a mut R>,

@@ -1,17 +1,21 @@
-//! How one call starts on this rank: its own checks, the algorithm and plan (from the plan
-//! cache when an earlier call had the same arguments), the full argument check when it is
-//! on, the placement of the buffers, then the transport's start.
+//! The one path of every call on this rank, from its arguments to a started operation: its
+//! own checks, the algorithm and plan (from the plan cache when an earlier call had the same
+//! arguments), the full argument check when it is on, the placement of the buffers, then the
+//! transport's start. A call started once runs all of it at once; a persistent request runs
+//! it up to the plan when it is made ([`Communicator::persist`]) and the rest at each start
+//! ([`Communicator::restart`]).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::fabric::RegisteredMemory;
 use crate::plan::Algorithm;
 use crate::transport::{Operation, TransportError};
 
 use super::arguments::in_call;
 use super::call::{digest, Call};
 use super::nonblocking::Request;
-use super::plan_cache::{CallKey, Planned};
+use super::plan_cache::{CallKey, PlanKey, Planned};
 use super::staging::{split, Placement};
 use super::{CommError, Communicator, Payload, PayloadMut, Result};
 
@@ -21,9 +25,49 @@ pub(super) struct Started<'a> {
     pub operation: Operation,
     pub algorithm: &'static str,
     pub placement: Placement<'a>,
-    /// From the entry into [`Communicator::start`] to the transport's first post
-    /// ([`Operation::posting`]).
+    /// From the entry into the call to the transport's first post ([`Operation::posting`]).
     pub overhead: Duration,
+}
+
+/// When a call's full argument check (`CIRCULANT_CHECK`) runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum FullCheck {
+    /// With the call, between the choice of its algorithm and its plan.
+    WithCall,
+    /// At each start of the persistent request made of the call.
+    EachStart,
+}
+
+/// A call planned once to be started many times: what a persistent request keeps.
+#[derive(Clone, Debug)]
+pub(crate) struct Persisted {
+    /// The call as it is started again (its operation, problem and placement of the data).
+    key: PlanKey,
+    planned: Arc<Planned>,
+}
+
+impl Persisted {
+    pub fn op(&self) -> &'static str {
+        self.key.op
+    }
+
+    pub fn algorithm(&self) -> &'static str {
+        self.planned.algorithm
+    }
+
+    /// The call's problem (what the full argument check compares).
+    pub(super) fn problem(&self) -> &crate::plan::Problem {
+        &self.key.problem
+    }
+
+    /// (offset, length) of this rank's part of the receive buffer, in place.
+    pub(super) fn send_in_recv(&self) -> Option<(usize, usize)> {
+        self.key.send_in_recv
+    }
+
+    pub(super) fn planned(&self) -> &Planned {
+        &self.planned
+    }
 }
 
 /// Where a call's plan comes from.
@@ -58,14 +102,11 @@ impl Communicator {
         self.start(call, send, recv)?.wait()
     }
 
-    /// Starts one call on this rank: its own checks (`call.checked`, the buffers' owner, the
-    /// algorithm), the full argument check when it is on, then the plan on the given buffers,
-    /// staging those that are not registered. A call refused on this rank is still consumed
-    /// and given up on every rank ([`crate::transport::Transport::abandon`]), so that no rank
-    /// pairs the data of one call with another.
-    pub(super) fn start<'a, S, R>(
+    /// Starts one call on this rank: its plan ([`Self::plan_call`]), then the plan on the
+    /// given buffers, staging those that are not registered ([`Self::launch`]).
+    pub(crate) fn start<'a, S, R>(
         &'a mut self,
-        call: Call<'_>,
+        mut call: Call<'_>,
         send: Option<&'a S>,
         recv: Option<&'a mut R>,
     ) -> Result<Request<'a>>
@@ -75,63 +116,124 @@ impl Communicator {
     {
         // The call's software overhead counts from here (see `Executed::overhead`).
         let entered = Instant::now();
-        let (op, copy_out) = (call.op, !call.recv_unchanged);
-        match self.begin(call, entered, send, recv) {
-            Ok(started) => Ok(Request::new(self, op, started, copy_out)),
+        let send_mem = send.and_then(|s| s.registered());
+        let recv_mem = recv.as_deref().and_then(|r| r.registered());
+        let planned = self.plan_call(&mut call, send_mem, recv_mem, FullCheck::WithCall)?;
+        self.launch(entered, CallKey::of(&call), &planned, send, recv)
+    }
+
+    /// Plans `call` once for a persistent request on buffers `send` and `recv`, which every
+    /// start must pass again ([`Self::restart`]); the full argument check runs at each start.
+    pub(crate) fn persist<S, R>(
+        &mut self,
+        mut call: Call<'_>,
+        send: Option<&S>,
+        recv: Option<&R>,
+    ) -> Result<Persisted>
+    where
+        S: Payload + ?Sized,
+        R: Payload + ?Sized,
+    {
+        let send_mem = send.and_then(|s| s.registered());
+        let recv_mem = recv.and_then(|r| r.registered());
+        let planned = self.plan_call(&mut call, send_mem, recv_mem, FullCheck::EachStart)?;
+        Ok(Persisted {
+            key: CallKey::of(&call).into_owned(),
+            planned,
+        })
+    }
+
+    /// Starts a persistent call again on its buffers (plain ones staged as in
+    /// [`Self::start`]).
+    pub(crate) fn restart<'a, S, R>(
+        &'a mut self,
+        persisted: &Persisted,
+        send: Option<&'a S>,
+        recv: Option<&'a mut R>,
+    ) -> Result<Request<'a>>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        let entered = Instant::now();
+        let key = persisted.key.view();
+        self.check_start(key.op, key.problem, persisted.algorithm())?;
+        self.launch(entered, key, &persisted.planned, send, recv)
+    }
+
+    /// The full argument check of a persistent request's start, when it is on; a start that
+    /// fails it is still consumed on every rank.
+    pub(super) fn check_start(
+        &mut self,
+        op: &'static str,
+        problem: &crate::plan::Problem,
+        algorithm: &'static str,
+    ) -> Result<()> {
+        if !self.config.check {
+            return Ok(());
+        }
+        let agreed = self.agree(op, problem, Ok(algorithm));
+        if let Err(err) = &agreed {
+            self.comm_refused(op, err);
+        }
+        agreed
+    }
+
+    /// The one function from a call to its prepared, checked plan, whether the call is
+    /// started once or kept by a persistent request: this rank's checks (`call.checked`, the
+    /// buffers' owner `send` and `recv`, the algorithm), the full argument check when it is
+    /// on and `check` says it runs now, then the plan (from the cache, or made and kept
+    /// there). A call refused on this rank is still consumed and given up on every rank
+    /// ([`crate::transport::Transport::abandon`]), so that no rank pairs the data of one
+    /// call with another. The outcome of this rank's checks is taken out of `call`.
+    pub(super) fn plan_call(
+        &mut self,
+        call: &mut Call<'_>,
+        send: Option<&RegisteredMemory>,
+        recv: Option<&RegisteredMemory>,
+        check: FullCheck,
+    ) -> Result<Arc<Planned>> {
+        if let Some(why) = self.transport.broken() {
+            return Err(TransportError::Broken(why.to_string()).into());
+        }
+        let checked = std::mem::replace(&mut call.checked, Ok(()));
+        let planned = self.plan_checked(call, checked, send, recv, check);
+        match planned {
+            Ok(planned) => Ok(planned),
             Err(err) => {
-                // Every failure once the transport started the call has broken it, so a
-                // transport still whole means the call was refused before it started (the
-                // argument check's own exchange may have run): the peers still count on it.
-                self.comm_refused(op, &err);
+                self.comm_refused(call.op, &err);
                 Err(err)
             }
         }
     }
 
-    /// Gives up call `op`, which failed with `err` before the transport started it (nothing
-    /// happens where the transport is broken already).
-    pub(super) fn comm_refused(&mut self, op: &'static str, err: &CommError) {
-        if self.transport.broken().is_none() {
-            let why = err.to_string();
-            let why = why.strip_prefix(&format!("{op}: ")).unwrap_or(&why);
-            self.transport.abandon(op, why);
-        }
-    }
-
-    fn begin<'a, S, R>(
+    fn plan_checked(
         &mut self,
-        mut call: Call<'_>,
-        entered: Instant,
-        send: Option<&'a S>,
-        recv: Option<&'a mut R>,
-    ) -> Result<Started<'a>>
-    where
-        S: Payload + ?Sized,
-        R: PayloadMut + ?Sized,
-    {
-        if let Some(why) = self.transport.broken() {
-            return Err(TransportError::Broken(why.to_string()).into());
-        }
+        call: &Call<'_>,
+        checked: Result<()>,
+        send: Option<&RegisteredMemory>,
+        recv: Option<&RegisteredMemory>,
+        check: FullCheck,
+    ) -> Result<Arc<Planned>> {
         let op = call.op;
         // What varies per call is checked on every call: the buffers' lengths and owner.
-        let checked = std::mem::replace(&mut call.checked, Ok(()));
         let source = checked
-            .and_then(|()| self.owns(op, "send", send.and_then(|s| s.registered())))
-            .and_then(|()| self.owns(op, "recv", recv.as_ref().and_then(|r| r.registered())))
-            .and_then(|()| match self.plans.get(&CallKey::of(&call)) {
+            .and_then(|()| self.owns(op, "send", send))
+            .and_then(|()| self.owns(op, "recv", recv))
+            .and_then(|()| match self.plans.get(&CallKey::of(call)) {
                 Some(planned) => Ok(Source::Cached(planned)),
                 None => self.choose(&call.problem, call.choice).map(Source::Chosen),
             })
             .map_err(|e| in_call(op, e));
-        if self.config.check {
+        if self.config.check && check == FullCheck::WithCall {
             let name = source
                 .as_ref()
                 .map(Source::algorithm)
                 .map_err(|e| e.to_string());
             self.agree(op, &call.problem, name)?;
         }
-        let planned = match source? {
-            Source::Cached(planned) => planned,
+        match source? {
+            Source::Cached(planned) => Ok(planned),
             Source::Chosen(algorithm) => {
                 let plan = algorithm
                     .rank_plan(self.rank())
@@ -147,19 +249,68 @@ impl Communicator {
                     digest: digest(op, algorithm.name(), &call.problem),
                 });
                 self.plans
-                    .insert(CallKey::of(&call).to_owned(), Arc::clone(&planned));
-                planned
+                    .insert(CallKey::of(call).into_owned(), Arc::clone(&planned));
+                Ok(planned)
             }
-        };
-        let placement = self.place(&call, planned.prepared.buffers, send, recv)?;
+        }
+    }
+
+    /// Starts `planned`, the plan of the call `key`, on its buffers: registered ones as they
+    /// are, plain ones staged. A call that fails here is given up on every rank as in
+    /// [`Self::plan_call`].
+    fn launch<'a, S, R>(
+        &'a mut self,
+        entered: Instant,
+        key: CallKey<'_>,
+        planned: &Planned,
+        send: Option<&'a S>,
+        recv: Option<&'a mut R>,
+    ) -> Result<Request<'a>>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        match self.place_and_start(entered, key, planned, send, recv) {
+            Ok(started) => Ok(Request::new(self, key.op, started, !key.recv_unchanged)),
+            Err(err) => {
+                self.comm_refused(key.op, &err);
+                Err(err)
+            }
+        }
+    }
+
+    fn place_and_start<'a, S, R>(
+        &mut self,
+        entered: Instant,
+        key: CallKey<'_>,
+        planned: &Planned,
+        send: Option<&'a S>,
+        recv: Option<&'a mut R>,
+    ) -> Result<Started<'a>>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        let placement = self.place(key, planned.prepared.buffers, send, recv)?;
         let (transport, owned) = split(self);
         let buffers = placement.views(owned);
-        let operation = transport.start(op, planned.digest, &planned.prepared, buffers)?;
+        let operation = transport.start(key.op, planned.digest, &planned.prepared, buffers)?;
         Ok(Started {
             overhead: operation.posting().saturating_duration_since(entered),
             operation,
             algorithm: planned.algorithm,
             placement,
         })
+    }
+
+    /// Gives up call `op`, which failed with `err` before the transport started it (nothing
+    /// happens where the transport is broken already: every failure once the transport
+    /// started a call has broken it).
+    pub(super) fn comm_refused(&mut self, op: &'static str, err: &CommError) {
+        if self.transport.broken().is_none() {
+            let why = err.to_string();
+            let why = why.strip_prefix(&format!("{op}: ")).unwrap_or(&why);
+            self.transport.abandon(op, why);
+        }
     }
 }
