@@ -2,8 +2,8 @@
 //! built-in launcher (`rank_role`, selected by CIRCULANT_TEST_ROLE) and checks
 //! [`Communicator::plan_cache_stats`] after every call: repeated calls hit, calls with another
 //! root, size, count vector, reduction or algorithm miss, the least recently used plan is
-//! evicted at the bound (`CIRCULANT_PLAN_CACHE`), `0` turns the cache off, and every result is
-//! checked. Ranks that disagree after their plans were cached still all get an error.
+//! evicted at the bound (`CIRCULANT_PLAN_CACHE`), `0` turns the cache off, a persistent request
+//! plans once through the same cache, and every result is checked. Ranks that disagree after their plans were cached still all get an error.
 //!
 //! Every job is bounded by the launcher's `--timeout`; the launcher stops every rank it
 //! started.
@@ -54,6 +54,18 @@ fn every_argument_that_shapes_the_plan_is_part_of_the_key() {
 }
 
 #[test]
+fn persistent_requests_plan_once_through_the_same_cache() {
+    for check in ["0", "1"] {
+        expect_ok(
+            "shm",
+            "persistent",
+            &[("CIRCULANT_CHECK", check)],
+            "persistent ok",
+        );
+    }
+}
+
+#[test]
 fn a_cache_of_zero_plans_is_off() {
     expect_ok("shm", "off", &[(PLAN_CACHE_ENV, "0")], "off ok");
 }
@@ -96,6 +108,7 @@ fn rank_role() {
         "arguments" => arguments(&mut comm),
         "off" => off(&mut comm),
         "disagree" => disagree(&mut comm),
+        "persistent" => persistent(&mut comm),
         other => panic!("unknown role {other}"),
     }
 }
@@ -333,6 +346,46 @@ fn off(comm: &mut Communicator) {
     }
     assert_eq!(comm.plan_cache_stats().0, 0);
     println!("off ok on rank {}", comm.rank());
+}
+
+/// A persistent broadcast is planned once, by the path of every call: it takes the plan of
+/// an earlier broadcast with the same arguments, its starts touch the cache no more, and a
+/// later broadcast with the same arguments finds its plan too.
+fn persistent(comm: &mut Communicator) {
+    let root = comm.size() - 1;
+    assert_eq!(bcast(comm, 0, 3000, root, Choice::Auto), MISS);
+    let mut buf = comm.alloc(3000).expect("alloc");
+    let before = comm.plan_cache_stats();
+    let mut request = comm.bcast_init(&mut buf, root).expect("bcast_init");
+    assert_eq!(since(request.comm().expect("idle"), before), HIT);
+    for step in 1..4 {
+        if request.rank() == root {
+            for (k, x) in request.buffer_mut().expect("idle").iter_mut().enumerate() {
+                *x = pattern(step, root, k);
+            }
+        }
+        request
+            .run()
+            .unwrap_or_else(|e| panic!("start {step}: {e}"));
+        let data = request.buffer().expect("idle");
+        assert!(
+            data.iter()
+                .enumerate()
+                .all(|(k, &x)| x == pattern(step, root, k)),
+            "persistent bcast {step} delivered wrong data"
+        );
+    }
+    assert_eq!(since(request.comm().expect("idle"), before), HIT, "starts");
+    drop(request);
+    // Another size: the persistent request plans (a miss) and keeps that plan for later calls.
+    let mut other = comm.alloc(3001).expect("alloc");
+    let before = comm.plan_cache_stats();
+    let mut request = comm.bcast_init(&mut other, root).expect("bcast_init");
+    request.run().expect("start");
+    drop(request);
+    assert_eq!(since(comm, before), MISS);
+    assert_eq!(bcast(comm, 4, 3001, root, Choice::Auto), HIT);
+    println!("persistent ok on rank {}", comm.rank());
 }
 
 /// Two allgathervs that every rank plans alike (the second from the cache), then one whose

@@ -104,8 +104,8 @@ int main(void) {
     }
   }
 
-  /* Request misuse: a second operation in flight, freeing or finalizing too early,
-   * starting a request that is not persistent. */
+  /* Request misuse: a second operation or a persistent request made while one is in
+   * flight, freeing or finalizing too early, starting a request that is not persistent. */
   circulant_request *req;
   if (circulant_iallreduce(comm, a, b, 4, CIRCULANT_INT32, CIRCULANT_SUM, &req) != CIRCULANT_SUCCESS) {
     fprintf(stderr, "rank %d: iallreduce: %s\n", rank, circulant_last_error(comm));
@@ -114,6 +114,8 @@ int main(void) {
   EXPECT(comm, circulant_bcast(comm, a, sizeof a, 0), CIRCULANT_ERR_BUSY);
   circulant_request *second;
   EXPECT(comm, circulant_ibarrier(comm, &second), CIRCULANT_ERR_BUSY);
+  /* A persistent request is planned when it is made: that needs the communicator too. */
+  EXPECT(comm, circulant_barrier_init(comm, &second), CIRCULANT_ERR_BUSY);
   EXPECT(comm, circulant_request_free(req), CIRCULANT_ERR_BUSY);
   EXPECT(NULL, circulant_finalize(comm), CIRCULANT_ERR_BUSY);
   EXPECT(comm, circulant_start(req), CIRCULANT_ERR_ARGUMENT);
