@@ -1,6 +1,7 @@
 //! The collectives of the C API, blocking: each builds a `Collective` from its C arguments,
-//! starts it and waits. The nonblocking and persistent forms (`requests.rs`) start the same
-//! descriptions.
+//! starts it and waits. A `Collective` becomes the same call as the Rust forms build, on the C
+//! memory; the nonblocking forms (`requests.rs`) start it, the persistent ones plan it once
+//! and start that plan again.
 
 use std::ffi::{c_int, c_void};
 

@@ -6,8 +6,8 @@
 //! meanwhile.
 //!
 //! A persistent request is Rust's persistent request over C memory: its call is checked,
-//! chosen and planned once when it is made ([`Collective::persist`]), and each start runs
-//! that plan again ([`Collective::restart`]), staging plain memory as a call started once
+//! chosen and planned once when it is made (`Collective::persist`), and each start runs
+//! that plan again (`Collective::restart`), staging plain memory as a call started once
 //! does.
 
 use std::ffi::{c_int, c_void};
