@@ -161,14 +161,18 @@ impl Communicator {
         self.launch(entered, key, &persisted.planned, send, recv)
     }
 
-    /// The full argument check of a persistent request's start, when it is on; a start that
-    /// fails it is still consumed on every rank.
+    /// What a persistent request's start checks before it posts: that the communicator is
+    /// not broken, and the full argument check when it is on (a start that fails it is still
+    /// consumed on every rank).
     pub(super) fn check_start(
         &mut self,
         op: &'static str,
         problem: &crate::plan::Problem,
         algorithm: &'static str,
     ) -> Result<()> {
+        if let Some(why) = self.transport.broken() {
+            return Err(TransportError::Broken(why.to_string()).into());
+        }
         if !self.config.check {
             return Ok(());
         }
