@@ -26,11 +26,12 @@
 //! # Ok::<(), circulant::comm::CommError>(())
 //! ```
 
-use crate::fabric::{Access, RegisteredMemory};
-use crate::transport::{BufferViews, Operation, View};
+use crate::fabric::Access;
+use crate::transport::Operation;
 
 use super::call::Call;
 use super::calls::Lengths;
+use super::staging::ensure;
 use super::start::Persisted;
 use super::{Buffer, Choice, CommError, Communicator, Executed, Payload, Result};
 
@@ -44,7 +45,6 @@ pub struct Persistent<'c, 'b> {
     recv: &'b mut Buffer,
     /// The separate send buffer (allgatherv); `None` for broadcast and in place.
     send: Option<&'b mut Buffer>,
-    scratch: Option<RegisteredMemory>,
     /// The started operation and its [`Executed::overhead`].
     active: Option<(Operation, std::time::Duration)>,
     starts: u64,
@@ -133,7 +133,8 @@ impl Communicator {
 
 impl<'c, 'b> Persistent<'c, 'b> {
     /// Sets up `call` on `recv` (and `send`) through the pipeline of every call
-    /// ([`Communicator::persist`]), and registers the plan's scratch memory. A request refused
+    /// ([`Communicator::persist`]), and makes sure the communicator's scratch memory is large
+    /// enough for the plan (it only grows, so no start registers memory). A request refused
     /// here gives up the first start on every rank, as a refused call does
     /// ([`crate::transport::Transport::abandon`]): the peers count on it.
     fn new(
@@ -144,23 +145,17 @@ impl<'c, 'b> Persistent<'c, 'b> {
     ) -> Result<Self> {
         let persisted = comm.persist(call, send.as_deref(), Some(&*recv))?;
         let need = persisted.planned().prepared.buffers;
-        let scratch = if need.scratch > 0 {
-            match comm.transport.alloc(need.scratch, Access::RemoteWrite) {
-                Ok(mem) => Some(mem),
-                Err(err) => {
-                    let err = CommError::from(err);
-                    comm.comm_refused(persisted.op(), &err);
-                    return Err(err);
-                }
-            }
-        } else {
-            None
-        };
+        let Communicator {
+            transport, scratch, ..
+        } = &mut *comm;
+        if let Err(err) = ensure(transport, scratch, need.scratch, Access::RemoteWrite) {
+            comm.comm_refused(persisted.op(), &err);
+            return Err(err);
+        }
         Ok(Persistent {
             persisted,
             recv,
             send,
-            scratch,
             active: None,
             starts: 0,
             comm,
@@ -176,23 +171,9 @@ impl<'c, 'b> Persistent<'c, 'b> {
         if self.active.is_some() {
             return Err(self.misuse("started again before wait"));
         }
-        let persisted = &self.persisted;
-        let op = persisted.op();
-        self.comm
-            .check_start(op, persisted.problem(), persisted.algorithm())?;
-        let planned = persisted.planned();
-        let buffers = views(
-            self.recv,
-            self.send.as_deref(),
-            self.scratch.as_ref(),
-            planned.prepared.buffers.scratch,
-            persisted.send_in_recv(),
-        );
-        let operation =
+        let (operation, overhead) =
             self.comm
-                .transport
-                .start(op, planned.digest, &planned.prepared, buffers)?;
-        let overhead = operation.posting().saturating_duration_since(entered);
+                .restart_kept(entered, &self.persisted, self.send.as_deref(), self.recv)?;
         self.active = Some((operation, overhead));
         self.starts += 1;
         Ok(())
@@ -203,14 +184,9 @@ impl<'c, 'b> Persistent<'c, 'b> {
         let Some((operation, overhead)) = self.active.take() else {
             return Err(self.misuse("wait without start"));
         };
-        let buffers = views(
-            self.recv,
-            self.send.as_deref(),
-            self.scratch.as_ref(),
-            self.persisted.planned().prepared.buffers.scratch,
-            self.persisted.send_in_recv(),
-        );
-        let stats = self.comm.transport.finish(operation, buffers)?;
+        let stats =
+            self.comm
+                .finish_kept(&self.persisted, operation, self.send.as_deref(), self.recv)?;
         self.comm.last = Some(Executed {
             algorithm: self.persisted.algorithm(),
             stats,
@@ -305,30 +281,5 @@ impl Drop for Persistent<'_, '_> {
         if self.active.is_some() {
             let _ = self.wait();
         }
-    }
-}
-
-/// The transport's view of a request's buffers.
-fn views<'x>(
-    recv: &'x Buffer,
-    send: Option<&'x Buffer>,
-    scratch: Option<&'x RegisteredMemory>,
-    scratch_len: usize,
-    send_in_recv: Option<(usize, usize)>,
-) -> BufferViews<'x> {
-    let recv_view = View::prefix(&recv.mem, recv.len());
-    let send_view = match (send, send_in_recv) {
-        (_, Some((offset, len))) => Some(View {
-            mem: &recv.mem,
-            offset,
-            len,
-        }),
-        (Some(send), None) => Some(View::prefix(&send.mem, send.len())),
-        (None, None) => None,
-    };
-    BufferViews {
-        send: send_view,
-        recv: Some(recv_view),
-        scratch: scratch.map(|m| View::prefix(m, scratch_len)),
     }
 }

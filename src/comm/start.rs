@@ -10,14 +10,14 @@ use std::time::{Duration, Instant};
 
 use crate::fabric::RegisteredMemory;
 use crate::plan::Algorithm;
-use crate::transport::{Operation, TransportError};
+use crate::transport::{OpStats, Operation, TransportError};
 
 use super::arguments::in_call;
 use super::call::{digest, Call};
 use super::nonblocking::Request;
 use super::plan_cache::{CallKey, PlanKey, Planned};
 use super::staging::{split, Placement};
-use super::{CommError, Communicator, Payload, PayloadMut, Result};
+use super::{Buffer, CommError, Communicator, Payload, PayloadMut, Result};
 
 /// An operation started on the transport, with where its buffers are: everything a
 /// [`Request`] holds besides the communicator.
@@ -53,16 +53,6 @@ impl Persisted {
 
     pub fn algorithm(&self) -> &'static str {
         self.planned.algorithm
-    }
-
-    /// The call's problem (what the full argument check compares).
-    pub(super) fn problem(&self) -> &crate::plan::Problem {
-        &self.key.problem
-    }
-
-    /// (offset, length) of this rank's part of the receive buffer, in place.
-    pub(super) fn send_in_recv(&self) -> Option<(usize, usize)> {
-        self.key.send_in_recv
     }
 
     pub(super) fn planned(&self) -> &Planned {
@@ -159,6 +149,44 @@ impl Communicator {
         let key = persisted.key.view();
         self.check_start(key.op, key.problem, persisted.algorithm())?;
         self.launch(entered, key, &persisted.planned, send, recv)
+    }
+
+    /// Starts a persistent call again on registered buffers its request keeps (Rust's
+    /// [`super::Persistent`]), as [`Self::restart`] does; the request keeps the buffers, so
+    /// only the operation and its overhead are returned, and [`Self::finish_kept`] completes
+    /// it.
+    pub(super) fn restart_kept(
+        &mut self,
+        entered: Instant,
+        persisted: &Persisted,
+        send: Option<&Buffer>,
+        recv: &mut Buffer,
+    ) -> Result<(Operation, Duration)> {
+        let key = persisted.key.view();
+        self.check_start(key.op, key.problem, persisted.algorithm())?;
+        match self.place_and_start(entered, key, &persisted.planned, send, Some(recv)) {
+            Ok(started) => Ok((started.operation, started.overhead)),
+            Err(err) => {
+                self.comm_refused(key.op, &err);
+                Err(err)
+            }
+        }
+    }
+
+    /// Completes an operation [`Self::restart_kept`] started on the same buffers. Registered
+    /// buffers are placed as they are (nothing is staged), so placing them again finds what
+    /// the start gave the transport.
+    pub(super) fn finish_kept(
+        &mut self,
+        persisted: &Persisted,
+        operation: Operation,
+        send: Option<&Buffer>,
+        recv: &mut Buffer,
+    ) -> Result<OpStats> {
+        let need = persisted.planned.prepared.buffers;
+        let placement = self.place(persisted.key.view(), need, send, Some(recv))?;
+        let (transport, owned) = split(self);
+        Ok(transport.finish(operation, placement.views(owned))?)
     }
 
     /// What a persistent request's start checks before it posts: that the communicator is
