@@ -139,18 +139,49 @@ pub(crate) struct WordHasher(u64);
 
 impl WordHasher {
     fn word(&mut self, w: u64) {
-        self.0 = (self.0 ^ w)
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            .rotate_left(29);
+        self.0 = mix(self.0, w);
     }
 }
 
+fn mix(state: u64, w: u64) -> u64 {
+    (state ^ w)
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .rotate_left(29)
+}
+
+/// Up to 8 bytes as one little-endian word.
+fn le_word(chunk: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    let n = chunk.len().min(8);
+    w[..n].copy_from_slice(&chunk[..n]);
+    u64::from_le_bytes(w)
+}
+
+/// Inputs from this many bytes on are mixed in four lanes.
+const LANES_FROM: usize = 64;
+
 impl Hasher for WordHasher {
     fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
-            self.word(u64::from_le_bytes(w));
+        // A long input (the counts of a v-collective, one word per rank) goes through four
+        // independent lanes, so that its multiplies overlap instead of each waiting for the
+        // one before: a lookup hashes every count of the call.
+        let rest = if bytes.len() >= LANES_FROM {
+            let mut blocks = bytes.chunks_exact(32);
+            let mut lanes = [0u64; 4];
+            for block in &mut blocks {
+                for (lane, word) in lanes.iter_mut().zip(block.chunks_exact(8)) {
+                    *lane = mix(*lane, le_word(word));
+                }
+            }
+            for lane in lanes {
+                self.word(lane);
+            }
+            blocks.remainder()
+        } else {
+            bytes
+        };
+        for chunk in rest.chunks(8) {
+            self.word(le_word(chunk));
         }
     }
 
@@ -430,6 +461,23 @@ mod tests {
             let kept = key.into_owned();
             assert_eq!(hash_of(&key), hash_of(&kept), "{key:?}");
             assert_eq!(kept.view(), key);
+        }
+    }
+
+    #[test]
+    fn long_inputs_are_told_apart_by_every_word() {
+        let hash = |words: &[usize]| hash_of(words);
+        for p in [3usize, 8, 9, 64, 67] {
+            let counts: Vec<usize> = (0..p).map(|r| 1000 + r).collect();
+            assert_eq!(hash(&counts), hash(&counts.clone()), "p {p}");
+            for r in 0..p {
+                let mut other = counts.clone();
+                other[r] += 1;
+                assert_ne!(hash(&counts), hash(&other), "p {p}, count {r}");
+            }
+            let mut swapped = counts.clone();
+            swapped.swap(0, p - 1);
+            assert_ne!(hash(&counts), hash(&swapped), "p {p}");
         }
     }
 
