@@ -345,3 +345,11 @@ impl Communicator {
         self.transport.abandon(op, why);
     }
 }
+
+// A communicator moves to the thread that uses it (ranks as threads, the C API's callers):
+// whatever it holds must be `Send`. A compile-time check, so that no part loses it unseen.
+const _: fn() = || {
+    fn send<T: Send>() {}
+    send::<Communicator>();
+    send::<InterCommunicator>();
+};

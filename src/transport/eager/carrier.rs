@@ -72,8 +72,9 @@ pub enum Delivery {
 }
 
 /// How a writer's filled slots reach one target. A new way to reach slots is a new
-/// implementation of this, and a [`Carrier`] a target can name in its token.
-pub trait SlotCarrier {
+/// implementation of this, and a [`Carrier`] a target can name in its token. `Send`, as a
+/// communicator may move to another thread.
+pub trait SlotCarrier: Send {
     /// How the slots are reached.
     fn kind(&self) -> Carrier;
     /// Makes ready what the first slot needs (a mirror of the slots, a mapping of them).
