@@ -11,6 +11,7 @@
 //! the `unsafe_code` lint because `#[no_mangle]` trips it too; a test
 //! (tests/capi_header.rs) keeps `unsafe` blocks, functions and impls out of the other files.
 
+mod collective;
 pub mod collectives;
 pub mod handle;
 pub mod oob;

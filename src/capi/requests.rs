@@ -14,8 +14,8 @@ use std::ffi::{c_int, c_void};
 
 use crate::comm::{Persisted, Request};
 
-use super::collectives::{allgather, allgatherv, bcast, gather, gatherv, rank_arg, reducing};
-use super::collectives::{scatter, scatterv, Collective, Reducing};
+use super::collective::{allgather, allgatherv, bcast, gather, gatherv, rank_arg, reducing};
+use super::collective::{scatter, scatterv, Collective, Reducing};
 use super::handle::{on_comm, Comm};
 use super::raw;
 use super::status::{guard, Failure, Outcome, CIRCULANT_SUCCESS};
