@@ -325,8 +325,9 @@ fn oob_allgathers(env: &[(&str, &str)]) -> usize {
         .unwrap_or_else(|| panic!("no count in:\n{all}"))
 }
 
-/// Without a node count (the out-of-band bootstrap knows none) start-up reads every rank's
-/// host, unless nothing depends on it: the provider configured and not pinned to loopback.
+/// Without a node map (the out-of-band bootstrap knows none) start-up exchanges every rank's
+/// host before the provider is chosen, unless the provider does not depend on it (configured
+/// and not pinned to loopback): then the hosts go with the cards' exchange.
 #[test]
 fn the_host_exchange_is_skipped_where_nothing_depends_on_it() {
     let provider = ("CIRCULANT_PROVIDER", "tcp;ofi_rxm");

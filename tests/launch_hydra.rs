@@ -141,3 +141,25 @@ fn pmi_abort_ends_the_hydra_job_with_its_code() {
     assert_eq!(done.code(), Some(7), "{done:?}");
     assert_all_gone(&done.pids());
 }
+
+#[test]
+fn every_rank_is_on_this_host_under_hydra() {
+    for pmi in ["pmi1", "pmi2"] {
+        let mut command = hydra(&["-n", "3", bin(), "selftest", "--quick", "--only", "nodes"]);
+        command.env("CIRCULANT_PMI", pmi);
+        let done = run(command);
+        assert_eq!(done.code(), Some(0), "{pmi}: {done:?}");
+        assert!(
+            done.stdout
+                .contains("selftest: nodes 1 (ranks per node [3])"),
+            "{pmi}: {}",
+            done.stdout
+        );
+        assert!(
+            done.stdout.contains("3 passed, 0 failed"),
+            "{pmi}: {}",
+            done.stdout
+        );
+        assert_all_gone(&done.pids());
+    }
+}

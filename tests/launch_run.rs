@@ -362,3 +362,38 @@ fn malformed_grace_is_refused_before_anything_starts() {
         done.stderr
     );
 }
+
+#[test]
+fn every_rank_is_on_this_host_by_the_mapping_and_by_host_names() {
+    // The launcher's mapping, and the host names exchanged when asked for them instead.
+    for source in ["launcher", "hosts"] {
+        let mut command = circulant(&[
+            "run",
+            "-n",
+            "3",
+            "--provider",
+            "shm",
+            "--",
+            bin(),
+            "selftest",
+            "--quick",
+            "--only",
+            "nodes",
+        ]);
+        command.env("CIRCULANT_NODE_MAP", source);
+        let done = run(command);
+        assert_eq!(done.code(), Some(0), "{source}: {done:?}");
+        assert!(
+            done.stdout
+                .contains("selftest: nodes 1 (ranks per node [3])"),
+            "{source}: {}",
+            done.stdout
+        );
+        assert!(
+            done.stdout.contains("3 passed, 0 failed"),
+            "{source}: {}",
+            done.stdout
+        );
+        assert_all_gone(&done.pids());
+    }
+}

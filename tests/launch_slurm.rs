@@ -294,6 +294,14 @@ fn srun_on_three_nodes_runs_pmi_check_and_selftest_over_the_network() {
             "{mpi}: {}",
             done.stdout
         );
+        // Slurm's block distribution of 4 tasks on 3 nodes, as every rank's node map sees it
+        // (from the PMI-2 mapping, from PMIx's node ids).
+        assert!(
+            done.stdout
+                .contains("selftest: nodes 3 (ranks per node [2, 1, 1])"),
+            "{mpi}: {}",
+            done.stdout
+        );
         assert!(done.stdout.contains(" passed, 0 failed"), "{}", done.stdout);
     }
 }

@@ -58,6 +58,8 @@ static JOBS: AtomicU64 = AtomicU64::new(0);
 pub struct Job {
     size: usize,
     timeout: Duration,
+    /// Each rank's host name, where the job pretends its ranks run on several hosts.
+    hosts: Option<Vec<String>>,
 }
 
 impl Job {
@@ -71,7 +73,28 @@ impl Job {
         Ok(Job {
             size,
             timeout: DEFAULT_TIMEOUT,
+            hosts: None,
         })
+    }
+
+    /// Gives rank `r` the host name `hosts[r]`, so that a test sees a job spread over
+    /// several nodes: the ranks then learn their node map from the host names they exchange,
+    /// as in a job whose launcher tells none. Without it every rank is on one node (they
+    /// are threads of one process). One name per rank.
+    pub fn hosts<S: Into<String>>(
+        mut self,
+        hosts: impl IntoIterator<Item = S>,
+    ) -> Result<Job, BootstrapError> {
+        let hosts: Vec<String> = hosts.into_iter().map(Into::into).collect();
+        if hosts.len() != self.size {
+            return Err(BootstrapError::Memory(format!(
+                "{} host names for a job of {} ranks",
+                hosts.len(),
+                self.size
+            )));
+        }
+        self.hosts = Some(hosts);
+        Ok(self)
     }
 
     /// The deadline of every fence (how long a rank waits for the others to arrive).
@@ -103,6 +126,7 @@ impl Job {
                 let kvs = MemoryKvs {
                     shared: Arc::clone(&shared),
                     rank,
+                    host: self.hosts.as_ref().map(|hosts| hosts[rank].clone()),
                     timeout: self.timeout,
                     pending: Vec::new(),
                     left: false,
@@ -162,6 +186,8 @@ impl State {
 pub(super) struct MemoryKvs {
     shared: Arc<Shared>,
     rank: usize,
+    /// The host name the job gave this rank, if it gave names.
+    host: Option<String>,
     timeout: Duration,
     /// This rank's puts since its last fence.
     pending: Vec<(String, String)>,
@@ -177,9 +203,13 @@ impl KeyValue for MemoryKvs {
         &self.shared.kvsname
     }
 
-    /// The ranks are threads of one process.
+    /// The ranks are threads of one process, unless the job gave them host names.
     fn nodes(&self) -> Option<usize> {
-        Some(1)
+        self.host.is_none().then_some(1)
+    }
+
+    fn host(&self) -> Option<String> {
+        self.host.clone()
     }
 
     fn limits(&self) -> KvsLimits {

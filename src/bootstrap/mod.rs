@@ -22,6 +22,7 @@ mod hangup;
 mod launcher;
 pub mod mapping;
 pub mod memory;
+mod node_map;
 mod oob;
 mod pmi1;
 pub mod pmi2;
@@ -34,6 +35,7 @@ use std::time::Duration;
 use crate::limits::parse_positive_seconds;
 
 pub use error::BootstrapError;
+pub use node_map::{NodeMap, NodeSource};
 pub use oob::Allgather;
 use oob::OobKvs;
 use pmi1::{Greeted, Pmi1Client};
@@ -119,6 +121,18 @@ pub(crate) trait KeyValue: Send + Sync {
 
     /// How many nodes the job spans, where the launcher says so (see [`Bootstrap::nodes`]).
     fn nodes(&self) -> Option<usize>;
+
+    /// The node of each of the `size` ranks, under whatever labels the launcher uses, where
+    /// it tells them (see [`Bootstrap::launcher_node_map`]).
+    fn node_ids(&self, _size: usize) -> Option<Vec<usize>> {
+        None
+    }
+
+    /// This rank's host name where the backend gives one instead of the kernel's (an
+    /// in-memory job's ranks told apart).
+    fn host(&self) -> Option<String> {
+        None
+    }
 
     /// The longest kvsname, key and value this backend carries.
     fn limits(&self) -> KvsLimits;
@@ -305,7 +319,9 @@ impl Bootstrap {
                 if options.end_with_launcher {
                     client.watch_hangup()?;
                 }
-                if slurm_step_nodes().is_none() {
+                // Slurm's PMI-2 answers the mapping from its own job data: read it where the
+                // step spans several nodes, for the node of every rank.
+                if slurm_step_nodes() != Some(1) {
                     client.read_mapping()?;
                 }
                 let (rank, size) = (client.rank(), client.size());

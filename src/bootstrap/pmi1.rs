@@ -21,8 +21,8 @@ pub struct Pmi1Client {
     appnum: i64,
     rank: Option<usize>,
     size: Option<usize>,
-    /// The node count of the server's `PMI_process_mapping`, once read.
-    mapped_nodes: Option<usize>,
+    /// The server's `PMI_process_mapping`, once read, if it is one the parser understands.
+    mapping: Option<String>,
 }
 
 /// The server's answer to `init`: it stays with PMI-1, or accepts PMI-2 on the same channel.
@@ -60,7 +60,7 @@ impl Pmi1Client {
             appnum: 0,
             rank: None,
             size: None,
-            mapped_nodes: None,
+            mapping: None,
         };
         if let ServerAddress::Port { id: Some(id), .. } = server {
             client.port_handshake(id)?;
@@ -151,8 +151,8 @@ impl Pmi1Client {
     /// Reads the server's `PMI_process_mapping` (Hydra and `circulant run` keep one; a
     /// server without it is no error).
     pub(super) fn read_mapping(&mut self) -> Result<(), BootstrapError> {
-        self.mapped_nodes = match self.get(mapping::KEY) {
-            Ok(value) => mapping::nodes(&value),
+        self.mapping = match self.get(mapping::KEY) {
+            Ok(value) => mapping::nodes(&value).map(|_| value),
             Err(BootstrapError::KeyNotFound { .. }) => None,
             Err(other) => return Err(other),
         };
@@ -248,7 +248,12 @@ impl KeyValue for Pmi1Client {
 
     /// A Slurm step's node count, else the server's `PMI_process_mapping`, if it had one.
     fn nodes(&self) -> Option<usize> {
-        slurm_step_nodes().or(self.mapped_nodes)
+        slurm_step_nodes().or_else(|| self.mapping.as_deref().and_then(mapping::nodes))
+    }
+
+    /// The node of every rank in the server's `PMI_process_mapping`, if it had one.
+    fn node_ids(&self, size: usize) -> Option<Vec<usize>> {
+        mapping::node_of_ranks(self.mapping.as_deref()?, size)
     }
 
     /// The server's `get_maxes`, less the terminating NUL and within one request line.

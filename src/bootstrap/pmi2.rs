@@ -106,8 +106,8 @@ pub struct Pmi2Client {
     rank: usize,
     size: usize,
     appnum: i64,
-    /// The node count of the server's `PMI_process_mapping`, once read.
-    mapped_nodes: Option<usize>,
+    /// The server's `PMI_process_mapping`, once read, if it is one the parser understands.
+    mapping: Option<String>,
 }
 
 impl Pmi2Client {
@@ -124,7 +124,7 @@ impl Pmi2Client {
             rank: 0,
             size: 0,
             appnum: 0,
-            mapped_nodes: None,
+            mapping: None,
         };
         let mut request = Frame::new("fullinit").with("threaded", "FALSE");
         if let Some(jobid) = jobid {
@@ -159,8 +159,11 @@ impl Pmi2Client {
     pub(super) fn read_mapping(&mut self) -> Result<(), BootstrapError> {
         let request = Frame::new("info-getjobattr").with("key", mapping::KEY);
         let reply = self.exchange(&request)?;
-        self.mapped_nodes = match (reply.get("rc"), reply.get("found")) {
-            (Some("0") | None, Some("TRUE")) => mapping::nodes(field(&reply, "value")?),
+        self.mapping = match (reply.get("rc"), reply.get("found")) {
+            (Some("0") | None, Some("TRUE")) => {
+                let value = field(&reply, "value")?;
+                mapping::nodes(value).map(|_| value.to_owned())
+            }
             _ => None,
         };
         Ok(())
@@ -232,7 +235,12 @@ impl KeyValue for Pmi2Client {
 
     /// A Slurm step's node count, else the server's `PMI_process_mapping`, if it had one.
     fn nodes(&self) -> Option<usize> {
-        slurm_step_nodes().or(self.mapped_nodes)
+        slurm_step_nodes().or_else(|| self.mapping.as_deref().and_then(mapping::nodes))
+    }
+
+    /// The node of every rank in the server's `PMI_process_mapping`, if it had one.
+    fn node_ids(&self, size: usize) -> Option<Vec<usize>> {
+        mapping::node_of_ranks(self.mapping.as_deref()?, size)
     }
 
     /// PMI-2's fixed maxima.

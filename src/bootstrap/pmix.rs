@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use circulant_sys::pmix::{
-    Me, Pmix, Status, KEY_APPNUM, KEY_JOB_SIZE, KEY_NUM_NODES, RANK_WILDCARD,
+    Me, Pmix, Status, KEY_APPNUM, KEY_JOB_SIZE, KEY_NODEID, KEY_NUM_NODES, RANK_WILDCARD,
 };
 
 use super::{check_entry, BootstrapError, KeyValue, KvsLimits};
@@ -102,6 +102,25 @@ impl KeyValue for PmixClient {
     /// The number of nodes the job spans (`PMIX_NUM_NODES`), as the launcher tells it.
     fn nodes(&self) -> Option<usize> {
         self.nodes
+    }
+
+    /// Every rank's `PMIX_NODEID`, which the launcher hands each process with the job's data
+    /// (Open MPI's and Slurm's servers do); None if any is missing. Asked only where the job
+    /// spans several nodes: one node needs no ids.
+    fn node_ids(&self, size: usize) -> Option<Vec<usize>> {
+        if self.nodes == Some(1) {
+            return None;
+        }
+        (0..size)
+            .map(|rank| {
+                let rank = u32::try_from(rank).ok()?;
+                let id = self
+                    .api
+                    .get_local_number(&self.me.namespace, rank, KEY_NODEID, self.timeout_seconds)
+                    .ok()?;
+                usize::try_from(id).ok()
+            })
+            .collect()
     }
 
     /// PMIx's key and namespace maxima, and a bound on values.

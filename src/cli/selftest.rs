@@ -29,10 +29,11 @@ pub struct Args {
 
 /// Operations beyond the one-call collectives of [`cases::COLLECTIVES`], each checked as a
 /// whole.
-const EXTRAS: [(&str, Extra); 3] = [
+const EXTRAS: [(&str, Extra); 4] = [
     ("persistent", persistent),
     ("split", split),
     ("intercomm", intercomm),
+    ("nodes", nodes),
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -130,6 +131,21 @@ fn print_start(comm: &Communicator, started: Instant) {
     println!(
         "selftest: init took {:.0} ms",
         started.elapsed().as_secs_f64() * 1e3
+    );
+    print_nodes(comm);
+}
+
+/// Rank 0 names the nodes the job runs on.
+fn print_nodes(comm: &Communicator) {
+    if comm.rank() != 0 {
+        return;
+    }
+    let per_node: Vec<usize> = (0..comm.nodes())
+        .map(|n| comm.ranks_on(n).map_or(0, <[usize]>::len))
+        .collect();
+    println!(
+        "selftest: nodes {} (ranks per node {per_node:?})",
+        comm.nodes()
     );
 }
 
@@ -438,6 +454,56 @@ fn persistent_allgatherv(comm: &mut Communicator) -> Outcome {
 
 /// `split(rank % 2, p − rank)`: each group ordered by descending old rank, then an allgather
 /// inside each group.
+/// Every rank's own node agrees with every rank's map, and the communicator of this node holds
+/// this node's ranks in rank order and carries a collective.
+fn nodes(comm: &mut Communicator) -> Outcome {
+    let mine = (comm.node() as u64).to_le_bytes();
+    let mut all = vec![0u8; 8 * comm.size()];
+    comm.allgather(&mine[..], &mut all[..])?;
+    let told: Vec<usize> = all
+        .chunks_exact(8)
+        .map(|c| {
+            c.iter()
+                .rev()
+                .fold(0usize, |n, &b| (n << 8) | usize::from(b))
+        })
+        .collect();
+    if told != comm.node_map().node_of_each() {
+        return Ok(Some(format!(
+            "the ranks' own nodes {told:?}, this rank's map {:?}",
+            comm.node_map().node_of_each()
+        )));
+    }
+    let local = comm.local_ranks().to_vec();
+    let mut sub = comm.split_by_node()?;
+    let want_rank = local.iter().position(|&r| r == comm.rank());
+    if sub.size() != local.len() || Some(sub.rank()) != want_rank || sub.nodes() != 1 {
+        return Ok(Some(format!(
+            "rank {} of {} on {} node(s) in the node's communicator, {want_rank:?} of {} on 1 \
+             expected",
+            sub.rank(),
+            sub.size(),
+            sub.nodes(),
+            local.len()
+        )));
+    }
+    let me = (comm.rank() as u64).to_le_bytes();
+    let mut members = vec![0u8; 8 * sub.size()];
+    sub.allgather(&me[..], &mut members[..])?;
+    let want: Vec<u8> = local
+        .iter()
+        .flat_map(|&r| (r as u64).to_le_bytes())
+        .collect();
+    if members != want {
+        return Ok(Some(format!(
+            "allgather in the node's communicator: {members:?}, {want:?} expected"
+        )));
+    }
+    // The parent still works after its child.
+    comm.barrier()?;
+    Ok(None)
+}
+
 fn split(comm: &mut Communicator) -> Outcome {
     let (rank, p) = (comm.rank(), comm.size());
     let color = (rank % 2) as u32;

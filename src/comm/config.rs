@@ -3,6 +3,7 @@
 //! | variable | meaning | default |
 //! | --- | --- | --- |
 //! | `CIRCULANT_PROVIDER` (or `FI_PROVIDER`) | libfabric provider, e.g. `shm`, `tcp;ofi_rxm`, `verbs;ofi_rxm` | `shm` on one host, else the first RMA-capable provider |
+//! | `CIRCULANT_NODE_MAP` | where the node of every rank comes from: `launcher` (the launcher's map where it gives one, else the host names the ranks exchange) or `hosts` (always the host names: for ranks a wrapper moved to other hosts, as `ci/cluster rank` does). The same on every rank | `launcher` |
 //! | `CIRCULANT_LOOPBACK` | `0`: do not pin network providers to 127.0.0.1 when all ranks share a host | `1` |
 //! | `CIRCULANT_TIMEOUT` | deadline of one collective, seconds (at most 604800, 7 days) | 60 |
 //! | `CIRCULANT_ALPHA`, `CIRCULANT_BETA`, `CIRCULANT_O` | α (s), β (s/byte) and the per-write overhead o (s) of the model that picks algorithms | per provider, see [`Config::model_for`] |
@@ -19,6 +20,7 @@
 
 use std::time::Duration;
 
+use crate::bootstrap::NodeSource;
 use crate::fabric::AuthKey;
 use crate::limits::parse_positive_seconds;
 use crate::plan::merge::IovLimits;
@@ -27,6 +29,8 @@ use crate::transport::{eager, Carrier, EagerConfig, DEFAULT_DEADLINE};
 
 /// The libfabric provider to use (`shm`, `tcp;ofi_rxm`, `verbs;ofi_rxm`, ...).
 pub const PROVIDER_ENV: &str = "CIRCULANT_PROVIDER";
+/// Where the node map comes from: `launcher` or `hosts`.
+pub const NODE_MAP_ENV: &str = "CIRCULANT_NODE_MAP";
 /// `0` keeps network providers off 127.0.0.1 when all ranks share a host.
 pub const LOOPBACK_ENV: &str = "CIRCULANT_LOOPBACK";
 /// Deadline of one collective, in seconds.
@@ -91,6 +95,8 @@ pub struct Config {
     pub provider: Option<String>,
     /// Pin network providers to 127.0.0.1 when all ranks share a host.
     pub loopback: bool,
+    /// Where the node of every rank comes from (the same on every rank).
+    pub node_map: NodeSource,
     /// How long an operation may take before it fails on every rank.
     pub deadline: Duration,
     /// α (s) of the cost model; `None`: the provider's rough value.
@@ -130,6 +136,7 @@ impl Default for Config {
         Config {
             provider: None,
             loopback: true,
+            node_map: NodeSource::Launcher,
             deadline: DEFAULT_DEADLINE,
             alpha: None,
             beta: None,
@@ -171,6 +178,19 @@ impl Config {
         };
         if let Some(v) = var(LOOPBACK_ENV) {
             config.loopback = flag(LOOPBACK_ENV, &v)?;
+        }
+        if let Some(v) = var(NODE_MAP_ENV) {
+            config.node_map = match v.trim() {
+                "launcher" => NodeSource::Launcher,
+                "hosts" => NodeSource::Hosts,
+                _ => {
+                    return Err(ConfigError {
+                        var: NODE_MAP_ENV,
+                        value: v,
+                        reason: "expected launcher or hosts",
+                    })
+                }
+            };
         }
         if let Some(v) = var(CHECK_ENV) {
             config.check = flag(CHECK_ENV, &v)?;

@@ -25,6 +25,8 @@
 //! Persistent broadcast and allgatherv ([`Communicator::bcast_init`],
 //! [`Communicator::allgatherv_init`], [`Persistent`]) choose, plan and register once and are
 //! then started many times. [`Communicator::split`] makes sub-communicators,
+//! [`Communicator::split_by_node`] the one of the ranks on this rank's node (every
+//! communicator knows the node of each of its ranks: [`Communicator::node_map`]),
 //! [`Communicator::intercomm`] an [`InterCommunicator`] between two groups (intergroup
 //! allgather(v), seed 003).
 //!
@@ -47,6 +49,7 @@ mod check;
 mod collectives;
 mod config;
 mod error;
+mod locality;
 mod nonblocking;
 mod persistent;
 mod plan_cache;
@@ -83,6 +86,7 @@ pub use split::{InterCommunicator, Side};
 pub(crate) use start::Persisted;
 
 use crate::bootstrap::Bootstrap;
+pub use crate::bootstrap::NodeMap;
 use crate::fabric::Access::RemoteWrite;
 use crate::fabric::RegisteredMemory;
 use crate::plan::CostModel;
@@ -121,6 +125,8 @@ pub struct Communicator {
     last: Option<Executed>,
     /// Other ranks' address cards read from the key-value space at start.
     cards_at_start: usize,
+    /// The node of every rank ([`Communicator::node`]).
+    nodes: NodeMap,
 }
 
 /// What the last collective ran.
@@ -211,7 +217,13 @@ impl Communicator {
     pub fn init_over(bootstrap: Bootstrap, config: Config) -> Result<Communicator> {
         let job = Arc::new(Job::new(bootstrap));
         let connected = provider::connect(&job, &config)?;
-        let mut comm = Communicator::new(connected.transport, job, config, connected.model);
+        let mut comm = Communicator::new(
+            connected.transport,
+            job,
+            config,
+            connected.model,
+            connected.nodes,
+        );
         comm.cards_at_start = connected.cards_at_start;
         // Every endpoint is up before the first collective.
         comm.barrier()?;
@@ -220,7 +232,13 @@ impl Communicator {
 
     /// A communicator over a connected transport (of the world or of a split): the only
     /// place one is built.
-    fn new(mut transport: Transport, job: Arc<Job>, config: Config, model: CostModel) -> Self {
+    fn new(
+        mut transport: Transport,
+        job: Arc<Job>,
+        config: Config,
+        model: CostModel,
+        nodes: NodeMap,
+    ) -> Self {
         transport.set_eager(config.eager_for(&model));
         let plans = PlanCache::new(config.plan_cache);
         Communicator {
@@ -236,6 +254,7 @@ impl Communicator {
             plans,
             last: None,
             cards_at_start: 0,
+            nodes,
         }
     }
 

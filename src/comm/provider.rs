@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::bootstrap::{Bootstrap, BootstrapError};
+use crate::bootstrap::{Bootstrap, BootstrapError, NodeMap, NodeSource};
 use crate::fabric::{Hints, Info};
 use crate::plan::CostModel;
 use crate::transport::{Card, CardSource, Opened, Transport};
@@ -13,16 +13,17 @@ use super::{CommError, Config, Job, Result};
 /// The key under which each rank publishes its provider and card.
 const CARD_KEY: &str = "card";
 
-/// A connected transport, the α-β model for its provider, and how many of the other ranks'
-/// cards were read at start.
+/// A connected transport, the α-β model for its provider, the job's node map, and how many of
+/// the other ranks' cards were read at start.
 pub(super) struct Connected {
     pub transport: Transport,
+    pub nodes: NodeMap,
     pub model: CostModel,
     pub cards_at_start: usize,
 }
 
-/// Connects the ranks of `job`: chooses the provider, opens this rank's endpoint and
-/// publishes its address card. Where the key-value space keeps every rank's data on this node
+/// Connects the ranks of `job`: learns the node of every rank (see [`Bootstrap::node_map`]),
+/// chooses the provider, opens this rank's endpoint and publishes its address card. Where the key-value space keeps every rank's data on this node
 /// after the fence, every card is read now; elsewhere (PMI-1 and PMI-2 outside Slurm, where
 /// each get is a request to the launcher's one server) a peer's card is fetched when an
 /// operation first writes to it, and so it is in jobs whose key-value space lives in this
@@ -30,17 +31,21 @@ pub(super) struct Connected {
 pub(super) fn connect(job: &Arc<Job>, config: &Config) -> Result<Connected> {
     let mut bootstrap = job.lock();
     let (rank, size) = (bootstrap.rank(), bootstrap.size());
-    // At most two key-value exchanges: the hosts, unless the launcher tells how many nodes
-    // the job spans or nothing depends on it (the provider is configured and not pinned to
-    // loopback), then each rank's provider with its card.
-    let one_host = match bootstrap.nodes() {
-        Some(nodes) => nodes == 1,
-        None if config.provider.is_some() && !config.loopback => false,
-        None => {
-            let hosts = bootstrap.exchange("host", hostname().as_bytes())?;
-            hosts.iter().all(|h| *h == hosts[0])
-        }
+    // At most two key-value exchanges: the hosts, unless the launcher tells the node of
+    // every rank, then each rank's provider with its card. Where the provider does not
+    // depend on the nodes (configured and not pinned to loopback), the hosts go with the
+    // cards' fence instead of one of their own.
+    let launcher_map = match config.node_map {
+        NodeSource::Launcher => bootstrap.launcher_node_map(),
+        NodeSource::Hosts => None,
     };
+    let hosts_with_cards = launcher_map.is_none() && config.provider.is_some() && !config.loopback;
+    let early = match launcher_map {
+        Some(map) => Some(map),
+        None if hosts_with_cards => None,
+        None => Some(bootstrap.node_map(NodeSource::Hosts)?),
+    };
+    let one_host = early.as_ref().is_some_and(|map| map.nodes() == 1);
     let info = choose_provider(config, one_host)?;
     let ours = info.provider();
     let model = config.model_for(&ours);
@@ -53,9 +58,16 @@ pub(super) fn connect(job: &Arc<Job>, config: &Config) -> Result<Connected> {
     mine.extend_from_slice(name);
     mine.extend_from_slice(&card);
     let read_all = bootstrap.gets_are_local() && !matches!(bootstrap.kind(), "memory" | "oob");
+    if hosts_with_cards {
+        bootstrap.publish_host()?;
+    }
     if !read_all {
         bootstrap.put_bytes(&Bootstrap::rank_key(rank, CARD_KEY), &mine)?;
         bootstrap.fence()?;
+        let nodes = match early {
+            Some(map) => map,
+            None => bootstrap.read_host_map()?,
+        };
         drop(bootstrap);
         let source = KeyValueCards {
             job: Arc::clone(job),
@@ -65,6 +77,7 @@ pub(super) fn connect(job: &Arc<Job>, config: &Config) -> Result<Connected> {
         return Ok(Connected {
             transport: opened.connect_lazily(Box::new(source), config.deadline)?,
             model,
+            nodes,
             cards_at_start: 0,
         });
     }
@@ -74,9 +87,14 @@ pub(super) fn connect(job: &Arc<Job>, config: &Config) -> Result<Connected> {
         .enumerate()
         .map(|(r, entry)| read_card(r, entry, name))
         .collect::<Result<Vec<Card>>>()?;
+    let nodes = match early {
+        Some(map) => map,
+        None => bootstrap.read_host_map()?,
+    };
     Ok(Connected {
         transport: opened.connect(&cards, config.deadline)?,
         model,
+        nodes,
         cards_at_start: size - 1,
     })
 }
@@ -152,13 +170,6 @@ impl CardSource for KeyValueCards {
             }
         }
     }
-}
-
-/// This host's name, to tell whether all ranks share one node.
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_default()
 }
 
 /// The provider: the configured one, else `shm` when every rank is on this host, else the

@@ -106,12 +106,17 @@ impl Communicator {
                 .iter()
                 .map(|&r| Card::from_bytes(&cards[offsets[r]..offsets[r] + lengths[r]]))
                 .collect::<std::result::Result<Vec<_>, _>>()?;
+            // The group's ranks are ranks here and this rank is one of them (`place`).
+            let nodes = place
+                .and_then(|(rank, _)| self.nodes.restrict(&group, rank))
+                .ok_or_else(|| argument("split", "the new group's node map".into()))?;
             let transport = opened.connect(&cards, self.transport.deadline())?;
             Ok(Some(Communicator::new(
                 transport,
                 Arc::clone(&self.job),
                 self.config.clone(),
                 self.model,
+                nodes,
             )))
         })();
         // Every rank learns whether all others joined their new communicator, so that none

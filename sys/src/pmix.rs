@@ -30,6 +30,8 @@ pub const KEY_JOB_SIZE: &str = "pmix.job.size";
 pub const KEY_APPNUM: &str = "pmix.appnum";
 /// `PMIX_NUM_NODES`: number of nodes the job spans (uint32).
 pub const KEY_NUM_NODES: &str = "pmix.num.nodes";
+/// `PMIX_NODEID`: the node a process runs on (uint32, process-level).
+pub const KEY_NODEID: &str = "pmix.nodeid";
 
 const TYPE_BOOL: u16 = 1;
 const TYPE_SIZE: u16 = 4;
@@ -304,7 +306,30 @@ impl Pmix {
         key: &str,
         timeout_seconds: u32,
     ) -> Result<u64, Status> {
-        self.get(namespace, rank, key, timeout_seconds, false, |value| {
+        self.number(namespace, rank, key, timeout_seconds, false)
+    }
+
+    /// [`Pmix::get_number`] from the local store only (`PMIX_OPTIONAL`): for data the server
+    /// hands every process at start, where a missing value is not worth a wait.
+    pub fn get_local_number(
+        &self,
+        namespace: &str,
+        rank: u32,
+        key: &str,
+        timeout_seconds: u32,
+    ) -> Result<u64, Status> {
+        self.number(namespace, rank, key, timeout_seconds, true)
+    }
+
+    fn number(
+        &self,
+        namespace: &str,
+        rank: u32,
+        key: &str,
+        timeout_seconds: u32,
+        local_only: bool,
+    ) -> Result<u64, Status> {
+        self.get(namespace, rank, key, timeout_seconds, local_only, |value| {
             // SAFETY: `value` points to a valid pmix_value_t returned by PMIx_Get; each arm
             // reads the union member its type names.
             unsafe {
