@@ -416,8 +416,9 @@ impl Bootstrap {
 
     /// How many nodes the job spans, where the launcher says so: PMIx's job data, a Slurm
     /// step's `SLURM_STEP_NUM_NODES`, the `PMI_process_mapping` of a PMI-1 or PMI-2 server
-    /// (Hydra, `circulant run`); 1 for a singleton and for an in-memory job, whose ranks are
-    /// threads of one process. None elsewhere (out-of-band jobs, servers without a mapping).
+    /// (Hydra, `circulant run`); 1 for a singleton and for an in-memory job without host
+    /// names, whose ranks are threads of one process. None elsewhere (out-of-band jobs,
+    /// servers without a mapping). [`Bootstrap::node_map`] gives the node of every rank.
     pub fn nodes(&self) -> Option<usize> {
         self.backend.nodes()
     }
