@@ -10,7 +10,9 @@ use std::os::unix::net::UnixStream;
 use std::thread;
 use std::time::Duration;
 
-use circulant::bootstrap::{Bootstrap, BootstrapError, BootstrapOptions, ServerAddress};
+use circulant::bootstrap::{
+    Bootstrap, BootstrapError, BootstrapOptions, NodeSource, ServerAddress,
+};
 use common::{bin, circulant, run};
 
 /// What the fake server does after reading one request line.
@@ -701,4 +703,92 @@ fn the_process_mapping_gives_the_node_count() {
             "{seen:?}"
         );
     }
+}
+
+/// A start-up whose server keeps `mapping` as its `PMI_process_mapping`.
+fn startup_with_mapping(mapping: &str) -> Vec<Step> {
+    let mut steps = startup();
+    steps.pop();
+    steps.push(Step::Reply(
+        "get",
+        format!("cmd=get_result rc=0 msg=success value={mapping}\n").into_bytes(),
+    ));
+    steps
+}
+
+/// Rank 1 of 5 at the fake server `address`.
+fn connect_rank_1_of_5(address: &str) -> Bootstrap {
+    let endpoint = ServerAddress::Port {
+        address: address.to_owned(),
+        id: None,
+    };
+    Bootstrap::connect(
+        &endpoint,
+        Some("1".into()),
+        Some("5".into()),
+        &options(5000),
+    )
+    .expect("start-up")
+}
+
+#[test]
+fn the_servers_mapping_gives_the_node_of_every_rank_without_an_exchange() {
+    for (mapping, want) in [
+        // Round robin over three nodes.
+        ("(vector,(0,3,1))", [0, 1, 2, 0, 1]),
+        // Uneven blocks: 2 + 2 + 1.
+        ("(vector,(0,2,2),(2,1,1))", [0, 0, 1, 1, 2]),
+        // Every rank on one node, as circulant run and Hydra on one host say.
+        ("(vector,(0,1,5))", [0; 5]),
+    ] {
+        let (address, server) = fake_server(startup_with_mapping(mapping));
+        let mut boot = connect_rank_1_of_5(&address);
+        let map = boot.node_map(NodeSource::Launcher).expect("node map");
+        assert_eq!(map.node_of_each(), want, "{mapping}");
+        assert_eq!(map.node(), want[1], "{mapping}");
+        assert_eq!(boot.nodes(), Some(map.nodes()), "{mapping}");
+        drop(boot);
+        // Nothing after the mapping's get: no host exchange.
+        let seen = server.join().expect("server");
+        assert!(
+            seen.last()
+                .is_some_and(|l| l.contains("key=PMI_process_mapping")),
+            "{seen:?}"
+        );
+    }
+}
+
+#[test]
+fn without_a_mapping_the_ranks_exchange_their_host_names() {
+    let mut steps = startup();
+    steps.push(reply("put", "cmd=put_result rc=0 msg=success\n"));
+    steps.push(reply("barrier_in", "cmd=barrier_out rc=0\n"));
+    // Hosts "n1" and "n2" as put_bytes writes them, then "n1" again: rank 2 shares rank 0's.
+    for host in ["h6e31", "h6e32", "h6e31"] {
+        steps.push(Step::Reply(
+            "get",
+            format!("cmd=get_result rc=0 msg=success value={host}\n").into_bytes(),
+        ));
+    }
+    let (address, server) = fake_server(steps);
+    let endpoint = ServerAddress::Port { address, id: None };
+    let mut boot = Bootstrap::connect(
+        &endpoint,
+        Some("1".into()),
+        Some("3".into()),
+        &options(5000),
+    )
+    .expect("start-up");
+    assert_eq!(boot.launcher_node_map(), None);
+    let map = boot.node_map(NodeSource::Launcher).expect("node map");
+    assert_eq!(map.node_of_each(), [0, 1, 0]);
+    assert_eq!((map.node(), map.local_ranks()), (1, &[1][..]));
+    drop(boot);
+    let seen = server.join().expect("server");
+    assert!(
+        seen.iter()
+            .any(|l| l.starts_with("cmd=put") && l.contains("key=host@1")),
+        "{seen:?}"
+    );
+    assert!(seen.iter().any(|l| l.contains("key=host@2")), "{seen:?}");
 }
