@@ -13,6 +13,9 @@
 //! (a message starts when the data it carries is held and the sender's and receiver's ports are
 //! free).
 //!
+//! [`links::node_links`] counts the bytes that cross each node's link for a placement of the
+//! ranks on nodes.
+//!
 //! [`simulate`] posts one write per piece; [`simulate_merged`] posts the merged writes of
 //! [`crate::plan::merge`] for given limits, gathering each from its local segments and
 //! scattering it over its remote segments, and counts arrivals against what each target
@@ -20,6 +23,7 @@
 
 pub mod cases;
 pub mod data;
+pub mod links;
 
 use std::collections::BTreeMap;
 
