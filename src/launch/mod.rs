@@ -8,13 +8,14 @@
 //! (`PR_SET_PDEATHSIG`), and its guardian ([`guard`]) removes what they leave in `/dev/shm`.
 
 mod guardian;
+mod output;
+mod report;
 mod server;
 
 use std::ffi::OsString;
-use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Mutex, OnceLock};
@@ -27,6 +28,9 @@ use thiserror::Error;
 
 use guardian::Guardian;
 pub use guardian::{guard, GuardianCommand, GUARD_LIMIT};
+use output::forward;
+pub use output::OUTPUT_CHUNK;
+pub use report::{JobOutcome, JobReport, RankReport, Termination};
 pub use server::{BarrierStall, PmiPhase, PmiRequests, KEY_MAX, KVSNAME_MAX, VALUE_MAX};
 use server::{PmiEvent, PmiServer};
 
@@ -131,209 +135,6 @@ pub enum LaunchError {
     #[error("cannot draw the job's random authentication key")]
     /// The job's authentication key could not be drawn.
     AuthKey(#[source] std::io::Error),
-}
-
-/// How a process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Termination {
-    /// Exited with this status.
-    Exited(i32),
-    /// Was killed by this signal.
-    Signaled(i32),
-}
-
-impl From<ExitStatus> for Termination {
-    fn from(status: ExitStatus) -> Self {
-        match (status.code(), status.signal()) {
-            (Some(code), _) => Termination::Exited(code),
-            (None, Some(signal)) => Termination::Signaled(signal),
-            // Neither code nor signal is only possible for stopped processes, which wait()
-            // does not report.
-            (None, None) => Termination::Exited(-1),
-        }
-    }
-}
-
-impl std::fmt::Display for Termination {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Termination::Exited(code) => write!(f, "exited with code {code}"),
-            Termination::Signaled(signal) => {
-                write!(f, "was killed by signal {signal}")?;
-                match signal_name(*signal) {
-                    Some(name) => write!(f, " ({name})"),
-                    None => Ok(()),
-                }
-            }
-        }
-    }
-}
-
-/// Why the job ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum JobOutcome {
-    /// Every rank exited with status 0 after PMI finalize.
-    Succeeded,
-    /// The first rank seen to fail.
-    RankFailed {
-        /// The rank.
-        rank: usize,
-        /// How it ended.
-        termination: Termination,
-    },
-    /// A rank exited with status 0 after PMI init but without finalize: its peers can never
-    /// complete a barrier with it.
-    NoFinalize {
-        /// The rank.
-        rank: usize,
-    },
-    /// A rank called PMI abort.
-    Aborted {
-        /// The rank.
-        rank: usize,
-        /// The code it gave to abort.
-        code: i32,
-    },
-    /// A rank spoke something other than PMI-1 on its channel.
-    PmiProtocol {
-        /// The rank.
-        rank: usize,
-        /// What it sent.
-        detail: String,
-    },
-    /// The job ran longer than its timeout.
-    TimedOut {
-        /// The timeout.
-        after: Duration,
-        /// The ranks still running then.
-        running: Vec<usize>,
-    },
-    /// SIGINT, SIGTERM or SIGHUP.
-    Interrupted,
-}
-
-/// One rank at the end of the job.
-#[derive(Debug, Clone)]
-pub struct RankReport {
-    /// Process id.
-    pub pid: u32,
-    /// How it ended.
-    pub termination: Termination,
-    /// How far it came in PMI.
-    pub pmi: PmiPhase,
-    /// The PMI requests it made.
-    pub requests: PmiRequests,
-}
-
-/// The end of a job: its outcome and every rank's.
-#[derive(Debug, Clone)]
-pub struct JobReport {
-    /// Why the job ended.
-    pub outcome: JobOutcome,
-    /// Every rank, by rank.
-    pub ranks: Vec<RankReport>,
-    /// The PMI barrier the job was stuck in, if it was.
-    pub barrier_stall: Option<BarrierStall>,
-}
-
-impl JobReport {
-    /// The launcher's exit status: 0 on success; the failing rank's exit code, or 128 + its
-    /// signal; the code of a PMI abort; 124 on timeout (as timeout(1)); 128 + the signal that
-    /// interrupted the launcher; 1 otherwise.
-    pub fn exit_code(&self) -> u8 {
-        let clamp = |code: i32| u8::try_from(code).ok().filter(|c| *c != 0).unwrap_or(1);
-        match &self.outcome {
-            JobOutcome::Succeeded => 0,
-            JobOutcome::RankFailed { termination, .. } => match termination {
-                Termination::Exited(code) => clamp(*code),
-                Termination::Signaled(signal) => clamp(128 + signal),
-            },
-            JobOutcome::Aborted { code, .. } => clamp(*code),
-            JobOutcome::NoFinalize { .. } | JobOutcome::PmiProtocol { .. } => 1,
-            JobOutcome::TimedOut { .. } => 124,
-            JobOutcome::Interrupted => 130,
-        }
-    }
-
-    /// A sentence on why the job failed, with the PMI state of ranks that might explain it;
-    /// `None` on success.
-    pub fn failure(&self) -> Option<String> {
-        let mut text = match &self.outcome {
-            JobOutcome::Succeeded => return None,
-            JobOutcome::RankFailed { rank, termination } => {
-                format!("rank {rank} {termination}; stopped the other ranks")
-            }
-            JobOutcome::NoFinalize { rank } => format!(
-                "rank {rank} exited after PMI init without PMI finalize; stopped the other ranks"
-            ),
-            JobOutcome::Aborted { rank, code } => {
-                format!("rank {rank} aborted the job with code {code}")
-            }
-            JobOutcome::PmiProtocol { rank, detail } => {
-                format!("rank {rank} broke the PMI protocol: {detail}; stopped the job")
-            }
-            JobOutcome::TimedOut { after, running } => format!(
-                "job timed out after {:.1} s; stopped ranks {}",
-                after.as_secs_f64(),
-                join(running)
-            ),
-            JobOutcome::Interrupted => {
-                "interrupted (SIGINT, SIGTERM or SIGHUP); stopped all ranks".to_owned()
-            }
-        };
-        // When the failing rank had been waiting in a barrier (and gave up), or the job was
-        // stopped from outside, name the ranks that never came to that barrier.
-        let failed_rank = match &self.outcome {
-            JobOutcome::RankFailed { rank, .. }
-            | JobOutcome::NoFinalize { rank }
-            | JobOutcome::Aborted { rank, .. }
-            | JobOutcome::PmiProtocol { rank, .. } => Some(*rank),
-            _ => None,
-        };
-        let stall = self
-            .barrier_stall
-            .as_ref()
-            .filter(|stall| failed_rank.map_or(true, |rank| stall.waiting.contains(&rank)));
-        if let Some(stall) = stall {
-            let absent: Vec<String> = stall
-                .absent
-                .iter()
-                .map(|(rank, phase)| format!("rank {rank} ({phase})"))
-                .collect();
-            let waiting = match stall.waiting.as_slice() {
-                [one] => format!("rank {one} was"),
-                many => format!("ranks {} were", join(many)),
-            };
-            text.push_str(&format!(
-                "; {waiting} waiting in the PMI barrier for {}",
-                absent.join(", ")
-            ));
-        }
-        Some(text)
-    }
-}
-
-fn join(ranks: &[usize]) -> String {
-    let names: Vec<String> = ranks.iter().map(|r| r.to_string()).collect();
-    names.join(", ")
-}
-
-fn signal_name(signal: i32) -> Option<&'static str> {
-    Some(match signal {
-        1 => "SIGHUP",
-        2 => "SIGINT",
-        3 => "SIGQUIT",
-        4 => "SIGILL",
-        6 => "SIGABRT",
-        7 => "SIGBUS",
-        8 => "SIGFPE",
-        9 => "SIGKILL",
-        11 => "SIGSEGV",
-        13 => "SIGPIPE",
-        14 => "SIGALRM",
-        15 => "SIGTERM",
-        _ => return None,
-    })
 }
 
 enum Event {
@@ -735,104 +536,6 @@ fn kill_group(pid: u32, signal: Signal) {
     }
 }
 
-/// Most bytes of a rank's output held at once: a longer line is forwarded in pieces.
-pub const OUTPUT_CHUNK: usize = 64 * 1024;
-
-/// Copies a rank's output to ours line by line, so that lines of different ranks do not mix.
-fn forward(
-    source: impl Read + Send + 'static,
-    rank: usize,
-    tag: bool,
-    to_stderr: bool,
-    drained: Sender<()>,
-) {
-    thread::spawn(move || {
-        let prefix = format!("[{rank}] ");
-        let prefix = tag.then_some(prefix.as_str());
-        let mut lines = Chunker::new(source, OUTPUT_CHUNK);
-        // Write errors (a closed pipe downstream) are ignored: the rank's output must still be
-        // drained so that it never blocks on a full pipe.
-        while let Some(piece) = lines.next_piece() {
-            let _ = if to_stderr {
-                write_piece(&mut std::io::stderr().lock(), prefix, piece)
-            } else {
-                write_piece(&mut std::io::stdout().lock(), prefix, piece)
-            };
-        }
-        let _ = drained.send(());
-    });
-}
-
-/// Splits a stream into lines of at most `limit` bytes: a longer line comes in pieces of
-/// `limit` bytes, so that memory stays bounded whatever a rank writes.
-struct Chunker<R> {
-    source: R,
-    buffer: Vec<u8>,
-    /// Bytes at the front of `buffer` already handed out.
-    consumed: usize,
-    limit: usize,
-    ended: bool,
-}
-
-impl<R: Read> Chunker<R> {
-    fn new(source: R, limit: usize) -> Self {
-        Chunker {
-            source,
-            buffer: Vec::with_capacity(limit),
-            consumed: 0,
-            limit: limit.max(1),
-            ended: false,
-        }
-    }
-
-    /// The next line (with its `\n`), piece of a long line, or unterminated last bytes; `None`
-    /// at the end of the stream (or on a read error).
-    fn next_piece(&mut self) -> Option<&[u8]> {
-        self.buffer.drain(..self.consumed);
-        self.consumed = 0;
-        loop {
-            let end = self.buffer.iter().position(|&c| c == b'\n').map(|i| i + 1);
-            let take = match end {
-                Some(end) => Some(end),
-                None if self.buffer.len() >= self.limit => Some(self.limit),
-                None if self.ended && !self.buffer.is_empty() => Some(self.buffer.len()),
-                None if self.ended => return None,
-                None => None,
-            };
-            if let Some(take) = take {
-                self.consumed = take;
-                return Some(&self.buffer[..take]);
-            }
-            let start = self.buffer.len();
-            self.buffer.resize(self.limit, 0);
-            match self.source.read(&mut self.buffer[start..]) {
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
-                    self.buffer.truncate(start)
-                }
-                Ok(0) | Err(_) => {
-                    self.buffer.truncate(start);
-                    self.ended = true;
-                }
-                Ok(n) => self.buffer.truncate(start + n),
-            }
-        }
-    }
-}
-
-/// Writes one piece of a rank's output; with a prefix every piece becomes a line of its own.
-fn write_piece(out: &mut impl Write, prefix: Option<&str>, piece: &[u8]) -> std::io::Result<()> {
-    if let Some(prefix) = prefix {
-        out.write_all(prefix.as_bytes())?;
-        out.write_all(piece)?;
-        if !piece.ends_with(b"\n") {
-            out.write_all(b"\n")?;
-        }
-    } else {
-        out.write_all(piece)?;
-    }
-    out.flush()
-}
-
 /// The spec with a random per-job authentication key for the ranks (providers that support
 /// keys let only endpoints with the job's key reach each other), unless the launcher's
 /// environment or the spec already sets one.
@@ -844,35 +547,4 @@ fn with_auth_key(spec: &JobSpec) -> Result<JobSpec, LaunchError> {
         spec.env.push((var.into(), key.into()));
     }
     Ok(spec)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::collection::vec;
-    use proptest::prelude::*;
-
-    proptest! {
-        #[test]
-        fn output_pieces_are_bounded_and_keep_every_byte(
-            bytes in vec(prop_oneof![Just(b'\n'), any::<u8>()], 0..3000),
-            limit in 1usize..500,
-        ) {
-            let mut chunker = Chunker::new(&bytes[..], limit);
-            let mut all = Vec::new();
-            let mut short_unterminated = 0;
-            while let Some(piece) = chunker.next_piece() {
-                prop_assert!(!piece.is_empty() && piece.len() <= limit);
-                match piece.iter().position(|&c| c == b'\n') {
-                    Some(i) => prop_assert_eq!(i, piece.len() - 1),
-                    None if piece.len() < limit => short_unterminated += 1,
-                    None => {}
-                }
-                all.extend_from_slice(piece);
-            }
-            // Only the last piece may be cut short without a line end.
-            prop_assert!(short_unterminated <= 1);
-            prop_assert_eq!(all, bytes);
-        }
-    }
 }
