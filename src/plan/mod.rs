@@ -37,6 +37,7 @@ pub mod bounds;
 pub mod circulant;
 pub mod distribution;
 pub mod intergroup;
+pub mod layout;
 pub mod merge;
 pub mod probe;
 pub mod reduce;
@@ -47,6 +48,7 @@ pub mod roundrobin;
 pub mod scan;
 pub mod tree;
 
+pub use layout::{Layout, LevelCosts};
 pub use reduce::{Dtype, ReduceOp, Reduction};
 
 /// The buffers a rank works on. Final results are always in `Recv`.
