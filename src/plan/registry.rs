@@ -7,6 +7,7 @@ use super::barrier::DisseminationBarrier;
 use super::circulant::{
     Blocking, CirculantAllgather, CirculantAllgatherv, CirculantBroadcast, CirculantCensus,
 };
+use super::hierarchical::{HierAllgatherv, HierAllreduce, HierBarrier, HierBroadcast, HierReduce};
 use super::intergroup::{IntergroupAllgatherv, RootGathering};
 use super::ring::PipelinedRingAllgatherv;
 use super::rootedv::{BinomialGatherv, BinomialScatterv, LinearGatherv, LinearScatterv};
@@ -15,7 +16,7 @@ use super::scan::HypercubeScan;
 use super::tree::{
     BinomialBroadcast, BinomialGather, BinomialReduce, BinomialScatter, ScatterAllgatherBroadcast,
 };
-use super::{Algorithm, CostModel, PlanError, Problem};
+use super::{Algorithm, CostModel, Layout, LevelCosts, PlanError, Problem};
 
 type Make = fn(&Problem, &CostModel) -> Result<Box<dyn Algorithm>, PlanError>;
 
@@ -104,6 +105,75 @@ pub fn applicable(
     let mut out = Vec::new();
     for (_, make) in ALL {
         match make(problem, model) {
+            Ok(a) => out.push(a),
+            Err(PlanError::WrongCollective { .. } | PlanError::Unsupported { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
+}
+
+type MakeOn = fn(&Problem, &Layout, &LevelCosts) -> Result<Box<dyn Algorithm>, PlanError>;
+
+/// The node-aware algorithms ([`super::hierarchical`]): planned for a layout of ranks on nodes,
+/// applicable where several nodes hold several ranks.
+pub const NODE_AWARE: &[(&str, MakeOn)] = &[
+    (HierBroadcast::NAME, |p, l, c| {
+        boxed(HierBroadcast::plan(p, l, c))
+    }),
+    (HierAllgatherv::NAME, |p, l, c| match p {
+        Problem::Allgatherv { .. } => boxed(HierAllgatherv::plan(p, l, c)),
+        _ => Err(PlanError::WrongCollective {
+            algorithm: HierAllgatherv::NAME,
+            collective: "allgatherv",
+        }),
+    }),
+    (HierAllgatherv::ALLGATHER, |p, l, c| match p {
+        Problem::Allgather { .. } => boxed(HierAllgatherv::plan(p, l, c)),
+        _ => Err(PlanError::WrongCollective {
+            algorithm: HierAllgatherv::ALLGATHER,
+            collective: "allgather",
+        }),
+    }),
+    (HierReduce::NAME, |p, l, c| boxed(HierReduce::plan(p, l, c))),
+    (HierAllreduce::NAME, |p, l, c| {
+        boxed(HierAllreduce::plan(p, l, c))
+    }),
+    (HierBarrier::NAME, |p, l, c| {
+        boxed(HierBarrier::plan(p, l, c))
+    }),
+];
+
+/// The algorithm called `name` for `problem` on `layout`: a flat one (planned with the model
+/// across nodes) or a node-aware one.
+pub fn by_name_on(
+    name: &str,
+    problem: &Problem,
+    layout: &Layout,
+    costs: &LevelCosts,
+) -> Result<Box<dyn Algorithm>, PlanError> {
+    match NODE_AWARE.iter().find(|(n, _)| *n == name) {
+        Some((_, make)) => make(problem, layout, costs),
+        None => by_name(name, problem, &costs.across),
+    }
+}
+
+/// Every algorithm that solves `problem` on `layout`: the flat ones (block counts from the
+/// model across nodes where the layout has several nodes, else inside) and the node-aware
+/// ones. Errors only if the problem itself is invalid.
+pub fn applicable_on(
+    problem: &Problem,
+    layout: &Layout,
+    costs: &LevelCosts,
+) -> Result<Vec<Box<dyn Algorithm>>, PlanError> {
+    let flat = if layout.nodes() > 1 {
+        &costs.across
+    } else {
+        &costs.inside
+    };
+    let mut out = applicable(problem, flat)?;
+    for (_, make) in NODE_AWARE {
+        match make(problem, layout, costs) {
             Ok(a) => out.push(a),
             Err(PlanError::WrongCollective { .. } | PlanError::Unsupported { .. }) => {}
             Err(e) => return Err(e),

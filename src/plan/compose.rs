@@ -1,0 +1,738 @@
+//! Plans made of other plans: phases of algorithms run by groups of ranks, one after the other
+//! in round numbering but overlapping in time wherever the data allows.
+//!
+//! A [`Composite`] is a sequence of [`Phase`]s; a phase is a set of [`Group`]s on disjoint
+//! ranks, each running one algorithm on its members (sub-rank `i` is global rank
+//! `members[i]`). Each phase takes its own range of global round indices. A group's buffers
+//! are placed in the composite's buffers ([`Place`]: runs of bytes, so that the blocks of
+//! ranks that are not consecutive can be gathered into one sub-buffer), and each member gets
+//! a private range of the composite's scratch memory for the group's scratch.
+//!
+//! What makes the phases overlap is the dependency of each piece: a sub-plan's piece whose data
+//! it holds "from the start" is, in the composite, held once the earlier phases have produced
+//! it on this rank — at the round in which the last write or local step that produced those
+//! bytes completed. So a block a leader receives from another node moves on inside the node as
+//! soon as it has arrived, not after the whole message (the transport posts a transfer as soon
+//! as its data is held). A phase without data to wait for (barriers: signals) is marked
+//! `ordered`: each of its sends waits for everything this rank did in the earlier phases.
+//!
+//! The writes a rank expects are counted from its senders' mapped transfers (a piece may be
+//! split where a run of its source or destination ends), so a rank walks the sub-plans of the
+//! ranks that write to it in each phase.
+
+use std::collections::BTreeMap;
+
+use super::{
+    push_piece, Algorithm, Buf, BufferSizes, CostModel, Local, Piece, PlanError, Prediction,
+    Problem, RankPlan, Round,
+};
+
+/// One run of a placement: `len` bytes at offset `from` of the sub-buffer lie at offset `to`
+/// of the composite's buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Run {
+    from: usize,
+    to: usize,
+    len: usize,
+}
+
+/// Where one sub-buffer of a group member lies in the composite's buffers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Place {
+    buf: Buf,
+    /// Sorted by `from`, consecutive from 0.
+    runs: Vec<Run>,
+}
+
+impl Place {
+    /// `len` bytes at `offset` of `buf`.
+    pub fn at(buf: Buf, offset: usize, len: usize) -> Place {
+        Place {
+            buf,
+            runs: vec![Run {
+                from: 0,
+                to: offset,
+                len,
+            }],
+        }
+    }
+
+    /// Nothing: a sub-buffer the member does not use.
+    pub fn none(buf: Buf) -> Place {
+        Place::at(buf, 0, 0)
+    }
+
+    /// The sub-buffer made of these (offset, len) ranges of `buf`, in order; neighbouring
+    /// ranges are joined.
+    pub fn runs(buf: Buf, ranges: impl IntoIterator<Item = (usize, usize)>) -> Place {
+        let mut runs: Vec<Run> = Vec::new();
+        let mut from = 0;
+        for (to, len) in ranges {
+            if len == 0 {
+                continue;
+            }
+            match runs.last_mut() {
+                Some(last) if last.to + last.len == to => last.len += len,
+                _ => runs.push(Run { from, to, len }),
+            }
+            from += len;
+        }
+        Place { buf, runs }
+    }
+
+    /// Bytes of the sub-buffer.
+    pub fn len(&self) -> usize {
+        self.runs.last().map_or(0, |r| r.from + r.len)
+    }
+
+    /// Whether the sub-buffer holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// One past the last byte of the composite's buffer it covers.
+    fn end(&self) -> usize {
+        self.runs.iter().map(|r| r.to + r.len).max().unwrap_or(0)
+    }
+
+    /// The run holding sub offset `off`, and how many bytes of it are left from there.
+    fn locate(&self, off: usize) -> Result<(usize, usize), PlanError> {
+        let i = self.runs.partition_point(|r| r.from + r.len <= off);
+        match self.runs.get(i) {
+            Some(r) if r.from <= off => Ok((r.to + (off - r.from), r.from + r.len - off)),
+            _ => Err(PlanError::Unsupported {
+                algorithm: "composite",
+                reason: format!(
+                    "offset {off} lies beyond a {}-byte sub-buffer in {}",
+                    self.len(),
+                    self.buf
+                ),
+            }),
+        }
+    }
+
+    /// The composite ranges of sub range `[off, off + len)`, in order.
+    fn map(&self, mut off: usize, mut len: usize) -> Result<Vec<(usize, usize)>, PlanError> {
+        let mut out = Vec::new();
+        while len > 0 {
+            let (to, left) = self.locate(off)?;
+            let n = left.min(len);
+            out.push((to, n));
+            off += n;
+            len -= n;
+        }
+        Ok(out)
+    }
+}
+
+/// The places of one member's sub-buffers (its scratch is placed by the composite).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Places {
+    /// The sub-plan's `Send`.
+    pub send: Place,
+    /// The sub-plan's `Recv`.
+    pub recv: Place,
+}
+
+impl Places {
+    /// Send and receive buffers where they are, whole.
+    pub fn same(sizes: BufferSizes) -> Places {
+        Places {
+            send: Place::at(Buf::Send, 0, sizes.send),
+            recv: Place::at(Buf::Recv, 0, sizes.recv),
+        }
+    }
+}
+
+/// One algorithm run by some ranks.
+pub struct Group {
+    /// The algorithm, on `members.len()` ranks.
+    pub alg: Box<dyn Algorithm>,
+    /// Sub-rank i is global rank `members[i]`.
+    pub members: Vec<usize>,
+    /// Per member, where its sub-buffers lie.
+    pub places: Vec<Places>,
+}
+
+/// Groups on disjoint ranks, run in one range of rounds.
+pub struct Phase {
+    /// The groups.
+    pub groups: Vec<Group>,
+    /// Every send of the phase waits for all this rank did in earlier phases (for phases whose
+    /// order no data expresses, such as barriers' signals).
+    pub ordered: bool,
+}
+
+/// Where a rank is in a phase: group, sub-rank, and the scratch offset of its sub-scratch.
+#[derive(Clone, Copy, Debug)]
+struct Seat {
+    group: usize,
+    sub: usize,
+    scratch: usize,
+}
+
+/// A plan made of phases.
+pub struct Composite {
+    name: &'static str,
+    problem: Problem,
+    phases: Vec<Phase>,
+    /// Global index of each phase's round 0, and one past the last phase's rounds.
+    offsets: Vec<u32>,
+    /// Per phase, per global rank, its seat.
+    seats: Vec<Vec<Option<Seat>>>,
+    /// Per rank, its buffer sizes.
+    buffers: Vec<BufferSizes>,
+}
+
+/// The global index of a sub-plan round.
+fn global(offset: u32, round: u32) -> Result<u32, PlanError> {
+    offset.checked_add(round).ok_or(PlanError::Unsupported {
+        algorithm: "composite",
+        reason: "rounds do not fit the 32-bit round index".into(),
+    })
+}
+
+impl Composite {
+    /// The composite `name` solving `problem` with these phases. `scratch` gives each rank's
+    /// scratch bytes that the builder placed itself (sub-scratch goes after them).
+    pub fn new(
+        name: &'static str,
+        problem: Problem,
+        phases: Vec<Phase>,
+        scratch: impl Fn(usize) -> usize,
+    ) -> Result<Composite, PlanError> {
+        let p = problem.p();
+        let mut offsets = vec![0u32];
+        let mut seats = Vec::with_capacity(phases.len());
+        let mut buffers: Vec<BufferSizes> = (0..p)
+            .map(|r| BufferSizes {
+                scratch: scratch(r),
+                ..BufferSizes::default()
+            })
+            .collect();
+        // Groups that run the same algorithm on the same problem take the same rounds.
+        let mut lengths: std::collections::HashMap<(&'static str, Problem), u32> =
+            std::collections::HashMap::new();
+        for phase in &phases {
+            let mut seat = vec![None; p];
+            let mut length = 0u32;
+            for (g, group) in phase.groups.iter().enumerate() {
+                let sub_p = group.alg.problem().p();
+                if group.members.len() != sub_p || group.places.len() != sub_p {
+                    return Err(PlanError::CountsLength {
+                        expected: sub_p,
+                        got: group.members.len().min(group.places.len()),
+                    });
+                }
+                let key = (group.alg.name(), group.alg.problem().clone());
+                let rounds = match lengths.get(&key) {
+                    Some(&n) => n,
+                    None => {
+                        let n = rounds_of(group.alg.as_ref())?;
+                        lengths.insert(key, n);
+                        n
+                    }
+                };
+                length = length.max(rounds);
+                for (sub, (&rank, places)) in group.members.iter().zip(&group.places).enumerate() {
+                    let sizes = buffers
+                        .get_mut(rank)
+                        .ok_or(PlanError::RankOutOfRange { rank, p })?;
+                    if seat[rank].is_some() {
+                        return Err(PlanError::Unsupported {
+                            algorithm: name,
+                            reason: format!("rank {rank} is in two groups of one phase"),
+                        });
+                    }
+                    let own = group.alg.buffers(sub);
+                    if places.send.len() < own.send || places.recv.len() < own.recv {
+                        return Err(PlanError::Unsupported {
+                            algorithm: name,
+                            reason: format!("rank {rank}: a sub-buffer is placed too small"),
+                        });
+                    }
+                    seat[rank] = Some(Seat {
+                        group: g,
+                        sub,
+                        scratch: sizes.scratch,
+                    });
+                    sizes.scratch = sizes
+                        .scratch
+                        .checked_add(own.scratch)
+                        .ok_or(PlanError::Overflow)?;
+                    for place in [&places.send, &places.recv] {
+                        let end = place.end();
+                        match place.buf {
+                            Buf::Send => sizes.send = sizes.send.max(end),
+                            Buf::Recv => sizes.recv = sizes.recv.max(end),
+                            Buf::Scratch => sizes.scratch = sizes.scratch.max(end),
+                        }
+                    }
+                }
+            }
+            let last = offsets[offsets.len() - 1];
+            offsets.push(global(last, length)?);
+            seats.push(seat);
+        }
+        Ok(Composite {
+            name,
+            problem,
+            phases,
+            offsets,
+            seats,
+            buffers,
+        })
+    }
+
+    /// The phases.
+    pub fn phases(&self) -> &[Phase] {
+        &self.phases
+    }
+
+    /// Where sub-buffer `buf` of `rank` in phase `k` lies.
+    fn place(&self, k: usize, rank: usize, buf: Buf) -> Option<Place> {
+        let seat = self.seats[k][rank]?;
+        let group = &self.phases[k].groups[seat.group];
+        Some(match buf {
+            Buf::Send => group.places[seat.sub].send.clone(),
+            Buf::Recv => group.places[seat.sub].recv.clone(),
+            Buf::Scratch => Place::at(
+                Buf::Scratch,
+                seat.scratch,
+                group.alg.buffers(seat.sub).scratch,
+            ),
+        })
+    }
+
+    /// A transfer's pieces from `from` to `to` in phase `k`, in composite buffers: each piece
+    /// split where a run of its source or destination ends, neighbours joined as
+    /// [`push_piece`] does. `after` gives the dependency of a piece's composite source range.
+    fn map_pieces(
+        &self,
+        k: usize,
+        from: usize,
+        to: usize,
+        pieces: &[Piece],
+        mut after: impl FnMut(&Piece, Buf, usize, usize) -> Option<u32>,
+    ) -> Result<Vec<Piece>, PlanError> {
+        let mut out = Vec::new();
+        for piece in pieces {
+            let src = self
+                .place(k, from, piece.src)
+                .ok_or(missing(self.name, from))?;
+            let dst = self.place(k, to, piece.dst).ok_or(missing(self.name, to))?;
+            let srcs = src.map(piece.src_offset, piece.len)?;
+            let dsts = dst.map(piece.dst_offset, piece.len)?;
+            for (s_off, d_off, len) in zip_ranges(&srcs, &dsts) {
+                push_piece(
+                    &mut out,
+                    Piece {
+                        src: src.buf,
+                        src_offset: s_off,
+                        dst: dst.buf,
+                        dst_offset: d_off,
+                        len,
+                        after: after(piece, src.buf, s_off, len),
+                    },
+                );
+            }
+        }
+        Ok(out)
+    }
+
+    /// A local step of `rank` in phase `k`, in composite buffers, split where runs end;
+    /// copies onto themselves (a sub-plan copying its input into place where the composite
+    /// already placed it) are dropped.
+    fn map_local(&self, k: usize, rank: usize, step: &Local) -> Result<Vec<Local>, PlanError> {
+        let place = |b: Buf| self.place(k, rank, b).ok_or(missing(self.name, rank));
+        let mut out = Vec::new();
+        match *step {
+            Local::Copy {
+                src,
+                src_offset,
+                dst,
+                dst_offset,
+                len,
+            } => {
+                let (s, d) = (place(src)?, place(dst)?);
+                let srcs = s.map(src_offset, len)?;
+                let dsts = d.map(dst_offset, len)?;
+                for (so, dof, n) in zip_ranges(&srcs, &dsts) {
+                    if s.buf == d.buf && so == dof {
+                        continue;
+                    }
+                    out.push(Local::Copy {
+                        src: s.buf,
+                        src_offset: so,
+                        dst: d.buf,
+                        dst_offset: dof,
+                        len: n,
+                    });
+                }
+            }
+            Local::Combine {
+                reduction,
+                a,
+                b,
+                dst,
+                len,
+            } => {
+                let (pa, pb, pd) = (place(a.0)?, place(b.0)?, place(dst.0)?);
+                let ra = pa.map(a.1, len)?;
+                let rb = pb.map(b.1, len)?;
+                let rd = pd.map(dst.1, len)?;
+                for (ab, od, n) in zip_ranges(
+                    &zip_ranges(&ra, &rb)
+                        .iter()
+                        .map(|&(x, _, n)| (x, n))
+                        .collect::<Vec<_>>(),
+                    &rd,
+                ) {
+                    // `ab` is an offset in a's ranges; b runs alongside it.
+                    let ob = along(&ra, &rb, ab);
+                    out.push(Local::Combine {
+                        reduction,
+                        a: (pa.buf, ab),
+                        b: (pb.buf, ob),
+                        dst: (pd.buf, od),
+                        len: n,
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The plan of `rank`, every round built.
+    fn compose(&self, rank: usize) -> Result<(Vec<Local>, Vec<Round>), PlanError> {
+        let mut setup = Vec::new();
+        let mut rounds: BTreeMap<u32, Round> = BTreeMap::new();
+        let mut held = Held::default();
+        let mut last: Option<u32> = None;
+        for (k, phase) in self.phases.iter().enumerate() {
+            let Some(seat) = self.seats[k][rank] else {
+                continue;
+            };
+            let (offset, end) = (self.offsets[k], self.offsets[k + 1]);
+            let group = &phase.groups[seat.group];
+            let start = if phase.ordered { last } else { None };
+            let plan = group.alg.rank_plan(seat.sub)?;
+            let sub_rounds: Vec<Round> = plan.rounds.collect();
+
+            // Setup steps run once what they read is held.
+            for step in &plan.setup {
+                for local in self.map_local(k, rank, step)? {
+                    let at = held.reads(&local).max(start);
+                    match at {
+                        None => setup.push(local),
+                        Some(r) => rounds
+                            .entry(r)
+                            .or_insert_with(|| Round::new(r))
+                            .local
+                            .push(local),
+                    }
+                    held.writes(&local, at);
+                }
+            }
+
+            // What this rank's senders in the phase write to it, round by round.
+            let mut senders: Vec<usize> = sub_rounds
+                .iter()
+                .flat_map(|r| r.expects.iter().map(|e| e.from))
+                .collect();
+            senders.sort_unstable();
+            senders.dedup();
+            let mut arrivals: BTreeMap<u32, Vec<(usize, Piece)>> = BTreeMap::new();
+            for &from_sub in &senders {
+                let from = *group
+                    .members
+                    .get(from_sub)
+                    .ok_or(PlanError::RankOutOfRange {
+                        rank: from_sub,
+                        p: group.members.len(),
+                    })?;
+                for round in group.alg.rank_plan(from_sub)?.rounds {
+                    for t in round.sends.iter().filter(|t| t.to == seat.sub) {
+                        let index = global(offset, round.index)?;
+                        for piece in self.map_pieces(k, from, rank, &t.pieces, |_, _, _, _| None)? {
+                            arrivals.entry(index).or_default().push((from, piece));
+                        }
+                    }
+                }
+            }
+
+            // Sends wait for the data earlier phases produced; rounds are renumbered.
+            for sub in &sub_rounds {
+                let index = global(offset, sub.index)?;
+                debug_assert!(index < end, "a phase's rounds are counted at construction");
+                let out = rounds.entry(index).or_insert_with(|| Round::new(index));
+                for t in &sub.sends {
+                    let to = group.members[t.to];
+                    let pieces = self.map_pieces(
+                        k,
+                        rank,
+                        to,
+                        &t.pieces,
+                        |piece, buf, off, len| match piece.after {
+                            Some(i) => Some(offset + i),
+                            None => held.range(buf, off, len).max(start),
+                        },
+                    )?;
+                    if t.bytes() == 0 {
+                        // A signal: one empty write.
+                        out.signal(to);
+                        if let Some(last) = out.sends.last_mut() {
+                            last.pieces[0].after = t.pieces[0].after.map(|i| offset + i).or(start);
+                        }
+                    } else {
+                        out.send(to, pieces);
+                    }
+                }
+            }
+            // Signals of senders count as one write each.
+            for sub in &sub_rounds {
+                let index = global(offset, sub.index)?;
+                let out = rounds.entry(index).or_insert_with(|| Round::new(index));
+                let counted = arrivals.get(&index);
+                for e in &sub.expects {
+                    let from = group.members[e.from];
+                    let pieces =
+                        counted.map_or(0, |list| list.iter().filter(|(f, _)| *f == from).count());
+                    // An empty transfer is a signal of one write.
+                    out.expect(from, if pieces == 0 { e.writes } else { pieces });
+                }
+            }
+            for (&index, list) in &arrivals {
+                for (_, piece) in list {
+                    held.put(piece.dst, piece.dst_offset, piece.len, Some(index));
+                }
+            }
+            for sub in &sub_rounds {
+                let index = global(offset, sub.index)?;
+                for step in &sub.local {
+                    for local in self.map_local(k, rank, step)? {
+                        held.writes(&local, Some(index));
+                        rounds
+                            .entry(index)
+                            .or_insert_with(|| Round::new(index))
+                            .local
+                            .push(local);
+                    }
+                }
+            }
+            last = rounds.keys().next_back().copied().max(last);
+        }
+        let rounds = rounds.into_values().filter(|r| !r.is_empty()).collect();
+        Ok((setup, rounds))
+    }
+}
+
+/// One past the last round index of any rank's plan of `alg`.
+fn rounds_of(alg: &dyn Algorithm) -> Result<u32, PlanError> {
+    let mut end = 0u32;
+    for r in 0..alg.problem().p() {
+        if let Some(last) = alg.rank_plan(r)?.rounds.last() {
+            end = end.max(global(last.index, 1)?);
+        }
+    }
+    Ok(end)
+}
+
+fn missing(name: &'static str, rank: usize) -> PlanError {
+    PlanError::Unsupported {
+        algorithm: name,
+        reason: format!("rank {rank} has no place in a phase it sends in"),
+    }
+}
+
+/// Two lists of ranges of equal total length, cut where either ends: (a offset, b offset, len).
+fn zip_ranges(a: &[(usize, usize)], b: &[(usize, usize)]) -> Vec<(usize, usize, usize)> {
+    let mut out = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    let (mut ai, mut bj) = (0usize, 0usize);
+    while i < a.len() && j < b.len() {
+        let n = (a[i].1 - ai).min(b[j].1 - bj);
+        out.push((a[i].0 + ai, b[j].0 + bj, n));
+        ai += n;
+        bj += n;
+        if ai == a[i].1 {
+            i += 1;
+            ai = 0;
+        }
+        if bj == b[j].1 {
+            j += 1;
+            bj = 0;
+        }
+    }
+    out
+}
+
+/// The offset in `b` that lies as far into `b` as `at` lies into `a` (both lists of ranges of
+/// equal total length; `at` inside `a`).
+fn along(a: &[(usize, usize)], b: &[(usize, usize)], at: usize) -> usize {
+    let mut pos = 0;
+    for &(off, n) in a {
+        if at >= off && at < off + n {
+            pos += at - off;
+            break;
+        }
+        pos += n;
+    }
+    for &(off, n) in b {
+        if pos < n {
+            return off + pos;
+        }
+        pos -= n;
+    }
+    0
+}
+
+/// When each range of a rank's buffers was last produced in the composite: the round whose
+/// completion makes it held (`None`: held from the start).
+#[derive(Default)]
+struct Held {
+    /// Per buffer: (start, end, round), sorted by start, not overlapping.
+    ranges: [Vec<(usize, usize, u32)>; 3],
+}
+
+fn slot(buf: Buf) -> usize {
+    match buf {
+        Buf::Send => 0,
+        Buf::Recv => 1,
+        Buf::Scratch => 2,
+    }
+}
+
+impl Held {
+    /// The round after which all of `[off, off + len)` of `buf` is held.
+    fn range(&self, buf: Buf, off: usize, len: usize) -> Option<u32> {
+        let end = off + len;
+        self.ranges[slot(buf)]
+            .iter()
+            .filter(|&&(s, e, _)| s < end && off < e)
+            .map(|&(_, _, r)| r)
+            .max()
+    }
+
+    /// `[off, off + len)` of `buf` is produced at `round`.
+    fn put(&mut self, buf: Buf, off: usize, len: usize, round: Option<u32>) {
+        let Some(round) = round else {
+            return;
+        };
+        if len == 0 {
+            return;
+        }
+        let end = off + len;
+        let list = &mut self.ranges[slot(buf)];
+        let mut kept = Vec::with_capacity(list.len() + 2);
+        for &(s, e, r) in list.iter() {
+            if e <= off || s >= end {
+                kept.push((s, e, r));
+                continue;
+            }
+            if s < off {
+                kept.push((s, off, r));
+            }
+            if e > end {
+                kept.push((end, e, r));
+            }
+        }
+        kept.push((off, end, round));
+        kept.sort_unstable();
+        *list = kept;
+    }
+
+    /// The round after which what `step` reads is held.
+    fn reads(&self, step: &Local) -> Option<u32> {
+        match *step {
+            Local::Copy {
+                src,
+                src_offset,
+                len,
+                ..
+            } => self.range(src, src_offset, len),
+            Local::Combine { a, b, len, .. } => {
+                self.range(a.0, a.1, len).max(self.range(b.0, b.1, len))
+            }
+        }
+    }
+
+    /// `step` runs at `round`: what it writes is held then.
+    fn writes(&mut self, step: &Local, round: Option<u32>) {
+        match *step {
+            Local::Copy {
+                dst,
+                dst_offset,
+                len,
+                ..
+            } => self.put(dst, dst_offset, len, round),
+            Local::Combine { dst, len, .. } => self.put(dst.0, dst.1, len, round),
+        }
+    }
+}
+
+impl Algorithm for Composite {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn problem(&self) -> &Problem {
+        &self.problem
+    }
+    fn buffers(&self, rank: usize) -> BufferSizes {
+        self.buffers[rank]
+    }
+    fn setup(&self, rank: usize) -> Vec<Local> {
+        self.compose(rank).map(|(s, _)| s).unwrap_or_default()
+    }
+    fn rounds(&self, rank: usize) -> Box<dyn Iterator<Item = Round> + Send + '_> {
+        Box::new(
+            self.compose(rank)
+                .map(|(_, r)| r)
+                .unwrap_or_default()
+                .into_iter(),
+        )
+    }
+    fn predict(&self, model: &CostModel) -> Prediction {
+        let mut out = Prediction {
+            rounds: 0,
+            time: 0.0,
+        };
+        for phase in &self.phases {
+            let slowest = phase.groups.iter().map(|g| g.alg.predict(model)).fold(
+                Prediction {
+                    rounds: 0,
+                    time: 0.0,
+                },
+                |a, b| Prediction {
+                    rounds: a.rounds.max(b.rounds),
+                    time: a.time.max(b.time),
+                },
+            );
+            out.rounds += slowest.rounds;
+            out.time += slowest.time;
+        }
+        out
+    }
+    fn prepare(&self) -> Result<(), PlanError> {
+        for phase in &self.phases {
+            for group in &phase.groups {
+                group.alg.prepare()?;
+            }
+        }
+        Ok(())
+    }
+    fn rank_plan(&self, rank: usize) -> Result<RankPlan<'_>, PlanError> {
+        let p = self.problem.p();
+        if rank >= p {
+            return Err(PlanError::RankOutOfRange { rank, p });
+        }
+        self.prepare()?;
+        let (setup, rounds) = self.compose(rank)?;
+        Ok(RankPlan {
+            rank,
+            buffers: self.buffers[rank],
+            setup,
+            rounds: Box::new(rounds.into_iter()),
+        })
+    }
+}

@@ -1,0 +1,546 @@
+//! Node-aware collectives for ranks on several nodes: an intra-node phase, a phase among one
+//! leader rank per node, an intra-node phase ([`super::compose`]), so that the bytes crossing a
+//! node's link are what the collective needs there and no more (a broadcast brings m into each
+//! node once; an allgatherv brings in each node the blocks of the other nodes once).
+//!
+//! The leader of a node is its first rank, or the root on the root's node. Between nodes the
+//! circulant schedules run among the leaders (seed 000: broadcast, allgatherv), priced with
+//! the model across nodes; inside a node the phases are priced with the model inside it. The
+//! phases overlap block by block: a block a leader receives from another node moves on inside
+//! the node as soon as it has arrived. Any placement works: uneven nodes, ranks of a node that
+//! are not consecutive (round robin), nodes of one rank (which skip the intra-node phases).
+
+use super::barrier::DisseminationBarrier;
+use super::circulant::{Blocking, CirculantAllgatherv, CirculantBroadcast};
+use super::compose::{Composite, Group, Phase, Place, Places};
+use super::registry;
+use super::rootedv::{BinomialGatherv, LinearGatherv};
+use super::tree::BinomialReduce;
+use super::{
+    displacements, optimal_blocks, Algorithm, Buf, BufferSizes, CostModel, Layout, LevelCosts,
+    PlanError, Problem,
+};
+
+/// Blocks of the broadcasts inside a node: at least what the model inside asks for, and enough
+/// that a leader forwards a block soon after it arrives (up to 128 blocks of at least 32 KiB).
+fn inner_blocks(p: usize, bytes: usize, inside: &CostModel) -> usize {
+    optimal_blocks(p, bytes, inside)
+        .max((bytes / (32 << 10)).min(128))
+        .max(1)
+}
+
+/// The leader of every node: `root` on its node, else the node's first rank.
+fn leaders(layout: &Layout, root: Option<usize>) -> Vec<usize> {
+    (0..layout.nodes())
+        .map(|v| match root {
+            Some(r) if layout.node_of(r) == v => r,
+            _ => layout.ranks_on(v)[0],
+        })
+        .collect()
+}
+
+/// A node's ranks with its leader first.
+fn node_members(layout: &Layout, v: usize, leader: usize) -> Vec<usize> {
+    let mut m = vec![leader];
+    m.extend(layout.ranks_on(v).iter().copied().filter(|&r| r != leader));
+    m
+}
+
+/// Node-aware algorithms apply where nodes hold several ranks and there are several nodes.
+fn check(name: &'static str, problem: &Problem, layout: &Layout) -> Result<(), PlanError> {
+    problem.validate()?;
+    if layout.p() != problem.p() {
+        return Err(PlanError::CountsLength {
+            expected: problem.p(),
+            got: layout.p(),
+        });
+    }
+    if !layout.is_hierarchical() {
+        return Err(PlanError::Unsupported {
+            algorithm: name,
+            reason: "needs several nodes, some with several ranks".into(),
+        });
+    }
+    Ok(())
+}
+
+fn wrong(name: &'static str, collective: &'static str) -> PlanError {
+    PlanError::WrongCollective {
+        algorithm: name,
+        collective,
+    }
+}
+
+/// A broadcast among `members` (the first is the root) of `bytes` in the receive buffer.
+fn broadcast_group(members: Vec<usize>, bytes: usize, blocks: usize) -> Result<Group, PlanError> {
+    let k = members.len();
+    let alg = CirculantBroadcast::new(
+        &Problem::Broadcast {
+            p: k,
+            root: 0,
+            bytes,
+        },
+        Blocking::Fixed(blocks.max(1)),
+    )?;
+    let places = vec![
+        Places::same(BufferSizes {
+            send: 0,
+            recv: bytes,
+            scratch: 0
+        });
+        k
+    ];
+    Ok(Group {
+        alg: Box::new(alg),
+        members,
+        places,
+    })
+}
+
+/// Hierarchical circulant broadcast: the circulant n-block broadcast among the leaders, then
+/// inside every node from its leader, block by block as blocks arrive.
+pub struct HierBroadcast;
+
+impl HierBroadcast {
+    /// The algorithm's name.
+    pub const NAME: &'static str = "hier-circulant-bcast";
+
+    /// Plans `problem` on `layout`.
+    pub fn plan(
+        problem: &Problem,
+        layout: &Layout,
+        costs: &LevelCosts,
+    ) -> Result<Composite, PlanError> {
+        let &Problem::Broadcast { root, bytes, .. } = problem else {
+            return Err(wrong(Self::NAME, "broadcast"));
+        };
+        check(Self::NAME, problem, layout)?;
+        let lead = leaders(layout, Some(root));
+        let n = layout.nodes();
+        let across = optimal_blocks(n, bytes, &costs.across);
+        let mut top = broadcast_group(lead.clone(), bytes, across)?;
+        // The root's node is the broadcast's root among the leaders.
+        let root_node = layout.node_of(root);
+        top.alg = Box::new(CirculantBroadcast::new(
+            &Problem::Broadcast {
+                p: n,
+                root: root_node,
+                bytes,
+            },
+            Blocking::Fixed(across),
+        )?);
+        let mut inner = Vec::new();
+        for (v, &leader) in lead.iter().enumerate() {
+            let members = node_members(layout, v, leader);
+            if members.len() > 1 {
+                let blocks = inner_blocks(members.len(), bytes, &costs.inside).max(across);
+                inner.push(broadcast_group(members, bytes, blocks)?);
+            }
+        }
+        Composite::new(
+            Self::NAME,
+            problem.clone(),
+            vec![
+                Phase {
+                    groups: vec![top],
+                    ordered: false,
+                },
+                Phase {
+                    groups: inner,
+                    ordered: false,
+                },
+            ],
+            |_| 0,
+        )
+    }
+}
+
+/// Hierarchical circulant allgatherv: each node's blocks gathered at its leader, the circulant
+/// allgatherv among the leaders (each contributing its node's blocks), then everything
+/// broadcast inside every node from its leader as it arrives.
+pub struct HierAllgatherv;
+
+impl HierAllgatherv {
+    /// The algorithm's name.
+    pub const NAME: &'static str = "hier-circulant-allgatherv";
+    /// Its name for the regular allgather.
+    pub const ALLGATHER: &'static str = "hier-circulant-allgather";
+
+    /// Plans `problem` (an allgatherv, or an allgather as one with equal counts) on `layout`.
+    pub fn plan(
+        problem: &Problem,
+        layout: &Layout,
+        costs: &LevelCosts,
+    ) -> Result<Composite, PlanError> {
+        let (name, counts) = match problem {
+            Problem::Allgatherv { counts } => (Self::NAME, counts.clone()),
+            Problem::Allgather { p, block } => (Self::ALLGATHER, vec![*block; *p]),
+            _ => return Err(wrong(Self::NAME, "allgatherv")),
+        };
+        check(name, problem, layout)?;
+        let total: usize = counts.iter().sum();
+        let displs = displacements(&counts);
+        let slot = |r: usize| (displs[r], counts[r]);
+        let lead = leaders(layout, None);
+        let n = layout.nodes();
+
+        // 1. Gather each node's blocks at its leader, each block at its final place.
+        let mut gathers = Vec::new();
+        for (v, &leader) in lead.iter().enumerate() {
+            let members = node_members(layout, v, leader);
+            if members.len() < 2 {
+                continue;
+            }
+            let sub = Problem::Gatherv {
+                root: 0,
+                counts: members.iter().map(|&r| counts[r]).collect(),
+            };
+            let binomial = BinomialGatherv::new(&sub)?;
+            let linear = LinearGatherv::new(&sub)?;
+            let alg: Box<dyn Algorithm> =
+                if linear.predict(&costs.inside).time < binomial.predict(&costs.inside).time {
+                    Box::new(linear)
+                } else {
+                    Box::new(binomial)
+                };
+            let places = members
+                .iter()
+                .enumerate()
+                .map(|(i, &r)| Places {
+                    send: Place::at(Buf::Send, 0, counts[r]),
+                    recv: if i == 0 {
+                        Place::runs(Buf::Recv, members.iter().map(|&m| slot(m)))
+                    } else {
+                        Place::none(Buf::Recv)
+                    },
+                })
+                .collect();
+            gathers.push(Group {
+                alg,
+                members,
+                places,
+            });
+        }
+
+        // 2. The circulant allgatherv among the leaders: node v contributes its ranks' blocks.
+        let node_counts: Vec<usize> = (0..n)
+            .map(|v| layout.ranks_on(v).iter().map(|&r| counts[r]).sum())
+            .collect();
+        let all_runs: Vec<(usize, usize)> = (0..n)
+            .flat_map(|v| layout.ranks_on(v).iter().map(|&r| slot(r)))
+            .collect();
+        let top = CirculantAllgatherv::new(
+            &Problem::Allgatherv {
+                counts: node_counts,
+            },
+            Blocking::Model(costs.across),
+        )?;
+        let top_places = (0..n)
+            .map(|v| Places {
+                send: if layout.ranks_on(v).len() > 1 {
+                    Place::runs(Buf::Recv, layout.ranks_on(v).iter().map(|&r| slot(r)))
+                } else {
+                    Place::at(Buf::Send, 0, counts[lead[v]])
+                },
+                recv: Place::runs(Buf::Recv, all_runs.iter().copied()),
+            })
+            .collect();
+        let top = Group {
+            alg: Box::new(top),
+            members: lead.clone(),
+            places: top_places,
+        };
+
+        // 3. Everything to every rank of a node from its leader.
+        let mut spread = Vec::new();
+        for (v, &leader) in lead.iter().enumerate() {
+            let members = node_members(layout, v, leader);
+            if members.len() > 1 {
+                let blocks = inner_blocks(members.len(), total, &costs.inside);
+                spread.push(broadcast_group(members, total, blocks)?);
+            }
+        }
+        Composite::new(
+            name,
+            problem.clone(),
+            vec![
+                Phase {
+                    groups: gathers,
+                    ordered: false,
+                },
+                Phase {
+                    groups: vec![top],
+                    ordered: false,
+                },
+                Phase {
+                    groups: spread,
+                    ordered: false,
+                },
+            ],
+            |_| 0,
+        )
+    }
+}
+
+/// The intra-node reduction to each leader: its result in the leader's scratch (bytes
+/// `[0, bytes)`), or in `Send` for a node of one rank. Returns the groups and where each
+/// leader's partial result lies.
+fn reduce_to_leaders(
+    problem: &Problem,
+    layout: &Layout,
+    lead: &[usize],
+    bytes: usize,
+) -> Result<(Vec<Group>, Vec<Place>), PlanError> {
+    let (&Problem::Reduce { reduction, .. } | &Problem::Allreduce { reduction, .. }) = problem
+    else {
+        return Err(wrong("hier-reduce", "reduce"));
+    };
+    let mut groups = Vec::new();
+    let mut partial = Vec::new();
+    for (v, &leader) in lead.iter().enumerate() {
+        let members = node_members(layout, v, leader);
+        if members.len() < 2 {
+            partial.push(Place::at(Buf::Send, 0, bytes));
+            continue;
+        }
+        let k = members.len();
+        let alg = BinomialReduce::new(&Problem::Reduce {
+            p: k,
+            root: 0,
+            reduction,
+            bytes,
+        })?;
+        let places = (0..k)
+            .map(|i| Places {
+                send: Place::at(Buf::Send, 0, bytes),
+                recv: if i == 0 {
+                    Place::at(Buf::Scratch, 0, bytes)
+                } else {
+                    Place::none(Buf::Recv)
+                },
+            })
+            .collect();
+        partial.push(Place::at(Buf::Scratch, 0, bytes));
+        groups.push(Group {
+            alg: Box::new(alg),
+            members,
+            places,
+        });
+    }
+    Ok((groups, partial))
+}
+
+/// Scratch of the leaders that reduce their node's vectors first.
+fn leader_scratch(layout: &Layout, lead: &[usize], bytes: usize) -> Vec<usize> {
+    let mut scratch = vec![0; layout.p()];
+    for (v, &l) in lead.iter().enumerate() {
+        if layout.ranks_on(v).len() > 1 {
+            scratch[l] = bytes;
+        }
+    }
+    scratch
+}
+
+/// Hierarchical reduce: a binomial reduce inside each node to its leader, then among the
+/// leaders to the root.
+pub struct HierReduce;
+
+impl HierReduce {
+    /// The algorithm's name.
+    pub const NAME: &'static str = "hier-reduce";
+
+    /// Plans `problem` on `layout`.
+    pub fn plan(
+        problem: &Problem,
+        layout: &Layout,
+        _costs: &LevelCosts,
+    ) -> Result<Composite, PlanError> {
+        let &Problem::Reduce {
+            root,
+            reduction,
+            bytes,
+            ..
+        } = problem
+        else {
+            return Err(wrong(Self::NAME, "reduce"));
+        };
+        check(Self::NAME, problem, layout)?;
+        let lead = leaders(layout, Some(root));
+        let (inner, partial) = reduce_to_leaders(problem, layout, &lead, bytes)?;
+        let n = layout.nodes();
+        let top = BinomialReduce::new(&Problem::Reduce {
+            p: n,
+            root: layout.node_of(root),
+            reduction,
+            bytes,
+        })?;
+        let places = (0..n)
+            .map(|v| Places {
+                send: partial[v].clone(),
+                recv: if lead[v] == root {
+                    Place::at(Buf::Recv, 0, bytes)
+                } else {
+                    Place::none(Buf::Recv)
+                },
+            })
+            .collect();
+        let scratch = leader_scratch(layout, &lead, bytes);
+        Composite::new(
+            Self::NAME,
+            problem.clone(),
+            vec![
+                Phase {
+                    groups: inner,
+                    ordered: false,
+                },
+                Phase {
+                    groups: vec![Group {
+                        alg: Box::new(top),
+                        members: lead,
+                        places,
+                    }],
+                    ordered: false,
+                },
+            ],
+            |r| scratch[r],
+        )
+    }
+}
+
+/// Hierarchical allreduce: reduce inside each node to its leader, the allreduce among the
+/// leaders that the model across nodes prices fastest, then a broadcast inside each node.
+pub struct HierAllreduce;
+
+impl HierAllreduce {
+    /// The algorithm's name.
+    pub const NAME: &'static str = "hier-allreduce";
+
+    /// Plans `problem` on `layout`.
+    pub fn plan(
+        problem: &Problem,
+        layout: &Layout,
+        costs: &LevelCosts,
+    ) -> Result<Composite, PlanError> {
+        let &Problem::Allreduce {
+            reduction, bytes, ..
+        } = problem
+        else {
+            return Err(wrong(Self::NAME, "allreduce"));
+        };
+        check(Self::NAME, problem, layout)?;
+        let lead = leaders(layout, None);
+        let (inner, partial) = reduce_to_leaders(problem, layout, &lead, bytes)?;
+        let n = layout.nodes();
+        let sub = Problem::Allreduce {
+            p: n,
+            reduction,
+            bytes,
+        };
+        let top = registry::applicable(&sub, &costs.across)?
+            .into_iter()
+            .min_by(|a, b| {
+                a.predict(&costs.across)
+                    .time
+                    .total_cmp(&b.predict(&costs.across).time)
+            })
+            .ok_or(PlanError::Unsupported {
+                algorithm: Self::NAME,
+                reason: "no allreduce among the leaders".into(),
+            })?;
+        let places = (0..n)
+            .map(|v| Places {
+                send: partial[v].clone(),
+                recv: Place::at(Buf::Recv, 0, bytes),
+            })
+            .collect();
+        let mut spread = Vec::new();
+        for (v, &leader) in lead.iter().enumerate() {
+            let members = node_members(layout, v, leader);
+            if members.len() > 1 {
+                let blocks = optimal_blocks(members.len(), bytes, &costs.inside);
+                spread.push(broadcast_group(members, bytes, blocks)?);
+            }
+        }
+        let scratch = leader_scratch(layout, &lead, bytes);
+        Composite::new(
+            Self::NAME,
+            problem.clone(),
+            vec![
+                Phase {
+                    groups: inner,
+                    ordered: false,
+                },
+                Phase {
+                    groups: vec![Group {
+                        alg: top,
+                        members: lead,
+                        places,
+                    }],
+                    ordered: false,
+                },
+                Phase {
+                    groups: spread,
+                    ordered: false,
+                },
+            ],
+            |r| scratch[r],
+        )
+    }
+}
+
+/// Hierarchical barrier: a dissemination barrier inside each node, among the leaders, and
+/// inside each node again, each phase after the one before.
+pub struct HierBarrier;
+
+impl HierBarrier {
+    /// The algorithm's name.
+    pub const NAME: &'static str = "hier-barrier";
+
+    /// Plans `problem` on `layout`.
+    pub fn plan(
+        problem: &Problem,
+        layout: &Layout,
+        _costs: &LevelCosts,
+    ) -> Result<Composite, PlanError> {
+        if !matches!(problem, Problem::Barrier { .. }) {
+            return Err(wrong(Self::NAME, "barrier"));
+        }
+        check(Self::NAME, problem, layout)?;
+        let lead = leaders(layout, None);
+        let barrier = |members: Vec<usize>| -> Result<Group, PlanError> {
+            let k = members.len();
+            Ok(Group {
+                alg: Box::new(DisseminationBarrier::new(&Problem::Barrier { p: k })?),
+                places: vec![Places::same(BufferSizes::default()); k],
+                members,
+            })
+        };
+        let nodes = || -> Result<Vec<Group>, PlanError> {
+            lead.iter()
+                .enumerate()
+                .map(|(v, &l)| node_members(layout, v, l))
+                .filter(|m| m.len() > 1)
+                .map(barrier)
+                .collect()
+        };
+        Composite::new(
+            Self::NAME,
+            problem.clone(),
+            vec![
+                Phase {
+                    groups: nodes()?,
+                    ordered: false,
+                },
+                Phase {
+                    groups: vec![barrier(lead.clone())?],
+                    ordered: true,
+                },
+                Phase {
+                    groups: nodes()?,
+                    ordered: true,
+                },
+            ],
+            |_| 0,
+        )
+    }
+}
