@@ -591,8 +591,8 @@ fn along(a: &[(usize, usize)], b: &[(usize, usize)], at: usize) -> usize {
 /// completion makes it held (`None`: held from the start).
 #[derive(Default)]
 struct Held {
-    /// Per buffer: (start, end, round), sorted by start, not overlapping.
-    ranges: [Vec<(usize, usize, u32)>; 3],
+    /// Per buffer: start → (end, round), ranges not overlapping.
+    ranges: [BTreeMap<usize, (usize, u32)>; 3],
 }
 
 fn slot(buf: Buf) -> usize {
@@ -604,13 +604,32 @@ fn slot(buf: Buf) -> usize {
 }
 
 impl Held {
+    /// The ranges of `buf` that overlap `[off, end)`, as (start, end, round).
+    fn overlapping(&self, buf: Buf, off: usize, end: usize) -> Vec<(usize, usize, u32)> {
+        let map = &self.ranges[slot(buf)];
+        // The range starting at or before `off` may reach into it; the others start inside.
+        let before = map
+            .range(..=off)
+            .next_back()
+            .map(|(&s, &(e, r))| (s, e, r))
+            .filter(|&(_, e, _)| e > off);
+        before
+            .into_iter()
+            .chain(
+                map.range(off.saturating_add(1)..end)
+                    .map(|(&s, &(e, r))| (s, e, r)),
+            )
+            .collect()
+    }
+
     /// The round after which all of `[off, off + len)` of `buf` is held.
     fn range(&self, buf: Buf, off: usize, len: usize) -> Option<u32> {
-        let end = off + len;
-        self.ranges[slot(buf)]
-            .iter()
-            .filter(|&&(s, e, _)| s < end && off < e)
-            .map(|&(_, _, r)| r)
+        if len == 0 {
+            return None;
+        }
+        self.overlapping(buf, off, off + len)
+            .into_iter()
+            .map(|(_, _, r)| r)
             .max()
     }
 
@@ -623,23 +642,18 @@ impl Held {
             return;
         }
         let end = off + len;
-        let list = &mut self.ranges[slot(buf)];
-        let mut kept = Vec::with_capacity(list.len() + 2);
-        for &(s, e, r) in list.iter() {
-            if e <= off || s >= end {
-                kept.push((s, e, r));
-                continue;
-            }
+        let old = self.overlapping(buf, off, end);
+        let map = &mut self.ranges[slot(buf)];
+        for (s, e, r) in old {
+            map.remove(&s);
             if s < off {
-                kept.push((s, off, r));
+                map.insert(s, (off, r));
             }
             if e > end {
-                kept.push((end, e, r));
+                map.insert(end, (e, r));
             }
         }
-        kept.push((off, end, round));
-        kept.sort_unstable();
-        *list = kept;
+        map.insert(off, (end, round));
     }
 
     /// The round after which what `step` reads is held.
