@@ -1,5 +1,6 @@
 //! The cost model from the environment: α, β and the per-write overhead o are positive numbers,
-//! else an error naming the variable; unset, each provider kind has its own figures. One test,
+//! else an error naming the variable; unset, each provider kind has its own figures; inside a
+//! node the model follows the one across unless its own variables set it. One test,
 //! as it changes the environment.
 
 use circulant::comm::{Config, ALPHA_ENV, BETA_ENV};
@@ -40,4 +41,30 @@ fn alpha_beta_and_o_from_the_environment() {
         assert_eq!(m.alpha, Config::default().model_for(provider).alpha);
     }
     std::env::remove_var(O_ENV);
+    the_model_inside_a_node_follows_the_one_across_unless_set();
+}
+
+/// Part of the one test: the environment is the process's.
+fn the_model_inside_a_node_follows_the_one_across_unless_set() {
+    use circulant::comm::{ALPHA_INSIDE_ENV, BETA_INSIDE_ENV};
+    for var in [ALPHA_INSIDE_ENV, BETA_INSIDE_ENV] {
+        std::env::remove_var(var);
+    }
+    let across = Config::default().model_for("tcp;ofi_rxm");
+    let levels = Config::from_env().expect("unset").levels(across);
+    assert_eq!(levels.inside, across);
+    assert_eq!(levels.across, across);
+    for var in [ALPHA_INSIDE_ENV, BETA_INSIDE_ENV] {
+        for bad in ["0", "-1", "nan", "x"] {
+            std::env::set_var(var, bad);
+            assert_eq!(Config::from_env().expect_err(bad).var, var);
+        }
+        std::env::remove_var(var);
+    }
+    std::env::set_var(BETA_INSIDE_ENV, "1e-10");
+    let levels = Config::from_env().expect("set").levels(across);
+    std::env::remove_var(BETA_INSIDE_ENV);
+    assert_eq!(levels.inside.beta, 1e-10);
+    assert_eq!(levels.inside.alpha, across.alpha);
+    assert_eq!(levels.across, across);
 }

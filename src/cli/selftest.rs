@@ -156,10 +156,15 @@ fn run_cases(
     verbose: bool,
     tally: &mut Tally,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let model = comm.model();
     for case in chosen {
         let me = CaseData::new(case.problem.clone()).for_rank(comm.rank());
-        for algorithm in case.algorithms(&model)? {
+        // The communicator's list: on several nodes of several ranks, the node-aware ones too.
+        let names: Vec<&'static str> = comm
+            .algorithms(&case.problem)?
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        for algorithm in names {
             let outcome = check(comm, &case.problem, &me, algorithm);
             tally.record(
                 comm.rank(),
@@ -384,12 +389,10 @@ fn persistent(comm: &mut Communicator) -> Outcome {
 
 fn persistent_bcast(comm: &mut Communicator) -> Outcome {
     let (rank, p) = (comm.rank(), comm.size());
-    let model = comm.model();
     let bytes = 4096 + 3;
     let root = p / 2;
     let problem = Problem::Broadcast { p, root, bytes };
-    for algorithm in registry::applicable(&problem, &model)? {
-        let name = algorithm.name();
+    for (name, _) in comm.algorithms(&problem)? {
         let mut buf = comm.alloc(bytes)?;
         let mut request = comm.bcast_init_using(&mut buf, root, Choice::Named(name))?;
         for step in 0..4 {
@@ -411,15 +414,13 @@ fn persistent_bcast(comm: &mut Communicator) -> Outcome {
 
 fn persistent_allgatherv(comm: &mut Communicator) -> Outcome {
     let (rank, p) = (comm.rank(), comm.size());
-    let model = comm.model();
     let counts = Distribution::Mod3.counts(p, 1000);
     let total: usize = counts.iter().sum();
     let mine = displacements(&counts)[rank]..displacements(&counts)[rank] + counts[rank];
     let problem = Problem::Allgatherv {
         counts: counts.clone(),
     };
-    for algorithm in registry::applicable(&problem, &model)? {
-        let name = algorithm.name();
+    for (name, _) in comm.algorithms(&problem)? {
         let mut send = comm.alloc(counts[rank])?;
         let mut recv = comm.alloc(total)?;
         let mut request =

@@ -30,7 +30,7 @@ impl Communicator {
     pub fn measure_write_overhead(&mut self) -> Result<f64> {
         let p = self.size();
         if p < 2 {
-            return Ok(self.model.o);
+            return Ok(self.levels.across.o);
         }
         let rank = self.rank();
         let transport = &self.transport;

@@ -265,7 +265,7 @@ impl Communicator {
         let planned = match self.check_plan.clone() {
             Some(planned) => planned,
             None => {
-                let algorithm = exchange_algorithm(p, &self.model)?;
+                let algorithm = exchange_algorithm(p, &self.levels.across)?;
                 let plan = algorithm.rank_plan(self.rank())?;
                 // Merged writes and the eager path as for any call of the same size.
                 let bytes = exchange_problem(p).total_bytes();

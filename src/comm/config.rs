@@ -24,7 +24,7 @@ use crate::bootstrap::NodeSource;
 use crate::fabric::AuthKey;
 use crate::limits::parse_positive_seconds;
 use crate::plan::merge::IovLimits;
-use crate::plan::CostModel;
+use crate::plan::{CostModel, LevelCosts};
 use crate::transport::{eager, Carrier, EagerConfig, DEFAULT_DEADLINE};
 
 /// The libfabric provider to use (`shm`, `tcp;ofi_rxm`, `verbs;ofi_rxm`, ...).
@@ -41,6 +41,10 @@ pub const ALPHA_ENV: &str = "CIRCULANT_ALPHA";
 pub const BETA_ENV: &str = "CIRCULANT_BETA";
 /// Per-write overhead o (s) of the model that chooses algorithms.
 pub const O_ENV: &str = "CIRCULANT_O";
+/// α (s) between ranks of one node, where a job spans several nodes.
+pub const ALPHA_INSIDE_ENV: &str = "CIRCULANT_ALPHA_INSIDE";
+/// β (s/B) between ranks of one node, where a job spans several nodes.
+pub const BETA_INSIDE_ENV: &str = "CIRCULANT_BETA_INSIDE";
 /// Comma-separated algorithm names, forced wherever they apply.
 pub const ALGORITHM_ENV: &str = "CIRCULANT_ALGORITHM";
 /// `1` turns on the full argument check before every collective.
@@ -105,6 +109,10 @@ pub struct Config {
     pub beta: Option<f64>,
     /// Per-write overhead o (s) of the cost model; `None`: the provider's rough value.
     pub o: Option<f64>,
+    /// α (s) between ranks of one node of a job on several nodes; `None`: as across.
+    pub alpha_inside: Option<f64>,
+    /// β (s/B) between ranks of one node of a job on several nodes; `None`: as across.
+    pub beta_inside: Option<f64>,
     /// Algorithm names forced wherever they apply.
     pub algorithms: Vec<String>,
     /// The full argument check before every collective (the same on every rank).
@@ -141,6 +149,8 @@ impl Default for Config {
             alpha: None,
             beta: None,
             o: None,
+            alpha_inside: None,
+            beta_inside: None,
             algorithms: Vec::new(),
             check: false,
             auth_key: None,
@@ -211,6 +221,12 @@ impl Config {
         if let Some(v) = var(O_ENV) {
             config.o = Some(positive(O_ENV, &v)?);
         }
+        if let Some(v) = var(ALPHA_INSIDE_ENV) {
+            config.alpha_inside = Some(positive(ALPHA_INSIDE_ENV, &v)?);
+        }
+        if let Some(v) = var(BETA_INSIDE_ENV) {
+            config.beta_inside = Some(positive(BETA_INSIDE_ENV, &v)?);
+        }
         if let Some(v) = var(ALGORITHM_ENV) {
             config.algorithms = v
                 .split(',')
@@ -271,6 +287,21 @@ impl Config {
             alpha: self.alpha.unwrap_or(alpha),
             beta: self.beta.unwrap_or(beta),
             o: self.o.unwrap_or(o),
+        }
+    }
+
+    /// The model of each level for a job whose model (across nodes, or the only one on one
+    /// node) is `model`: inside a node as across, unless `CIRCULANT_ALPHA_INSIDE` or
+    /// `CIRCULANT_BETA_INSIDE` say otherwise (every pair of a job is reached through its one
+    /// provider, so by default only the sharing of a node's link tells the levels apart).
+    pub fn levels(&self, model: CostModel) -> LevelCosts {
+        LevelCosts {
+            inside: CostModel {
+                alpha: self.alpha_inside.unwrap_or(model.alpha),
+                beta: self.beta_inside.unwrap_or(model.beta),
+                o: model.o,
+            },
+            across: model,
         }
     }
 

@@ -67,8 +67,9 @@ pub use buffer::{Buffer, Element, Payload, PayloadMut};
 pub(crate) use call::Call;
 pub(crate) use calls::Lengths;
 pub use config::{
-    Config, ConfigError, ALGORITHM_ENV, ALPHA_ENV, AUTH_KEY_ENV, BETA_ENV, CHECK_ENV,
-    MAX_IOV_LIMIT, MAX_MAX_WRITE_BYTES, PLAN_CACHE_ENV, PROVIDER_ENV, TCP_SEGMENTS, TIMEOUT_ENV,
+    Config, ConfigError, ALGORITHM_ENV, ALPHA_ENV, ALPHA_INSIDE_ENV, AUTH_KEY_ENV, BETA_ENV,
+    BETA_INSIDE_ENV, CHECK_ENV, MAX_IOV_LIMIT, MAX_MAX_WRITE_BYTES, PLAN_CACHE_ENV, PROVIDER_ENV,
+    TCP_SEGMENTS, TIMEOUT_ENV,
 };
 pub use eager::{Carrier, EagerConfig};
 pub use error::{CommError, ErrorKind, Result};
@@ -89,7 +90,7 @@ use crate::bootstrap::Bootstrap;
 pub use crate::bootstrap::NodeMap;
 use crate::fabric::Access::RemoteWrite;
 use crate::fabric::RegisteredMemory;
-use crate::plan::CostModel;
+use crate::plan::{CostModel, Layout, LevelCosts};
 use crate::transport::Transport;
 use plan_cache::{PlanCache, Planned};
 
@@ -111,7 +112,8 @@ pub struct Communicator {
     /// finalized when the last of them is dropped, and only the world communicator uses it.
     job: Arc<Job>,
     config: Config,
-    model: CostModel,
+    /// The models that choose algorithms: across nodes (the only one on one node) and inside.
+    levels: LevelCosts,
     scratch: Option<RegisteredMemory>,
     stage_send: Option<RegisteredMemory>,
     stage_recv: Option<RegisteredMemory>,
@@ -127,6 +129,8 @@ pub struct Communicator {
     cards_at_start: usize,
     /// The node of every rank ([`Communicator::node`]).
     nodes: NodeMap,
+    /// The same, as plans see it.
+    layout: Layout,
 }
 
 /// What the last collective ran.
@@ -220,8 +224,8 @@ impl Communicator {
         let mut comm = Communicator::new(
             connected.transport,
             job,
-            config,
-            connected.model,
+            config.clone(),
+            config.levels(connected.model),
             connected.nodes,
         );
         comm.cards_at_start = connected.cards_at_start;
@@ -236,16 +240,18 @@ impl Communicator {
         mut transport: Transport,
         job: Arc<Job>,
         config: Config,
-        model: CostModel,
+        levels: LevelCosts,
         nodes: NodeMap,
     ) -> Self {
-        transport.set_eager(config.eager_for(&model));
+        transport.set_eager(config.eager_for(&levels.across));
         let plans = PlanCache::new(config.plan_cache);
+        // A map always holds this rank.
+        let layout = Layout::new(nodes.node_of_each()).unwrap_or_else(|_| Layout::single());
         Communicator {
             transport,
             job,
             config,
-            model,
+            levels,
             scratch: None,
             stage_send: None,
             stage_recv: None,
@@ -255,6 +261,7 @@ impl Communicator {
             last: None,
             cards_at_start: 0,
             nodes,
+            layout,
         }
     }
 
@@ -289,15 +296,26 @@ impl Communicator {
         self.cards_at_start + self.transport.cards_fetched()
     }
 
-    /// The α-β model used to choose algorithms.
+    /// The α-β model used to choose algorithms (across nodes, where the job spans several).
     pub fn model(&self) -> CostModel {
-        self.model
+        self.levels.across
     }
 
     /// Sets the α-β model (the same on every rank, or the ranks may choose differently and
-    /// fail with a mismatch).
+    /// fail with a mismatch); inside a node the model follows it unless
+    /// `CIRCULANT_ALPHA_INSIDE`/`CIRCULANT_BETA_INSIDE` set it.
     pub fn set_model(&mut self, model: CostModel) {
-        self.model = model;
+        self.set_levels(self.config.levels(model));
+    }
+
+    /// The models of both levels: inside a node and across nodes.
+    pub fn levels(&self) -> LevelCosts {
+        self.levels
+    }
+
+    /// Sets the models of both levels (the same on every rank).
+    pub fn set_levels(&mut self, levels: LevelCosts) {
+        self.levels = levels;
         // The choices made under the old model may not be the ones the new one makes.
         self.plans.clear();
         self.check_plan = None;

@@ -1,5 +1,7 @@
 //! Which algorithm a call uses: a forced one, else the first configured one
-//! (`CIRCULANT_ALGORITHM`) that applies, else the fastest in the α-β model.
+//! (`CIRCULANT_ALGORITHM`) that applies, else the fastest in the α-β model — on a job whose
+//! nodes hold several ranks each, the node-aware algorithms among them, every candidate priced
+//! on the job's layout with the model of each level.
 
 use crate::plan::registry;
 use crate::plan::{Algorithm, PlanError, Problem};
@@ -11,19 +13,18 @@ impl Communicator {
     pub fn choose(&self, problem: &Problem, choice: Choice<'_>) -> Result<Box<dyn Algorithm>> {
         problem.validate()?;
         if let Choice::Named(name) = choice {
-            return Ok(registry::by_name(name, problem, &self.model)?);
+            return Ok(self.by_name(name, problem)?);
         }
         for name in &self.config.algorithms {
-            match registry::by_name(name, problem, &self.model) {
+            match self.by_name(name, problem) {
                 Ok(algorithm) => return Ok(algorithm),
                 Err(PlanError::WrongCollective { .. } | PlanError::Unsupported { .. }) => {}
                 Err(err) => return Err(err.into()),
             }
         }
         let mut best: Option<(f64, Box<dyn Algorithm>)> = None;
-        for algorithm in registry::applicable(problem, &self.model)? {
+        for (time, algorithm) in self.priced(problem)? {
             // Ties go to the earlier entry of the registry, the circulant algorithms first.
-            let time = algorithm.predict(&self.model).time;
             if best.as_ref().map_or(true, |(t, _)| time < *t) {
                 best = Some((time, algorithm));
             }
@@ -42,11 +43,50 @@ impl Communicator {
     /// The algorithms that apply to `problem` on this communicator, with the time the α-β
     /// model predicts for each, fastest first: the names a `Choice::Named` call accepts.
     pub fn algorithms(&self, problem: &Problem) -> Result<Vec<(&'static str, f64)>> {
-        let mut out: Vec<(&'static str, f64)> = registry::applicable(problem, &self.model)?
+        let mut out: Vec<(&'static str, f64)> = self
+            .priced(problem)?
             .into_iter()
-            .map(|a| (a.name(), a.predict(&self.model).time))
+            .map(|(t, a)| (a.name(), t))
             .collect();
         out.sort_by(|a, b| a.1.total_cmp(&b.1));
         Ok(out)
+    }
+
+    /// The algorithm `name` for `problem`: on this communicator's layout where the problem
+    /// has its ranks (an intergroup problem of an inter-communicator has those of both groups,
+    /// which no node-aware algorithm serves).
+    fn by_name(
+        &self,
+        name: &str,
+        problem: &Problem,
+    ) -> std::result::Result<Box<dyn Algorithm>, PlanError> {
+        if problem.p() == self.layout.p() {
+            registry::by_name_on(name, problem, &self.layout, &self.levels)
+        } else {
+            registry::by_name(name, problem, &self.levels.across)
+        }
+    }
+
+    /// Every applicable algorithm with its predicted time: in closed form on one node or
+    /// one rank per node; priced on the layout with both levels' models otherwise.
+    fn priced(&self, problem: &Problem) -> Result<Vec<(f64, Box<dyn Algorithm>)>> {
+        let layout = &self.layout;
+        if problem.p() != layout.p() {
+            let across = self.levels.across;
+            return Ok(registry::applicable(problem, &across)?
+                .into_iter()
+                .map(|a| (a.predict(&across).time, a))
+                .collect());
+        }
+        let algorithms = registry::applicable_on(problem, layout, &self.levels)?;
+        let flat = if layout.nodes() > 1 {
+            self.levels.across
+        } else {
+            self.levels.inside
+        };
+        Ok(algorithms
+            .into_iter()
+            .map(|a| (a.predict(&flat).time, a))
+            .collect())
     }
 }

@@ -115,7 +115,7 @@ impl Communicator {
                 transport,
                 Arc::clone(&self.job),
                 self.config.clone(),
-                self.model,
+                self.levels,
                 nodes,
             )))
         })();

@@ -37,6 +37,14 @@ impl Layout {
         Ok(Layout { node, ranks })
     }
 
+    /// One rank on one node.
+    pub fn single() -> Layout {
+        Layout {
+            node: vec![0],
+            ranks: vec![vec![0]],
+        }
+    }
+
     /// `p` ranks on one node.
     pub fn one_node(p: usize) -> Result<Layout, PlanError> {
         Self::new(&vec![0; p])

@@ -82,6 +82,13 @@ pub const ALL: &[(&str, Make)] = &[
     (RootGathering::NAME, |p, _| boxed(RootGathering::new(p))),
 ];
 
+/// The name of every algorithm, flat ones first, in registry order.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    ALL.iter()
+        .map(|(n, _)| *n)
+        .chain(NODE_AWARE.iter().map(|(n, _)| *n))
+}
+
 /// The algorithm called `name` for `problem`.
 pub fn by_name(
     name: &str,

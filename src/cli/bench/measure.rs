@@ -109,7 +109,7 @@ pub fn run(args: Args) -> CliResult {
         .into());
     }
     for name in &args.algorithms {
-        if !registry::ALL.iter().any(|(n, _)| n == name) {
+        if !registry::names().any(|n| n == name) {
             return Err(MeasureError::UnknownAlgorithm(name.clone()).into());
         }
     }
@@ -148,7 +148,7 @@ pub fn run(args: Args) -> CliResult {
     };
     comm.set_model(model);
 
-    let cells = plan_cells(&args, &distributions, p, &model)?;
+    let cells = plan_cells(&args, &distributions, &comm)?;
     let total: u64 = cells.iter().map(|c| c.algorithms.len() as u64).sum();
     let progress = Progress::new(me == 0 && !args.no_progress, total);
 
@@ -288,9 +288,9 @@ pub fn sizes(min: u64, max: u64) -> Vec<u64> {
 fn plan_cells(
     args: &Args,
     distributions: &[Distribution],
-    p: usize,
-    model: &CostModel,
+    comm: &Communicator,
 ) -> Result<Vec<Cell>, Box<dyn std::error::Error>> {
+    let p = comm.size();
     let mut cells = Vec::new();
     for &op in &args.op {
         let dists: Vec<Option<Distribution>> = if op == Op::Allgatherv {
@@ -322,13 +322,17 @@ fn plan_cells(
                         bytes: m / 4 * 4,
                     },
                 };
-                let algorithms: Vec<&'static str> = registry::applicable(&problem, model)?
-                    .iter()
-                    .map(|a| a.name())
+                // The communicator's list: on several nodes of several ranks, the node-aware
+                // algorithms too.
+                let mut algorithms: Vec<&'static str> = comm
+                    .algorithms(&problem)?
+                    .into_iter()
+                    .map(|(name, _)| name)
                     .filter(|n| {
                         args.algorithms.is_empty() || args.algorithms.iter().any(|a| a == n)
                     })
                     .collect();
+                algorithms.sort_by_key(|n| registry::names().position(|x| x == *n));
                 if !algorithms.is_empty() {
                     cells.push(Cell {
                         op,

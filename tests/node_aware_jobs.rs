@@ -1,0 +1,195 @@
+//! Node-aware algorithms on the real transport: ranks as threads of this process, given host
+//! names so that their communicator sees several nodes (2 × 4 by blocks, 8 round robin on 2
+//! nodes, 3 + 2 + 1), run every hierarchical algorithm on the data of the simulator's cases and
+//! check every byte; the automatic choice takes a node-aware algorithm where it is priced
+//! fastest, and none on one node.
+
+use std::time::Duration;
+
+use circulant::bootstrap::memory::Job;
+use circulant::comm::{Choice, Communicator, Config};
+use circulant::plan::distribution::Distribution;
+use circulant::plan::{registry, Dtype, Problem, ReduceOp, Reduction};
+use circulant::sim::cases::CaseData;
+
+/// Deadline of every fence and collective: generous for a loaded machine, short of a hang.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// Runs `body` on every rank of a job whose rank r runs on `hosts[r]`, over shm.
+fn run<R: Send>(
+    hosts: &[&str],
+    algorithms: Vec<String>,
+    body: impl Fn(&mut Communicator) -> R + Sync,
+) -> Vec<R> {
+    let job = Job::new(hosts.len())
+        .expect("job")
+        .timeout(DEADLINE)
+        .hosts(hosts.iter().copied())
+        .expect("one host per rank");
+    let config = Config {
+        provider: Some("shm".into()),
+        deadline: DEADLINE,
+        algorithms,
+        ..Config::default()
+    };
+    let done: Vec<(R, Communicator)> = std::thread::scope(|s| {
+        let handles: Vec<_> = job
+            .bootstraps()
+            .into_iter()
+            .map(|bootstrap| {
+                let (config, body) = (config.clone(), &body);
+                s.spawn(move || {
+                    let mut comm = Communicator::init_over(bootstrap, config).expect("init");
+                    let r = body(&mut comm);
+                    comm.barrier().expect("final barrier");
+                    (r, comm)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("rank did not panic"))
+            .collect()
+    });
+    done.into_iter().map(|(r, _comm)| r).collect()
+}
+
+const LAYOUTS: &[&[&str]] = &[
+    &["a", "a", "a", "a", "b", "b", "b", "b"],
+    &["a", "b", "a", "b", "a", "b", "a", "b"],
+    &["a", "a", "a", "b", "b", "c"],
+];
+
+fn problems(p: usize) -> Vec<Problem> {
+    let sum = Reduction::new(Dtype::I64, ReduceOp::Sum).expect("defined");
+    let max = Reduction::new(Dtype::F64, ReduceOp::Max).expect("defined");
+    vec![
+        Problem::Broadcast {
+            p,
+            root: 0,
+            bytes: 100_003,
+        },
+        Problem::Broadcast {
+            p,
+            root: p - 1,
+            bytes: 5,
+        },
+        Problem::Allgather { p, block: 1001 },
+        Problem::Allgatherv {
+            counts: Distribution::Spike.counts(p, 50_000),
+        },
+        Problem::Allgatherv {
+            counts: Distribution::Mod3.counts(p, 3_000),
+        },
+        Problem::Allreduce {
+            p,
+            reduction: sum,
+            bytes: 8 * 2000,
+        },
+        Problem::Reduce {
+            p,
+            root: p / 2,
+            reduction: max,
+            bytes: 8 * 300,
+        },
+    ]
+}
+
+/// One call of `problem` with `name` on this rank; the wrong bytes' description if any.
+fn call(comm: &mut Communicator, problem: &Problem, name: &'static str) -> Option<String> {
+    let me = CaseData::new(problem.clone()).for_rank(comm.rank());
+    let choice = Choice::Named(name);
+    let mut recv = me.recv_initial.clone();
+    let send = me.send.clone();
+    let result = match problem {
+        Problem::Broadcast { root, .. } => comm.bcast_using(&mut recv[..], *root, choice),
+        Problem::Allgather { .. } => comm.allgather_using(&send[..], &mut recv[..], choice),
+        Problem::Allgatherv { counts } => {
+            comm.allgatherv_using(&send[..], &mut recv[..], counts, choice)
+        }
+        Problem::Allreduce { reduction, .. } => {
+            comm.allreduce_bytes(&send[..], &mut recv[..], *reduction, choice)
+        }
+        Problem::Reduce {
+            root, reduction, ..
+        } => comm.reduce_bytes(&send[..], &mut recv[..], *reduction, *root, choice),
+        _ => return Some("not a case of this test".into()),
+    };
+    if let Err(e) = result {
+        return Some(format!("{name}: {e}"));
+    }
+    let used = comm.last().map(|e| e.algorithm);
+    if used != Some(name) {
+        return Some(format!("ran {used:?}, not {name}"));
+    }
+    me.expected
+        .check(&recv)
+        .err()
+        .map(|m| format!("{name} on {problem:?}: {m}"))
+}
+
+#[test]
+fn every_hierarchical_algorithm_on_several_layouts() {
+    for hosts in LAYOUTS {
+        let p = hosts.len();
+        let wrong = run(hosts, Vec::new(), |comm| {
+            assert!(comm.nodes() > 1);
+            let mut wrong = Vec::new();
+            let mut ran = 0;
+            for problem in problems(p) {
+                for (name, make) in registry::NODE_AWARE {
+                    let layout = circulant::plan::Layout::new(comm.node_map().node_of_each())
+                        .expect("ranks");
+                    if make(&problem, &layout, &comm.levels()).is_err() {
+                        continue;
+                    }
+                    ran += 1;
+                    wrong.extend(call(comm, &problem, name));
+                }
+            }
+            (ran, wrong)
+        });
+        for (rank, (ran, wrong)) in wrong.iter().enumerate() {
+            assert!(*ran >= 7, "rank {rank} ran {ran}");
+            assert!(wrong.is_empty(), "{hosts:?} rank {rank}: {wrong:?}");
+        }
+    }
+}
+
+#[test]
+fn hierarchical_barrier_is_forced_and_runs() {
+    let hosts = LAYOUTS[2];
+    let ran = run(hosts, vec!["hier-barrier".into()], |comm| {
+        for _ in 0..5 {
+            comm.barrier().expect("barrier");
+        }
+        comm.last().map(|e| e.algorithm)
+    });
+    assert!(ran.iter().all(|a| *a == Some("hier-barrier")), "{ran:?}");
+}
+
+#[test]
+fn node_aware_algorithms_are_listed_only_on_several_nodes_of_several_ranks() {
+    let problem = Problem::Broadcast {
+        p: 4,
+        root: 0,
+        bytes: 1 << 20,
+    };
+    let lists = |hosts: &'static [&'static str]| {
+        run(hosts, Vec::new(), |comm| {
+            comm.algorithms(&problem)
+                .expect("algorithms")
+                .into_iter()
+                .map(|(n, _)| n)
+                .collect::<Vec<_>>()
+        })
+    };
+    for names in lists(&["a", "a", "b", "b"]) {
+        assert!(names.contains(&"hier-circulant-bcast"), "{names:?}");
+    }
+    for hosts in [&["a", "a", "a", "a"][..], &["a", "b", "c", "d"][..]] {
+        for names in lists(hosts) {
+            assert!(!names.iter().any(|n| n.starts_with("hier-")), "{names:?}");
+        }
+    }
+}
