@@ -135,7 +135,8 @@ fn print_start(comm: &Communicator, started: Instant) {
     print_nodes(comm);
 }
 
-/// Rank 0 names the nodes the job runs on.
+/// Rank 0 names the nodes the job runs on and the node of every rank (nodes numbered in the
+/// order of their first rank).
 fn print_nodes(comm: &Communicator) {
     if comm.rank() != 0 {
         return;
@@ -146,6 +147,10 @@ fn print_nodes(comm: &Communicator) {
     println!(
         "selftest: nodes {} (ranks per node {per_node:?})",
         comm.nodes()
+    );
+    println!(
+        "selftest: node of each rank {:?}",
+        comm.node_map().node_of_each()
     );
 }
 
