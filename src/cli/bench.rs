@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use super::CliResult;
 
 mod compare;
+pub(super) mod levels;
 pub(super) mod measure;
 
 #[derive(clap::Args)]

@@ -36,6 +36,7 @@ use circulant::sim::cases::CaseData;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
+use super::levels::measure_levels;
 use super::Args;
 use crate::cli::CliResult;
 
@@ -137,16 +138,20 @@ pub fn run(args: Args) -> CliResult {
         return Err(MeasureError::Root { root: args.root, p }.into());
     }
     let mut window = Window::new();
-    let model = match given_model {
+    match given_model {
         // Given α and β: o stays the configured one.
-        Some((alpha, beta)) => CostModel {
+        Some((alpha, beta)) => comm.set_model(CostModel {
             alpha,
             beta,
             o: comm.model().o,
-        },
-        None => measure_model(&mut comm, &mut window)?,
-    };
-    comm.set_model(model);
+        }),
+        None => {
+            let levels = measure_levels(&mut comm, &mut window)?;
+            comm.set_levels(levels);
+        }
+    }
+    // Bounds and the report use the model across nodes (the only one on one node).
+    let model = comm.model();
 
     let cells = plan_cells(&args, &distributions, &comm)?;
     let total: u64 = cells.iter().map(|c| c.algorithms.len() as u64).sum();
@@ -545,6 +550,7 @@ fn render_csv(comm: &Communicator, model: &CostModel, late: u64, rows: &[Measure
     }
     // The per-write overhead of the model, for the record (the report reads α and β only).
     out.push_str(&format!("# o_s={:e}\n", model.o));
+    out.push_str(&levels_line(comm, "# "));
     out.push_str(&header());
     out.push_str(&format!(",plan_s,{OVERHEAD_COLUMN}\n"));
     for r in rows {
@@ -556,6 +562,25 @@ fn render_csv(comm: &Communicator, model: &CostModel, late: u64, rows: &[Measure
         ));
     }
     out
+}
+
+/// On nodes of several ranks: the layout and the model inside a node (the α, β and o above are
+/// across nodes). Empty otherwise.
+fn levels_line(comm: &Communicator, prefix: &str) -> String {
+    let (p, nodes) = (comm.size(), comm.nodes());
+    if nodes <= 1 || nodes == p {
+        return String::new();
+    }
+    let inside = comm.levels().inside;
+    format!(
+        "{prefix}nodes {nodes} (ranks per node {:?}); the model above is across nodes; inside a node α = {}, β = {:.4} ns/B, o = {}\n",
+        (0..nodes)
+            .map(|v| comm.ranks_on(v).map_or(0, <[usize]>::len))
+            .collect::<Vec<_>>(),
+        format_seconds(inside.alpha),
+        inside.beta * 1e9,
+        format_seconds(inside.o)
+    )
 }
 
 fn render_table(
@@ -575,6 +600,7 @@ fn render_table(
         1e-9 / model.beta.max(f64::MIN_POSITIVE),
         format_seconds(model.o)
     );
+    out.push_str(&levels_line(comm, ""));
     out.push_str(&format!(
         "{:<11} {:<10} {:>11} {:>11}  {:<28} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}\n",
         "op",
