@@ -39,7 +39,7 @@ pub(in crate::cli) fn measure_levels(
     // broadcasts, each its own times: the largest).
     let words = |m: Option<CostModel>| m.map_or([0.0; 3], |m| [m.alpha, m.beta, m.o]);
     let mine: Vec<f64> = words(inside).into_iter().chain(words(across)).collect();
-    let mut all = vec![0.0f64; 6];
+    let mut all = [0.0f64; 6];
     comm.allreduce(&mine[..], &mut all[..], ReduceOp::Max)?;
     let model = |w: &[f64]| CostModel {
         alpha: w[0],
