@@ -1,4 +1,4 @@
-//! Every node-aware algorithm against the simulator on uniform, uneven and scattered layouts of
+//! Every node-aware algorithm (hierarchical and multi-lane) against the simulator on uniform, uneven and scattered layouts of
 //! p ≤ 64 ranks, one write per piece and merged under iov limits; and the bytes that cross the
 //! nodes' links: what the collective needs there, once.
 

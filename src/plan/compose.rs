@@ -178,8 +178,9 @@ pub struct Composite {
     phases: Vec<Phase>,
     /// Global index of each phase's round 0, and one past the last phase's rounds.
     offsets: Vec<u32>,
-    /// Per phase, per global rank, its seat.
-    seats: Vec<Vec<Option<Seat>>>,
+    /// Per phase, per global rank, its seats (a rank may run in several groups of a phase:
+    /// a node with fewer ranks than lanes carries several lanes with one rank).
+    seats: Vec<Vec<Vec<Seat>>>,
     /// Per rank, its buffer sizes.
     buffers: Vec<BufferSizes>,
 }
@@ -214,7 +215,7 @@ impl Composite {
         let mut lengths: std::collections::HashMap<(&'static str, Problem), u32> =
             std::collections::HashMap::new();
         for phase in &phases {
-            let mut seat = vec![None; p];
+            let mut seat: Vec<Vec<Seat>> = vec![Vec::new(); p];
             let mut length = 0u32;
             for (g, group) in phase.groups.iter().enumerate() {
                 let sub_p = group.alg.problem().p();
@@ -238,10 +239,10 @@ impl Composite {
                     let sizes = buffers
                         .get_mut(rank)
                         .ok_or(PlanError::RankOutOfRange { rank, p })?;
-                    if seat[rank].is_some() {
+                    if seat[rank].iter().any(|s| s.group == g) {
                         return Err(PlanError::Unsupported {
                             algorithm: name,
-                            reason: format!("rank {rank} is in two groups of one phase"),
+                            reason: format!("rank {rank} is twice in one group"),
                         });
                     }
                     let own = group.alg.buffers(sub);
@@ -251,7 +252,7 @@ impl Composite {
                             reason: format!("rank {rank}: a sub-buffer is placed too small"),
                         });
                     }
-                    seat[rank] = Some(Seat {
+                    seat[rank].push(Seat {
                         group: g,
                         sub,
                         scratch: sizes.scratch,
@@ -289,11 +290,19 @@ impl Composite {
         &self.phases
     }
 
-    /// Where sub-buffer `buf` of `rank` in phase `k` lies.
-    fn place(&self, k: usize, rank: usize, buf: Buf) -> Option<Place> {
-        let seat = self.seats[k][rank]?;
+    /// The seat of `rank` in group `g` of phase `k`.
+    fn seat(&self, k: usize, rank: usize, g: usize) -> Result<Seat, PlanError> {
+        self.seats[k]
+            .get(rank)
+            .and_then(|seats| seats.iter().find(|s| s.group == g))
+            .copied()
+            .ok_or_else(|| missing(self.name, rank))
+    }
+
+    /// Where sub-buffer `buf` of the member in `seat` of phase `k` lies.
+    fn place(&self, k: usize, seat: Seat, buf: Buf) -> Place {
         let group = &self.phases[k].groups[seat.group];
-        Some(match buf {
+        match buf {
             Buf::Send => group.places[seat.sub].send.clone(),
             Buf::Recv => group.places[seat.sub].recv.clone(),
             Buf::Scratch => Place::at(
@@ -301,7 +310,7 @@ impl Composite {
                 seat.scratch,
                 group.alg.buffers(seat.sub).scratch,
             ),
-        })
+        }
     }
 
     /// A transfer's pieces from `from` to `to` in phase `k`, in composite buffers: each piece
@@ -310,17 +319,15 @@ impl Composite {
     fn map_pieces(
         &self,
         k: usize,
-        from: usize,
-        to: usize,
+        from: Seat,
+        to: Seat,
         pieces: &[Piece],
         mut after: impl FnMut(&Piece, Buf, usize, usize) -> Option<u32>,
     ) -> Result<Vec<Piece>, PlanError> {
         let mut out = Vec::new();
         for piece in pieces {
-            let src = self
-                .place(k, from, piece.src)
-                .ok_or(missing(self.name, from))?;
-            let dst = self.place(k, to, piece.dst).ok_or(missing(self.name, to))?;
+            let src = self.place(k, from, piece.src);
+            let dst = self.place(k, to, piece.dst);
             let srcs = src.map(piece.src_offset, piece.len)?;
             let dsts = dst.map(piece.dst_offset, piece.len)?;
             for (s_off, d_off, len) in zip_ranges(&srcs, &dsts) {
@@ -343,8 +350,8 @@ impl Composite {
     /// A local step of `rank` in phase `k`, in composite buffers, split where runs end;
     /// copies onto themselves (a sub-plan copying its input into place where the composite
     /// already placed it) are dropped.
-    fn map_local(&self, k: usize, rank: usize, step: &Local) -> Result<Vec<Local>, PlanError> {
-        let place = |b: Buf| self.place(k, rank, b).ok_or(missing(self.name, rank));
+    fn map_local(&self, k: usize, seat: Seat, step: &Local) -> Result<Vec<Local>, PlanError> {
+        let place = |b: Buf| -> Result<Place, PlanError> { Ok(self.place(k, seat, b)) };
         let mut out = Vec::new();
         match *step {
             Local::Copy {
@@ -410,121 +417,152 @@ impl Composite {
         let mut held = Held::default();
         let mut last: Option<u32> = None;
         for (k, phase) in self.phases.iter().enumerate() {
-            let Some(seat) = self.seats[k][rank] else {
-                continue;
-            };
             let (offset, end) = (self.offsets[k], self.offsets[k + 1]);
-            let group = &phase.groups[seat.group];
             let start = if phase.ordered { last } else { None };
-            let plan = group.alg.rank_plan(seat.sub)?;
-            let sub_rounds: Vec<Round> = plan.rounds.collect();
+            // What this phase produces is held for the next phases; within the phase, its own
+            // pieces' dependencies say when their data is held.
+            let mut produced: Vec<(Buf, usize, usize, u32)> = Vec::new();
+            for &seat in &self.seats[k][rank] {
+                let group = &phase.groups[seat.group];
+                let plan = group.alg.rank_plan(seat.sub)?;
+                let sub_rounds: Vec<Round> = plan.rounds.collect();
 
-            // Setup steps run once what they read is held.
-            for step in &plan.setup {
-                for local in self.map_local(k, rank, step)? {
-                    let at = held.reads(&local).max(start);
-                    match at {
-                        None => setup.push(local),
-                        Some(r) => rounds
-                            .entry(r)
-                            .or_insert_with(|| Round::new(r))
-                            .local
-                            .push(local),
+                // Setup steps run once what they read is held.
+                for step in &plan.setup {
+                    for local in self.map_local(k, seat, step)? {
+                        let at = held.reads(&local).max(start);
+                        match at {
+                            None => setup.push(local),
+                            Some(r) => rounds
+                                .entry(r)
+                                .or_insert_with(|| Round::new(r))
+                                .local
+                                .push(local),
+                        }
+                        held.writes(&local, at);
                     }
-                    held.writes(&local, at);
                 }
-            }
 
-            // What this rank's senders in the phase write to it, round by round.
-            let mut senders: Vec<usize> = sub_rounds
-                .iter()
-                .flat_map(|r| r.expects.iter().map(|e| e.from))
-                .collect();
-            senders.sort_unstable();
-            senders.dedup();
-            let mut arrivals: BTreeMap<u32, Vec<(usize, Piece)>> = BTreeMap::new();
-            for &from_sub in &senders {
-                let from = *group
-                    .members
-                    .get(from_sub)
-                    .ok_or(PlanError::RankOutOfRange {
-                        rank: from_sub,
-                        p: group.members.len(),
-                    })?;
-                for round in group.alg.rank_plan(from_sub)?.rounds {
-                    for t in round.sends.iter().filter(|t| t.to == seat.sub) {
-                        let index = global(offset, round.index)?;
-                        for piece in self.map_pieces(k, from, rank, &t.pieces, |_, _, _, _| None)? {
-                            arrivals.entry(index).or_default().push((from, piece));
+                // What this rank's senders in the phase write to it, round by round.
+                let mut senders: Vec<usize> = sub_rounds
+                    .iter()
+                    .flat_map(|r| r.expects.iter().map(|e| e.from))
+                    .collect();
+                senders.sort_unstable();
+                senders.dedup();
+                let mut arrivals: BTreeMap<u32, Vec<(usize, Piece)>> = BTreeMap::new();
+                for &from_sub in &senders {
+                    let from = *group
+                        .members
+                        .get(from_sub)
+                        .ok_or(PlanError::RankOutOfRange {
+                            rank: from_sub,
+                            p: group.members.len(),
+                        })?;
+                    let from_seat = self.seat(k, from, seat.group)?;
+                    for round in group.alg.rank_plan(from_sub)?.rounds {
+                        for t in round.sends.iter().filter(|t| t.to == seat.sub) {
+                            let index = global(offset, round.index)?;
+                            for piece in
+                                self.map_pieces(k, from_seat, seat, &t.pieces, |_, _, _, _| None)?
+                            {
+                                arrivals.entry(index).or_default().push((from, piece));
+                            }
+                        }
+                    }
+                }
+
+                // Sends wait for the data earlier phases produced; rounds are renumbered.
+                for sub in &sub_rounds {
+                    let index = global(offset, sub.index)?;
+                    debug_assert!(index < end, "a phase's rounds are counted at construction");
+                    let out = rounds.entry(index).or_insert_with(|| Round::new(index));
+                    for t in &sub.sends {
+                        let to = group.members[t.to];
+                        let to_seat = self.seat(k, to, seat.group)?;
+                        let pieces = self.map_pieces(
+                            k,
+                            seat,
+                            to_seat,
+                            &t.pieces,
+                            |piece, buf, off, len| match piece.after {
+                                Some(i) => Some(offset + i),
+                                None => held.range(buf, off, len).max(start),
+                            },
+                        )?;
+                        if t.bytes() == 0 {
+                            // A signal: one empty write.
+                            out.signal(to);
+                            if let Some(last) = out.sends.last_mut() {
+                                last.pieces[0].after =
+                                    t.pieces[0].after.map(|i| offset + i).or(start);
+                            }
+                        } else {
+                            out.send(to, pieces);
+                        }
+                    }
+                }
+                // Signals of senders count as one write each.
+                for sub in &sub_rounds {
+                    let index = global(offset, sub.index)?;
+                    let out = rounds.entry(index).or_insert_with(|| Round::new(index));
+                    let counted = arrivals.get(&index);
+                    for e in &sub.expects {
+                        let from = group.members[e.from];
+                        let pieces = counted
+                            .map_or(0, |list| list.iter().filter(|(f, _)| *f == from).count());
+                        // An empty transfer is a signal of one write.
+                        out.expect(from, if pieces == 0 { e.writes } else { pieces });
+                    }
+                }
+                for (&index, list) in &arrivals {
+                    for (_, piece) in list {
+                        produced.push((piece.dst, piece.dst_offset, piece.len, index));
+                    }
+                }
+                for sub in &sub_rounds {
+                    let index = global(offset, sub.index)?;
+                    for step in &sub.local {
+                        for local in self.map_local(k, seat, step)? {
+                            let (buf, off, len) = local.output();
+                            produced.push((buf, off, len, index));
+                            rounds
+                                .entry(index)
+                                .or_insert_with(|| Round::new(index))
+                                .local
+                                .push(local);
                         }
                     }
                 }
             }
-
-            // Sends wait for the data earlier phases produced; rounds are renumbered.
-            for sub in &sub_rounds {
-                let index = global(offset, sub.index)?;
-                debug_assert!(index < end, "a phase's rounds are counted at construction");
-                let out = rounds.entry(index).or_insert_with(|| Round::new(index));
-                for t in &sub.sends {
-                    let to = group.members[t.to];
-                    let pieces = self.map_pieces(
-                        k,
-                        rank,
-                        to,
-                        &t.pieces,
-                        |piece, buf, off, len| match piece.after {
-                            Some(i) => Some(offset + i),
-                            None => held.range(buf, off, len).max(start),
-                        },
-                    )?;
-                    if t.bytes() == 0 {
-                        // A signal: one empty write.
-                        out.signal(to);
-                        if let Some(last) = out.sends.last_mut() {
-                            last.pieces[0].after = t.pieces[0].after.map(|i| offset + i).or(start);
-                        }
-                    } else {
-                        out.send(to, pieces);
-                    }
-                }
-            }
-            // Signals of senders count as one write each.
-            for sub in &sub_rounds {
-                let index = global(offset, sub.index)?;
-                let out = rounds.entry(index).or_insert_with(|| Round::new(index));
-                let counted = arrivals.get(&index);
-                for e in &sub.expects {
-                    let from = group.members[e.from];
-                    let pieces =
-                        counted.map_or(0, |list| list.iter().filter(|(f, _)| *f == from).count());
-                    // An empty transfer is a signal of one write.
-                    out.expect(from, if pieces == 0 { e.writes } else { pieces });
-                }
-            }
-            for (&index, list) in &arrivals {
-                for (_, piece) in list {
-                    held.put(piece.dst, piece.dst_offset, piece.len, Some(index));
-                }
-            }
-            for sub in &sub_rounds {
-                let index = global(offset, sub.index)?;
-                for step in &sub.local {
-                    for local in self.map_local(k, rank, step)? {
-                        held.writes(&local, Some(index));
-                        rounds
-                            .entry(index)
-                            .or_insert_with(|| Round::new(index))
-                            .local
-                            .push(local);
-                    }
-                }
+            for (buf, off, len, index) in produced {
+                held.put(buf, off, len, Some(index));
             }
             last = rounds.keys().next_back().copied().max(last);
         }
-        let rounds = rounds.into_values().filter(|r| !r.is_empty()).collect();
+        let rounds = rounds
+            .into_values()
+            .filter(|r| !r.is_empty())
+            .map(merge_expects)
+            .collect();
         Ok((setup, rounds))
     }
+}
+
+/// One expectation per sender in a round (a rank in several groups of a phase may hear from
+/// one sender in two of them).
+fn merge_expects(mut round: Round) -> Round {
+    let mut by_sender: BTreeMap<usize, usize> = BTreeMap::new();
+    for e in &round.expects {
+        *by_sender.entry(e.from).or_default() += e.writes;
+    }
+    if by_sender.len() < round.expects.len() {
+        round.expects = by_sender
+            .into_iter()
+            .map(|(from, writes)| super::Expect { from, writes })
+            .collect();
+    }
+    round
 }
 
 /// One past the last round index of any rank's plan of `alg`.
@@ -673,15 +711,8 @@ impl Held {
 
     /// `step` runs at `round`: what it writes is held then.
     fn writes(&mut self, step: &Local, round: Option<u32>) {
-        match *step {
-            Local::Copy {
-                dst,
-                dst_offset,
-                len,
-                ..
-            } => self.put(dst, dst_offset, len, round),
-            Local::Combine { dst, len, .. } => self.put(dst.0, dst.1, len, round),
-        }
+        let (buf, off, len) = step.output();
+        self.put(buf, off, len, round);
     }
 }
 

@@ -23,7 +23,7 @@ use super::{
 
 /// Blocks of the broadcasts inside a node: at least what the model inside asks for, and enough
 /// that a leader forwards a block soon after it arrives (up to 128 blocks of at least 32 KiB).
-fn inner_blocks(p: usize, bytes: usize, inside: &CostModel) -> usize {
+pub(super) fn inner_blocks(p: usize, bytes: usize, inside: &CostModel) -> usize {
     optimal_blocks(p, bytes, inside)
         .max((bytes / (32 << 10)).min(128))
         .max(1)
@@ -40,14 +40,18 @@ fn leaders(layout: &Layout, root: Option<usize>) -> Vec<usize> {
 }
 
 /// A node's ranks with its leader first.
-fn node_members(layout: &Layout, v: usize, leader: usize) -> Vec<usize> {
+pub(super) fn node_members(layout: &Layout, v: usize, leader: usize) -> Vec<usize> {
     let mut m = vec![leader];
     m.extend(layout.ranks_on(v).iter().copied().filter(|&r| r != leader));
     m
 }
 
 /// Node-aware algorithms apply where nodes hold several ranks and there are several nodes.
-fn check(name: &'static str, problem: &Problem, layout: &Layout) -> Result<(), PlanError> {
+pub(super) fn check(
+    name: &'static str,
+    problem: &Problem,
+    layout: &Layout,
+) -> Result<(), PlanError> {
     problem.validate()?;
     if layout.p() != problem.p() {
         return Err(PlanError::CountsLength {
@@ -64,7 +68,7 @@ fn check(name: &'static str, problem: &Problem, layout: &Layout) -> Result<(), P
     Ok(())
 }
 
-fn wrong(name: &'static str, collective: &'static str) -> PlanError {
+pub(super) fn wrong(name: &'static str, collective: &'static str) -> PlanError {
     PlanError::WrongCollective {
         algorithm: name,
         collective,
@@ -72,7 +76,11 @@ fn wrong(name: &'static str, collective: &'static str) -> PlanError {
 }
 
 /// A broadcast among `members` (the first is the root) of `bytes` in the receive buffer.
-fn broadcast_group(members: Vec<usize>, bytes: usize, blocks: usize) -> Result<Group, PlanError> {
+pub(super) fn broadcast_group(
+    members: Vec<usize>,
+    bytes: usize,
+    blocks: usize,
+) -> Result<Group, PlanError> {
     let k = members.len();
     let alg = CirculantBroadcast::new(
         &Problem::Broadcast {

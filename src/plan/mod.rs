@@ -41,6 +41,7 @@ pub mod hierarchical;
 pub mod intergroup;
 pub mod layout;
 pub mod merge;
+pub mod multilane;
 pub mod probe;
 pub mod reduce;
 pub mod registry;
@@ -147,6 +148,21 @@ pub enum Local {
         /// Number of bytes.
         len: usize,
     },
+}
+
+impl Local {
+    /// The bytes the step writes: buffer, offset, length.
+    pub fn output(&self) -> (Buf, usize, usize) {
+        match *self {
+            Local::Copy {
+                dst,
+                dst_offset,
+                len,
+                ..
+            } => (dst, dst_offset, len),
+            Local::Combine { dst, len, .. } => (dst.0, dst.1, len),
+        }
+    }
 }
 
 /// Everything one rank does in one round.

@@ -9,6 +9,7 @@ use super::circulant::{
 };
 use super::hierarchical::{HierAllgatherv, HierAllreduce, HierBarrier, HierBroadcast, HierReduce};
 use super::intergroup::{IntergroupAllgatherv, RootGathering};
+use super::multilane::{LaneAllgatherv, LaneBroadcast};
 use super::ring::PipelinedRingAllgatherv;
 use super::rootedv::{BinomialGatherv, BinomialScatterv, LinearGatherv, LinearScatterv};
 use super::roundrobin::RoundRobinBroadcast;
@@ -122,7 +123,7 @@ pub fn applicable(
 
 type MakeOn = fn(&Problem, &Layout, &LevelCosts) -> Result<Box<dyn Algorithm>, PlanError>;
 
-/// The node-aware algorithms ([`super::hierarchical`]): planned for a layout of ranks on nodes,
+/// The node-aware algorithms ([`super::hierarchical`], [`super::multilane`]): planned for a layout of ranks on nodes,
 /// applicable where several nodes hold several ranks.
 pub const NODE_AWARE: &[(&str, MakeOn)] = &[
     (HierBroadcast::NAME, |p, l, c| {
@@ -139,6 +140,23 @@ pub const NODE_AWARE: &[(&str, MakeOn)] = &[
         Problem::Allgather { .. } => boxed(HierAllgatherv::plan(p, l, c)),
         _ => Err(PlanError::WrongCollective {
             algorithm: HierAllgatherv::ALLGATHER,
+            collective: "allgather",
+        }),
+    }),
+    (LaneBroadcast::NAME, |p, l, c| {
+        boxed(LaneBroadcast::plan(p, l, c))
+    }),
+    (LaneAllgatherv::NAME, |p, l, c| match p {
+        Problem::Allgatherv { .. } => boxed(LaneAllgatherv::plan(p, l, c)),
+        _ => Err(PlanError::WrongCollective {
+            algorithm: LaneAllgatherv::NAME,
+            collective: "allgatherv",
+        }),
+    }),
+    (LaneAllgatherv::ALLGATHER, |p, l, c| match p {
+        Problem::Allgather { .. } => boxed(LaneAllgatherv::plan(p, l, c)),
+        _ => Err(PlanError::WrongCollective {
+            algorithm: LaneAllgatherv::ALLGATHER,
             collective: "allgather",
         }),
     }),

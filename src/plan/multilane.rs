@@ -1,0 +1,235 @@
+//! Multi-lane collectives: every rank of a node carries a share of the traffic between nodes.
+//! Lane j joins the j-th rank of every node; the lanes run their circulant schedules among the
+//! nodes side by side, then the ranks of each node exchange what their lanes brought. A node
+//! with fewer ranks than lanes carries lane j with its rank j mod (its ranks), so any placement
+//! works. The bytes that cross a node's link are those of the hierarchical algorithms
+//! ([`super::hierarchical`]); what changes is that no one rank of a node handles them all.
+
+use super::circulant::{Blocking, CirculantAllgatherv, CirculantBroadcast};
+use super::compose::{Composite, Group, Phase, Place, Places};
+use super::hierarchical::{broadcast_group, check, inner_blocks, node_members, wrong};
+use super::{displacements, optimal_blocks, Blocks, Buf, Layout, LevelCosts, PlanError, Problem};
+
+/// The rank of node `v` that carries lane `j`.
+fn carrier(layout: &Layout, v: usize, j: usize) -> usize {
+    let ranks = layout.ranks_on(v);
+    ranks[j % ranks.len()]
+}
+
+/// An allgatherv inside node `v` in which member i contributes `runs(i)` of the receive
+/// buffer (already held there) and every member ends with all of them.
+fn exchange_group(
+    layout: &Layout,
+    v: usize,
+    runs: impl Fn(usize) -> Vec<(usize, usize)>,
+    costs: &LevelCosts,
+) -> Result<Group, PlanError> {
+    let members = layout.ranks_on(v).to_vec();
+    let own: Vec<Vec<(usize, usize)>> = (0..members.len()).map(runs).collect();
+    let counts: Vec<usize> = own.iter().map(|r| r.iter().map(|x| x.1).sum()).collect();
+    let all: Vec<(usize, usize)> = own.iter().flatten().copied().collect();
+    let alg = CirculantAllgatherv::new(
+        &Problem::Allgatherv { counts },
+        Blocking::Model(costs.inside),
+    )?;
+    let places = own
+        .into_iter()
+        .map(|r| Places {
+            send: Place::runs(Buf::Recv, r),
+            recv: Place::runs(Buf::Recv, all.iter().copied()),
+        })
+        .collect();
+    Ok(Group {
+        alg: Box::new(alg),
+        members,
+        places,
+    })
+}
+
+/// Multi-lane allgatherv: lane j is the circulant allgatherv of the blocks of every node's
+/// j-th rank among the lane's carriers; then each node's ranks exchange their lanes.
+pub struct LaneAllgatherv;
+
+impl LaneAllgatherv {
+    /// The algorithm's name.
+    pub const NAME: &'static str = "lane-circulant-allgatherv";
+    /// Its name for the regular allgather.
+    pub const ALLGATHER: &'static str = "lane-circulant-allgather";
+
+    /// Plans `problem` (an allgatherv, or an allgather as one with equal counts) on `layout`.
+    pub fn plan(
+        problem: &Problem,
+        layout: &Layout,
+        costs: &LevelCosts,
+    ) -> Result<Composite, PlanError> {
+        let (name, counts) = match problem {
+            Problem::Allgatherv { counts } => (Self::NAME, counts.clone()),
+            Problem::Allgather { p, block } => (Self::ALLGATHER, vec![*block; *p]),
+            _ => return Err(wrong(Self::NAME, "allgatherv")),
+        };
+        check(name, problem, layout)?;
+        let displs = displacements(&counts);
+        let (n, lanes) = (layout.nodes(), layout.max_per_node());
+        // Node v's block in lane j: its j-th rank's, or nothing.
+        let block = |v: usize, j: usize| -> Option<usize> { layout.ranks_on(v).get(j).copied() };
+        let slot = |r: usize| (displs[r], counts[r]);
+
+        let mut across = Vec::with_capacity(lanes);
+        for j in 0..lanes {
+            let members: Vec<usize> = (0..n).map(|v| carrier(layout, v, j)).collect();
+            let lane_counts: Vec<usize> = (0..n)
+                .map(|v| block(v, j).map_or(0, |r| counts[r]))
+                .collect();
+            let recv: Vec<(usize, usize)> = (0..n).filter_map(|v| block(v, j)).map(slot).collect();
+            let alg = CirculantAllgatherv::new(
+                &Problem::Allgatherv {
+                    counts: lane_counts,
+                },
+                Blocking::Model(costs.across),
+            )?;
+            let places = (0..n)
+                .map(|v| Places {
+                    send: match block(v, j) {
+                        Some(r) => Place::at(Buf::Send, 0, counts[r]),
+                        None => Place::none(Buf::Send),
+                    },
+                    recv: Place::runs(Buf::Recv, recv.iter().copied()),
+                })
+                .collect();
+            across.push(Group {
+                alg: Box::new(alg),
+                members,
+                places,
+            });
+        }
+
+        let mut inside = Vec::new();
+        for v in 0..n {
+            let k = layout.ranks_on(v).len();
+            if k < 2 {
+                continue;
+            }
+            // Member i carries the lanes j ≡ i (mod k): every node's block of those lanes.
+            let runs = |i: usize| -> Vec<(usize, usize)> {
+                (i..lanes)
+                    .step_by(k)
+                    .flat_map(|j| (0..n).filter_map(move |u| block(u, j)))
+                    .map(slot)
+                    .collect()
+            };
+            inside.push(exchange_group(layout, v, runs, costs)?);
+        }
+        Composite::new(
+            name,
+            problem.clone(),
+            vec![
+                Phase {
+                    groups: across,
+                    ordered: false,
+                },
+                Phase {
+                    groups: inside,
+                    ordered: false,
+                },
+            ],
+            |_| 0,
+        )
+    }
+}
+
+/// Multi-lane broadcast: the message in as many shares as the largest node has ranks; lane j
+/// is the circulant broadcast of share j among the lane's carriers (on the root's node, the
+/// root carries every lane); then each node's ranks exchange their shares (the root's node
+/// receives the message from the root).
+pub struct LaneBroadcast;
+
+impl LaneBroadcast {
+    /// The algorithm's name.
+    pub const NAME: &'static str = "lane-circulant-bcast";
+
+    /// Plans `problem` on `layout`.
+    pub fn plan(
+        problem: &Problem,
+        layout: &Layout,
+        costs: &LevelCosts,
+    ) -> Result<Composite, PlanError> {
+        let &Problem::Broadcast { root, bytes, .. } = problem else {
+            return Err(wrong(Self::NAME, "broadcast"));
+        };
+        check(Self::NAME, problem, layout)?;
+        let n = layout.nodes();
+        let root_node = layout.node_of(root);
+        let lanes = (0..n)
+            .filter(|&v| v != root_node)
+            .map(|v| layout.ranks_on(v).len())
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        let shares = Blocks::new(bytes, lanes);
+        let carry = |v: usize, j: usize| {
+            if v == root_node {
+                root
+            } else {
+                carrier(layout, v, j)
+            }
+        };
+
+        let mut across = Vec::with_capacity(lanes);
+        for j in 0..lanes {
+            let (off, len) = shares.range(j);
+            let members: Vec<usize> = (0..n).map(|v| carry(v, j)).collect();
+            let alg = CirculantBroadcast::new(
+                &Problem::Broadcast {
+                    p: n,
+                    root: root_node,
+                    bytes: len,
+                },
+                Blocking::Fixed(optimal_blocks(n, len, &costs.across)),
+            )?;
+            across.push(Group {
+                alg: Box::new(alg),
+                members,
+                places: vec![
+                    Places {
+                        send: Place::none(Buf::Send),
+                        recv: Place::at(Buf::Recv, off, len),
+                    };
+                    n
+                ],
+            });
+        }
+
+        let mut inside = Vec::new();
+        for v in 0..n {
+            let k = layout.ranks_on(v).len();
+            if k < 2 {
+                continue;
+            }
+            if v == root_node {
+                let members = node_members(layout, v, root);
+                let blocks = inner_blocks(k, bytes, &costs.inside);
+                inside.push(broadcast_group(members, bytes, blocks)?);
+                continue;
+            }
+            let runs = |i: usize| -> Vec<(usize, usize)> {
+                (i..lanes).step_by(k).map(|j| shares.range(j)).collect()
+            };
+            inside.push(exchange_group(layout, v, runs, costs)?);
+        }
+        Composite::new(
+            Self::NAME,
+            problem.clone(),
+            vec![
+                Phase {
+                    groups: across,
+                    ordered: false,
+                },
+                Phase {
+                    groups: inside,
+                    ordered: false,
+                },
+            ],
+            |_| 0,
+        )
+    }
+}
