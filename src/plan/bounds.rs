@@ -10,7 +10,7 @@
 //! time of every broadcast in the registry (tests/plan_bounds.rs checks both). p = 2 gives
 //! α + βm; m = 0 gives 0, since nothing needs to be sent.
 
-use super::{ceil_log2, CostModel, Problem};
+use super::{ceil_log2, CostModel, Layout, LevelCosts, Problem};
 
 /// The α-β lower bound of `problem` in seconds (0 for p = 1).
 pub fn lower_bound(problem: &Problem, model: &CostModel) -> f64 {
@@ -68,5 +68,174 @@ pub fn broadcast(p: usize, bytes: usize, model: &CostModel) -> f64 {
         a * q1 + 2.0 * (q1 * a * b * m).sqrt() + b * m
     } else {
         (q1 + 1.0) * (a + b * m)
+    }
+}
+
+/// The lower bound of `problem` on `layout` in the two-level model of `costs` (what
+/// `sim::price::price_on` prices: messages inside a node cost `costs.inside`, between nodes
+/// `costs.across`, and a node link carries the bytes that cross it one after another, each
+/// message's bytes after its latency). 0 for p = 1; `None` for a layout of another number of
+/// ranks.
+///
+/// Every message costs at least `cheap`, the smaller α and β of the two levels (o ignored),
+/// so the flat bound [`lower_bound`] with `cheap` holds on every layout and for every
+/// collective. With N > 1 nodes and K ranks on the fullest node it is raised, for the
+/// broadcast, allgather(v), allreduce, reduce and barrier, by what must cross node links:
+///
+/// - latency, L(n) = α_across·⌈log_{K+1} n⌉: only messages between nodes carry anything from
+///   one node to another, each lasts at least α_across before its bytes cross, and each rank
+///   sends (receives) one at a time; so in s·α_across the K ranks of a node reached bring in
+///   at most K more nodes per α_across, and at most (K+1)^s nodes are reached (or heard
+///   from). n nodes need L(n).
+/// - broadcast of m > 0 bytes: L(N) + β_across·m. Some node's link starts to carry the
+///   message no earlier than L(N), and it must carry all m bytes from then on.
+/// - allgather(v): max(L(n), α_across + β_across·B), with n the nodes whose ranks contribute
+///   bytes and B the bytes of the other nodes' ranks that the node holding the least must
+///   receive through its link. (Not their sum: the link can carry near nodes' bytes while far
+///   nodes' bytes are still on the way.) 0 when nothing is gathered.
+/// - allreduce of m > 0 bytes: max(L(N), α_across + β_across·2(N − 1)/N·m): some node must
+///   send 2(N − 1)/N·m (Patarasuk and Yuan 2009; the form of the flat allreduce bound, with
+///   nodes as the parties).
+/// - reduce of m > 0 bytes: max(L(N), α_across + β_across·m): the result of every element
+///   depends on other nodes' elements, so at least one element's bytes about it enter the
+///   root's node.
+/// - barrier: L(N).
+///
+/// Other collectives keep the flat bound with `cheap`.
+pub fn two_level(problem: &Problem, layout: &Layout, costs: &LevelCosts) -> Option<f64> {
+    let p = problem.p();
+    if layout.p() != p {
+        return None;
+    }
+    let cheap = CostModel {
+        alpha: costs.inside.alpha.min(costs.across.alpha),
+        beta: costs.inside.beta.min(costs.across.beta),
+        o: 0.0,
+    };
+    let flat = lower_bound(problem, &cheap);
+    let nodes = layout.nodes();
+    if nodes <= 1 {
+        return Some(flat);
+    }
+    let (a, b) = (costs.across.alpha, costs.across.beta);
+    let lat = |n: usize| a * hops(n, layout.max_per_node()) as f64;
+    // Bytes contributed by the ranks of each node (gathers).
+    let gathered = |count: &dyn Fn(usize) -> usize| {
+        let held: Vec<f64> = (0..nodes)
+            .map(|n| layout.ranks_on(n).iter().map(|&r| count(r) as f64).sum())
+            .collect();
+        let total: f64 = held.iter().sum();
+        let least = held.iter().copied().fold(f64::INFINITY, f64::min);
+        let with_data = held.iter().filter(|&&h| h > 0.0).count();
+        if total > 0.0 {
+            lat(with_data).max(a + b * (total - least))
+        } else {
+            0.0
+        }
+    };
+    let across = match problem {
+        Problem::Broadcast { bytes, .. } if *bytes > 0 => lat(nodes) + b * *bytes as f64,
+        Problem::Allgather { block, .. } => gathered(&|_| *block),
+        Problem::Allgatherv { counts } => gathered(&|r| counts[r]),
+        Problem::Allreduce { bytes, .. } if *bytes > 0 => {
+            let share = 2.0 * (nodes - 1) as f64 / nodes as f64;
+            lat(nodes).max(a + b * share * *bytes as f64)
+        }
+        Problem::Reduce { bytes, .. } if *bytes > 0 => lat(nodes).max(a + b * *bytes as f64),
+        Problem::Barrier { .. } => lat(nodes),
+        _ => 0.0,
+    };
+    Some(flat.max(across))
+}
+
+/// ⌈log_{k+1} n⌉: the fewest steps in which n nodes are reached from one when each node
+/// reached brings in at most k more per step.
+fn hops(n: usize, k: usize) -> usize {
+    let (mut reached, mut steps) = (1usize, 0);
+    while reached < n {
+        reached = reached.saturating_mul(k.max(1) + 1);
+        steps += 1;
+    }
+    steps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{Dtype, ReduceOp, Reduction};
+
+    const COSTS: LevelCosts = LevelCosts {
+        inside: CostModel {
+            alpha: 1.0,
+            beta: 0.001,
+            o: 0.0,
+        },
+        across: CostModel {
+            alpha: 10.0,
+            beta: 0.01,
+            o: 0.0,
+        },
+    };
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * b.abs()
+    }
+
+    #[test]
+    fn two_nodes_of_two_ranks() {
+        // N = 2, K = 2: one step across, L = α_across = 10.
+        let red = Reduction::new(Dtype::I32, ReduceOp::Sum).expect("defined");
+        for layout in [
+            Layout::blocks(2, 2).expect("ranks"),
+            Layout::round_robin(2, 2).expect("ranks"),
+        ] {
+            let bound = |problem: Problem| two_level(&problem, &layout, &COSTS).expect("4 ranks");
+            // 10 + 0.01·1000 (the flat bound with the cheap model is 1 + 2·1 + 1 = 4).
+            let bcast = Problem::Broadcast {
+                p: 4,
+                root: 0,
+                bytes: 1000,
+            };
+            assert!(close(bound(bcast), 20.0));
+            // Each node receives the other node's 2000 bytes: 10 + 0.01·2000.
+            assert!(close(bound(Problem::Allgather { p: 4, block: 1000 }), 30.0));
+            // Node 1 holds 100 + 300, node 0 (by blocks) 0 + 200: node 0 receives 400.
+            let counts = vec![0, 200, 100, 300];
+            let v = two_level(&Problem::Allgatherv { counts }, &layout, &COSTS).expect("4 ranks");
+            let least = if layout.node_of(1) == 0 { 200.0 } else { 100.0 };
+            assert!(close(v, 10.0 + 0.01 * (600.0 - least)), "{v}");
+            // 2(N − 1)/N = 1: 10 + 0.01·4000; a reduce brings 4000 bytes into the root's node.
+            let allreduce = Problem::Allreduce {
+                p: 4,
+                reduction: red,
+                bytes: 4000,
+            };
+            assert!(close(bound(allreduce), 50.0));
+            let reduce = Problem::Reduce {
+                p: 4,
+                root: 3,
+                reduction: red,
+                bytes: 4000,
+            };
+            assert!(close(bound(reduce), 50.0));
+            assert!(close(bound(Problem::Barrier { p: 4 }), 10.0));
+        }
+    }
+
+    #[test]
+    fn latency_across_grows_with_the_nodes_a_node_can_reach() {
+        let barrier = Problem::Barrier { p: 8 };
+        // One rank per node: 8 nodes need 3 steps; 4 nodes of 2 ranks: 9 > 4 after 2 steps
+        // (1, 3, 9), 2 nodes of 4: 1.
+        let steps = |layout: Layout| two_level(&barrier, &layout, &COSTS).expect("8 ranks") / 10.0;
+        assert!(close(steps(Layout::blocks(8, 1).expect("ranks")), 3.0));
+        assert!(close(steps(Layout::blocks(4, 2).expect("ranks")), 2.0));
+        assert!(close(steps(Layout::blocks(2, 4).expect("ranks")), 1.0));
+        // One node: the flat bound with the cheaper model, ⌈log₂ 8⌉·1.
+        assert!(close(steps(Layout::one_node(8).expect("ranks")), 0.3));
+        assert_eq!(
+            two_level(&barrier, &Layout::one_node(4).expect("ranks"), &COSTS),
+            None
+        );
     }
 }

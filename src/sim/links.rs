@@ -17,6 +17,26 @@ pub struct NodeLinks {
 }
 
 impl NodeLinks {
+    /// Nothing counted yet, for `nodes` nodes.
+    pub fn new(nodes: usize) -> Self {
+        NodeLinks {
+            out: vec![0; nodes],
+            into: vec![0; nodes],
+            inside: 0,
+        }
+    }
+
+    /// Counts a message of `bytes` from a rank of node `from` to a rank of node `to` (nodes
+    /// below the count given to [`NodeLinks::new`]).
+    pub fn add(&mut self, from: usize, to: usize, bytes: u64) {
+        if from == to {
+            self.inside += bytes;
+        } else {
+            self.out[from] += bytes;
+            self.into[to] += bytes;
+        }
+    }
+
     /// The most any one node's link carries in one direction.
     pub fn busiest(&self) -> u64 {
         self.out
@@ -39,26 +59,16 @@ pub fn node_links(alg: &dyn Algorithm, node_of: &[usize]) -> Result<NodeLinks, P
         });
     }
     let nodes = node_of.iter().max().map_or(0, |&n| n + 1);
-    let mut links = NodeLinks {
-        out: vec![0; nodes],
-        into: vec![0; nodes],
-        inside: 0,
-    };
+    let mut links = NodeLinks::new(nodes);
     for (rank, &from) in node_of.iter().enumerate() {
         let plan = alg.rank_plan(rank)?;
         for round in plan.rounds {
             for transfer in &round.sends {
-                let bytes = transfer.bytes() as u64;
                 let to = *node_of.get(transfer.to).ok_or(PlanError::RankOutOfRange {
                     rank: transfer.to,
                     p,
                 })?;
-                if to == from {
-                    links.inside += bytes;
-                } else {
-                    links.out[from] += bytes;
-                    links.into[to] += bytes;
-                }
+                links.add(from, to, transfer.bytes() as u64);
             }
         }
     }

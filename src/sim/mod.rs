@@ -11,7 +11,8 @@
 //! model ([`CostModel::message_writes`]) two ways: by rounds (each round costs its slowest rank:
 //! the larger of what the rank sends and what it receives in the round, 1-ported) and by dataflow
 //! (a message starts when the data it carries is held and the sender's and receiver's ports are
-//! free).
+//! free; the same clock with which [`price::price_on`] prices plans on a layout of ranks on
+//! nodes without moving bytes).
 //!
 //! [`links::node_links`] counts the bytes that cross each node's link for a placement of the
 //! ranks on nodes.
@@ -24,13 +25,17 @@
 pub mod cases;
 pub mod data;
 pub mod links;
+pub mod price;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::plan::merge::{merge_transfer, Incoming, IovLimits};
 use crate::plan::{
-    Algorithm, Buf, CostModel, Local, PlanError, Problem, RankPlan, Round, Transfer,
+    Algorithm, Buf, CostModel, Layout, LevelCosts, Local, PlanError, Problem, RankPlan, Round,
+    Transfer,
 };
+use price::{next_index, Dataflow, Rounds};
 
 /// A plan that breaks a rule, or a wrong result.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -110,10 +115,6 @@ struct RankState {
     send: Memory,
     recv: Memory,
     scratch: Memory,
-    /// (round, completion time) for rounds with arrivals or local steps.
-    done: Vec<(u32, f64)>,
-    send_free: f64,
-    recv_free: f64,
     /// Barrier knowledge: ranks known to have started, per completed round.
     knows: Vec<(u32, Vec<u64>)>,
 }
@@ -131,13 +132,6 @@ impl RankState {
             Buf::Send => &mut self.send,
             Buf::Recv => &mut self.recv,
             Buf::Scratch => &mut self.scratch,
-        }
-    }
-    fn ready_at(&self, after: Option<u32>) -> f64 {
-        let Some(a) = after else { return 0.0 };
-        match self.done.partition_point(|&(r, _)| r <= a) {
-            0 => 0.0,
-            i => self.done[i - 1].1,
         }
     }
     /// Knowledge as of round `after` (the first entry is the initial knowledge).
@@ -282,14 +276,6 @@ struct Posted {
     parts: Vec<(Buf, usize, Vec<u8>)>,
 }
 
-/// What the ranks post in one round.
-#[derive(Default)]
-struct Outbox {
-    writes: Vec<Posted>,
-    /// Latest arrival time per target (dataflow).
-    arrivals: BTreeMap<usize, f64>,
-}
-
 /// The state of one simulated run.
 struct Sim<'a> {
     problem: &'a Problem,
@@ -297,13 +283,13 @@ struct Sim<'a> {
     limits: Option<IovLimits>,
     barrier: bool,
     states: Vec<RankState>,
+    /// The dataflow clock (one node, `model` for every message).
+    flow: Dataflow<'a>,
     sends_in: Vec<Vec<u8>>,
     /// Per rank, what it computes it receives (merged runs only).
     incoming: Vec<Incoming<'a>>,
     report: Report,
 }
-
-type Rounds<'a> = std::iter::Peekable<Box<dyn Iterator<Item = Round> + Send + 'a>>;
 
 impl<'a> Sim<'a> {
     /// Plans of all ranks, and their buffers filled with the collective's inputs.
@@ -330,12 +316,14 @@ impl<'a> Sim<'a> {
             Some(l) => (0..p).map(|r| Incoming::new(alg, r, l)).collect(),
             None => Vec::new(),
         };
+        let flow = Dataflow::new(Cow::Owned(Layout::one_node(p)?), LevelCosts::flat(*model));
         let sim = Sim {
             problem,
             model: *model,
             limits,
             barrier,
             states,
+            flow,
             sends_in,
             incoming,
             report: Report {
@@ -362,24 +350,27 @@ impl<'a> Sim<'a> {
         }
         let mut iters: Vec<Rounds<'a>> = plans.into_iter().map(|pl| pl.rounds.peekable()).collect();
         let mut last: Option<u32> = None;
-        while let Some(index) = next_index(&mut iters, &mut last)? {
+        while let Some(index) = next_index(&mut iters, &mut last)
+            .map_err(|index| rule(0, index, "round indices do not increase"))?
+        {
             let current: Vec<Option<Round>> = iters
                 .iter_mut()
                 .map(|it| it.next_if(|x| x.index == index))
                 .collect();
-            let outbox = self.post(&current, index)?;
-            let counted = self.deliver(outbox.writes, index)?;
+            let writes = self.post(&current, index)?;
+            let counted = self.deliver(writes, index)?;
             self.check_expectations(&current, &counted, index)?;
-            self.complete(current, &outbox.arrivals, index)?;
+            self.complete(current, index)?;
         }
         self.check_results()?;
+        self.report.dataflow_time = self.flow.time();
         Ok(self.report)
     }
 
     /// Checks every rank's sends of the round, gathers their bytes and prices them.
-    fn post(&mut self, current: &[Option<Round>], index: u32) -> Result<Outbox, SimError> {
+    fn post(&mut self, current: &[Option<Round>], index: u32) -> Result<Vec<Posted>, SimError> {
         let p = current.len();
-        let mut out = Outbox::default();
+        let mut out = Vec::new();
         let mut recv_cost: BTreeMap<usize, f64> = BTreeMap::new();
         let mut round_max = 0.0f64;
         let mut any = false;
@@ -405,10 +396,8 @@ impl<'a> Sim<'a> {
                 rep.pieces[r] += t.pieces.len() as u64;
                 rep.bytes_sent[r] += bytes as u64;
                 rep.bytes_received[t.to] += bytes as u64;
-                out.writes.extend(writes);
-                let end = self.dataflow(r, t.to, dep, cost);
-                let a = out.arrivals.entry(t.to).or_insert(0.0);
-                *a = a.max(end);
+                self.flow.message(r, t.to, dep, bytes, writes.len());
+                out.extend(writes);
                 if self.barrier {
                     self.spread_knowledge(r, t.to, dep, index);
                 }
@@ -508,20 +497,6 @@ impl<'a> Sim<'a> {
             .collect()
     }
 
-    /// Dataflow price: the message starts when its data is held and both ports are free;
-    /// returns its arrival.
-    fn dataflow(&mut self, from: usize, to: usize, dep: Option<u32>, cost: f64) -> f64 {
-        let start = self.states[from]
-            .ready_at(dep)
-            .max(self.states[from].send_free)
-            .max(self.states[to].recv_free);
-        let end = start + cost;
-        self.states[from].send_free = end;
-        self.states[to].recv_free = end;
-        self.report.dataflow_time = self.report.dataflow_time.max(end);
-        end
-    }
-
     /// Barrier knowledge: the target learns of every rank the sender knew of by `dep`.
     fn spread_knowledge(&mut self, from: usize, to: usize, dep: Option<u32>, index: u32) {
         let k = self.states[from]
@@ -605,24 +580,18 @@ impl<'a> Sim<'a> {
     }
 
     /// Marks the rounds complete and runs their local steps.
-    fn complete(
-        &mut self,
-        current: Vec<Option<Round>>,
-        arrivals: &BTreeMap<usize, f64>,
-        index: u32,
-    ) -> Result<(), SimError> {
+    fn complete(&mut self, current: Vec<Option<Round>>, index: u32) -> Result<(), SimError> {
         for (r, round) in current.into_iter().enumerate() {
             let Some(round) = round else { continue };
-            let st = &mut self.states[r];
             if !round.expects.is_empty() || !round.local.is_empty() {
-                let prev = st.done.last().map_or(0.0, |d| d.1);
-                let t = prev.max(arrivals.get(&r).copied().unwrap_or(0.0));
-                st.done.push((index, t));
+                self.flow.complete(r, index);
             }
+            let st = &mut self.states[r];
             for step in &round.local {
                 self.report.bytes_copied[r] += run_local(st, step, index + 1, r, index)?;
             }
         }
+        self.flow.end_round();
         Ok(())
     }
 
@@ -651,20 +620,6 @@ impl<'a> Sim<'a> {
         }
         Ok(())
     }
-}
-
-/// The index of the next round any rank has; checks indices increase.
-fn next_index(iters: &mut [Rounds<'_>], last: &mut Option<u32>) -> Result<Option<u32>, SimError> {
-    let next = iters
-        .iter_mut()
-        .filter_map(|it| it.peek().map(|r| r.index))
-        .min();
-    let Some(index) = next else { return Ok(None) };
-    if last.is_some_and(|l| index <= l) {
-        return Err(rule(0, index, "round indices do not increase"));
-    }
-    *last = Some(index);
-    Ok(Some(index))
 }
 
 /// Rank `r`'s buffers before the operation: its input, the root's data where the collective
@@ -712,9 +667,6 @@ fn initial_state(
         send: Memory::filled(input.to_vec()),
         recv,
         scratch: Memory::new(plan.buffers.scratch),
-        done: Vec::new(),
-        send_free: 0.0,
-        recv_free: 0.0,
         knows,
     })
 }
