@@ -197,3 +197,177 @@ fn writes_per_rank_follow_the_limits() {
     ]);
     assert!(big["algorithms"][0]["writes_per_rank"].is_null());
 }
+
+#[test]
+fn a_layout_prices_every_algorithm_on_its_nodes() {
+    let v = json(&[
+        "--op",
+        "bcast",
+        "--nodes",
+        "4",
+        "--ranks-per-node",
+        "2",
+        "--bytes",
+        "1000000",
+        "--json",
+    ]);
+    assert_eq!(v["p"], 8);
+    assert_eq!(v["nodes"], 4);
+    assert_eq!(v["max_ranks_per_node"], 2);
+    assert_eq!(v["placement"], "blocks");
+    assert_eq!(v["alpha_across_s"], 2e-6);
+    assert_eq!(v["beta_across_s_per_byte"], 8e-11);
+    assert_eq!(v["alpha_s"], 5e-7);
+    // 4 nodes reached in 2 steps (each node's 2 ranks bring in 2 more), then 1 MB across.
+    let bound = v["lower_bound_s"].as_f64().unwrap();
+    assert!((bound - (4e-6 + 8e-11 * 1e6)).abs() < 1e-12, "{bound}");
+    let algs = v["algorithms"].as_array().unwrap();
+    assert!(algs.len() >= 4);
+    let mut last = 0.0;
+    for a in algs {
+        assert_eq!(a["priced_on_layout"], true, "{a}");
+        let t = a["time_s"].as_f64().unwrap();
+        assert!(t >= bound && t >= last, "{a}");
+        last = t;
+        // Three nodes must each receive the whole message across their link.
+        assert!(
+            a["busiest_link_bytes"].as_u64().unwrap() >= 1_000_000,
+            "{a}"
+        );
+        assert!(a["inside_bytes"].as_u64().is_some());
+    }
+}
+
+#[test]
+fn placement_and_node_maps_change_what_crosses() {
+    let at = |layout: &[&str]| {
+        let args = [
+            &["--op", "allgather", "--bytes", "4000", "--json"][..],
+            layout,
+        ]
+        .concat();
+        json(&args)
+    };
+    let link = |v: &serde_json::Value| algorithm(v, "ring-allgather")["busiest_link_bytes"].clone();
+    let blocks = at(&["--nodes", "2", "--ranks-per-node", "2"]);
+    let rr = at(&[
+        "--nodes",
+        "2",
+        "--ranks-per-node",
+        "2",
+        "--placement",
+        "round-robin",
+    ]);
+    let map = at(&["--node-map", "5,5,9,9"]);
+    // By blocks the ring crosses twice (3 blocks of 1000 each way), round robin on every edge.
+    assert_eq!(link(&blocks), 3000);
+    assert_eq!(link(&rr), 6000);
+    assert_eq!(rr["placement"], "round-robin");
+    assert_eq!(map["placement"], "node-map");
+    assert_eq!(map["algorithms"], blocks["algorithms"]);
+    let t = |v: &serde_json::Value| algorithm(v, "ring-allgather")["time_s"].as_f64().unwrap();
+    assert!(t(&rr) > t(&blocks));
+}
+
+#[test]
+fn plans_too_large_to_walk_fall_back_to_the_closed_form_across() {
+    let args = [
+        "--op",
+        "bcast",
+        "--nodes",
+        "1000",
+        "--ranks-per-node",
+        "1000",
+        "--bytes",
+        "1048576",
+    ];
+    let v = json(&[&args[..], &["--json"]].concat());
+    assert_eq!(v["p"], 1_000_000);
+    for a in v["algorithms"].as_array().unwrap() {
+        assert_eq!(a["priced_on_layout"], false, "{a}");
+        assert!(a["busiest_link_bytes"].is_null());
+    }
+    let text = String::from_utf8_lossy(&model(&args).stdout).to_string();
+    assert!(text.contains("two-level lower bound"), "{text}");
+    assert!(
+        text.contains(" *") && text.contains("closed form"),
+        "{text}"
+    );
+    // Without a layout the table is the flat one.
+    let flat =
+        String::from_utf8_lossy(&model(&["--op", "bcast", "-p", "8", "--bytes", "1000000"]).stdout)
+            .to_string();
+    assert!(
+        flat.contains("merged 4/4") && !flat.contains("busiest"),
+        "{flat}"
+    );
+}
+
+#[test]
+fn bad_layouts_are_errors() {
+    for args in [
+        vec![
+            "--op",
+            "bcast",
+            "-p",
+            "4",
+            "--bytes",
+            "10",
+            "--alpha-across",
+            "1e-6",
+        ],
+        vec!["--op", "bcast", "--bytes", "10", "--nodes", "2"],
+        vec!["--op", "bcast", "--bytes", "10", "--ranks-per-node", "2"],
+        vec![
+            "--op",
+            "bcast",
+            "-p",
+            "5",
+            "--bytes",
+            "10",
+            "--nodes",
+            "2",
+            "--ranks-per-node",
+            "2",
+        ],
+        vec![
+            "--op",
+            "bcast",
+            "--bytes",
+            "10",
+            "--nodes",
+            "2",
+            "--ranks-per-node",
+            "2",
+            "--node-map",
+            "0,1",
+        ],
+        vec!["--op", "bcast", "--bytes", "10", "--node-map", "0,x"],
+        vec![
+            "--op",
+            "bcast",
+            "--bytes",
+            "10",
+            "--node-map",
+            "0,1",
+            "--beta-across",
+            "-1",
+        ],
+        vec![
+            "--op",
+            "bcast",
+            "--bytes",
+            "10",
+            "--nodes",
+            "16777215",
+            "--ranks-per-node",
+            "2",
+        ],
+        vec!["--op", "bcast", "--bytes", "10"],
+    ] {
+        let out = model(&args);
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

@@ -3,10 +3,17 @@
 //! plans are small (p up to [`MAX_WALKED_P`], p × rounds up to [`MAX_WALKED`]) they are also
 //! walked to count the writes each rank posts when a transfer's pieces are merged under the
 //! given iov limits.
+//!
+//! Given a layout of the ranks on nodes (`--nodes`/`--ranks-per-node` or `--node-map`), it
+//! prices every algorithm in the two-level model instead (`sim::price::price_on`, where the
+//! plans are small enough to walk), with the bytes across the busiest node link and the
+//! two-level lower bound ([`layout`]).
 
 use std::process::ExitCode;
 
 use clap::ValueEnum;
+
+mod layout;
 
 use super::{parse_ranks, ratio_to_bound, CliResult};
 use circulant::plan::bounds::lower_bound;
@@ -47,22 +54,26 @@ pub struct Args {
     /// The collective.
     #[arg(long)]
     op: Op,
-    /// Number of ranks (at most 16777215).
+    /// Number of ranks (at most 16777215); with a layout, taken from it (and checked against it
+    /// when given).
     #[arg(short = 'p', long = "ranks", value_parser = parse_ranks)]
-    p: usize,
+    p: Option<usize>,
     /// Bytes every rank ends up with: the broadcast or vector size, the whole gathered buffer
     /// (allgather(v), gather), the whole row (scatter, alltoall).
     #[arg(long)]
     bytes: usize,
-    /// Latency α in seconds.
-    #[arg(long, default_value_t = 2e-6)]
-    alpha: f64,
-    /// Time per byte β in seconds.
-    #[arg(long, default_value_t = 1e-10)]
-    beta: f64,
-    /// Overhead o in seconds of every write after the first of a message (LogGP's o).
-    #[arg(long = "o", default_value_t = 3e-7)]
-    o: f64,
+    /// Latency α in seconds [default: 2e-6; with a layout, inside a node: 5e-7, shared memory].
+    #[arg(long)]
+    alpha: Option<f64>,
+    /// Time per byte β in seconds [default: 1e-10; with a layout, inside a node: 5e-11, 20 GB/s].
+    #[arg(long)]
+    beta: Option<f64>,
+    /// Overhead o in seconds of every write after the first of a message (LogGP's o) [default:
+    /// 3e-7; with a layout, inside a node: 1e-7].
+    #[arg(long = "o")]
+    o: Option<f64>,
+    #[command(flatten)]
+    layout: layout::LayoutArgs,
     /// Local segments per write (the provider's iov_limit; tcp;ofi_rxm: 4).
     #[arg(long, default_value_t = 4)]
     iov_limit: usize,
@@ -81,8 +92,7 @@ pub struct Args {
     json: bool,
 }
 
-fn problem(args: &Args) -> Result<Problem, Box<dyn std::error::Error>> {
-    let p = args.p;
+fn problem(args: &Args, p: usize) -> Result<Problem, Box<dyn std::error::Error>> {
     let m = args.bytes;
     let per = m / p.max(1);
     let red = Reduction::new(Dtype::I32, ReduceOp::Sum)?;
@@ -112,15 +122,15 @@ fn problem(args: &Args) -> Result<Problem, Box<dyn std::error::Error>> {
         },
         Op::Allgather => Problem::Allgather { p, block: per },
         Op::Allgatherv => Problem::Allgatherv {
-            counts: counts(args)?,
+            counts: counts(args, p)?,
         },
         Op::Scatterv => Problem::Scatterv {
             root: args.root,
-            counts: counts(args)?,
+            counts: counts(args, p)?,
         },
         Op::Gatherv => Problem::Gatherv {
             root: args.root,
-            counts: counts(args)?,
+            counts: counts(args, p)?,
         },
         Op::Scatter => Problem::Scatter {
             p,
@@ -147,9 +157,14 @@ fn problem(args: &Args) -> Result<Problem, Box<dyn std::error::Error>> {
 }
 
 /// Per-rank counts of the chosen distribution, about `bytes` in total.
-fn counts(args: &Args) -> Result<Vec<usize>, Box<dyn std::error::Error>> {
+fn counts(args: &Args, p: usize) -> Result<Vec<usize>, Box<dyn std::error::Error>> {
     let d: Distribution = args.dist.parse()?;
-    Ok(d.counts(args.p, d.base_for_total(args.p, args.bytes)))
+    Ok(d.counts(p, d.base_for_total(p, args.bytes)))
+}
+
+/// Whether the plans of `p` ranks and `rounds` rounds are small enough to walk.
+fn walkable(p: usize, rounds: u64) -> bool {
+    p <= MAX_WALKED_P && (p as u64).saturating_mul(rounds.max(1)) <= MAX_WALKED
 }
 
 /// One algorithm's answer: closed form, and counted writes where the plans were walked.
@@ -161,28 +176,44 @@ struct Row {
     writes: Option<(u64, u64, f64)>,
 }
 
-pub fn run(args: Args) -> CliResult {
-    let Some(ab) = AlphaBeta::new(args.alpha, args.beta) else {
-        return Err("alpha and beta must be finite and non-negative".into());
+/// A cost model from the command line, checked.
+fn checked_model(alpha: f64, beta: f64, o: f64, what: &str) -> Result<CostModel, String> {
+    let Some(ab) = AlphaBeta::new(alpha, beta) else {
+        return Err(format!(
+            "{what}alpha and beta must be finite and non-negative"
+        ));
     };
-    if !(args.o.is_finite() && args.o >= 0.0) {
-        return Err("o must be finite and non-negative".into());
+    if !(o.is_finite() && o >= 0.0) {
+        return Err(format!("{what}o must be finite and non-negative"));
     }
-    let limits = IovLimits::new(args.iov_limit, args.rma_iov_limit)?;
-    let model = CostModel {
+    Ok(CostModel {
         alpha: ab.alpha_s,
         beta: ab.beta_s_per_byte,
-        o: args.o,
+        o,
+    })
+}
+
+pub fn run(args: Args) -> CliResult {
+    if let Some(layout) = args.layout.layout(args.p)? {
+        return layout::run(&args, &layout);
+    }
+    let Some(p) = args.p else {
+        return Err("-p is required without a layout (--nodes or --node-map)".into());
     };
-    let problem = problem(&args)?;
+    let (alpha, beta, o) = (
+        args.alpha.unwrap_or(2e-6),
+        args.beta.unwrap_or(1e-10),
+        args.o.unwrap_or(3e-7),
+    );
+    let model = checked_model(alpha, beta, o, "")?;
+    let limits = IovLimits::new(args.iov_limit, args.rma_iov_limit)?;
+    let problem = problem(&args, p)?;
     let algs = registry::applicable(&problem, &model)?;
     let bound = lower_bound(&problem, &model);
     let mut rows = Vec::with_capacity(algs.len());
     for a in &algs {
         let pr = a.predict(&model);
-        let walked = args.p <= MAX_WALKED_P
-            && (args.p as u64).saturating_mul(pr.rounds.max(1)) <= MAX_WALKED;
-        let writes = if walked {
+        let writes = if walkable(p, pr.rounds) {
             let t = tally(a.as_ref(), limits, &model)?;
             Some((t.writes_per_rank, t.pieces_per_rank, t.round_time))
         } else {
@@ -213,11 +244,11 @@ pub fn run(args: Args) -> CliResult {
             .collect();
         let out = serde_json::json!({
             "op": op,
-            "p": args.p,
+            "p": p,
             "bytes": problem.total_bytes(),
-            "alpha_s": args.alpha,
-            "beta_s_per_byte": args.beta,
-            "o_s": args.o,
+            "alpha_s": alpha,
+            "beta_s_per_byte": beta,
+            "o_s": o,
             "iov_limit": limits.iov,
             "rma_iov_limit": limits.rma_iov,
             "lower_bound_s": bound,
@@ -227,11 +258,11 @@ pub fn run(args: Args) -> CliResult {
     } else {
         println!(
             "{op}: p = {}, {} bytes, α = {} s, β = {} s/B, o = {} s; lower bound {}",
-            args.p,
+            p,
             problem.total_bytes(),
-            args.alpha,
-            args.beta,
-            args.o,
+            alpha,
+            beta,
+            o,
             format_seconds(bound)
         );
         println!(
