@@ -5,6 +5,12 @@
 
 use crate::plan::registry;
 use crate::plan::{Algorithm, PlanError, Problem};
+use crate::sim::price::price_on;
+
+/// Most rank-rounds (p × predicted rounds) an algorithm is priced on the layout for; beyond
+/// that the closed form with the model across nodes prices it. Pricing is done once per call
+/// shape (the plan cache keeps the choice).
+const PRICED_RANK_ROUNDS: u64 = 1 << 16;
 
 use super::{Choice, CommError, Communicator, Result};
 
@@ -68,7 +74,9 @@ impl Communicator {
     }
 
     /// Every applicable algorithm with its predicted time: in closed form on one node or
-    /// one rank per node; priced on the layout with both levels' models otherwise.
+    /// one rank per node; priced on the layout with both levels' models otherwise (by dataflow,
+    /// each node's link carrying the bytes that cross it one message after another:
+    /// [`price_on`]).
     fn priced(&self, problem: &Problem) -> Result<Vec<(f64, Box<dyn Algorithm>)>> {
         let layout = &self.layout;
         if problem.p() != layout.p() {
@@ -79,14 +87,30 @@ impl Communicator {
                 .collect());
         }
         let algorithms = registry::applicable_on(problem, layout, &self.levels)?;
-        let flat = if layout.nodes() > 1 {
-            self.levels.across
-        } else {
-            self.levels.inside
-        };
-        Ok(algorithms
-            .into_iter()
-            .map(|a| (a.predict(&flat).time, a))
-            .collect())
+        if !layout.is_hierarchical() {
+            let flat = if layout.nodes() > 1 {
+                self.levels.across
+            } else {
+                self.levels.inside
+            };
+            return Ok(algorithms
+                .into_iter()
+                .map(|a| (a.predict(&flat).time, a))
+                .collect());
+        }
+        let across = self.levels.across;
+        let mut out = Vec::with_capacity(algorithms.len());
+        for a in algorithms {
+            let closed = a.predict(&across);
+            // Walking every rank's plan costs about a microsecond per rank-round: beyond a
+            // bound the closed form across nodes stands in.
+            let time = if (layout.p() as u64).saturating_mul(closed.rounds) <= PRICED_RANK_ROUNDS {
+                price_on(a.as_ref(), layout, &self.levels)?.time
+            } else {
+                closed.time
+            };
+            out.push((time, a));
+        }
+        Ok(out)
     }
 }

@@ -150,9 +150,9 @@ pub fn run(args: &Args, layout: &Layout) -> CliResult {
     let costs = LevelCosts { inside, across };
     let p = layout.p();
     let problem = problem(args, p)?;
-    // Block counts are chosen for the level that bounds the time: across, on several nodes.
-    let plan_model = if layout.nodes() > 1 { across } else { inside };
-    let algs = registry::applicable(&problem, &plan_model)?;
+    // The flat algorithms' block counts are chosen for the level that bounds the time: across,
+    // on several nodes; the node-aware ones are planned for the layout.
+    let algs = registry::applicable_on(&problem, layout, &costs)?;
     let bound = two_level(&problem, layout, &costs).ok_or("the layout has another size")?;
     let mut rows = Vec::with_capacity(algs.len());
     for a in &algs {
