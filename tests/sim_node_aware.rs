@@ -198,3 +198,47 @@ fn bytes_across_node_links_are_what_the_collective_needs() {
         }
     }
 }
+
+/// Sizes at which the levels' block counts differ (the phases of one composite then run the
+/// same algorithm on the same problem with other block counts).
+#[test]
+fn large_messages_with_block_counts_that_differ_per_level() {
+    let costs = LevelCosts {
+        inside: CostModel {
+            alpha: 8.8e-5,
+            beta: 5.7e-10,
+            o: 6e-6,
+        },
+        across: CostModel {
+            alpha: 2.1e-5,
+            beta: 2.77e-8,
+            o: 8e-6,
+        },
+    };
+    for layout in [
+        Layout::blocks(2, 2).unwrap(),
+        Layout::blocks(2, 4).unwrap(),
+        Layout::blocks(4, 2).unwrap(),
+        Layout::new(&[0, 0, 0, 1, 1, 2]).unwrap(),
+    ] {
+        let p = layout.p();
+        for problem in [
+            Problem::Broadcast {
+                p,
+                root: 0,
+                bytes: 1_000_000,
+            },
+            Problem::Allgatherv {
+                counts: vec![100_000; p],
+            },
+        ] {
+            for (name, make) in registry::NODE_AWARE {
+                let Ok(alg) = make(&problem, &layout, &costs) else {
+                    continue;
+                };
+                simulate(alg.as_ref(), &costs.across)
+                    .unwrap_or_else(|e| panic!("{name} on {:?}: {e}", layout.node_of_each()));
+            }
+        }
+    }
+}

@@ -211,8 +211,9 @@ impl Composite {
                 ..BufferSizes::default()
             })
             .collect();
-        // Groups that run the same algorithm on the same problem take the same rounds.
-        let mut lengths: std::collections::HashMap<(&'static str, Problem), u32> =
+        // Groups that run the same algorithm on the same problem with the same block count
+        // (which its predicted rounds tell) take the same rounds.
+        let mut lengths: std::collections::HashMap<(&'static str, Problem, u64), u32> =
             std::collections::HashMap::new();
         for phase in &phases {
             let mut seat: Vec<Vec<Seat>> = vec![Vec::new(); p];
@@ -225,7 +226,11 @@ impl Composite {
                         got: group.members.len().min(group.places.len()),
                     });
                 }
-                let key = (group.alg.name(), group.alg.problem().clone());
+                let key = (
+                    group.alg.name(),
+                    group.alg.problem().clone(),
+                    group.alg.predict(&CostModel::default()).rounds,
+                );
                 let rounds = match lengths.get(&key) {
                     Some(&n) => n,
                     None => {
@@ -475,7 +480,16 @@ impl Composite {
                 // Sends wait for the data earlier phases produced; rounds are renumbered.
                 for sub in &sub_rounds {
                     let index = global(offset, sub.index)?;
-                    debug_assert!(index < end, "a phase's rounds are counted at construction");
+                    if index >= end {
+                        return Err(PlanError::Unsupported {
+                            algorithm: self.name,
+                            reason: format!(
+                                "{} has a round beyond the {} counted for its phase",
+                                group.alg.name(),
+                                end - offset
+                            ),
+                        });
+                    }
                     let out = rounds.entry(index).or_insert_with(|| Round::new(index));
                     for t in &sub.sends {
                         let to = group.members[t.to];
