@@ -161,6 +161,9 @@ pub struct Phase {
     /// Every send of the phase waits for all this rank did in earlier phases (for phases whose
     /// order no data expresses, such as barriers' signals).
     pub ordered: bool,
+    /// The model of the level the phase runs on when it runs inside nodes (`None`: across
+    /// nodes, the model [`Algorithm::predict`] is given).
+    pub inside: Option<CostModel>,
 }
 
 /// Where a rank is in a phase: group, sub-rank, and the scratch offset of its sub-scratch.
@@ -751,13 +754,15 @@ impl Algorithm for Composite {
                 .into_iter(),
         )
     }
+    /// The phases one after the other (no overlap counted), each with its level's model.
     fn predict(&self, model: &CostModel) -> Prediction {
         let mut out = Prediction {
             rounds: 0,
             time: 0.0,
         };
         for phase in &self.phases {
-            let slowest = phase.groups.iter().map(|g| g.alg.predict(model)).fold(
+            let level = phase.inside.as_ref().unwrap_or(model);
+            let slowest = phase.groups.iter().map(|g| g.alg.predict(level)).fold(
                 Prediction {
                     rounds: 0,
                     time: 0.0,

@@ -152,10 +152,12 @@ impl HierBroadcast {
                 Phase {
                     groups: vec![top],
                     ordered: false,
+                    inside: None,
                 },
                 Phase {
                     groups: inner,
                     ordered: false,
+                    inside: Some(costs.inside),
                 },
             ],
             |_| 0,
@@ -275,14 +277,17 @@ impl HierAllgatherv {
                 Phase {
                     groups: gathers,
                     ordered: false,
+                    inside: Some(costs.inside),
                 },
                 Phase {
                     groups: vec![top],
                     ordered: false,
+                    inside: None,
                 },
                 Phase {
                     groups: spread,
                     ordered: false,
+                    inside: Some(costs.inside),
                 },
             ],
             |_| 0,
@@ -361,7 +366,7 @@ impl HierReduce {
     pub fn plan(
         problem: &Problem,
         layout: &Layout,
-        _costs: &LevelCosts,
+        costs: &LevelCosts,
     ) -> Result<Composite, PlanError> {
         let &Problem::Reduce {
             root,
@@ -400,6 +405,7 @@ impl HierReduce {
                 Phase {
                     groups: inner,
                     ordered: false,
+                    inside: Some(costs.inside),
                 },
                 Phase {
                     groups: vec![Group {
@@ -408,6 +414,7 @@ impl HierReduce {
                         places,
                     }],
                     ordered: false,
+                    inside: None,
                 },
             ],
             |r| scratch[r],
@@ -477,6 +484,7 @@ impl HierAllreduce {
                 Phase {
                     groups: inner,
                     ordered: false,
+                    inside: Some(costs.inside),
                 },
                 Phase {
                     groups: vec![Group {
@@ -485,10 +493,12 @@ impl HierAllreduce {
                         places,
                     }],
                     ordered: false,
+                    inside: None,
                 },
                 Phase {
                     groups: spread,
                     ordered: false,
+                    inside: Some(costs.inside),
                 },
             ],
             |r| scratch[r],
@@ -508,7 +518,7 @@ impl HierBarrier {
     pub fn plan(
         problem: &Problem,
         layout: &Layout,
-        _costs: &LevelCosts,
+        costs: &LevelCosts,
     ) -> Result<Composite, PlanError> {
         if !matches!(problem, Problem::Barrier { .. }) {
             return Err(wrong(Self::NAME, "barrier"));
@@ -538,14 +548,17 @@ impl HierBarrier {
                 Phase {
                     groups: nodes()?,
                     ordered: false,
+                    inside: Some(costs.inside),
                 },
                 Phase {
                     groups: vec![barrier(lead.clone())?],
                     ordered: true,
+                    inside: None,
                 },
                 Phase {
                     groups: nodes()?,
                     ordered: true,
+                    inside: Some(costs.inside),
                 },
             ],
             |_| 0,

@@ -126,10 +126,12 @@ impl LaneAllgatherv {
                 Phase {
                     groups: across,
                     ordered: false,
+                    inside: None,
                 },
                 Phase {
                     groups: inside,
                     ordered: false,
+                    inside: Some(costs.inside),
                 },
             ],
             |_| 0,
@@ -223,10 +225,12 @@ impl LaneBroadcast {
                 Phase {
                     groups: across,
                     ordered: false,
+                    inside: None,
                 },
                 Phase {
                     groups: inside,
                     ordered: false,
+                    inside: Some(costs.inside),
                 },
             ],
             |_| 0,
