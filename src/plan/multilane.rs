@@ -8,7 +8,19 @@
 use super::circulant::{Blocking, CirculantAllgatherv, CirculantBroadcast};
 use super::compose::{Composite, Group, Phase, Place, Places};
 use super::hierarchical::{broadcast_group, check, inner_blocks, node_members, wrong};
-use super::{displacements, optimal_blocks, Blocks, Buf, Layout, LevelCosts, PlanError, Problem};
+use super::rootedv::BinomialScatterv;
+use super::{
+    displacements, optimal_blocks, Blocks, Buf, CostModel, Layout, LevelCosts, PlanError, Problem,
+};
+
+/// The model one lane sees across nodes: the lanes of a node share its link, so each gets a
+/// part of its bandwidth (block counts chosen with it are those of the whole message).
+fn shared_link(across: &CostModel, lanes: usize) -> CostModel {
+    CostModel {
+        beta: across.beta * lanes as f64,
+        ..*across
+    }
+}
 
 /// The rank of node `v` that carries lane `j`.
 fn carrier(layout: &Layout, v: usize, j: usize) -> usize {
@@ -85,7 +97,7 @@ impl LaneAllgatherv {
                 &Problem::Allgatherv {
                     counts: lane_counts,
                 },
-                Blocking::Model(costs.across),
+                Blocking::Model(shared_link(&costs.across, lanes)),
             )?;
             let places = (0..n)
                 .map(|v| Places {
@@ -139,10 +151,10 @@ impl LaneAllgatherv {
     }
 }
 
-/// Multi-lane broadcast: the message in as many shares as the largest node has ranks; lane j
-/// is the circulant broadcast of share j among the lane's carriers (on the root's node, the
-/// root carries every lane); then each node's ranks exchange their shares (the root's node
-/// receives the message from the root).
+/// Multi-lane broadcast: the message in as many shares as the largest other node has ranks;
+/// the root hands each carrier of its node its lanes' shares (a scatterv); lane j is the
+/// circulant broadcast of share j among the lane's carriers; then each node's ranks exchange
+/// their shares (the root's node receives the message from the root).
 pub struct LaneBroadcast;
 
 impl LaneBroadcast {
@@ -168,13 +180,55 @@ impl LaneBroadcast {
             .unwrap_or(1)
             .max(1);
         let shares = Blocks::new(bytes, lanes);
-        let carry = |v: usize, j: usize| {
-            if v == root_node {
-                root
-            } else {
-                carrier(layout, v, j)
+        let carry = |v: usize, j: usize| carrier(layout, v, j);
+        // On the root's node, a carrier other than the root gets its lanes' shares from the
+        // root first, into its scratch (its receive buffer is written once, by the broadcast
+        // inside the node at the end): where lane j's share lies in it.
+        let root_ranks = layout.ranks_on(root_node);
+        let mut in_scratch: Vec<Option<usize>> = vec![None; lanes];
+        let mut scratch = vec![0usize; layout.p()];
+        let mut scatter_counts = vec![0usize; root_ranks.len()];
+        let mut scatter_runs: Vec<Vec<(usize, usize)>> = vec![Vec::new(); root_ranks.len()];
+        for j in 0..lanes {
+            let c = carry(root_node, j);
+            if c != root {
+                let i = j % root_ranks.len();
+                in_scratch[j] = Some(scratch[c]);
+                scratch[c] += shares.range(j).1;
+                scatter_counts[i] += shares.range(j).1;
+                scatter_runs[i].push(shares.range(j));
             }
-        };
+        }
+
+        let mut first = Vec::new();
+        if scatter_counts.iter().any(|&c| c > 0) {
+            let at = root_ranks.iter().position(|&r| r == root).unwrap_or(0);
+            let alg = BinomialScatterv::new(&Problem::Scatterv {
+                root: at,
+                counts: scatter_counts.clone(),
+            })?;
+            let places = root_ranks
+                .iter()
+                .enumerate()
+                .map(|(i, &r)| Places {
+                    send: if r == root {
+                        Place::runs(Buf::Recv, scatter_runs.iter().flatten().copied())
+                    } else {
+                        Place::none(Buf::Send)
+                    },
+                    recv: if r == root {
+                        Place::none(Buf::Recv)
+                    } else {
+                        Place::at(Buf::Scratch, 0, scatter_counts[i])
+                    },
+                })
+                .collect();
+            first.push(Group {
+                alg: Box::new(alg),
+                members: root_ranks.to_vec(),
+                places,
+            });
+        }
 
         let mut across = Vec::with_capacity(lanes);
         for j in 0..lanes {
@@ -186,18 +240,21 @@ impl LaneBroadcast {
                     root: root_node,
                     bytes: len,
                 },
-                Blocking::Fixed(optimal_blocks(n, len, &costs.across)),
+                Blocking::Fixed(optimal_blocks(n, len, &shared_link(&costs.across, lanes))),
             )?;
+            let places = (0..n)
+                .map(|v| Places {
+                    send: Place::none(Buf::Send),
+                    recv: match in_scratch[j] {
+                        Some(at) if v == root_node => Place::at(Buf::Scratch, at, len),
+                        _ => Place::at(Buf::Recv, off, len),
+                    },
+                })
+                .collect();
             across.push(Group {
                 alg: Box::new(alg),
                 members,
-                places: vec![
-                    Places {
-                        send: Place::none(Buf::Send),
-                        recv: Place::at(Buf::Recv, off, len),
-                    };
-                    n
-                ],
+                places,
             });
         }
 
@@ -223,6 +280,11 @@ impl LaneBroadcast {
             problem.clone(),
             vec![
                 Phase {
+                    groups: first,
+                    ordered: false,
+                    inside: Some(costs.inside),
+                },
+                Phase {
                     groups: across,
                     ordered: false,
                     inside: None,
@@ -233,7 +295,7 @@ impl LaneBroadcast {
                     inside: Some(costs.inside),
                 },
             ],
-            |_| 0,
+            |r| scratch[r],
         )
     }
 }
