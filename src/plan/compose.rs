@@ -166,6 +166,34 @@ pub struct Phase {
     pub inside: Option<CostModel>,
 }
 
+impl Phase {
+    /// Groups that run across nodes (priced with the model across).
+    pub fn across(groups: Vec<Group>) -> Phase {
+        Phase {
+            groups,
+            ordered: false,
+            inside: None,
+        }
+    }
+
+    /// Groups that run inside nodes, priced with `inside`.
+    pub fn inside(groups: Vec<Group>, inside: CostModel) -> Phase {
+        Phase {
+            groups,
+            ordered: false,
+            inside: Some(inside),
+        }
+    }
+
+    /// The same phase, each of its sends after everything this rank did in earlier phases.
+    pub fn ordered(self) -> Phase {
+        Phase {
+            ordered: true,
+            ..self
+        }
+    }
+}
+
 /// Where a rank is in a phase: group, sub-rank, and the scratch offset of its sub-scratch.
 #[derive(Clone, Copy, Debug)]
 struct Seat {

@@ -75,6 +75,19 @@ pub(super) fn wrong(name: &'static str, collective: &'static str) -> PlanError {
     }
 }
 
+/// The name and the counts of an allgatherv, or of an allgather as one with equal counts.
+pub(super) fn gathered(
+    problem: &Problem,
+    allgatherv: &'static str,
+    allgather: &'static str,
+) -> Result<(&'static str, Vec<usize>), PlanError> {
+    match problem {
+        Problem::Allgatherv { counts } => Ok((allgatherv, counts.clone())),
+        Problem::Allgather { p, block } => Ok((allgather, vec![*block; *p])),
+        _ => Err(wrong(allgatherv, "allgatherv")),
+    }
+}
+
 /// A broadcast among `members` (the first is the root) of `bytes` in the receive buffer.
 pub(super) fn broadcast_group(
     members: Vec<usize>,
@@ -148,18 +161,7 @@ impl HierBroadcast {
         Composite::new(
             Self::NAME,
             problem.clone(),
-            vec![
-                Phase {
-                    groups: vec![top],
-                    ordered: false,
-                    inside: None,
-                },
-                Phase {
-                    groups: inner,
-                    ordered: false,
-                    inside: Some(costs.inside),
-                },
-            ],
+            vec![Phase::across(vec![top]), Phase::inside(inner, costs.inside)],
             |_| 0,
         )
     }
@@ -182,11 +184,7 @@ impl HierAllgatherv {
         layout: &Layout,
         costs: &LevelCosts,
     ) -> Result<Composite, PlanError> {
-        let (name, counts) = match problem {
-            Problem::Allgatherv { counts } => (Self::NAME, counts.clone()),
-            Problem::Allgather { p, block } => (Self::ALLGATHER, vec![*block; *p]),
-            _ => return Err(wrong(Self::NAME, "allgatherv")),
-        };
+        let (name, counts) = gathered(problem, Self::NAME, Self::ALLGATHER)?;
         check(name, problem, layout)?;
         let total: usize = counts.iter().sum();
         let displs = displacements(&counts);
@@ -274,21 +272,9 @@ impl HierAllgatherv {
             name,
             problem.clone(),
             vec![
-                Phase {
-                    groups: gathers,
-                    ordered: false,
-                    inside: Some(costs.inside),
-                },
-                Phase {
-                    groups: vec![top],
-                    ordered: false,
-                    inside: None,
-                },
-                Phase {
-                    groups: spread,
-                    ordered: false,
-                    inside: Some(costs.inside),
-                },
+                Phase::inside(gathers, costs.inside),
+                Phase::across(vec![top]),
+                Phase::inside(spread, costs.inside),
             ],
             |_| 0,
         )
@@ -402,20 +388,12 @@ impl HierReduce {
             Self::NAME,
             problem.clone(),
             vec![
-                Phase {
-                    groups: inner,
-                    ordered: false,
-                    inside: Some(costs.inside),
-                },
-                Phase {
-                    groups: vec![Group {
-                        alg: Box::new(top),
-                        members: lead,
-                        places,
-                    }],
-                    ordered: false,
-                    inside: None,
-                },
+                Phase::inside(inner, costs.inside),
+                Phase::across(vec![Group {
+                    alg: Box::new(top),
+                    members: lead,
+                    places,
+                }]),
             ],
             |r| scratch[r],
         )
@@ -481,25 +459,13 @@ impl HierAllreduce {
             Self::NAME,
             problem.clone(),
             vec![
-                Phase {
-                    groups: inner,
-                    ordered: false,
-                    inside: Some(costs.inside),
-                },
-                Phase {
-                    groups: vec![Group {
-                        alg: top,
-                        members: lead,
-                        places,
-                    }],
-                    ordered: false,
-                    inside: None,
-                },
-                Phase {
-                    groups: spread,
-                    ordered: false,
-                    inside: Some(costs.inside),
-                },
+                Phase::inside(inner, costs.inside),
+                Phase::across(vec![Group {
+                    alg: top,
+                    members: lead,
+                    places,
+                }]),
+                Phase::inside(spread, costs.inside),
             ],
             |r| scratch[r],
         )
@@ -545,21 +511,9 @@ impl HierBarrier {
             Self::NAME,
             problem.clone(),
             vec![
-                Phase {
-                    groups: nodes()?,
-                    ordered: false,
-                    inside: Some(costs.inside),
-                },
-                Phase {
-                    groups: vec![barrier(lead.clone())?],
-                    ordered: true,
-                    inside: None,
-                },
-                Phase {
-                    groups: nodes()?,
-                    ordered: true,
-                    inside: Some(costs.inside),
-                },
+                Phase::inside(nodes()?, costs.inside),
+                Phase::across(vec![barrier(lead.clone())?]).ordered(),
+                Phase::inside(nodes()?, costs.inside).ordered(),
             ],
             |_| 0,
         )

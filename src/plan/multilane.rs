@@ -7,7 +7,7 @@
 
 use super::circulant::{Blocking, CirculantAllgatherv, CirculantBroadcast};
 use super::compose::{Composite, Group, Phase, Place, Places};
-use super::hierarchical::{broadcast_group, check, inner_blocks, node_members, wrong};
+use super::hierarchical::{broadcast_group, check, gathered, inner_blocks, node_members, wrong};
 use super::rootedv::BinomialScatterv;
 use super::{
     displacements, optimal_blocks, Blocks, Buf, CostModel, Layout, LevelCosts, PlanError, Problem,
@@ -74,11 +74,7 @@ impl LaneAllgatherv {
         layout: &Layout,
         costs: &LevelCosts,
     ) -> Result<Composite, PlanError> {
-        let (name, counts) = match problem {
-            Problem::Allgatherv { counts } => (Self::NAME, counts.clone()),
-            Problem::Allgather { p, block } => (Self::ALLGATHER, vec![*block; *p]),
-            _ => return Err(wrong(Self::NAME, "allgatherv")),
-        };
+        let (name, counts) = gathered(problem, Self::NAME, Self::ALLGATHER)?;
         check(name, problem, layout)?;
         let displs = displacements(&counts);
         let (n, lanes) = (layout.nodes(), layout.max_per_node());
@@ -134,18 +130,7 @@ impl LaneAllgatherv {
         Composite::new(
             name,
             problem.clone(),
-            vec![
-                Phase {
-                    groups: across,
-                    ordered: false,
-                    inside: None,
-                },
-                Phase {
-                    groups: inside,
-                    ordered: false,
-                    inside: Some(costs.inside),
-                },
-            ],
+            vec![Phase::across(across), Phase::inside(inside, costs.inside)],
             |_| 0,
         )
     }
@@ -189,11 +174,11 @@ impl LaneBroadcast {
         let mut scratch = vec![0usize; layout.p()];
         let mut scatter_counts = vec![0usize; root_ranks.len()];
         let mut scatter_runs: Vec<Vec<(usize, usize)>> = vec![Vec::new(); root_ranks.len()];
-        for j in 0..lanes {
+        for (j, place) in in_scratch.iter_mut().enumerate() {
             let c = carry(root_node, j);
             if c != root {
                 let i = j % root_ranks.len();
-                in_scratch[j] = Some(scratch[c]);
+                *place = Some(scratch[c]);
                 scratch[c] += shares.range(j).1;
                 scatter_counts[i] += shares.range(j).1;
                 scatter_runs[i].push(shares.range(j));
@@ -231,7 +216,7 @@ impl LaneBroadcast {
         }
 
         let mut across = Vec::with_capacity(lanes);
-        for j in 0..lanes {
+        for (j, &at_root) in in_scratch.iter().enumerate() {
             let (off, len) = shares.range(j);
             let members: Vec<usize> = (0..n).map(|v| carry(v, j)).collect();
             let alg = CirculantBroadcast::new(
@@ -245,7 +230,7 @@ impl LaneBroadcast {
             let places = (0..n)
                 .map(|v| Places {
                     send: Place::none(Buf::Send),
-                    recv: match in_scratch[j] {
+                    recv: match at_root {
                         Some(at) if v == root_node => Place::at(Buf::Scratch, at, len),
                         _ => Place::at(Buf::Recv, off, len),
                     },
@@ -279,21 +264,9 @@ impl LaneBroadcast {
             Self::NAME,
             problem.clone(),
             vec![
-                Phase {
-                    groups: first,
-                    ordered: false,
-                    inside: Some(costs.inside),
-                },
-                Phase {
-                    groups: across,
-                    ordered: false,
-                    inside: None,
-                },
-                Phase {
-                    groups: inside,
-                    ordered: false,
-                    inside: Some(costs.inside),
-                },
+                Phase::inside(first, costs.inside),
+                Phase::across(across),
+                Phase::inside(inside, costs.inside),
             ],
             |r| scratch[r],
         )
