@@ -193,3 +193,46 @@ fn node_aware_algorithms_are_listed_only_on_several_nodes_of_several_ranks() {
         }
     }
 }
+
+/// With a link across nodes much slower than the pairs inside a node, the automatic choice
+/// prices the candidates on the layout and takes a node-aware allgatherv, whose result is right.
+#[test]
+fn the_automatic_choice_takes_a_node_aware_algorithm_where_it_is_priced_fastest() {
+    use circulant::plan::{CostModel, LevelCosts};
+    let hosts = LAYOUTS[0];
+    let p = hosts.len();
+    let problem = Problem::Allgatherv {
+        counts: vec![100_000; p],
+    };
+    let chosen = run(hosts, Vec::new(), |comm| {
+        comm.set_levels(LevelCosts {
+            inside: CostModel {
+                alpha: 1e-6,
+                beta: 1e-10,
+                o: 1e-7,
+            },
+            across: CostModel {
+                alpha: 2e-5,
+                beta: 2.7e-8,
+                o: 7e-6,
+            },
+        });
+        let me = CaseData::new(problem.clone()).for_rank(comm.rank());
+        let Problem::Allgatherv { counts } = &problem else {
+            unreachable!("an allgatherv")
+        };
+        let mut recv = me.recv_initial.clone();
+        comm.allgatherv_using(&me.send[..], &mut recv[..], counts, Choice::Auto)
+            .expect("allgatherv");
+        let wrong = me.expected.check(&recv).err().map(|m| m.to_string());
+        (comm.last().map(|e| e.algorithm), wrong)
+    });
+    for (rank, (algorithm, wrong)) in chosen.iter().enumerate() {
+        assert_eq!(*wrong, None, "rank {rank}");
+        let name = algorithm.expect("a call ran");
+        assert!(
+            name.starts_with("hier-") || name.starts_with("lane-"),
+            "rank {rank} chose {name}"
+        );
+    }
+}
