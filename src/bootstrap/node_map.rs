@@ -5,8 +5,9 @@
 //! numbers them alike whatever labels the launcher used; any placement is allowed (uneven
 //! counts per node, round robin).
 
-use std::collections::HashMap;
 use std::hash::Hash;
+
+use crate::plan::Layout;
 
 use super::{mapping, Bootstrap, BootstrapError};
 
@@ -16,10 +17,8 @@ const HOST_KEY: &str = "host";
 /// The node of every rank of a group, and this rank's place in it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeMap {
-    /// The node of each rank.
-    node: Vec<usize>,
-    /// The ranks of each node, in rank order.
-    ranks: Vec<Vec<usize>>,
+    /// The node of each rank and the ranks of each node.
+    layout: Layout,
     /// This rank.
     me: usize,
 }
@@ -28,19 +27,8 @@ impl NodeMap {
     /// The map of ranks whose nodes carry `labels` (equal labels, one node), seen from rank
     /// `me`; None when `me` is not one of the ranks.
     pub fn new<K: Eq + Hash>(labels: impl IntoIterator<Item = K>, me: usize) -> Option<NodeMap> {
-        let mut index: HashMap<K, usize> = HashMap::new();
-        let mut node = Vec::new();
-        let mut ranks: Vec<Vec<usize>> = Vec::new();
-        for (rank, label) in labels.into_iter().enumerate() {
-            let next = index.len();
-            let n = *index.entry(label).or_insert(next);
-            if n == ranks.len() {
-                ranks.push(Vec::new());
-            }
-            ranks[n].push(rank);
-            node.push(n);
-        }
-        (me < node.len()).then_some(NodeMap { node, ranks, me })
+        let layout = Layout::from_labels(labels).ok()?;
+        (me < layout.p()).then_some(NodeMap { layout, me })
     }
 
     /// `size` ranks on one node, seen from rank `me`.
@@ -65,14 +53,14 @@ impl NodeMap {
     pub fn restrict(&self, members: &[usize], me: usize) -> Option<NodeMap> {
         let labels = members
             .iter()
-            .map(|&r| self.node.get(r).copied())
+            .map(|&r| self.node_of(r))
             .collect::<Option<Vec<usize>>>()?;
         Self::new(labels, me)
     }
 
     /// The number of ranks.
     pub fn size(&self) -> usize {
-        self.node.len()
+        self.layout.p()
     }
 
     /// This rank.
@@ -82,32 +70,37 @@ impl NodeMap {
 
     /// The number of nodes.
     pub fn nodes(&self) -> usize {
-        self.ranks.len()
+        self.layout.nodes()
     }
 
     /// This rank's node.
     pub fn node(&self) -> usize {
-        self.node[self.me]
+        self.layout.node_of(self.me)
     }
 
     /// The node of `rank`; None when it is not a rank of the group.
     pub fn node_of(&self, rank: usize) -> Option<usize> {
-        self.node.get(rank).copied()
+        self.layout.node_of_each().get(rank).copied()
     }
 
     /// The ranks on `node`, in rank order; None when there is no such node.
     pub fn ranks_on(&self, node: usize) -> Option<&[usize]> {
-        self.ranks.get(node).map(Vec::as_slice)
+        (node < self.layout.nodes()).then(|| self.layout.ranks_on(node))
     }
 
     /// The ranks on this rank's node, in rank order (this rank included).
     pub fn local_ranks(&self) -> &[usize] {
-        &self.ranks[self.node()]
+        self.layout.ranks_on(self.node())
     }
 
     /// The node of every rank, in rank order.
     pub fn node_of_each(&self) -> &[usize] {
-        &self.node
+        self.layout.node_of_each()
+    }
+
+    /// The same map as plans see it.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
     }
 }
 

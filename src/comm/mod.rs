@@ -90,7 +90,7 @@ use crate::bootstrap::Bootstrap;
 pub use crate::bootstrap::NodeMap;
 use crate::fabric::Access::RemoteWrite;
 use crate::fabric::RegisteredMemory;
-use crate::plan::{CostModel, Layout, LevelCosts};
+use crate::plan::{CostModel, LevelCosts};
 use crate::transport::Transport;
 use plan_cache::{PlanCache, Planned};
 
@@ -129,8 +129,6 @@ pub struct Communicator {
     cards_at_start: usize,
     /// The node of every rank ([`Communicator::node`]).
     nodes: NodeMap,
-    /// The same, as plans see it.
-    layout: Layout,
 }
 
 /// What the last collective ran.
@@ -245,8 +243,6 @@ impl Communicator {
     ) -> Self {
         transport.set_eager(config.eager_for(&levels.across));
         let plans = PlanCache::new(config.plan_cache);
-        // A map always holds this rank.
-        let layout = Layout::new(nodes.node_of_each()).unwrap_or_else(|_| Layout::single());
         Communicator {
             transport,
             job,
@@ -261,7 +257,6 @@ impl Communicator {
             last: None,
             cards_at_start: 0,
             nodes,
-            layout,
         }
     }
 

@@ -66,8 +66,8 @@ impl Communicator {
         name: &str,
         problem: &Problem,
     ) -> std::result::Result<Box<dyn Algorithm>, PlanError> {
-        if problem.p() == self.layout.p() {
-            registry::by_name_on(name, problem, &self.layout, &self.levels)
+        if problem.p() == self.nodes.layout().p() {
+            registry::by_name_on(name, problem, self.nodes.layout(), &self.levels)
         } else {
             registry::by_name(name, problem, &self.levels.across)
         }
@@ -78,7 +78,7 @@ impl Communicator {
     /// each node's link carrying the bytes that cross it one message after another:
     /// [`price_on`]).
     fn priced(&self, problem: &Problem) -> Result<Vec<(f64, Box<dyn Algorithm>)>> {
-        let layout = &self.layout;
+        let layout = self.nodes.layout();
         if problem.p() != layout.p() {
             let across = self.levels.across;
             return Ok(registry::applicable(problem, &across)?

@@ -6,6 +6,9 @@
 //! Nodes are numbered 0, 1, ... in the order of their first rank; any placement is allowed
 //! (uneven counts per node, round robin).
 
+use std::collections::HashMap;
+use std::hash::Hash;
+
 use super::{CostModel, PlanError};
 
 /// The node of every rank, and the ranks of every node.
@@ -19,13 +22,18 @@ impl Layout {
     /// The layout in which rank r runs on node `node_of[r]`. Nodes are renumbered in the order
     /// of their first rank, so labels need not be dense. Errors on no ranks.
     pub fn new(node_of: &[usize]) -> Result<Layout, PlanError> {
-        if node_of.is_empty() {
-            return Err(PlanError::NoRanks);
-        }
-        let mut index = std::collections::HashMap::new();
-        let mut node = Vec::with_capacity(node_of.len());
+        Self::from_labels(node_of)
+    }
+
+    /// The layout of ranks whose nodes carry `labels`, in rank order (equal labels, one node;
+    /// nodes numbered in the order of their first rank). Errors on no ranks.
+    pub fn from_labels<K: Eq + Hash>(
+        labels: impl IntoIterator<Item = K>,
+    ) -> Result<Layout, PlanError> {
+        let mut index: HashMap<K, usize> = HashMap::new();
+        let mut node = Vec::new();
         let mut ranks: Vec<Vec<usize>> = Vec::new();
-        for (rank, label) in node_of.iter().enumerate() {
+        for (rank, label) in labels.into_iter().enumerate() {
             let next = index.len();
             let n = *index.entry(label).or_insert(next);
             if n == ranks.len() {
@@ -34,15 +42,10 @@ impl Layout {
             ranks[n].push(rank);
             node.push(n);
         }
-        Ok(Layout { node, ranks })
-    }
-
-    /// One rank on one node.
-    pub fn single() -> Layout {
-        Layout {
-            node: vec![0],
-            ranks: vec![vec![0]],
+        if node.is_empty() {
+            return Err(PlanError::NoRanks);
         }
+        Ok(Layout { node, ranks })
     }
 
     /// `p` ranks on one node.
