@@ -104,8 +104,14 @@ fn hydra(layout: &str, n: usize, program: &[&str]) -> Command {
 }
 
 /// A short selftest that exercises the node map (the `nodes` check splits by node) and moves
-/// data within and across nodes.
-const SELFTEST: [&str; 4] = ["selftest", "--quick", "--only", "nodes,bcast,allgatherv"];
+/// data within and across nodes, naming every check it passes.
+const SELFTEST: [&str; 5] = [
+    "selftest",
+    "--quick",
+    "--verbose",
+    "--only",
+    "nodes,bcast,allgatherv",
+];
 
 /// The selftest passed, and its node map is `per_node` ranks on each node, rank r on node
 /// `node_of[r]`.
@@ -120,6 +126,22 @@ fn selftest_saw(done: &Finished, per_node: &[usize], node_of: &[usize]) {
         format!("selftest: node of each rank {node_of:?}"),
         " passed, 0 failed".to_owned(),
     ];
+    // Nodes of several ranks and several nodes: the node-aware algorithms are among those run.
+    let hierarchical = per_node.len() > 1 && per_node.iter().any(|&k| k > 1);
+    let node_aware = [
+        "[hier-circulant-bcast]",
+        "[lane-circulant-bcast]",
+        "[hier-circulant-allgatherv]",
+        "[lane-circulant-allgatherv]",
+    ];
+    for name in node_aware {
+        assert_eq!(
+            done.stdout.contains(name),
+            hierarchical,
+            "{name} in the selftest of {per_node:?}: {}",
+            done.stdout
+        );
+    }
     for line in want {
         assert!(
             done.stdout.contains(&line),
@@ -186,6 +208,36 @@ fn selftest_under_circulant_run_sees_the_layout() {
         ));
         selftest_saw(&done, per_node, node_of);
     }
+}
+
+/// On nodes of several ranks `circulant bench` measures the model inside a node besides the
+/// one across nodes, and prints the layout with it.
+#[test]
+fn bench_measures_both_levels_on_nodes_of_several_ranks() {
+    let Some(_cluster) = Cluster::up(3) else {
+        return;
+    };
+    let bench = [
+        bin(),
+        "bench",
+        "--op",
+        "bcast",
+        "--max-bytes",
+        "10",
+        "--reps",
+        "1",
+        "--no-progress",
+    ];
+    let done = run(circulant_run("blocks:2", 4, &bench));
+    assert_eq!(done.code(), Some(0), "{done:?}");
+    let line =
+        "nodes 2 (ranks per node [2, 2]); the model above is across nodes; inside a node α = ";
+    assert!(done.stdout.contains(line), "no `{line}` in {}", done.stdout);
+    assert!(
+        done.stdout.contains("hier-circulant-bcast"),
+        "{}",
+        done.stdout
+    );
 }
 
 #[test]
