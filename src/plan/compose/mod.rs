@@ -528,6 +528,8 @@ impl Algorithm for Composite {
     fn buffers(&self, rank: usize) -> BufferSizes {
         self.buffers[rank]
     }
+    // Callers reach a composite's plan through `rank_plan`, which builds it once and returns
+    // its error; `setup` and `rounds` alone build it again and give nothing on an error.
     fn setup(&self, rank: usize) -> Vec<Local> {
         self.compose(rank).map(|(s, _)| s).unwrap_or_default()
     }
