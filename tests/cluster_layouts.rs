@@ -238,6 +238,27 @@ fn bench_measures_both_levels_on_nodes_of_several_ranks() {
         "{}",
         done.stdout
     );
+    // The ranks of a node reach each other through shm, the others through the network; both
+    // carried data.
+    let traffic = done
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("traffic of all ranks: "))
+        .unwrap_or_else(|| panic!("no traffic line in {}", done.stdout));
+    assert!(traffic.contains("shm (ranks of one node) "), "{traffic}");
+    for part in traffic
+        .split("; ")
+        .filter(|p| !p.starts_with("receive slots"))
+    {
+        let writes: u64 = part
+            .split_whitespace()
+            .rev()
+            .skip_while(|w| *w != "writes,")
+            .nth(1)
+            .and_then(|w| w.parse().ok())
+            .unwrap_or_else(|| panic!("no count in `{part}`"));
+        assert!(writes > 0, "{traffic}");
+    }
 }
 
 #[test]

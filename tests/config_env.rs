@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use circulant::bootstrap::{BootstrapError, BootstrapOptions, TIMEOUT_ENV};
-use circulant::comm::{Config, TIMEOUT_ENV as COLLECTIVE_TIMEOUT_ENV};
+use circulant::comm::{Config, NODE_PROVIDER_ENV, TIMEOUT_ENV as COLLECTIVE_TIMEOUT_ENV};
 
 #[test]
 fn durations_and_providers_from_the_environment_are_checked() {
@@ -58,4 +58,26 @@ fn durations_and_providers_from_the_environment_are_checked() {
         Some("tcp;ofi_rxm")
     );
     std::env::remove_var("FI_PROVIDER");
+
+    std::env::remove_var(NODE_PROVIDER_ENV);
+    assert_eq!(
+        Config::from_env()
+            .expect("default")
+            .node_provider
+            .as_deref(),
+        Some("shm")
+    );
+    for (value, want) in [
+        ("off", None),
+        ("sockets", Some("sockets")),
+        (" shm ", Some("shm")),
+    ] {
+        std::env::set_var(NODE_PROVIDER_ENV, value);
+        assert_eq!(
+            Config::from_env().expect(value).node_provider.as_deref(),
+            want,
+            "{value}"
+        );
+    }
+    std::env::remove_var(NODE_PROVIDER_ENV);
 }

@@ -4,6 +4,7 @@
 //! | --- | --- | --- |
 //! | `CIRCULANT_PROVIDER` (or `FI_PROVIDER`) | libfabric provider, e.g. `shm`, `tcp;ofi_rxm`, `verbs;ofi_rxm` | `shm` on one host, else the first RMA-capable provider |
 //! | `CIRCULANT_NODE_MAP` | where the node of every rank comes from: `launcher` (the launcher's map where it gives one, else the host names the ranks exchange) or `hosts` (always the host names: for ranks a wrapper moved to other hosts, as `ci/cluster rank` does). The same on every rank | `launcher` |
+//! | `CIRCULANT_NODE_PROVIDER` | the provider that reaches the ranks of this rank's node in a job on several nodes, beside the network provider (`off`: the network provider reaches every rank). The same on every rank | `shm` |
 //! | `CIRCULANT_LOOPBACK` | `0`: do not pin network providers to 127.0.0.1 when all ranks share a host | `1` |
 //! | `CIRCULANT_TIMEOUT` | deadline of one collective, seconds (at most 604800, 7 days) | 60 |
 //! | `CIRCULANT_ALPHA`, `CIRCULANT_BETA`, `CIRCULANT_O` | α (s), β (s/byte) and the per-write overhead o (s) of the model that picks algorithms | per provider, see [`Config::model_for`] |
@@ -31,6 +32,10 @@ use crate::transport::{eager, Carrier, EagerConfig, DEFAULT_DEADLINE};
 pub const PROVIDER_ENV: &str = "CIRCULANT_PROVIDER";
 /// Where the node map comes from: `launcher` or `hosts`.
 pub const NODE_MAP_ENV: &str = "CIRCULANT_NODE_MAP";
+/// The provider for the ranks of one node in a job on several nodes (`off`: none).
+pub const NODE_PROVIDER_ENV: &str = "CIRCULANT_NODE_PROVIDER";
+/// The provider that reaches the ranks of one node by default.
+pub const DEFAULT_NODE_PROVIDER: &str = "shm";
 /// `0` keeps network providers off 127.0.0.1 when all ranks share a host.
 pub const LOOPBACK_ENV: &str = "CIRCULANT_LOOPBACK";
 /// Deadline of one collective, in seconds.
@@ -101,6 +106,10 @@ pub struct Config {
     pub loopback: bool,
     /// Where the node of every rank comes from (the same on every rank).
     pub node_map: NodeSource,
+    /// The provider that reaches the ranks of this rank's node in a job on several nodes,
+    /// beside the network provider; `None`: the network provider reaches every rank. The same
+    /// on every rank.
+    pub node_provider: Option<String>,
     /// How long an operation may take before it fails on every rank.
     pub deadline: Duration,
     /// α (s) of the cost model; `None`: the provider's rough value.
@@ -145,6 +154,7 @@ impl Default for Config {
             provider: None,
             loopback: true,
             node_map: NodeSource::Launcher,
+            node_provider: Some(DEFAULT_NODE_PROVIDER.to_string()),
             deadline: DEFAULT_DEADLINE,
             alpha: None,
             beta: None,
@@ -200,6 +210,12 @@ impl Config {
                         reason: "expected launcher or hosts",
                     })
                 }
+            };
+        }
+        if let Some(v) = var(NODE_PROVIDER_ENV) {
+            config.node_provider = match v.trim() {
+                "off" => None,
+                name => Some(name.to_string()),
             };
         }
         if let Some(v) = var(CHECK_ENV) {
@@ -291,9 +307,10 @@ impl Config {
     }
 
     /// The model of each level for a job whose model (across nodes, or the only one on one
-    /// node) is `model`: inside a node as across, unless `CIRCULANT_ALPHA_INSIDE` or
-    /// `CIRCULANT_BETA_INSIDE` say otherwise (every pair of a job is reached through its one
-    /// provider, so by default only the sharing of a node's link tells the levels apart).
+    /// node) is `model`: inside a node as across, unless `alpha_inside` or `beta_inside`
+    /// (`CIRCULANT_ALPHA_INSIDE`, `CIRCULANT_BETA_INSIDE`) say otherwise. A communicator on
+    /// several nodes that reaches the ranks of a node through a node provider sets those it
+    /// was not given to that provider's rough model.
     pub fn levels(&self, model: CostModel) -> LevelCosts {
         LevelCosts {
             inside: CostModel {

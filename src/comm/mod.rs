@@ -62,14 +62,14 @@ mod start;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-pub use crate::transport::{OpStats, TransportError};
+pub use crate::transport::{Carried, OpStats, Route, Traffic, TransportError};
 pub use buffer::{Buffer, Element, Payload, PayloadMut};
 pub(crate) use call::Call;
 pub(crate) use calls::Lengths;
 pub use config::{
     Config, ConfigError, ALGORITHM_ENV, ALPHA_ENV, ALPHA_INSIDE_ENV, AUTH_KEY_ENV, BETA_ENV,
-    BETA_INSIDE_ENV, CHECK_ENV, MAX_IOV_LIMIT, MAX_MAX_WRITE_BYTES, PLAN_CACHE_ENV, PROVIDER_ENV,
-    TCP_SEGMENTS, TIMEOUT_ENV,
+    BETA_INSIDE_ENV, CHECK_ENV, DEFAULT_NODE_PROVIDER, MAX_IOV_LIMIT, MAX_MAX_WRITE_BYTES,
+    NODE_PROVIDER_ENV, PLAN_CACHE_ENV, PROVIDER_ENV, TCP_SEGMENTS, TIMEOUT_ENV,
 };
 pub use eager::{Carrier, EagerConfig};
 pub use error::{CommError, ErrorKind, Result};
@@ -219,13 +219,15 @@ impl Communicator {
     pub fn init_over(bootstrap: Bootstrap, config: Config) -> Result<Communicator> {
         let job = Arc::new(Job::new(bootstrap));
         let connected = provider::connect(&job, &config)?;
-        let mut comm = Communicator::new(
-            connected.transport,
-            job,
-            config.clone(),
-            config.levels(connected.model),
-            connected.nodes,
-        );
+        // Inside a node the node provider's rough model, where the job may use one, unless
+        // CIRCULANT_ALPHA_INSIDE and CIRCULANT_BETA_INSIDE say otherwise.
+        let mut config = config;
+        if let Some(inside) = connected.inside {
+            config.alpha_inside.get_or_insert(inside.alpha);
+            config.beta_inside.get_or_insert(inside.beta);
+        }
+        let levels = config.levels(connected.model);
+        let mut comm = Communicator::new(connected.transport, job, config, levels, connected.nodes);
         comm.cards_at_start = connected.cards_at_start;
         // Every endpoint is up before the first collective.
         comm.barrier()?;
@@ -273,6 +275,26 @@ impl Communicator {
     /// The libfabric provider in use.
     pub fn provider(&self) -> String {
         self.transport.info().provider()
+    }
+
+    /// The provider that reaches the ranks of this rank's node, where it is another than
+    /// [`Self::provider`]: in a job on several nodes, `shm` by default
+    /// (`CIRCULANT_NODE_PROVIDER`) on a node that holds several of its ranks.
+    pub fn node_provider(&self) -> Option<String> {
+        self.transport.node_info().map(|info| info.provider())
+    }
+
+    /// How this rank reaches `rank`: through the network provider, or the node's
+    /// ([`Self::node_provider`]); `None` for a rank whose address was not needed yet.
+    pub fn route(&self, rank: usize) -> Option<Route> {
+        self.transport.route(rank)
+    }
+
+    /// What this rank's writes carried since the communicator was created, per way of
+    /// reaching peers: through the network provider, through the node's, and stored into
+    /// receive slots in shared memory.
+    pub fn traffic(&self) -> Traffic {
+        self.transport.traffic()
     }
 
     /// `"pmi-1"`, `"singleton"` or `"oob"`.

@@ -6,19 +6,22 @@ use std::time::Instant;
 use crate::bootstrap::{Bootstrap, BootstrapError, NodeMap, NodeSource};
 use crate::fabric::{Hints, Info};
 use crate::plan::CostModel;
-use crate::transport::{Card, CardSource, Opened, Transport};
+use crate::transport::{provider_iov_limits, Card, CardSource, Opened, Transport};
 
+use super::config::DEFAULT_NODE_PROVIDER;
 use super::{CommError, Config, Job, Result};
 
 /// The key under which each rank publishes its provider and card.
 const CARD_KEY: &str = "card";
 
-/// A connected transport, the α-β model for its provider, the job's node map, and how many of
-/// the other ranks' cards were read at start.
+/// A connected transport, the α-β model for its provider (and for the node provider that
+/// reaches the ranks of one node, where the job may use one: the same on every rank), the
+/// job's node map, and how many of the other ranks' cards were read at start.
 pub(super) struct Connected {
     pub transport: Transport,
     pub nodes: NodeMap,
     pub model: CostModel,
+    pub inside: Option<CostModel>,
     pub cards_at_start: usize,
 }
 
@@ -49,7 +52,24 @@ pub(super) fn connect(job: &Arc<Job>, config: &Config) -> Result<Connected> {
     let info = choose_provider(config, one_host)?;
     let ours = info.provider();
     let model = config.model_for(&ours);
-    let opened = Opened::open(&info, rank, size)?.cap_iov(config.iov_cap_for(&ours));
+    // The node fabric: where the job may span several nodes. Every rank caps its merged
+    // writes by that provider's limits, whether it opens one or not, so all merge alike; a
+    // rank opens it where ranks may share its node.
+    let node_info = match early.as_ref() {
+        Some(map) if map.nodes() == 1 => None,
+        _ => node_provider(config, &ours)?,
+    };
+    let open_node = node_info.as_ref().filter(|_| {
+        early
+            .as_ref()
+            .map_or(true, |map| map.local_ranks().len() > 1)
+    });
+    let inside = node_info
+        .as_ref()
+        .map(|node| Config::default().model_for(&node.provider()));
+    let opened = Opened::open(&info, open_node, rank, size)?
+        .cap_iov(config.iov_cap_for(&ours))
+        .cap_iov(node_info.as_ref().map(provider_iov_limits));
     // [provider length: 1 byte][provider][card]; provider names are a few bytes long.
     let name = &ours.as_bytes()[..ours.len().min(usize::from(u8::MAX))];
     let card = opened.card()?.to_bytes();
@@ -74,9 +94,11 @@ pub(super) fn connect(job: &Arc<Job>, config: &Config) -> Result<Connected> {
             provider: name.to_vec(),
             failed: None,
         };
+        let mates = mates(&nodes);
         return Ok(Connected {
-            transport: opened.connect_lazily(Box::new(source), config.deadline)?,
+            transport: opened.connect_lazily(Box::new(source), &mates, config.deadline)?,
             model,
+            inside,
             nodes,
             cards_at_start: 0,
         });
@@ -92,11 +114,46 @@ pub(super) fn connect(job: &Arc<Job>, config: &Config) -> Result<Connected> {
         None => bootstrap.read_host_map()?,
     };
     Ok(Connected {
-        transport: opened.connect(&cards, config.deadline)?,
+        transport: opened.connect(&cards, &mates(&nodes), config.deadline)?,
         model,
+        inside,
         nodes,
         cards_at_start: size - 1,
     })
+}
+
+/// Per rank, whether it shares this rank's node in a job on several nodes (the ranks the node
+/// fabric reaches); none on one node, where the network provider is the node's own.
+pub(super) fn mates(nodes: &NodeMap) -> Vec<bool> {
+    let me = nodes.node();
+    (0..nodes.size())
+        .map(|r| nodes.nodes() > 1 && nodes.node_of(r) == Some(me))
+        .collect()
+}
+
+/// The provider for the ranks of one node beside the network provider `ours`: the configured
+/// one (`shm` by default) unless it is the network provider itself. Where libfabric does not
+/// offer the default with remote CQ data, none; another one named but not offered is an
+/// error.
+fn node_provider(config: &Config, ours: &str) -> Result<Option<Info>> {
+    let Some(name) = config.node_provider.as_deref() else {
+        return Ok(None);
+    };
+    if name == ours {
+        return Ok(None);
+    }
+    let mut hints = Hints::rdm_rma().provider(name);
+    hints.auth_key = config.auth_key.clone();
+    let found = Info::query(&hints)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|i| i.cq_data_size() >= 4);
+    if found.is_none() && name != DEFAULT_NODE_PROVIDER {
+        return Err(CommError::NoProvider(format!(
+            " named {name} (CIRCULANT_NODE_PROVIDER) for the ranks of one node"
+        )));
+    }
+    Ok(found)
 }
 
 /// The card in `rank`'s entry, which must name the provider `ours`.

@@ -71,9 +71,14 @@ impl Communicator {
         // that its group fails too instead of waiting for it.
         // A card that cannot be read is that rank's failure, reported after the exchange.
         let opened = place.map(|(rank, size)| {
-            Opened::open(self.transport.info(), rank, size)
-                .map(|o| o.cap_iov(Some(self.transport.iov_limits())))
-                .and_then(|o| o.card().map(|card| (o, card.to_bytes())))
+            Opened::open(
+                self.transport.info(),
+                self.transport.node_info(),
+                rank,
+                size,
+            )
+            .map(|o| o.cap_iov(Some(self.transport.iov_limits())))
+            .and_then(|o| o.card().map(|card| (o, card.to_bytes())))
         });
         let card = match &opened {
             Some(Ok((_, card))) => card.clone(),
@@ -110,7 +115,8 @@ impl Communicator {
             let nodes = place
                 .and_then(|(rank, _)| self.nodes.restrict(&group, rank))
                 .ok_or_else(|| argument("split", "the new group's node map".into()))?;
-            let transport = opened.connect(&cards, self.transport.deadline())?;
+            let mates = super::provider::mates(&nodes);
+            let transport = opened.connect(&cards, &mates, self.transport.deadline())?;
             Ok(Some(Communicator::new(
                 transport,
                 Arc::clone(&self.job),

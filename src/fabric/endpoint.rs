@@ -277,6 +277,7 @@ impl Endpoint {
         self.check_len(src.len)?;
         self.check_data(data)?;
         let region = &src.region.inner;
+        let desc = region.desc_for(&self.inner)?;
         let op = self.inner.tx_cq.track(
             context,
             Keep::Region {
@@ -292,7 +293,7 @@ impl Endpoint {
                     self.inner.fid,
                     buf,
                     src.len,
-                    region.desc,
+                    desc,
                     data,
                     dest.0,
                     remote.addr,
@@ -303,7 +304,7 @@ impl Endpoint {
                     self.inner.fid,
                     buf,
                     src.len,
-                    region.desc,
+                    desc,
                     dest.0,
                     remote.addr,
                     remote.key,
@@ -368,8 +369,10 @@ impl Endpoint {
                 iov_len: r.len,
             })
             .collect();
-        let mut desc: Vec<*mut std::os::raw::c_void> =
-            local.iter().map(|r| r.region.inner.desc).collect();
+        let mut desc = local
+            .iter()
+            .map(|r| r.region.inner.desc_for(&self.inner))
+            .collect::<Result<Vec<*mut std::os::raw::c_void>>>()?;
         let rma_iov: Vec<sys::fi_rma_iov> = remote
             .iter()
             .map(|r| sys::fi_rma_iov {
@@ -470,6 +473,7 @@ impl Endpoint {
         }
         self.check_len(dst.len)?;
         let region = &dst.region.inner;
+        let desc = region.desc_for(&self.inner)?;
         let op = self.inner.tx_cq.track(
             context,
             Keep::Region {
@@ -482,7 +486,7 @@ impl Endpoint {
                 self.inner.fid,
                 region.addr(dst.offset).cast(),
                 dst.len,
-                region.desc,
+                desc,
                 src.0,
                 remote.addr,
                 remote.key,

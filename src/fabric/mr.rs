@@ -43,39 +43,74 @@ impl Access {
 /// likely).
 const KEY_ATTEMPTS: usize = 16;
 
-pub(crate) struct RegionInner {
+/// One registration of a region's memory with one domain.
+pub(crate) struct Registration {
     mr: *mut sys::fid_mr,
-    ptr: NonNull<u8>,
     pub(crate) desc: *mut std::os::raw::c_void,
     key: u64,
     virt_addr: bool,
-    /// Fields below are dropped after `Drop::drop` has closed the MR: the domain and, for
-    /// FI_MR_ENDPOINT providers, the endpoint the MR is bound to stay open until then.
-    _endpoint: Option<Arc<EndpointInner>>,
-    _domain: Arc<DomainInner>,
-    /// The memory: unmapped after the MR is closed. Only accessed through `ptr`.
+    /// Dropped after `Drop::drop` has closed the MR: the domain and, for FI_MR_ENDPOINT
+    /// providers, the endpoint the MR is bound to stay open until then.
+    endpoint: Option<Arc<EndpointInner>>,
+    domain: Arc<DomainInner>,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        // SAFETY: the MR is open and closed once, here; the memory it covers is unmapped only
+        // after every registration of its region was dropped (field order of RegionInner).
+        unsafe { sys::circ_fi_close(ptr::addr_of_mut!((*self.mr).fid)) };
+    }
+}
+
+impl Registration {
+    /// Whether writes through `endpoint` may use this registration: the endpoint's domain, and
+    /// the endpoint itself where the provider binds registrations to one.
+    fn serves(&self, endpoint: &Arc<EndpointInner>) -> bool {
+        Arc::ptr_eq(&self.domain, &endpoint.domain)
+            && self
+                .endpoint
+                .as_ref()
+                .map_or(true, |e| Arc::ptr_eq(e, endpoint))
+    }
+}
+
+pub(crate) struct RegionInner {
+    ptr: NonNull<u8>,
+    /// The memory's registrations, one per domain (a transport with a second fabric for the
+    /// ranks of its node registers its memory with both). Closed before the memory is
+    /// unmapped: fields drop in order.
+    regs: Vec<Registration>,
+    /// The memory: unmapped after the MRs are closed. Only accessed through `ptr`.
     _map: MmapMut,
 }
 
-// SAFETY: the MR was opened with FI_THREAD_SAFE; the buffer is only accessed through
+// SAFETY: the MRs were opened with FI_THREAD_SAFE; the buffer is only accessed through
 // RegisteredMemory's methods (&mut self for local writes) and by the provider.
 unsafe impl Send for RegionInner {}
 // SAFETY: as above.
 unsafe impl Sync for RegionInner {}
 
-impl Drop for RegionInner {
-    fn drop(&mut self) {
-        // SAFETY: the MR is closed before the memory it covers is unmapped (the map is a field,
-        // dropped after this body); operations that use the memory hold an Arc to this, so none
-        // is in flight.
-        unsafe { sys::circ_fi_close(ptr::addr_of_mut!((*self.mr).fid)) };
-    }
-}
-
 impl RegionInner {
     /// Address of byte `offset`; callers bound `offset` by the length before using it.
     pub(crate) fn addr(&self, offset: usize) -> *mut u8 {
         self.ptr.as_ptr().wrapping_add(offset)
+    }
+
+    /// The descriptor of the registration `endpoint` may use.
+    pub(crate) fn desc_for(
+        &self,
+        endpoint: &Arc<EndpointInner>,
+    ) -> Result<*mut std::os::raw::c_void> {
+        self.regs
+            .iter()
+            .find(|r| r.serves(endpoint))
+            .map(|r| r.desc)
+            .ok_or_else(|| {
+                FabricError::invalid(
+                    "a region registered with another domain than the endpoint's".to_string(),
+                )
+            })
     }
 }
 
@@ -103,7 +138,7 @@ impl RegisteredMemory {
                 domain.info().provider()
             )));
         }
-        Self::register(&domain.inner, None, len, access)
+        Self::register(&[(&domain.inner, None)], len, access)
     }
 
     /// Allocates `len` zeroed bytes and registers them in `endpoint`'s domain for `access`,
@@ -113,25 +148,44 @@ impl RegisteredMemory {
         len: usize,
         access: Access,
     ) -> Result<RegisteredMemory> {
-        let bind = endpoint
-            .inner
-            .domain
-            .info
-            .mr_mode()
-            .contains(MrMode::ENDPOINT)
-            .then(|| endpoint.inner.clone());
-        Self::register(&endpoint.inner.domain, bind, len, access)
+        Self::for_endpoints(&[endpoint], len, access)
     }
 
-    fn register(
-        domain: &Arc<DomainInner>,
-        endpoint: Option<Arc<EndpointInner>>,
+    /// Allocates `len` zeroed bytes and registers them for `access` with the domain of each of
+    /// `endpoints` (of different domains), so that writes through any of them may use them;
+    /// [`Self::remote_for`] gives peers of each its own descriptor.
+    pub fn for_endpoints(
+        endpoints: &[&Endpoint],
         len: usize,
         access: Access,
     ) -> Result<RegisteredMemory> {
-        let mr_mode = domain.info.mr_mode();
+        let targets: Vec<_> = endpoints
+            .iter()
+            .map(|e| {
+                let domain = &e.inner.domain;
+                let bind = domain
+                    .info
+                    .mr_mode()
+                    .contains(MrMode::ENDPOINT)
+                    .then(|| e.inner.clone());
+                (domain, bind)
+            })
+            .collect();
+        Self::register(&targets, len, access)
+    }
+
+    fn register(
+        targets: &[(&Arc<DomainInner>, Option<Arc<EndpointInner>>)],
+        len: usize,
+        access: Access,
+    ) -> Result<RegisteredMemory> {
         if len == 0 {
             return Err(FabricError::invalid("cannot register 0 bytes".to_string()));
+        }
+        if targets.is_empty() {
+            return Err(FabricError::invalid(
+                "no domain to register memory with".to_string(),
+            ));
         }
         let mut map = MmapOptions::new().len(len).map_anon().map_err(|err| {
             FabricError::invalid(format!("cannot map {len} bytes of memory: {err}"))
@@ -140,7 +194,36 @@ impl RegisteredMemory {
         map.fill(0);
         let ptr = NonNull::new(map.as_mut_ptr())
             .ok_or_else(|| FabricError::invalid("memory map at address 0".to_string()))?;
+        // On failure the registrations made are closed (dropped) before the map is unmapped.
+        let mut regs = Vec::with_capacity(targets.len());
+        for (domain, endpoint) in targets {
+            regs.push(Self::register_in(
+                domain,
+                endpoint.clone(),
+                ptr,
+                len,
+                access,
+            )?);
+        }
+        Ok(RegisteredMemory {
+            inner: Arc::new(RegionInner {
+                ptr,
+                regs,
+                _map: map,
+            }),
+            len,
+        })
+    }
 
+    /// Registers the `len` bytes at `ptr` with `domain` (bound to `endpoint` if given).
+    fn register_in(
+        domain: &Arc<DomainInner>,
+        endpoint: Option<Arc<EndpointInner>>,
+        ptr: NonNull<u8>,
+        len: usize,
+        access: Access,
+    ) -> Result<Registration> {
+        let mr_mode = domain.info.mr_mode();
         let prov_key = mr_mode.contains(MrMode::PROV_KEY);
         // A random key is requested even under FI_MR_PROV_KEY, where it is ignored: a layered
         // provider whose core does not assign keys then still gets distinct ones (tcp;ofi_rxm
@@ -151,7 +234,7 @@ impl RegisteredMemory {
         for _ in 0..KEY_ATTEMPTS {
             requested_key = domain.random_key()?;
             // SAFETY: domain is open; the buffer is valid for len bytes and stays allocated
-            // until after the MR is closed (RegionInner::drop).
+            // until after the MR is closed (RegionInner's field order).
             ret = unsafe {
                 sys::circ_fi_mr_reg(
                     domain.fid,
@@ -170,32 +253,29 @@ impl RegisteredMemory {
                 break;
             }
         }
-        // On failure the map is dropped (unmapped) here; nothing was registered.
         check("fi_mr_reg", ret as isize)?;
-        // From here on RegionInner owns both the MR and the memory; its Drop releases them.
-        let mut inner = RegionInner {
+        // From here on the Registration owns the MR; its Drop closes it.
+        let mut reg = Registration {
             mr,
-            ptr,
             desc: ptr::null_mut(),
             key: requested_key,
             virt_addr: mr_mode.contains(MrMode::VIRT_ADDR),
-            _endpoint: None,
-            _domain: domain.clone(),
-            _map: map,
+            endpoint: None,
+            domain: domain.clone(),
         };
         if let Some(endpoint) = endpoint {
             // SAFETY: mr and the endpoint are open; binding and enabling is what FI_MR_ENDPOINT
             // requires before first use.
             let ret =
                 unsafe { sys::circ_fi_mr_bind(mr, ptr::addr_of_mut!((*endpoint.fid).fid), 0) };
-            inner._endpoint = Some(endpoint);
+            reg.endpoint = Some(endpoint);
             check("fi_mr_bind", ret as isize)?;
             // SAFETY: mr is open and bound.
             let ret = unsafe { sys::circ_fi_mr_enable(mr) };
             check("fi_mr_enable", ret as isize)?;
         }
         // SAFETY: mr is open (and enabled where needed).
-        inner.desc = unsafe { sys::circ_fi_mr_desc(mr) };
+        reg.desc = unsafe { sys::circ_fi_mr_desc(mr) };
         if prov_key {
             // SAFETY: as above.
             let key = unsafe { sys::circ_fi_mr_key(mr) };
@@ -205,12 +285,9 @@ impl RegisteredMemory {
                     domain.info.provider()
                 )));
             }
-            inner.key = key;
+            reg.key = key;
         }
-        Ok(RegisteredMemory {
-            inner: Arc::new(inner),
-            len,
-        })
+        Ok(reg)
     }
 
     /// Length in bytes.
@@ -226,30 +303,39 @@ impl RegisteredMemory {
     /// Whether writes through `endpoint` may use this region: it was registered in the
     /// endpoint's domain (and bound to that endpoint where the provider binds regions).
     pub fn usable_with(&self, endpoint: &Endpoint) -> bool {
-        let same_domain = Arc::ptr_eq(&self.inner._domain, &endpoint.inner.domain);
-        let bound_elsewhere = self
-            .inner
-            ._endpoint
-            .as_ref()
-            .is_some_and(|e| !Arc::ptr_eq(e, &endpoint.inner));
-        same_domain && !bound_elsewhere
+        self.inner.regs.iter().any(|r| r.serves(&endpoint.inner))
     }
 
-    /// Key peers use to access the region.
+    /// Key peers use to access the region (through its first registration).
     pub fn key(&self) -> u64 {
-        self.inner.key
+        self.inner.regs[0].key
     }
 
-    /// What a peer needs to write into (or read from) this region.
+    /// What a peer needs to write into (or read from) this region through its first
+    /// registration.
     pub fn remote(&self) -> RemoteRegion {
+        self.remote_of(&self.inner.regs[0])
+    }
+
+    /// What a peer reached through `endpoint` needs to write into this region: the
+    /// registration with that endpoint's domain, if the region has one.
+    pub fn remote_for(&self, endpoint: &Endpoint) -> Option<RemoteRegion> {
+        self.inner
+            .regs
+            .iter()
+            .find(|r| r.serves(&endpoint.inner))
+            .map(|r| self.remote_of(r))
+    }
+
+    fn remote_of(&self, reg: &Registration) -> RemoteRegion {
         RemoteRegion {
-            base: if self.inner.virt_addr {
+            base: if reg.virt_addr {
                 self.inner.ptr.as_ptr() as u64
             } else {
                 0
             },
             len: self.len as u64,
-            key: self.inner.key,
+            key: reg.key,
         }
     }
 

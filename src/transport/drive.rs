@@ -6,12 +6,15 @@
 
 use std::time::Instant;
 
-use crate::fabric::{Completion, FabricError, LocalRange, Post, RemoteRange, WriteFlags};
+use crate::fabric::{
+    Completion, Endpoint, FabricError, LocalRange, Post, RemoteRange, RemoteRegion, WriteFlags,
+};
 use crate::plan::Buf;
 
-use super::eager::{counts_as_local, read_credit_word, EagerPost, Sent, CREDIT_CONTEXT};
+use super::eager::{counts_as_local, read_credit_word, Carrier, EagerPost, Sent, CREDIT_CONTEXT};
+use super::fabrics::{count, count_memory, Route};
 use super::link::Link;
-use super::local::BufferViews;
+use super::local::{BufferViews, View};
 use super::run::{Incoming, Ready, Run};
 use super::waiting::{Waiting, DRAIN, WAIT_SLICE};
 use super::wire::{wire_seq, Event, Token, TOKEN_BYTES};
@@ -25,10 +28,11 @@ macro_rules! link {
             seq: $run.seq,
             rank: $transport.rank,
             size: $transport.size,
-            endpoint: &$transport.endpoint,
+            fabrics: &$transport.fabrics,
             peers: &mut $transport.peers,
             control: &$transport.control,
             deadline: $transport.deadline,
+            traffic: &$transport.traffic,
         }
     };
 }
@@ -48,13 +52,26 @@ impl Transport {
         if let Some(token) = run.ready_token(buffers) {
             for i in 0..run.writers().len() {
                 let writer = run.writers()[i];
+                self.reachable(run, writer)?;
                 // An eager writer that knows our slots needs no token.
                 let eager = run.eager_from(writer);
-                let Some(slots) = self.eager.token_slots(&self.endpoint, writer, eager)? else {
+                let route = self.peers.route(writer)?;
+                let endpoint = self.fabrics.endpoint(route);
+                let on_host = self.peers.on_this_host(writer);
+                let Some(slots) = self.eager.token_slots(endpoint, writer, eager, on_host)? else {
                     continue;
                 };
-                let token = Token { slots, ..token };
-                self.reachable(run, writer)?;
+                // The writer reaches our buffers through its fabric's registrations.
+                let token = match route {
+                    Route::Network => Token { slots, ..token },
+                    Route::Node => Token {
+                        slots,
+                        recv: reached_through(buffers.recv, endpoint).unwrap_or(token.recv),
+                        scratch: reached_through(buffers.scratch, endpoint)
+                            .unwrap_or(token.scratch),
+                        ..token
+                    },
+                };
                 self.post_with_retry(run, |t| t.post_token(writer, &token))?;
             }
         }
@@ -82,7 +99,7 @@ impl Transport {
     /// completions that are there.
     pub(super) fn progress(&mut self, run: &mut Run, buffers: &BufferViews<'_>) -> Result<()> {
         self.post_allowed(run, buffers)?;
-        let got = self.cq.poll(&mut self.completions);
+        let got = self.fabrics.poll(&mut self.completions);
         if self.forgive_credit_failure(got)? > 0 {
             self.take_completions(run)?;
             self.post_allowed(run, buffers)?;
@@ -93,13 +110,13 @@ impl Transport {
     /// Drives `run` until it is done, or its deadline passes with nothing happening.
     pub(super) fn drive(&mut self, run: &mut Run, buffers: &BufferViews<'_>) -> Result<()> {
         // The deadline counts from the wait: a caller may do other work after starting.
-        let mut waiting = Waiting::new(&self.cq, self.deadline);
+        let mut waiting = Waiting::new(&self.fabrics, self.deadline);
         loop {
             let mut progress = self.post_allowed(run, buffers)?;
             if run.done() {
                 return Ok(());
             }
-            let got = waiting.read(&self.cq, &mut self.completions);
+            let got = waiting.read(&self.fabrics, &mut self.completions);
             if self.forgive_credit_failure(got)? > 0 {
                 progress = true;
                 self.take_completions(run)?;
@@ -130,9 +147,7 @@ impl Transport {
         }
         self.completions = completions;
         self.completions.clear();
-        if self.endpoint.needs_cq_data_receives() {
-            self.endpoint.replenish_cq_data_receives()?;
-        }
+        self.fabrics.replenish()?;
         outcome
     }
 
@@ -222,11 +237,20 @@ impl Transport {
         ready: &Ready,
     ) -> Result<EagerPost> {
         let (transfer, cursor) = run.eager_transfer(ready);
+        let to = transfer.to;
         let mut sent = Sent::at(cursor);
         let mut link = link!(self, run);
         let posted = self.eager.post(&mut link, &transfer, buffers, &mut sent);
         // What went is recorded also after a failure: its writes are drained.
         run.slots_posted(&sent);
+        match self.eager.carrier_to(to) {
+            Some(Carrier::Memory) => count_memory(&self.traffic, sent.slots, sent.bytes),
+            _ => {
+                if let Ok(route) = self.peers.route(to) {
+                    count(&self.traffic, route, sent.slots, sent.bytes);
+                }
+            }
+        }
         posted
     }
 
@@ -272,7 +296,7 @@ impl Transport {
     pub(super) fn drain_credit_writes(&mut self) {
         let deadline = Instant::now() + DRAIN;
         while self.eager.credit_writes() > 0 && Instant::now() < deadline {
-            match self.cq.wait(&mut self.completions, WAIT_SLICE) {
+            match self.fabrics.wait(&mut self.completions, WAIT_SLICE) {
                 Ok(_) => {
                     for c in &self.completions {
                         if c.context == Some(CREDIT_CONTEXT) {
@@ -318,8 +342,10 @@ impl Transport {
             round: ready.round,
             signal: ready.signal,
         };
-        self.reachable(run, ready.to)?;
+        self.peers.reachable(&run.op, ready.to, self.deadline)?;
         let peer = self.peers.address(ready.to)?;
+        let route = self.peers.route(ready.to)?;
+        let endpoint = self.fabrics.endpoint(route);
         // The first write follows that check at once; later ones are checked again.
         let mut checked = true;
         let writes = run.plan_writes();
@@ -328,56 +354,56 @@ impl Transport {
         while let Some((index, last)) = run.next_write() {
             let write = &writes[index];
             let len = write.bytes();
-            let post =
-                if len == 0 {
-                    if !std::mem::take(&mut checked) {
-                        self.reachable(run, ready.to)?;
-                    }
-                    self.post_signal(ready.to, event)?
-                } else {
-                    let token = ready
-                        .token
-                        .ok_or_else(|| run.protocol("a write without a token".into()))?;
-                    local.clear();
-                    for seg in &write.local {
-                        let src = buffers.view(&run.op, seg.buf)?;
-                        local.push(src.mem.range(src.offset + seg.offset, seg.len)?);
-                    }
-                    remote.clear();
-                    for seg in &write.remote {
-                        let target = match seg.buf {
-                            Buf::Recv => token.recv,
-                            Buf::Scratch => token.scratch,
-                            Buf::Send => {
-                                return Err(run.protocol("a write into a send buffer".into()));
-                            }
-                        };
-                        remote.push(target.range(seg.offset as u64, seg.len as u64).map_err(
-                            |_| TransportError::Mismatch {
+            let post = if len == 0 {
+                if !std::mem::take(&mut checked) {
+                    self.peers.reachable(&run.op, ready.to, self.deadline)?;
+                }
+                self.post_signal(ready.to, event)?
+            } else {
+                let token = ready
+                    .token
+                    .ok_or_else(|| run.protocol("a write without a token".into()))?;
+                local.clear();
+                for seg in &write.local {
+                    let src = buffers.view(&run.op, seg.buf)?;
+                    local.push(src.mem.range(src.offset + seg.offset, seg.len)?);
+                }
+                remote.clear();
+                for seg in &write.remote {
+                    let target = match seg.buf {
+                        Buf::Recv => token.recv,
+                        Buf::Scratch => token.scratch,
+                        Buf::Send => {
+                            return Err(run.protocol("a write into a send buffer".into()));
+                        }
+                    };
+                    remote.push(
+                        target
+                            .range(seg.offset as u64, seg.len as u64)
+                            .map_err(|_| TransportError::Mismatch {
                                 op: run.op.to_string(),
                                 peer: ready.to,
-                            },
-                        )?);
-                    }
-                    let flags = if !last || run.more_ready(&self.inbox) {
-                        WriteFlags::MORE
-                    } else {
-                        WriteFlags::NONE
-                    };
-                    if !std::mem::take(&mut checked) {
-                        self.reachable(run, ready.to)?;
-                    }
-                    self.endpoint.write_msg(
-                        &local,
-                        peer,
-                        &remote,
-                        Some(event.encode()),
-                        flags,
-                        run.seq,
-                    )?
+                            })?,
+                    );
+                }
+                let flags = if !last || run.more_ready(&self.inbox) {
+                    WriteFlags::MORE
+                } else {
+                    WriteFlags::NONE
                 };
+                if !std::mem::take(&mut checked) {
+                    self.peers.reachable(&run.op, ready.to, self.deadline)?;
+                }
+                endpoint.write_msg(&local, peer, &remote, Some(event.encode()), flags, run.seq)?
+            };
             match post {
-                Post::Posted => run.write_posted(len),
+                Post::Posted => {
+                    // A signal was counted as a control write.
+                    if len > 0 {
+                        count(&self.traffic, route, 1, len);
+                    }
+                    run.write_posted(len)
+                }
                 Post::Again => return Ok(false),
             }
         }
@@ -396,7 +422,7 @@ impl Transport {
                 run.in_flight += 1;
                 return Ok(());
             }
-            let got = self.cq.wait(&mut self.completions, WAIT_SLICE);
+            let got = self.fabrics.wait(&mut self.completions, WAIT_SLICE);
             let n = self.forgive_credit_failure(got)?;
             if n > 0 {
                 self.take_completions(run)?;
@@ -442,7 +468,7 @@ impl Transport {
 
     /// Waits a slice for completions after a failure, counting only our own writes.
     fn reap(&mut self, run: &mut Run) {
-        match self.cq.wait(&mut self.completions, WAIT_SLICE) {
+        match self.fabrics.wait(&mut self.completions, WAIT_SLICE) {
             Ok(_) => {
                 let done = self
                     .completions
@@ -498,13 +524,18 @@ impl Transport {
     ) -> Result<Post> {
         let local = self.control.range(from, len)?;
         let remote = self.peers.control(peer)?.range(at as u64, len as u64)?;
-        Ok(self.endpoint.write(
+        let route = self.peers.route(peer)?;
+        let post = self.fabrics.endpoint(route).write(
             local,
             self.peers.address(peer)?,
             remote,
             Some(event.encode()),
             0,
-        )?)
+        )?;
+        if post == Post::Posted {
+            count(&self.traffic, route, 1, 0);
+        }
+        Ok(post)
     }
 
     /// Reads the token `from` just wrote into our control region.
@@ -513,4 +544,9 @@ impl Transport {
         self.control.read(from * TOKEN_BYTES, &mut bytes).ok()?;
         Token::from_bytes(&bytes)
     }
+}
+
+/// What a writer reached through `endpoint` needs to write into `view`.
+fn reached_through(view: Option<View<'_>>, endpoint: &Endpoint) -> Option<RemoteRegion> {
+    view.and_then(|v| v.remote_for(endpoint))
 }

@@ -28,7 +28,18 @@ impl<'a> View<'a> {
     }
 
     pub(super) fn remote(&self) -> RemoteRegion {
-        let whole = self.mem.remote();
+        self.within(self.mem.remote())
+    }
+
+    /// The range as a writer reached through `endpoint` sees it, if the memory is registered
+    /// with that endpoint's domain.
+    pub(super) fn remote_for(&self, endpoint: &crate::fabric::Endpoint) -> Option<RemoteRegion> {
+        self.mem
+            .remote_for(endpoint)
+            .map(|whole| self.within(whole))
+    }
+
+    fn within(&self, whole: RemoteRegion) -> RemoteRegion {
         RemoteRegion {
             base: whole.base + self.offset as u64,
             len: self.len as u64,

@@ -21,6 +21,7 @@
 
 mod drive;
 pub mod eager;
+mod fabrics;
 mod link;
 mod liveness;
 mod local;
@@ -34,17 +35,16 @@ pub mod wire;
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::fabric::{
-    Access, AddressVector, Completion, CompletionQueue, Endpoint, FabricError, Info,
-    RegisteredMemory,
-};
+use crate::fabric::{Access, Completion, Endpoint, FabricError, Info, RegisteredMemory};
 use crate::plan::merge::IovLimits;
 use crate::plan::{Algorithm, PlanError, RankPlan};
 use eager::Eager;
+use fabrics::Fabrics;
 use peers::Peers;
 use run::{Inbox, Run, Spare};
 
 pub use eager::{Carrier, EagerConfig};
+pub use fabrics::{Carried, Route, Traffic};
 pub use local::{BufferViews, View};
 pub use peers::CardSource;
 pub use prepared::{EagerRule, Limits, Prepared};
@@ -182,14 +182,14 @@ pub struct OpStats {
     pub bytes_copied: u64,
 }
 
-/// One rank's side of the one-sided protocol: endpoint, completion queue, the peers' addresses
-/// and control regions, and the state carried from one operation to the next.
+/// One rank's side of the one-sided protocol: its fabrics (endpoints and completion queues),
+/// the peers' addresses and control regions, and the state carried from one operation to the
+/// next.
 pub struct Transport {
     rank: usize,
     size: usize,
-    endpoint: Endpoint,
-    cq: CompletionQueue,
-    _av: AddressVector,
+    /// The network fabric, and the node's where peers share this rank's node.
+    fabrics: Fabrics,
     control: RegisteredMemory,
     /// The peers' addresses and control regions, and their processes where they can be
     /// watched (shm).
@@ -205,6 +205,8 @@ pub struct Transport {
     iov: IovLimits,
     deadline: Duration,
     copied: u64,
+    /// What the writes carried, per way of reaching peers.
+    traffic: std::cell::Cell<Traffic>,
     broken: Option<String>,
     /// Sequence number of the operation started and not finished yet.
     active: Option<u64>,
@@ -218,7 +220,7 @@ impl fmt::Debug for Transport {
         f.debug_struct("Transport")
             .field("rank", &self.rank)
             .field("size", &self.size)
-            .field("provider", &self.endpoint.info().provider())
+            .field("provider", &self.fabrics.info().provider())
             .field("seq", &self.seq)
             .finish()
     }
@@ -235,14 +237,32 @@ impl Transport {
         self.size
     }
 
-    /// The provider's description.
+    /// The network provider's description.
     pub fn info(&self) -> &Info {
-        self.endpoint.info()
+        self.fabrics.info()
     }
 
-    /// The endpoint this transport writes from.
+    /// The description of the provider that reaches the ranks of this node, where the
+    /// transport has a fabric of its own for them.
+    pub fn node_info(&self) -> Option<&Info> {
+        self.fabrics.node().map(Endpoint::info)
+    }
+
+    /// The network endpoint this transport writes from (memory it registers is usable with
+    /// it, and with the node fabric's where there is one).
     pub fn endpoint(&self) -> &Endpoint {
-        &self.endpoint
+        self.fabrics.network()
+    }
+
+    /// The fabric that reaches `peer`, if its card is known.
+    pub fn route(&self, peer: usize) -> Option<Route> {
+        self.peers.route(peer).ok()
+    }
+
+    /// What this rank's writes carried since the transport was connected, per way of
+    /// reaching peers.
+    pub fn traffic(&self) -> Traffic {
+        self.traffic.get()
     }
 
     /// The limits of one merged write (the provider's, lowered by `CIRCULANT_IOV_LIMIT`): the
@@ -284,10 +304,10 @@ impl Transport {
         self.copied += bytes as u64;
     }
 
-    /// Registered memory of this transport's domain, with `access` for the peers.
+    /// Registered memory of this transport's domains, with `access` for the peers.
     pub fn alloc(&self, len: usize, access: Access) -> Result<RegisteredMemory> {
-        Ok(RegisteredMemory::for_endpoint(
-            &self.endpoint,
+        Ok(RegisteredMemory::for_endpoints(
+            &self.fabrics.endpoints(),
             len.max(1),
             access,
         )?)

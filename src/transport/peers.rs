@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use crate::fabric::{Address, AddressVector, RemoteRegion};
 use crate::plan::merge::IovLimits;
 
+use super::fabrics::Route;
 use super::liveness::PeerProcesses;
 use super::setup::Card;
 use super::{Result, TransportError};
@@ -35,18 +36,30 @@ pub trait CardSource: Send {
 struct Peer {
     address: Address,
     control: RemoteRegion,
+    route: Route,
+}
+
+/// Where peers' addresses are inserted, and which peers share this rank's node.
+pub(crate) struct Tables {
+    /// The network fabric's address vector.
+    pub network: AddressVector,
+    /// The node fabric's, where the transport has one.
+    pub node: Option<AddressVector>,
+    /// Per rank, whether it shares this rank's node: reached through the node fabric where
+    /// there is one and its card has a node part, and its process watched.
+    pub mates: Vec<bool>,
+    /// Whether every peer's process is watched (every rank on this host, as under shm).
+    pub watch_all: bool,
 }
 
 /// The table of every rank's address and control region, this rank's included.
 pub(crate) struct Peers {
-    av: AddressVector,
+    tables: Tables,
     rank: usize,
     known: Vec<Option<Peer>>,
     /// The peers' processes, where they can be watched: each is watched from the moment its
     /// card is known.
     processes: PeerProcesses,
-    /// Whether peers' processes are watched (every rank on this host, as under shm).
-    watch: bool,
     /// Cards not known yet come from here; `None` once every card is known.
     source: Option<Box<dyn CardSource>>,
     /// Cards fetched from the source so far.
@@ -57,12 +70,12 @@ pub(crate) struct Peers {
 
 impl Peers {
     /// Every rank's card known at once (`cards` in rank order).
-    pub fn all(av: AddressVector, rank: usize, cards: &[Card], watch: bool) -> Result<Peers> {
+    pub fn all(tables: Tables, rank: usize, cards: &[Card]) -> Result<Peers> {
         let own = cards.get(rank).ok_or_else(|| TransportError::Invalid {
             op: "connect".into(),
             what: format!("no address card for rank {rank} of {}", cards.len()),
         })?;
-        let mut peers = Peers::empty(av, rank, cards.len(), watch, None, own.iov);
+        let mut peers = Peers::empty(tables, rank, cards.len(), None, own.iov);
         for (r, card) in cards.iter().enumerate() {
             peers.learn(r, card)?;
         }
@@ -71,32 +84,29 @@ impl Peers {
 
     /// Only this rank's own card known; the others are fetched from `source` when needed.
     pub fn lazy(
-        av: AddressVector,
+        tables: Tables,
         rank: usize,
         size: usize,
         own: &Card,
-        watch: bool,
         source: Box<dyn CardSource>,
     ) -> Result<Peers> {
-        let mut peers = Peers::empty(av, rank, size, watch, Some(source), own.iov);
+        let mut peers = Peers::empty(tables, rank, size, Some(source), own.iov);
         peers.learn(rank, own)?;
         Ok(peers)
     }
 
     fn empty(
-        av: AddressVector,
+        tables: Tables,
         rank: usize,
         size: usize,
-        watch: bool,
         source: Option<Box<dyn CardSource>>,
         iov: IovLimits,
     ) -> Peers {
         Peers {
-            av,
+            tables,
             rank,
             known: vec![None; size],
             processes: PeerProcesses::none(size),
-            watch,
             source,
             fetched: 0,
             iov,
@@ -165,14 +175,23 @@ impl Peers {
     /// Inserts `rank`'s card. A card whose limits of merged writes differ from this rank's is
     /// an error; the peer is still inserted, so that an abort reaches it.
     fn learn(&mut self, rank: usize, card: &Card) -> Result<()> {
-        let address = self.av.insert(&card.name)?;
-        if self.watch && rank != self.rank {
+        let mate = self.tables.mates.get(rank).copied().unwrap_or(false);
+        let peer = match (&self.tables.node, &card.node) {
+            (Some(av), Some(node)) if mate => Peer {
+                address: av.insert(&node.name)?,
+                control: node.control,
+                route: Route::Node,
+            },
+            _ => Peer {
+                address: self.tables.network.insert(&card.name)?,
+                control: card.control,
+                route: Route::Network,
+            },
+        };
+        if (self.tables.watch_all || mate) && rank != self.rank {
             self.processes.watch_one(rank, card.pid);
         }
-        self.known[rank] = Some(Peer {
-            address,
-            control: card.control,
-        });
+        self.known[rank] = Some(peer);
         if self.known.iter().all(Option::is_some) {
             // Every card is known: the source (and what it holds on to) is not needed again.
             self.source = None;
@@ -202,6 +221,17 @@ impl Peers {
     /// The address of a peer made known by [`Self::resolve`].
     pub fn address(&self, rank: usize) -> Result<Address> {
         Ok(self.peer(rank)?.address)
+    }
+
+    /// The fabric that reaches a peer made known by [`Self::resolve`].
+    pub fn route(&self, rank: usize) -> Result<Route> {
+        Ok(self.peer(rank)?.route)
+    }
+
+    /// Whether `rank` is known to share this rank's host (so its process is watched and
+    /// memory can be shared with it): every rank under shm, the ranks of this node otherwise.
+    pub fn on_this_host(&self, rank: usize) -> bool {
+        self.tables.watch_all || self.tables.mates.get(rank).copied().unwrap_or(false)
     }
 
     /// The control region of a peer made known by [`Self::resolve`].

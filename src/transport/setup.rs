@@ -13,7 +13,8 @@ use crate::fabric::{
 use crate::plan::merge::IovLimits;
 
 use super::eager::Eager;
-use super::peers::{CardSource, Peers};
+use super::fabrics::{Fabric, Fabrics};
+use super::peers::{CardSource, Peers, Tables};
 use super::run::Inbox;
 use super::wire;
 use super::{Limits, Result, Transport, TransportError};
@@ -32,11 +33,23 @@ pub struct Card {
     pub pid: u32,
     /// The limits of one merged write this rank uses.
     pub iov: IovLimits,
+    /// How the ranks of this rank's node reach it, where it has a fabric for them.
+    pub node: Option<NodeCard>,
+}
+
+/// The part of a card for the ranks of the same node: the endpoint of the node fabric and the
+/// control region's registration with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeCard {
+    /// The node fabric endpoint's name.
+    pub name: Vec<u8>,
+    /// The control region, as reached through the node fabric.
+    pub control: RemoteRegion,
 }
 
 /// Bytes of a card before the endpoint name: control region, process id, the two segment
-/// limits, the byte cap.
-const CARD_HEAD: usize = REMOTE_REGION_BYTES + 20;
+/// limits, the byte cap, the name's length.
+const CARD_HEAD: usize = REMOTE_REGION_BYTES + 22;
 
 impl Card {
     /// The bytes that [`Card::from_bytes`] reads.
@@ -53,7 +66,14 @@ impl Card {
             0
         };
         out.extend_from_slice(&cap.to_le_bytes());
+        // Endpoint names are a few dozen bytes; a longer one is refused when the card is read.
+        let len = u16::try_from(self.name.len()).unwrap_or(u16::MAX);
+        out.extend_from_slice(&len.to_le_bytes());
         out.extend_from_slice(&self.name);
+        if let Some(node) = &self.node {
+            out.extend_from_slice(&node.control.to_bytes());
+            out.extend_from_slice(&node.name);
+        }
         out
     }
 
@@ -76,64 +96,105 @@ impl Card {
         )
         .map_err(|e| FabricError::invalid(format!("address card: {e}")))?;
         let mut cap = [0u8; 8];
-        cap.copy_from_slice(&bytes[REMOTE_REGION_BYTES + 12..CARD_HEAD]);
+        cap.copy_from_slice(&bytes[REMOTE_REGION_BYTES + 12..REMOTE_REGION_BYTES + 20]);
         let cap = usize::try_from(u64::from_le_bytes(cap)).unwrap_or(usize::MAX);
         let iov = iov.with_max_bytes(cap);
+        let name_len = usize::from(u16::from_le_bytes([
+            bytes[REMOTE_REGION_BYTES + 20],
+            bytes[REMOTE_REGION_BYTES + 21],
+        ]));
+        let rest = &bytes[CARD_HEAD..];
+        if name_len == 0 || name_len > rest.len() {
+            return Err(FabricError::invalid(format!(
+                "address card names an endpoint of {name_len} bytes in {} bytes",
+                rest.len()
+            )));
+        }
+        let (name, rest) = rest.split_at(name_len);
+        let node = if rest.is_empty() {
+            None
+        } else if rest.len() <= REMOTE_REGION_BYTES {
+            return Err(FabricError::invalid(format!(
+                "address card ends in a node part of {} bytes",
+                rest.len()
+            )));
+        } else {
+            let (control, name) = rest.split_at(REMOTE_REGION_BYTES);
+            Some(NodeCard {
+                name: name.to_vec(),
+                control: RemoteRegion::from_bytes(control)?,
+            })
+        };
         Ok(Card {
             control: RemoteRegion::from_bytes(&bytes[..REMOTE_REGION_BYTES])?,
             pid: word(REMOTE_REGION_BYTES),
             iov,
-            name: bytes[CARD_HEAD..].to_vec(),
+            name: name.to_vec(),
+            node,
         })
     }
 }
 
 /// An endpoint opened and its control region registered, before the peers are known.
 pub struct Opened {
-    endpoint: Endpoint,
-    cq: CompletionQueue,
-    av: AddressVector,
+    network: Fabric,
+    node: Option<Fabric>,
     control: RegisteredMemory,
     rank: usize,
     size: usize,
     iov: IovLimits,
 }
 
+/// Opens one fabric on `info` for `size` ranks.
+fn open_fabric(info: &Info, size: usize) -> Result<Fabric> {
+    if info.provider() == "shm" {
+        crate::fabric::shm::remove_stale_regions_of_this_pid();
+    }
+    let domain = Domain::open(info)?;
+    let depth = info.tx_size().max(info.rx_size()).clamp(256, 1 << 16);
+    let cq = CompletionQueue::open(&domain, depth)?;
+    let av = AddressVector::open(&domain, size)?;
+    let endpoint = Endpoint::open(&domain, &av, &cq, &cq)?;
+    Ok(Fabric { endpoint, cq, av })
+}
+
 impl Opened {
-    /// Opens an endpoint on `info` for rank `rank` of `size`.
-    pub fn open(info: &Info, rank: usize, size: usize) -> Result<Opened> {
+    /// Opens an endpoint on `info` for rank `rank` of `size`, and one on `node` for the ranks
+    /// of this node where it is given (see `fabrics`).
+    pub fn open(info: &Info, node: Option<&Info>, rank: usize, size: usize) -> Result<Opened> {
         if size == 0 || rank >= size || size as u64 > wire::MAX_FIELD {
             return Err(TransportError::Invalid {
                 op: "open".into(),
                 what: format!("rank {rank} of {size} ranks is not supported"),
             });
         }
-        if info.cq_data_size() < 4 {
-            return Err(TransportError::Invalid {
-                op: "open".into(),
-                what: format!(
-                    "provider {} carries {} bytes of remote CQ data; 4 are needed",
-                    info.provider(),
-                    info.cq_data_size()
-                ),
-            });
+        for info in std::iter::once(info).chain(node) {
+            if info.cq_data_size() < 4 {
+                return Err(TransportError::Invalid {
+                    op: "open".into(),
+                    what: format!(
+                        "provider {} carries {} bytes of remote CQ data; 4 are needed",
+                        info.provider(),
+                        info.cq_data_size()
+                    ),
+                });
+            }
         }
-        if info.provider() == "shm" {
-            crate::fabric::shm::remove_stale_regions_of_this_pid();
-        }
-        let domain = Domain::open(info)?;
-        let depth = info.tx_size().max(info.rx_size()).clamp(256, 1 << 16);
-        let cq = CompletionQueue::open(&domain, depth)?;
-        let av = AddressVector::open(&domain, size)?;
-        let endpoint = Endpoint::open(&domain, &av, &cq, &cq)?;
+        let network = open_fabric(info, size)?;
+        let node = node.map(|node| open_fabric(node, size)).transpose()?;
         // Incoming token slots (one per peer), outgoing ones (the source of our tokens), then
-        // the same for eager credit words.
+        // the same for eager credit words; reached through either fabric.
+        let endpoints: Vec<&Endpoint> = std::iter::once(&network.endpoint)
+            .chain(node.as_ref().map(|f| &f.endpoint))
+            .collect();
         let control =
-            RegisteredMemory::for_endpoint(&endpoint, wire::control_bytes(size), RemoteWrite)?;
+            RegisteredMemory::for_endpoints(&endpoints, wire::control_bytes(size), RemoteWrite)?;
+        // The limits of merged writes are the network provider's: a caller whose job may
+        // reach some pairs through a node fabric lowers them to that provider's on every rank
+        // (`cap_iov`), so that all ranks merge alike whichever fabric carries a pair.
         Ok(Opened {
-            endpoint,
-            cq,
-            av,
+            network,
+            node,
             control,
             rank,
             size,
@@ -152,60 +213,95 @@ impl Opened {
 
     /// What the other ranks need to reach this one.
     pub fn card(&self) -> Result<Card> {
+        let node = match &self.node {
+            Some(node) => Some(NodeCard {
+                name: node.endpoint.name()?,
+                control: self.control.remote_for(&node.endpoint).ok_or_else(|| {
+                    TransportError::Invalid {
+                        op: "open".into(),
+                        what: "the control region is not registered with the node fabric".into(),
+                    }
+                })?,
+            }),
+            None => None,
+        };
         Ok(Card {
-            name: self.endpoint.name()?,
+            name: self.network.endpoint.name()?,
             control: self.control.remote(),
             pid: std::process::id(),
             iov: self.iov,
+            node,
         })
     }
 
-    /// Inserts every rank's card (in rank order) and returns the ready transport.
-    pub fn connect(self, cards: &[Card], deadline: Duration) -> Result<Transport> {
+    /// Inserts every rank's card (in rank order) and returns the ready transport. `mates`
+    /// says which ranks share this rank's node: those whose card has a node part are reached
+    /// through the node fabric (empty: none).
+    pub fn connect(self, cards: &[Card], mates: &[bool], deadline: Duration) -> Result<Transport> {
         if cards.len() != self.size {
             return Err(TransportError::Invalid {
                 op: "connect".into(),
                 what: format!("{} address cards for {} ranks", cards.len(), self.size),
             });
         }
-        let peers = Peers::all(self.av.clone(), self.rank, cards, self.watches_peers())?;
-        Ok(self.into_transport(peers, deadline))
+        let this = self.node_if_needed(mates);
+        let peers = Peers::all(this.tables(mates), this.rank, cards)?;
+        Ok(this.into_transport(peers, deadline))
     }
 
     /// Returns the ready transport knowing only this rank's own card: the card of a peer is
-    /// fetched from `source` when an operation first writes to it.
+    /// fetched from `source` when an operation first writes to it. `mates` as in
+    /// [`Self::connect`].
     pub fn connect_lazily(
         self,
         source: Box<dyn CardSource>,
+        mates: &[bool],
         deadline: Duration,
     ) -> Result<Transport> {
-        let own = self.card()?;
-        let peers = Peers::lazy(
-            self.av.clone(),
-            self.rank,
-            self.size,
-            &own,
-            self.watches_peers(),
-            source,
-        )?;
-        Ok(self.into_transport(peers, deadline))
+        let this = self.node_if_needed(mates);
+        let own = this.card()?;
+        let peers = Peers::lazy(this.tables(mates), this.rank, this.size, &own, source)?;
+        Ok(this.into_transport(peers, deadline))
     }
 
-    /// Every shm peer shares this host, so its process can be watched.
-    fn watches_peers(&self) -> bool {
-        self.endpoint.info().provider() == "shm"
+    /// Closes the node fabric where no other rank shares this one's node (it was opened
+    /// before the node map was known): its card part is then never used.
+    fn node_if_needed(mut self, mates: &[bool]) -> Opened {
+        let rank = self.rank;
+        if !mates.iter().enumerate().any(|(r, &m)| m && r != rank) {
+            self.node = None;
+        }
+        self
+    }
+
+    /// Where the peers' addresses go, and which peers are watched: every shm peer shares this
+    /// host, as do the ranks of this node.
+    fn tables(&self, mates: &[bool]) -> Tables {
+        let all_here = self.network.endpoint.info().provider() == "shm";
+        Tables {
+            network: self.network.av.clone(),
+            node: self.node.as_ref().map(|f| f.av.clone()),
+            mates: (0..self.size)
+                .map(|r| mates.get(r).copied().unwrap_or(false))
+                .collect(),
+            watch_all: all_here,
+        }
     }
 
     fn into_transport(self, peers: Peers, deadline: Duration) -> Transport {
+        // The smaller cap of the two providers (0: none).
         let limits = Limits {
-            max_msg_size: self.endpoint.info().max_msg_size(),
+            max_msg_size: std::iter::once(&self.network)
+                .chain(self.node.as_ref())
+                .map(|f| f.endpoint.info().max_msg_size())
+                .filter(|&cap| cap > 0)
+                .min()
+                .unwrap_or(0),
         };
         Transport {
             rank: self.rank,
             size: self.size,
-            endpoint: self.endpoint,
-            cq: self.cq,
-            _av: self.av,
+            fabrics: Fabrics::new(self.network, self.node),
             control: self.control,
             peers,
             seq: 0,
@@ -215,6 +311,7 @@ impl Opened {
             iov: self.iov,
             deadline,
             copied: 0,
+            traffic: Default::default(),
             broken: None,
             active: None,
             completions: Vec::with_capacity(64),
@@ -248,6 +345,7 @@ mod tests {
             },
             pid: 42,
             iov,
+            node: None,
         }
     }
 

@@ -6,7 +6,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::fabric::{Completion, CompletionQueue, FabricError};
+use crate::fabric::{Completion, FabricError};
+
+use super::fabrics::Fabrics;
 
 /// How long a failed operation waits for its own writes to complete before giving up on them.
 pub(super) const DRAIN: Duration = Duration::from_secs(2);
@@ -42,7 +44,7 @@ pub(super) struct Waiting {
 
 impl Waiting {
     /// Waiting on `cq` for at most `deadline` from now.
-    pub fn new(cq: &CompletionQueue, deadline: Duration) -> Self {
+    pub fn new(cq: &Fabrics, deadline: Duration) -> Self {
         let now = Instant::now();
         Waiting {
             poll_phase: if cq.has_wait_object() {
@@ -60,11 +62,7 @@ impl Waiting {
     /// Reads completions into `out`: a poll while busy or in the poll phase (yielding first
     /// when idle), else a blocking wait of at most one slice, or where the queue has no wait
     /// object one sleep and a poll.
-    pub fn read(
-        &mut self,
-        cq: &CompletionQueue,
-        out: &mut Vec<Completion>,
-    ) -> Result<usize, FabricError> {
+    pub fn read(&mut self, cq: &Fabrics, out: &mut Vec<Completion>) -> Result<usize, FabricError> {
         if !self.idle || self.idle_since.elapsed() < self.poll_phase {
             if self.idle {
                 std::thread::yield_now();

@@ -26,10 +26,10 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use circulant::comm::{Buffer, Choice, CommError, Communicator, Config};
+use circulant::comm::{Buffer, Carried, Choice, CommError, Communicator, Config, Traffic};
 use circulant::plan::distribution::{Distribution, UnknownDistribution};
 use circulant::plan::{ceil_log2, registry, CostModel, Dtype, Problem, ReduceOp, Reduction};
-use circulant::report::compare::format_seconds;
+use circulant::report::compare::{format_bytes, format_seconds};
 use circulant::report::csv::{header, AlphaBeta, Record, OVERHEAD_COLUMN};
 use circulant::report::row_bound;
 use circulant::sim::cases::CaseData;
@@ -225,12 +225,13 @@ pub fn run(args: Args) -> CliResult {
         }
     }
     progress.finish();
+    let traffic = job_traffic(&mut comm)?;
 
     let wrong: u64 = results.iter().map(|r| r.wrong).sum();
     if me == 0 {
         let ab = AlphaBeta::new(model.alpha, model.beta);
         if let Some(path) = &args.csv {
-            let text = render_csv(&comm, &model, window.late, &results);
+            let text = render_csv(&comm, &model, window.late, &results, &traffic);
             std::fs::write(path, text).map_err(|source| MeasureError::Write {
                 path: path.clone(),
                 source,
@@ -245,11 +246,18 @@ pub fn run(args: Args) -> CliResult {
                 "beta_s_per_byte": model.beta,
                 "o_s": model.o,
                 "late_repetitions": window.late,
+                "node_provider": comm.node_provider(),
+                "traffic": {
+                    "network": {"writes": traffic.network.writes, "bytes": traffic.network.bytes},
+                    "node": {"writes": traffic.node.writes, "bytes": traffic.node.bytes},
+                    "memory": {"slots": traffic.memory.writes, "bytes": traffic.memory.bytes},
+                },
                 "rows": results,
             });
             format!("{doc}\n")
         } else {
             render_table(&comm, &model, ab, window.late, &results)
+                + &traffic_line(&comm, &traffic, "")
         };
         let mut stdout = std::io::stdout().lock();
         match stdout.write_all(text.as_bytes()) {
@@ -496,6 +504,58 @@ fn slowest(comm: &mut Communicator, mine: f64) -> Result<f64, CommError> {
     Ok(all[0])
 }
 
+/// What the writes of every rank carried so far (everything the run did: probes, warm-ups,
+/// repetitions and checks), summed over the ranks.
+fn job_traffic(comm: &mut Communicator) -> Result<Traffic, CommError> {
+    let t = comm.traffic();
+    let mine = [
+        t.network.writes,
+        t.network.bytes,
+        t.node.writes,
+        t.node.bytes,
+        t.memory.writes,
+        t.memory.bytes,
+    ];
+    let mut all = [0u64; 6];
+    comm.allreduce(&mine, &mut all, ReduceOp::Sum)?;
+    let carried = |i: usize| Carried {
+        writes: all[i],
+        bytes: all[i + 1],
+    };
+    Ok(Traffic {
+        network: carried(0),
+        node: carried(2),
+        memory: carried(4),
+    })
+}
+
+/// Where the bytes went, summed over the ranks: through the network provider, the node's
+/// (on nodes of several ranks of a job on several nodes), and receive slots stored into
+/// shared memory.
+fn traffic_line(comm: &Communicator, t: &Traffic, prefix: &str) -> String {
+    let mut parts = vec![format!(
+        "{} {} writes, {} of data",
+        comm.provider(),
+        t.network.writes,
+        format_bytes(t.network.bytes as f64)
+    )];
+    if let Some(node) = comm.node_provider() {
+        parts.push(format!(
+            "{node} (ranks of one node) {} writes, {} of data",
+            t.node.writes,
+            format_bytes(t.node.bytes as f64)
+        ));
+    }
+    if t.memory.writes > 0 {
+        parts.push(format!(
+            "receive slots in shared memory {}, {} of data",
+            t.memory.writes,
+            format_bytes(t.memory.bytes as f64)
+        ));
+    }
+    format!("{prefix}traffic of all ranks: {}\n", parts.join("; "))
+}
+
 fn sum(comm: &mut Communicator, mine: u64) -> Result<u64, CommError> {
     let mut all = [0u64];
     comm.allreduce(&[mine], &mut all, ReduceOp::Sum)?;
@@ -537,7 +597,13 @@ pub(in crate::cli) fn measure_model(
     })
 }
 
-fn render_csv(comm: &Communicator, model: &CostModel, late: u64, rows: &[Measured]) -> String {
+fn render_csv(
+    comm: &Communicator,
+    model: &CostModel,
+    late: u64,
+    rows: &[Measured],
+    traffic: &Traffic,
+) -> String {
     let mut out = format!(
         "# circulant bench: p = {}, provider {}, launcher {}, method: common start, slowest rank; late repetitions {late}\n",
         comm.size(),
@@ -551,6 +617,7 @@ fn render_csv(comm: &Communicator, model: &CostModel, late: u64, rows: &[Measure
     // The per-write overhead of the model, for the record (the report reads α and β only).
     out.push_str(&format!("# o_s={:e}\n", model.o));
     out.push_str(&levels_line(comm, "# "));
+    out.push_str(&traffic_line(comm, traffic, "# "));
     out.push_str(&header());
     out.push_str(&format!(",plan_s,{OVERHEAD_COLUMN}\n"));
     for r in rows {

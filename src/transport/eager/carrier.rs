@@ -116,8 +116,10 @@ impl SlotCarrier for WriteCarrier {
 
     fn open(&mut self, link: &Link<'_>, _op: &str, _to: usize, ring: &Written) -> Result<()> {
         if self.mirror.is_none() {
-            self.mirror = Some(RegisteredMemory::for_endpoint(
-                link.endpoint,
+            // Registered with every fabric: the target's card, which says which one reaches
+            // it, may not be known yet.
+            self.mirror = Some(RegisteredMemory::for_endpoints(
+                &link.fabrics.endpoints(),
                 ring.slots * ring.slot_bytes,
                 crate::fabric::Access::Local,
             )?);
@@ -153,6 +155,7 @@ impl SlotCarrier for WriteCarrier {
         mirror.put(base + NUMBER_AT, &number.to_le_bytes())?;
         link.reachable(op, to)?;
         let peer = link.peers.address(to)?;
+        let endpoint = link.endpoint_to(to)?;
         let remote = self.region.range(base as u64, (end - base) as u64)?;
         let event = Some(
             Event::Slot {
@@ -163,13 +166,11 @@ impl SlotCarrier for WriteCarrier {
         );
         // Small slots are injected: no completion to wait for.
         let (post, delivered) = if end - base <= self.inject {
-            let post =
-                link.endpoint
-                    .inject_write(&mirror.as_slice()[base..end], peer, remote, event)?;
+            let post = endpoint.inject_write(&mirror.as_slice()[base..end], peer, remote, event)?;
             (post, Delivery::Done)
         } else {
             let local = mirror.range(base, end - base)?;
-            let post = link.endpoint.write(local, peer, remote, event, link.seq)?;
+            let post = endpoint.write(local, peer, remote, event, link.seq)?;
             (post, Delivery::Pending)
         };
         Ok(match post {

@@ -220,6 +220,14 @@ impl Eager {
         self.credit_words
     }
 
+    /// How this rank reaches `to`'s slots for it, once a token named them.
+    pub fn carrier_to(&self, to: usize) -> Option<Carrier> {
+        self.outbound
+            .get(to)?
+            .as_ref()
+            .map(|out| out.carrier.kind())
+    }
+
     /// Whether this rank knows `to`'s slots for it (a token named them).
     pub fn knows_slots(&self, to: usize) -> bool {
         self.outbound.get(to).is_some_and(Option::is_some)
@@ -232,12 +240,15 @@ impl Eager {
 
     /// The slots to name in the ready token for `writer`, or `None` if it gets no token: in
     /// an operation where `writer` writes `eager`ly, a writer that knows this rank's slots
-    /// needs none; one that does not gets them now (allocated on first use).
+    /// needs none; one that does not gets them now (allocated on first use), registered with
+    /// `endpoint` (the fabric that reaches the writer) or, for a writer `on_host` where
+    /// memory may be shared, in shared memory.
     pub fn token_slots(
         &mut self,
         endpoint: &Endpoint,
         writer: usize,
         eager: bool,
+        on_host: bool,
     ) -> Result<Option<SlotRing>> {
         if let Some(ring) = &self.inbound[writer] {
             return Ok((!eager).then(|| ring.ring()));
@@ -248,7 +259,12 @@ impl Eager {
         let EagerConfig {
             slots, slot_bytes, ..
         } = self.config;
-        let ring = match self.carrier {
+        let carrier = if on_host && self.config.memory {
+            Carrier::Memory
+        } else {
+            Carrier::Write
+        };
+        let ring = match carrier {
             Carrier::Write => {
                 let len = self.config.ring_bytes().max(1);
                 let mem = RegisteredMemory::for_endpoint(endpoint, len, Access::RemoteWrite)?;
@@ -544,7 +560,7 @@ impl Eager {
         let out = wire::credit_out(link.size, from);
         link.control.store(out, &word)?;
         let local = link.control.range(out, word.len())?;
-        let post = link.endpoint.write(
+        let post = link.endpoint_to(from)?.write(
             local,
             link.peers.address(from)?,
             remote,
@@ -557,6 +573,7 @@ impl Eager {
         if matches!(post, Ok(Post::Posted)) {
             self.credit_writes += 1;
             self.credit_words += 1;
+            link.count(from, 1, 0);
         }
         if let Some(ring) = self.inbound[from].as_mut() {
             ring.reads.returning(posted);
