@@ -52,9 +52,13 @@ impl Transport {
         if let Some(token) = run.ready_token(buffers) {
             for i in 0..run.writers().len() {
                 let writer = run.writers()[i];
-                self.reachable(run, writer)?;
-                // An eager writer that knows our slots needs no token.
+                // An eager writer that knows our slots needs no token (it may even have
+                // written and ended already).
                 let eager = run.eager_from(writer);
+                if eager && self.eager.keeps_slots_for(writer) {
+                    continue;
+                }
+                self.reachable(run, writer)?;
                 let route = self.peers.route(writer)?;
                 let endpoint = self.fabrics.endpoint(route);
                 let on_host = self.peers.on_this_host(writer);

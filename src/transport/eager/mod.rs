@@ -228,6 +228,11 @@ impl Eager {
             .map(|out| out.carrier.kind())
     }
 
+    /// Whether this rank keeps receive slots for `writer`.
+    pub fn keeps_slots_for(&self, writer: usize) -> bool {
+        self.inbound.get(writer).is_some_and(Option::is_some)
+    }
+
     /// Whether this rank knows `to`'s slots for it (a token named them).
     pub fn knows_slots(&self, to: usize) -> bool {
         self.outbound.get(to).is_some_and(Option::is_some)
