@@ -9,7 +9,7 @@ use super::circulant::{
 };
 use super::hierarchical::{HierAllgatherv, HierAllreduce, HierBarrier, HierBroadcast, HierReduce};
 use super::intergroup::{IntergroupAllgatherv, RootGathering};
-use super::multilane::{LaneAllgatherv, LaneBroadcast};
+use super::multilane::{LaneAllgatherv, LaneAllreduce, LaneBarrier, LaneBroadcast, LaneReduce};
 use super::ring::PipelinedRingAllgatherv;
 use super::rootedv::{BinomialGatherv, BinomialScatterv, LinearGatherv, LinearScatterv};
 use super::roundrobin::RoundRobinBroadcast;
@@ -166,6 +166,13 @@ pub const NODE_AWARE: &[(&str, MakeOn)] = &[
     }),
     (HierBarrier::NAME, |p, l, c| {
         boxed(HierBarrier::plan(p, l, c))
+    }),
+    (LaneReduce::NAME, |p, l, c| boxed(LaneReduce::plan(p, l, c))),
+    (LaneAllreduce::NAME, |p, l, c| {
+        boxed(LaneAllreduce::plan(p, l, c))
+    }),
+    (LaneBarrier::NAME, |p, l, c| {
+        boxed(LaneBarrier::plan(p, l, c))
     }),
 ];
 

@@ -6,10 +6,14 @@
 //! ([`super::hierarchical`]); what changes is that no one rank of a node handles them all.
 
 mod allgather;
+mod barrier;
 mod broadcast;
+mod reduce;
 
 pub use allgather::LaneAllgatherv;
+pub use barrier::LaneBarrier;
 pub use broadcast::LaneBroadcast;
+pub use reduce::{LaneAllreduce, LaneReduce};
 
 use super::circulant::{Blocking, CirculantAllgatherv};
 use super::compose::{Group, Place, Places};
