@@ -92,6 +92,18 @@ fn problems(p: usize) -> Vec<Problem> {
             reduction: max,
             bytes: 8 * 300,
         },
+        // Elements that the lanes do not divide evenly, and fewer elements than lanes.
+        Problem::Allreduce {
+            p,
+            reduction: Reduction::new(Dtype::U32, ReduceOp::Bxor).expect("defined"),
+            bytes: 4 * 1001,
+        },
+        Problem::Reduce {
+            p,
+            root: p - 1,
+            reduction: sum,
+            bytes: 8 * 3,
+        },
     ]
 }
 
@@ -150,22 +162,25 @@ fn every_hierarchical_algorithm_on_several_layouts() {
             (ran, wrong)
         });
         for (rank, (ran, wrong)) in wrong.iter().enumerate() {
-            assert!(*ran >= 7, "rank {rank} ran {ran}");
+            assert!(*ran >= 9, "rank {rank} ran {ran}");
             assert!(wrong.is_empty(), "{hosts:?} rank {rank}: {wrong:?}");
         }
     }
 }
 
 #[test]
-fn hierarchical_barrier_is_forced_and_runs() {
-    let hosts = LAYOUTS[2];
-    let ran = run(hosts, vec!["hier-barrier".into()], |comm| {
-        for _ in 0..5 {
-            comm.barrier().expect("barrier");
+fn node_aware_barriers_are_forced_and_run() {
+    for name in ["hier-barrier", "lane-barrier"] {
+        for hosts in LAYOUTS {
+            let ran = run(hosts, vec![name.into()], |comm| {
+                for _ in 0..5 {
+                    comm.barrier().expect("barrier");
+                }
+                comm.last().map(|e| e.algorithm)
+            });
+            assert!(ran.iter().all(|a| *a == Some(name)), "{hosts:?}: {ran:?}");
         }
-        comm.last().map(|e| e.algorithm)
-    });
-    assert!(ran.iter().all(|a| *a == Some("hier-barrier")), "{ran:?}");
+    }
 }
 
 #[test]

@@ -2,10 +2,15 @@
 //! p ≤ 64 ranks, one write per piece and merged under iov limits; and the bytes that cross the
 //! nodes' links: what the collective needs there, once.
 
+use circulant::plan::barrier::DisseminationBarrier;
+use circulant::plan::compose::{Composite, Group, Phase, Places};
 use circulant::plan::distribution::Distribution;
 use circulant::plan::merge::IovLimits;
+use circulant::plan::multilane::LaneAllreduce;
 use circulant::plan::registry;
-use circulant::plan::{CostModel, Dtype, Layout, LevelCosts, Problem, ReduceOp, Reduction};
+use circulant::plan::{
+    Algorithm, BufferSizes, CostModel, Dtype, Layout, LevelCosts, Problem, ReduceOp, Reduction,
+};
 use circulant::sim::links::node_links;
 use circulant::sim::{simulate, simulate_merged};
 
@@ -93,6 +98,23 @@ fn problems(p: usize) -> Vec<Problem> {
             p,
             reduction: red(Dtype::U32, ReduceOp::Bxor),
             bytes: 4 * 300,
+        },
+        // Fewer elements than some nodes have ranks: lanes without a share.
+        Problem::Allreduce {
+            p,
+            reduction: red(Dtype::I32, ReduceOp::Sum),
+            bytes: 4 * 3,
+        },
+        Problem::Allreduce {
+            p,
+            reduction: red(Dtype::I64, ReduceOp::Min),
+            bytes: 0,
+        },
+        Problem::Reduce {
+            p,
+            root: 1,
+            reduction: red(Dtype::I32, ReduceOp::Prod),
+            bytes: 4 * 101,
         },
     ];
     for d in Distribution::ALL {
@@ -240,5 +262,216 @@ fn large_messages_with_block_counts_that_differ_per_level() {
                     .unwrap_or_else(|e| panic!("{name} on {:?}: {e}", layout.node_of_each()));
             }
         }
+    }
+}
+
+/// The links of a node-aware algorithm by name.
+fn links_of(
+    name: &str,
+    problem: &Problem,
+    layout: &Layout,
+    costs: &LevelCosts,
+) -> (Vec<u64>, Vec<u64>) {
+    let alg = registry::by_name_on(name, problem, layout, costs)
+        .unwrap_or_else(|e| panic!("{name} on {:?}: {e}", layout.node_of_each()));
+    let links = node_links(alg.as_ref(), layout.node_of_each()).unwrap();
+    (links.out, links.into)
+}
+
+/// Multi-lane reduce: every lane's binomial tree among the nodes is the hierarchical one's, on
+/// a share: each node but the root's sends the vector out once (m bytes, the shares of its
+/// lanes), each node takes in m per child in the tree; nothing else crosses a link.
+#[test]
+fn lane_reduce_moves_across_links_what_the_hierarchical_reduce_moves() {
+    let red = Reduction::new(Dtype::I64, ReduceOp::Sum).unwrap();
+    for p in [6, 8, 12, 16, 30, 64] {
+        for layout in layouts(p) {
+            for root in [0, p / 2, p - 1] {
+                // 1000 elements: shares of 125 to 1000 elements, some one element longer.
+                let m = 8 * 1000;
+                let problem = Problem::Reduce {
+                    p,
+                    root,
+                    reduction: red,
+                    bytes: m,
+                };
+                let (out, into) = links_of("lane-reduce", &problem, &layout, &COSTS);
+                let root_node = layout.node_of(root);
+                for (v, &bytes) in out.iter().enumerate() {
+                    let want = if v == root_node { 0 } else { m as u64 };
+                    assert_eq!(bytes, want, "p={p} node {v} {:?}", layout.node_of_each());
+                }
+                let hier = links_of("hier-reduce", &problem, &layout, &COSTS);
+                assert_eq!((out, into), hier, "p={p} {:?}", layout.node_of_each());
+            }
+        }
+    }
+}
+
+/// Multi-lane allreduce: only the lanes cross links, each lane's allreduce moving its share
+/// among one carrier per node. With the shares' allreduces linear in their bytes, each node's
+/// link carries what one allreduce of the whole vector among one rank per node carries (the
+/// hierarchical allreduce): with the circulant census, ⌈log₂ n⌉·m each way; with
+/// reduce-scatter + allgather on the ring, 2(n − 1)·m/n (shares that n divides).
+#[test]
+fn lane_allreduce_moves_across_links_what_one_allreduce_among_the_nodes_moves() {
+    let red = Reduction::new(Dtype::F64, ReduceOp::Sum).unwrap();
+    // Latency-bound (small vectors) and bandwidth-bound (a slow link and long vectors).
+    let slow = LevelCosts {
+        inside: COSTS.inside,
+        across: CostModel {
+            alpha: 2e-6,
+            beta: 1e-8,
+            o: 0.0,
+        },
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for p in [6, 8, 12, 16, 24, 30, 64] {
+        for layout in layouts(p) {
+            let (n, lanes) = (layout.nodes(), layout.max_per_node());
+            for (costs, elements) in [(COSTS, 3 * lanes), (slow, 200 * n * lanes)] {
+                let m = 8 * elements;
+                let problem = Problem::Allreduce {
+                    p,
+                    reduction: red,
+                    bytes: m,
+                };
+                let plan = LaneAllreduce::plan(&problem, &layout, &costs).unwrap();
+                let lane = plan.phases()[1].groups[0].alg.name();
+                for g in &plan.phases()[1].groups {
+                    assert_eq!(g.alg.name(), lane, "one algorithm for equal shares");
+                    assert_eq!(g.members.len(), n);
+                }
+                let links = node_links(&plan as &dyn Algorithm, layout.node_of_each()).unwrap();
+                let q = usize::BITS - (n - 1).leading_zeros();
+                let want = match lane {
+                    "circulant-census" => Some(q as u64 * m as u64),
+                    "reduce-scatter-allgather" => Some((2 * (n - 1) * m / n) as u64),
+                    _ => None,
+                };
+                for v in 0..n {
+                    if let Some(want) = want {
+                        assert_eq!(links.out[v], want, "{lane} p={p} node {v}");
+                        assert_eq!(links.into[v], want, "{lane} p={p} node {v}");
+                    }
+                }
+                let hier = links_of("hier-allreduce", &problem, &layout, &costs);
+                if want.is_some() {
+                    assert_eq!((links.out, links.into), hier, "{lane} p={p}");
+                }
+                seen.insert(lane);
+            }
+        }
+    }
+    assert!(seen.contains("circulant-census"), "{seen:?}");
+    assert!(seen.contains("reduce-scatter-allgather"), "{seen:?}");
+}
+
+/// The multi-lane barrier has one node phase fewer than the hierarchical one: ⌈log₂ k⌉ rounds
+/// inside the largest node (k ranks) and ⌈log₂ n⌉ across, against 2⌈log₂ k⌉ + ⌈log₂ n⌉. Its
+/// node phase is needed: lanes alone leave a rank unaware of the ranks of other lanes.
+#[test]
+fn lane_barrier_saves_a_node_phase_and_needs_its_first_one() {
+    let log = |x: usize| (usize::BITS - (x - 1).leading_zeros()) as usize;
+    let rounds = |alg: &dyn Algorithm| -> usize {
+        (0..alg.problem().p())
+            .map(|r| alg.rank_plan(r).unwrap().rounds.count())
+            .max()
+            .unwrap_or(0)
+    };
+    for p in [6, 8, 12, 16, 30, 64] {
+        for layout in layouts(p) {
+            let problem = Problem::Barrier { p };
+            let (n, k) = (layout.nodes(), layout.max_per_node());
+            let lane = registry::by_name_on("lane-barrier", &problem, &layout, &COSTS).unwrap();
+            let hier = registry::by_name_on("hier-barrier", &problem, &layout, &COSTS).unwrap();
+            assert_eq!(
+                rounds(lane.as_ref()),
+                log(k) + log(n),
+                "{:?}",
+                layout.node_of_each()
+            );
+            assert_eq!(rounds(hier.as_ref()), 2 * log(k) + log(n));
+
+            let uniform = (0..n).all(|v| layout.ranks_on(v).len() == k);
+            if !uniform {
+                // A rank of a smaller node carries several lanes and may pass word between them.
+                continue;
+            }
+            let lanes_only = (0..k)
+                .map(|j| {
+                    let members: Vec<usize> = (0..n)
+                        .map(|v| layout.ranks_on(v)[j % layout.ranks_on(v).len()])
+                        .collect();
+                    Group {
+                        alg: Box::new(
+                            DisseminationBarrier::new(&Problem::Barrier { p: n }).unwrap(),
+                        ),
+                        places: vec![Places::same(BufferSizes::default()); n],
+                        members,
+                    }
+                })
+                .collect();
+            let wrong = Composite::new(
+                "lanes-only",
+                problem,
+                vec![Phase::across(lanes_only)],
+                |_| 0,
+            )
+            .unwrap();
+            assert!(
+                simulate(&wrong, &COSTS.across).is_err(),
+                "{:?}",
+                layout.node_of_each()
+            );
+        }
+    }
+}
+
+/// Where the model across nodes makes the link the bottleneck, the multi-lane reduce and
+/// allreduce are priced faster than the hierarchical ones and every flat one, so the
+/// automatic choice takes them.
+#[test]
+fn lanes_are_priced_fastest_for_mid_sized_reductions() {
+    use circulant::sim::price::price_on;
+    let red = Reduction::new(Dtype::F32, ReduceOp::Sum).unwrap();
+    let layout = Layout::blocks(4, 8).unwrap();
+    let costs = LevelCosts {
+        inside: CostModel {
+            alpha: 5e-7,
+            beta: 5e-11,
+            o: 1e-7,
+        },
+        across: CostModel {
+            alpha: 2e-6,
+            beta: 8e-11,
+            o: 3e-7,
+        },
+    };
+    for problem in [
+        Problem::Allreduce {
+            p: 32,
+            reduction: red,
+            bytes: 1 << 16,
+        },
+        Problem::Reduce {
+            p: 32,
+            root: 5,
+            reduction: red,
+            bytes: 1 << 16,
+        },
+    ] {
+        let mut priced: Vec<(f64, &str)> = registry::applicable_on(&problem, &layout, &costs)
+            .unwrap()
+            .iter()
+            .map(|a| {
+                (
+                    price_on(a.as_ref(), &layout, &costs).unwrap().time,
+                    a.name(),
+                )
+            })
+            .collect();
+        priced.sort_by(|a, b| a.0.total_cmp(&b.0));
+        assert!(priced[0].1.starts_with("lane-"), "{priced:?}");
     }
 }
