@@ -1,9 +1,20 @@
 //! Multi-lane collectives: every rank of a node carries a share of the traffic between nodes.
-//! Lane j joins the j-th rank of every node; the lanes run their circulant schedules among the
-//! nodes side by side, then the ranks of each node exchange what their lanes brought. A node
-//! with fewer ranks than lanes carries lane j with its rank j mod (its ranks), so any placement
-//! works. The bytes that cross a node's link are those of the hierarchical algorithms
-//! ([`super::hierarchical`]); what changes is that no one rank of a node handles them all.
+//! Lane j joins the j-th rank of every node; the lanes run their schedules among the nodes side
+//! by side, and the ranks of each node split the data among the lanes before and exchange what
+//! the lanes brought after. A node with fewer ranks than lanes carries lane j with its rank
+//! j mod (its ranks), so any placement works. The bytes that cross a node's link are those of
+//! the hierarchical algorithms ([`super::hierarchical`]); what changes is that no one rank of a
+//! node handles them all (Träff and Hunold's decomposition of collectives for multi-lane
+//! nodes).
+//!
+//! - [`LaneAllgatherv`]: lane j gathers the blocks of every node's j-th rank, then each node's
+//!   ranks exchange their lanes.
+//! - [`LaneBroadcast`]: the message in shares, one a lane, then exchanged inside every node.
+//! - [`LaneAllreduce`], [`LaneReduce`]: a reduce-scatter inside each node into one share a
+//!   lane, lane j's allreduce (reduce to the root's node) of share j, then the shares exchanged
+//!   inside every node (gathered at the root).
+//! - [`LaneBarrier`]: a barrier inside each node, then one in every lane; every rank carries a
+//!   lane, so no node phase follows.
 
 mod allgather;
 mod barrier;

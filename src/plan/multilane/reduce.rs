@@ -76,7 +76,6 @@ fn reduce_scatter(
     reduction: Reduction,
     shares: &[(usize, usize)],
 ) -> Result<Scattered, PlanError> {
-    let lanes = shares.len();
     let mut groups = Vec::new();
     let mut partial = Vec::with_capacity(layout.nodes());
     let mut scratch = vec![0usize; layout.p()];
@@ -127,7 +126,6 @@ fn reduce_scatter(
                 places,
             });
         }
-        debug_assert!(here.len() == lanes);
         partial.push(here);
     }
     Ok(Scattered {
@@ -368,5 +366,44 @@ impl LaneReduce {
             ],
             |r| scratch[r],
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_are_whole_elements_that_cover_the_vector_in_order() {
+        for size in [4, 8] {
+            for elements in [0, 1, 3, 7, 8, 9, 1000] {
+                for lanes in 1..=9 {
+                    let s = shares(elements * size, size, lanes);
+                    assert_eq!(s.len(), lanes);
+                    let mut at = 0;
+                    for &(off, len) in &s {
+                        assert_eq!(off, at);
+                        assert_eq!(len % size, 0);
+                        at += len;
+                    }
+                    assert_eq!(at, elements * size);
+                    let most = s.iter().map(|x| x.1).max().unwrap_or(0);
+                    let least = s.iter().map(|x| x.1).min().unwrap_or(0);
+                    assert!(most - least <= size, "{s:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_node_of_fewer_ranks_carries_every_lane_once() {
+        let s = shares(8 * 10, 8, 4);
+        let mut all: Vec<usize> = (0..3).flat_map(|i| carried(&s, i, 3)).collect();
+        all.sort_unstable();
+        assert_eq!(all, vec![0, 1, 2, 3]);
+        // Empty shares are carried by nobody.
+        let few = shares(8 * 2, 8, 4);
+        assert_eq!(carried(&few, 0, 4), vec![0]);
+        assert!(carried(&few, 3, 4).is_empty());
     }
 }
