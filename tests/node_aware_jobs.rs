@@ -1,8 +1,8 @@
 //! Node-aware algorithms on the real transport: ranks as threads of this process, given host
 //! names so that their communicator sees several nodes (2 × 4 by blocks, 8 round robin on 2
-//! nodes, 3 + 2 + 1), run every hierarchical algorithm on the data of the simulator's cases and
-//! check every byte; the automatic choice takes a node-aware algorithm where it is priced
-//! fastest, and none on one node.
+//! nodes, 3 + 2 + 1), run every node-aware algorithm (hierarchical and multi-lane) on the
+//! simulator's cases and check every byte; the automatic choice takes a node-aware algorithm
+//! where it is priced fastest, and none on one node.
 
 use std::time::Duration;
 
@@ -147,7 +147,7 @@ fn every_hierarchical_algorithm_on_several_layouts() {
         let wrong = run(hosts, Vec::new(), |comm| {
             assert!(comm.nodes() > 1);
             let mut wrong = Vec::new();
-            let mut ran = 0;
+            let mut ran = std::collections::BTreeSet::new();
             for problem in problems(p) {
                 for (name, make) in registry::NODE_AWARE {
                     let layout = circulant::plan::Layout::new(comm.node_map().node_of_each())
@@ -155,14 +155,19 @@ fn every_hierarchical_algorithm_on_several_layouts() {
                     if make(&problem, &layout, &comm.levels()).is_err() {
                         continue;
                     }
-                    ran += 1;
+                    ran.insert(*name);
                     wrong.extend(call(comm, &problem, name));
                 }
             }
             (ran, wrong)
         });
         for (rank, (ran, wrong)) in wrong.iter().enumerate() {
-            assert!(*ran >= 9, "rank {rank} ran {ran}");
+            // Every node-aware algorithm but the barriers (their own test) ran.
+            assert_eq!(
+                ran.len(),
+                registry::NODE_AWARE.len() - 2,
+                "rank {rank} ran {ran:?}"
+            );
             assert!(wrong.is_empty(), "{hosts:?} rank {rank}: {wrong:?}");
         }
     }
@@ -249,5 +254,51 @@ fn the_automatic_choice_takes_a_node_aware_algorithm_where_it_is_priced_fastest(
             name.starts_with("hier-") || name.starts_with("lane-"),
             "rank {rank} chose {name}"
         );
+    }
+}
+
+/// With the same slow link, the automatic choice takes the multi-lane allreduce (its lanes move
+/// across the link what the hierarchical one moves, and its ranks share the work inside the
+/// node) and the multi-lane barrier (one node phase fewer than the hierarchical one); both
+/// results are right.
+#[test]
+fn the_automatic_choice_takes_the_lanes_for_allreduce_and_barrier_on_a_slow_link() {
+    use circulant::plan::{CostModel, LevelCosts};
+    let hosts = LAYOUTS[0];
+    let p = hosts.len();
+    let problem = Problem::Allreduce {
+        p,
+        reduction: Reduction::new(Dtype::I64, ReduceOp::Sum).expect("defined"),
+        bytes: 8 * 20_000,
+    };
+    let chosen = run(hosts, Vec::new(), |comm| {
+        comm.set_levels(LevelCosts {
+            inside: CostModel {
+                alpha: 1e-6,
+                beta: 1e-10,
+                o: 1e-7,
+            },
+            across: CostModel {
+                alpha: 2e-5,
+                beta: 2.7e-8,
+                o: 7e-6,
+            },
+        });
+        let me = CaseData::new(problem.clone()).for_rank(comm.rank());
+        let Problem::Allreduce { reduction, .. } = problem else {
+            unreachable!("an allreduce")
+        };
+        let mut recv = me.recv_initial.clone();
+        comm.allreduce_bytes(&me.send[..], &mut recv[..], reduction, Choice::Auto)
+            .expect("allreduce");
+        let wrong = me.expected.check(&recv).err().map(|m| m.to_string());
+        let allreduce = comm.last().map(|e| e.algorithm);
+        comm.barrier().expect("barrier");
+        (allreduce, comm.last().map(|e| e.algorithm), wrong)
+    });
+    for (rank, (allreduce, barrier, wrong)) in chosen.iter().enumerate() {
+        assert_eq!(*wrong, None, "rank {rank}");
+        assert_eq!(*allreduce, Some("lane-allreduce"), "rank {rank}");
+        assert_eq!(*barrier, Some("lane-barrier"), "rank {rank}");
     }
 }
