@@ -222,7 +222,8 @@ fn bytes_across_node_links_are_what_the_collective_needs() {
 }
 
 /// Sizes at which the levels' block counts differ (the phases of one composite then run the
-/// same algorithm on the same problem with other block counts).
+/// same algorithm on the same problem with other block counts), and long vectors whose
+/// lanes choose other allreduces than short ones.
 #[test]
 fn large_messages_with_block_counts_that_differ_per_level() {
     let costs = LevelCosts {
@@ -253,6 +254,18 @@ fn large_messages_with_block_counts_that_differ_per_level() {
             Problem::Allgatherv {
                 counts: vec![100_000; p],
             },
+            Problem::Allreduce {
+                p,
+                reduction: Reduction::new(Dtype::F32, ReduceOp::Sum).unwrap(),
+                bytes: 4 * 250_001,
+            },
+            Problem::Reduce {
+                p,
+                root: p - 1,
+                reduction: Reduction::new(Dtype::I64, ReduceOp::Max).unwrap(),
+                bytes: 8 * 125_001,
+            },
+            Problem::Barrier { p },
         ] {
             for (name, make) in registry::NODE_AWARE {
                 let Ok(alg) = make(&problem, &layout, &costs) else {
