@@ -9,9 +9,9 @@
 //! several shares): every rank sends every share but its own once, and the reduces run side by
 //! side. As in [`crate::plan::hierarchical`], partial results are combined in the order the
 //! trees meet them, not in rank order: the operators are taken to be commutative (all of
-//! [`crate::plan::ReduceOp`] are; floating-point sums and products are reproducible on every
-//! rank, since each share is reduced once and then copied, but not bitwise equal to a reduction
-//! in rank order).
+//! [`crate::plan::ReduceOp`] are; floating-point sums and products are associative only up to
+//! rounding, so their bits may differ from a reduction in rank order). The ranks of one node
+//! get each share as its carrier holds it, by copies.
 
 use super::{carrier, exchange_group, shared_link};
 use crate::plan::compose::{Composite, Group, Phase, Place, Places};
