@@ -234,9 +234,10 @@ impl HierAllgatherv {
         let node_counts: Vec<usize> = (0..n)
             .map(|v| layout.ranks_on(v).iter().map(|&r| counts[r]).sum())
             .collect();
-        let all_runs: Vec<(usize, usize)> = (0..n)
-            .flat_map(|v| layout.ranks_on(v).iter().map(|&r| slot(r)))
-            .collect();
+        let all_runs = Place::runs(
+            Buf::Recv,
+            (0..n).flat_map(|v| layout.ranks_on(v).iter().map(|&r| slot(r))),
+        );
         let top = CirculantAllgatherv::new(
             &Problem::Allgatherv {
                 counts: node_counts,
@@ -250,7 +251,7 @@ impl HierAllgatherv {
                 } else {
                     Place::at(Buf::Send, 0, counts[lead[v]])
                 },
-                recv: Place::runs(Buf::Recv, all_runs.iter().copied()),
+                recv: all_runs.clone(),
             })
             .collect();
         let top = Group {

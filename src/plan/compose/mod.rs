@@ -20,6 +20,7 @@
 //! split where a run of its source or destination ends), so a rank walks the sub-plans of the
 //! ranks that write to it in each phase.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 mod held;
@@ -225,17 +226,18 @@ impl Composite {
             .ok_or_else(|| missing(self.name, rank))
     }
 
-    /// Where sub-buffer `buf` of the member in `seat` of phase `k` lies.
-    fn place(&self, k: usize, seat: Seat, buf: Buf) -> Place {
+    /// Where sub-buffer `buf` of the member in `seat` of phase `k` lies (borrowed: a place
+    /// may hold a run per node, and every piece looks it up).
+    fn place(&self, k: usize, seat: Seat, buf: Buf) -> Cow<'_, Place> {
         let group = &self.phases[k].groups[seat.group];
         match buf {
-            Buf::Send => group.places[seat.sub].send.clone(),
-            Buf::Recv => group.places[seat.sub].recv.clone(),
-            Buf::Scratch => Place::at(
+            Buf::Send => Cow::Borrowed(&group.places[seat.sub].send),
+            Buf::Recv => Cow::Borrowed(&group.places[seat.sub].recv),
+            Buf::Scratch => Cow::Owned(Place::at(
                 Buf::Scratch,
                 seat.scratch,
                 group.alg.buffers(seat.sub).scratch,
-            ),
+            )),
         }
     }
 
@@ -277,7 +279,7 @@ impl Composite {
     /// copies onto themselves (a sub-plan copying its input into place where the composite
     /// already placed it) are dropped.
     fn map_local(&self, k: usize, seat: Seat, step: &Local) -> Result<Vec<Local>, PlanError> {
-        let place = |b: Buf| -> Result<Place, PlanError> { Ok(self.place(k, seat, b)) };
+        let place = |b: Buf| -> Result<Cow<'_, Place>, PlanError> { Ok(self.place(k, seat, b)) };
         let mut out = Vec::new();
         match *step {
             Local::Copy {

@@ -1,6 +1,8 @@
 //! Where a group member's sub-buffers lie in a composite's buffers: runs of bytes, so that the
 //! blocks of ranks that are not consecutive can form one sub-buffer.
 
+use std::sync::Arc;
+
 use crate::plan::{Buf, BufferSizes, PlanError};
 
 /// One run of a placement: `len` bytes at offset `from` of the sub-buffer lie at offset `to`
@@ -16,8 +18,11 @@ struct Run {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Place {
     pub(super) buf: Buf,
-    /// Sorted by `from`, consecutive from 0.
-    runs: Vec<Run>,
+    /// Sorted by `from`, consecutive from 0; shared, as all members of a group often have the
+    /// same place (a node's whole receive buffer, one run per rank of the job).
+    runs: Arc<[Run]>,
+    /// One past the last byte of the composite's buffer it covers.
+    end: usize,
 }
 
 impl Place {
@@ -25,11 +30,12 @@ impl Place {
     pub fn at(buf: Buf, offset: usize, len: usize) -> Place {
         Place {
             buf,
-            runs: vec![Run {
+            runs: Arc::new([Run {
                 from: 0,
                 to: offset,
                 len,
-            }],
+            }]),
+            end: offset + len,
         }
     }
 
@@ -53,7 +59,12 @@ impl Place {
             }
             from += len;
         }
-        Place { buf, runs }
+        let end = runs.iter().map(|r| r.to + r.len).max().unwrap_or(0);
+        Place {
+            buf,
+            runs: runs.into(),
+            end,
+        }
     }
 
     /// Bytes of the sub-buffer.
@@ -68,7 +79,7 @@ impl Place {
 
     /// One past the last byte of the composite's buffer it covers.
     pub(super) fn end(&self) -> usize {
-        self.runs.iter().map(|r| r.to + r.len).max().unwrap_or(0)
+        self.end
     }
 
     /// The run holding sub offset `off`, and how many bytes of it are left from there.

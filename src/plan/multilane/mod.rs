@@ -56,7 +56,8 @@ pub(super) fn exchange_group(
     let members = layout.ranks_on(v).to_vec();
     let own: Vec<Vec<(usize, usize)>> = (0..members.len()).map(runs).collect();
     let counts: Vec<usize> = own.iter().map(|r| r.iter().map(|x| x.1).sum()).collect();
-    let all: Vec<(usize, usize)> = own.iter().flatten().copied().collect();
+    // Every member receives into the same place: built once, shared.
+    let all = Place::runs(Buf::Recv, own.iter().flatten().copied());
     let alg = CirculantAllgatherv::new(
         &Problem::Allgatherv { counts },
         Blocking::Model(costs.inside),
@@ -65,7 +66,7 @@ pub(super) fn exchange_group(
         .into_iter()
         .map(|r| Places {
             send: Place::runs(Buf::Recv, r),
-            recv: Place::runs(Buf::Recv, all.iter().copied()),
+            recv: all.clone(),
         })
         .collect();
     Ok(Group {
