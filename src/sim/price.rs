@@ -180,11 +180,92 @@ impl Priced {
     }
 }
 
+/// What the clock needs of one transfer of a plan.
+#[derive(Clone, Copy, Debug)]
+struct Msg {
+    to: u32,
+    dep: Option<u32>,
+    writes: u32,
+    bytes: u64,
+}
+
+/// One round of one rank's plan, reduced to what the clock needs; its messages are those of
+/// [`Walk::msgs`] from the previous step's `end` to its own.
+#[derive(Clone, Copy, Debug)]
+struct Step {
+    index: u32,
+    /// Whether the round has expectations or local steps (it then completes on this rank).
+    completes: bool,
+    end: usize,
+}
+
+/// Every rank's plan reduced to steps and messages, built one rank at a time: each rank's
+/// plan is dropped once read, so memory holds 24 bytes a message rather than whole rounds.
+struct Walk {
+    steps: Vec<Step>,
+    msgs: Vec<Msg>,
+    /// Per rank, its first step; one more entry closes the last rank.
+    first: Vec<usize>,
+}
+
+fn out_of_order(alg: &dyn Algorithm, index: u32) -> PlanError {
+    PlanError::Unsupported {
+        algorithm: alg.name(),
+        reason: format!("round {index} comes after a later one"),
+    }
+}
+
+impl Walk {
+    fn read(alg: &dyn Algorithm, p: usize) -> Result<Walk, PlanError> {
+        let mut walk = Walk {
+            steps: Vec::new(),
+            msgs: Vec::new(),
+            first: Vec::with_capacity(p + 1),
+        };
+        for rank in 0..p {
+            walk.first.push(walk.steps.len());
+            let mut last: Option<u32> = None;
+            for round in alg.rank_plan(rank)?.rounds {
+                if last.is_some_and(|l| round.index <= l) {
+                    return Err(out_of_order(alg, round.index));
+                }
+                last = Some(round.index);
+                for t in &round.sends {
+                    if t.to >= p {
+                        return Err(PlanError::RankOutOfRange { rank: t.to, p });
+                    }
+                    walk.msgs.push(Msg {
+                        to: u32::try_from(t.to).map_err(|_| PlanError::Overflow)?,
+                        dep: t.pieces.iter().map(|pc| pc.after).max().flatten(),
+                        writes: u32::try_from(t.pieces.len()).map_err(|_| PlanError::Overflow)?,
+                        bytes: t.bytes() as u64,
+                    });
+                }
+                walk.steps.push(Step {
+                    index: round.index,
+                    completes: !round.expects.is_empty() || !round.local.is_empty(),
+                    end: walk.msgs.len(),
+                });
+            }
+        }
+        walk.first.push(walk.steps.len());
+        Ok(walk)
+    }
+
+    /// The messages of step `i`.
+    fn msgs_of(&self, i: usize) -> &[Msg] {
+        let from = if i == 0 { 0 } else { self.steps[i - 1].end };
+        &self.msgs[from..self.steps[i].end]
+    }
+}
+
 /// Prices `alg` on `layout` by dataflow in the two-level α-β-o model of `costs` (module
-/// documentation), walking every rank's plan in lock step; no bytes are moved and nothing is
-/// checked beyond the ranks the plans name. Each piece counts as one write. Errors when the
-/// layout has another number of ranks than the problem, a plan cannot be built, names a rank
-/// out of range, or its round indices do not increase.
+/// documentation): every rank's plan is read once, one rank at a time, into the messages and
+/// round completions the clock needs, then all ranks are walked in lock step, round index by
+/// round index, ranks in order within a round; no bytes are moved and nothing is checked
+/// beyond the ranks the plans name. Each piece counts as one write. Errors when the layout has
+/// another number of ranks than the problem, a plan cannot be built, names a rank out of
+/// range, or its round indices do not increase.
 pub fn price_on(
     alg: &dyn Algorithm,
     layout: &Layout,
@@ -199,50 +280,40 @@ pub fn price_on(
             got: layout.p(),
         });
     }
-    let mut iters = (0..p)
-        .map(|r| alg.rank_plan(r).map(|plan| plan.rounds.peekable()))
-        .collect::<Result<Vec<Rounds<'_>>, PlanError>>()?;
+    let walk = Walk::read(alg, p)?;
     let mut flow = Dataflow::new(Cow::Borrowed(layout), *costs);
     let mut links = NodeLinks::new(layout.nodes());
     let mut rounds = 0u32;
-    let mut last = None;
-    let mut current: Vec<(usize, Round)> = Vec::new();
+    // Per rank, its next step.
+    let mut next: Vec<usize> = walk.first[..p].to_vec();
+    let mut current: Vec<usize> = Vec::new();
     loop {
-        let index = match next_index(&mut iters, &mut last) {
-            Ok(Some(index)) => index,
-            Ok(None) => break,
-            Err(index) => {
-                return Err(PlanError::Unsupported {
-                    algorithm: alg.name(),
-                    reason: format!("round {index} comes after a later one"),
-                })
-            }
-        };
+        let index = (0..p)
+            .filter(|&r| next[r] < walk.first[r + 1])
+            .map(|r| walk.steps[next[r]].index)
+            .min();
+        let Some(index) = index else { break };
         current.clear();
-        for (r, it) in iters.iter_mut().enumerate() {
-            if let Some(round) = it.next_if(|x| x.index == index) {
-                current.push((r, round));
-            }
-        }
         let mut any = false;
-        for (r, round) in &current {
-            for t in &round.sends {
-                if t.to >= p {
-                    return Err(PlanError::RankOutOfRange { rank: t.to, p });
+        for r in 0..p {
+            let i = next[r];
+            if i < walk.first[r + 1] && walk.steps[i].index == index {
+                for m in walk.msgs_of(i) {
+                    let to = m.to as usize;
+                    flow.message(r, to, m.dep, m.bytes as usize, m.writes as usize);
+                    links.add(layout.node_of(r), layout.node_of(to), m.bytes);
+                    any = true;
                 }
-                let dep = t.pieces.iter().map(|pc| pc.after).max().flatten();
-                let bytes = t.bytes();
-                flow.message(*r, t.to, dep, bytes, t.pieces.len());
-                links.add(layout.node_of(*r), layout.node_of(t.to), bytes as u64);
-                any = true;
+                current.push(r);
+                next[r] = i + 1;
             }
         }
         if any {
             rounds += 1;
         }
-        for (r, round) in &current {
-            if !round.expects.is_empty() || !round.local.is_empty() {
-                flow.complete(*r, index);
+        for &r in &current {
+            if walk.steps[next[r] - 1].completes {
+                flow.complete(r, index);
             }
         }
         flow.end_round();
@@ -252,6 +323,35 @@ pub fn price_on(
         rounds,
         links,
     })
+}
+
+/// Whether walking `alg`'s plans on `layout` (what [`price_on`] does) reads at most `budget`
+/// rounds and pieces in all, estimated from the plans of two nodes' ranks (the first node's
+/// and the last's): per node, its ranks' rounds and pieces scaled from its ranks to all p, the
+/// larger of the two. On a layout whose nodes run alike (blocks of equal nodes: every node
+/// has one leader and the same share of the work) the estimate is the walk's own count up to
+/// the ranks that differ; it stops reading as soon as one node's part alone is over budget, so
+/// a plan far too large to walk costs little to refuse.
+pub fn walk_within(alg: &dyn Algorithm, layout: &Layout, budget: u64) -> Result<bool, PlanError> {
+    let p = layout.p() as u64;
+    let nodes = layout.nodes();
+    let probed: &[usize] = if nodes > 1 { &[0, nodes - 1] } else { &[0] };
+    for &v in probed {
+        let ranks = layout.ranks_on(v);
+        let share = ranks.len().max(1) as u64;
+        let mut work = 0u64;
+        for &rank in ranks {
+            for round in alg.rank_plan(rank)?.rounds {
+                let pieces: usize = round.sends.iter().map(|t| t.pieces.len()).sum();
+                work = work.saturating_add(1 + pieces as u64);
+                // work × p / share > budget, without overflow.
+                if u128::from(work) * u128::from(p) > u128::from(budget) * u128::from(share) {
+                    return Ok(false);
+                }
+            }
+        }
+    }
+    Ok(true)
 }
 
 #[cfg(test)]
@@ -412,6 +512,158 @@ mod tests {
                 assert!(priced.busiest_link_bytes() > 0, "{}", alg.name());
             }
         }
+    }
+
+    /// The walk `price_on` made before it read each rank's plan once: every rank's lazy plan
+    /// kept open and walked in lock step. The reference the one-pass walk must equal.
+    fn lockstep(alg: &dyn Algorithm, layout: &Layout, costs: &LevelCosts) -> Priced {
+        let p = alg.problem().p();
+        let mut iters = (0..p)
+            .map(|r| alg.rank_plan(r).map(|plan| plan.rounds.peekable()))
+            .collect::<Result<Vec<Rounds<'_>>, PlanError>>()
+            .expect("plans");
+        let mut flow = Dataflow::new(Cow::Borrowed(layout), *costs);
+        let mut links = NodeLinks::new(layout.nodes());
+        let mut rounds = 0u32;
+        let mut last = None;
+        while let Some(index) = next_index(&mut iters, &mut last).expect("increasing") {
+            let current: Vec<(usize, Round)> = iters
+                .iter_mut()
+                .enumerate()
+                .filter_map(|(r, it)| it.next_if(|x| x.index == index).map(|x| (r, x)))
+                .collect();
+            let mut any = false;
+            for (r, round) in &current {
+                for t in &round.sends {
+                    let dep = t.pieces.iter().map(|pc| pc.after).max().flatten();
+                    flow.message(*r, t.to, dep, t.bytes(), t.pieces.len());
+                    links.add(layout.node_of(*r), layout.node_of(t.to), t.bytes() as u64);
+                    any = true;
+                }
+            }
+            rounds += u32::from(any);
+            for (r, round) in &current {
+                if !round.expects.is_empty() || !round.local.is_empty() {
+                    flow.complete(*r, index);
+                }
+            }
+            flow.end_round();
+        }
+        Priced {
+            time: flow.time(),
+            rounds,
+            links,
+        }
+    }
+
+    /// Layouts of `nodes` × `per` ranks: blocks, round robin, and one with a node of one rank.
+    fn layouts(nodes: usize, per: usize) -> Vec<Layout> {
+        let mut uneven: Vec<usize> = (0..nodes * per).map(|r| r / per).collect();
+        if let Some(last) = uneven.last_mut() {
+            *last = nodes;
+        }
+        vec![
+            Layout::blocks(nodes, per).expect("ranks"),
+            Layout::round_robin(nodes, per).expect("ranks"),
+            Layout::new(&uneven).expect("ranks"),
+        ]
+    }
+
+    fn assert_same(alg: &dyn Algorithm, layout: &Layout, costs: &LevelCosts) {
+        let fast = price_on(alg, layout, costs).expect("priced");
+        let reference = lockstep(alg, layout, costs);
+        assert_eq!(
+            fast,
+            reference,
+            "{} on {} nodes",
+            alg.name(),
+            layout.nodes()
+        );
+    }
+
+    #[test]
+    fn the_one_pass_walk_is_the_lock_step_walk() {
+        for problem in problems() {
+            let p = problem.p();
+            for nodes in (2..=p).filter(|n| p % n == 0) {
+                for layout in layouts(nodes, p / nodes) {
+                    for alg in registry::applicable_on(&problem, &layout, &COSTS).expect("valid") {
+                        assert_same(alg.as_ref(), &layout, &COSTS);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_one_pass_walk_is_the_lock_step_walk_up_to_2048_ranks() {
+        // The figures of docs/performance.md: 64 ranks a node, up to 32 nodes; inside α = 0.3
+        // µs, β = 0.1 ns/B; across α = 1.5 µs, β = 0.08 ns/B.
+        let costs = LevelCosts {
+            inside: CostModel {
+                alpha: 3e-7,
+                beta: 1e-10,
+                o: 1e-7,
+            },
+            across: CostModel {
+                alpha: 1.5e-6,
+                beta: 8e-11,
+                o: 3e-7,
+            },
+        };
+        // Every layout at 256 and 384 ranks; at 2048 (32 × 64) by blocks, and the broadcasts
+        // round robin too (the allgathervs of 2048 ranks take seconds a walk).
+        for (nodes, per) in [(4, 64), (48, 8), (32, 64)] {
+            let p = nodes * per;
+            let problems = [
+                Problem::Broadcast {
+                    p,
+                    root: 0,
+                    bytes: 1_000_000,
+                },
+                Problem::Broadcast {
+                    p,
+                    root: p - 3,
+                    bytes: 65_536,
+                },
+                Problem::Allgatherv {
+                    counts: Distribution::Regular.counts(p, 1024),
+                },
+            ];
+            for problem in problems {
+                let all = layouts(nodes, per);
+                let used = match (p, &problem) {
+                    (2048, Problem::Allgatherv { .. }) => &all[..1],
+                    (2048, _) => &all[..2],
+                    _ => &all[..],
+                };
+                for layout in used {
+                    for alg in registry::applicable_on(&problem, layout, &costs).expect("valid") {
+                        // Rings and round robin have p rounds a rank: p² rank-rounds.
+                        if alg.predict(&costs.across).rounds > 300 {
+                            continue;
+                        }
+                        assert_same(alg.as_ref(), layout, &costs);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn walk_within_counts_rounds_and_pieces_of_two_nodes() {
+        // A ring allgather of 4 nodes × 2 ranks by blocks: every rank sends one piece in each
+        // of 7 rounds, 14 a rank, 112 in all; both probed nodes say so exactly.
+        let problem = Problem::Allgather { p: 8, block: 10 };
+        let ring = algorithm("ring-allgather", &problem);
+        let layout = Layout::blocks(4, 2).expect("ranks");
+        assert!(walk_within(ring.as_ref(), &layout, 112).expect("read"));
+        assert!(!walk_within(ring.as_ref(), &layout, 111).expect("read"));
+        // A ring of 1024 nodes × 64 ranks is refused after part of one rank's plan.
+        let big = Problem::Allgather { p: 65536, block: 1 };
+        let ring = algorithm("ring-allgather", &big);
+        let layout = Layout::blocks(1024, 64).expect("ranks");
+        assert!(!walk_within(ring.as_ref(), &layout, 1 << 26).expect("read"));
     }
 
     #[test]
