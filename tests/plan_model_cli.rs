@@ -304,6 +304,55 @@ fn plans_too_large_to_walk_fall_back_to_the_closed_form_across() {
 }
 
 #[test]
+fn a_cluster_of_256_nodes_of_64_ranks_is_walked() {
+    // p = 16384, beyond the 2048 ranks the flat answer walks: the plans of the circulant and
+    // node-aware broadcasts are read (about 50 rounds and pieces a rank) and priced with the
+    // node links shared; only the broadcasts of p rounds and more fall back to closed forms.
+    let args = [
+        "--op",
+        "bcast",
+        "--nodes",
+        "256",
+        "--ranks-per-node",
+        "64",
+        "--bytes",
+        "65536",
+    ];
+    let v = json(&[&args[..], &["--json"]].concat());
+    assert_eq!(v["p"], 16384);
+    let walked = |name: &str| {
+        let a = algorithm(&v, name);
+        assert_eq!(a["priced_on_layout"], true, "{a}");
+        let link = a["busiest_link_bytes"].as_u64().expect("counted");
+        (a["time_s"].as_f64().expect("time"), link)
+    };
+    let (flat, flat_link) = walked("circulant-bcast");
+    let (hier, hier_link) = walked("hier-circulant-bcast");
+    walked("lane-circulant-bcast");
+    walked("binomial-bcast");
+    // The flat schedule sends the message across a node's link about once for every few ranks
+    // behind it; the hierarchical one once into a node, and out of a leader as often as the
+    // circulant schedule among the leaders sends (n − 1 + q blocks of m/n).
+    assert!(flat_link > 20 * 65536, "{flat_link}");
+    assert!(hier_link < 4 * 65536, "{hier_link}");
+    assert!(hier < flat, "{hier} {flat}");
+    let bound = v["lower_bound_s"].as_f64().expect("bound");
+    assert!(hier >= bound, "{hier} {bound}");
+    // Round robin has 2p - 2 rounds: too many to walk, said so.
+    assert_eq!(
+        algorithm(&v, "round-robin-bcast")["priced_on_layout"],
+        false
+    );
+    let text = String::from_utf8_lossy(&model(&args).stdout).to_string();
+    for line in text.lines() {
+        if line.starts_with("hier-circulant-bcast") || line.starts_with("circulant-bcast") {
+            assert!(!line.contains('*'), "{line}");
+        }
+    }
+    assert!(text.contains("does not share node links"), "{text}");
+}
+
+#[test]
 fn bad_layouts_are_errors() {
     for args in [
         vec![

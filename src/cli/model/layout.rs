@@ -24,7 +24,20 @@ use circulant::limits::MAX_RANKS;
 use circulant::plan::bounds::two_level;
 use circulant::plan::{registry, Layout, LevelCosts};
 use circulant::report::compare::format_seconds;
-use circulant::sim::price::price_on;
+use circulant::sim::price::{price_on, walk_within};
+
+/// Rounds and pieces of all ranks' plans that a walk on a layout may read when the plans are
+/// beyond the flat answer's limits (estimated from two nodes' plans, `walk_within`). Measured
+/// in a release build on a 2-core machine at 1024 nodes × 64 ranks: hier-circulant-allgatherv
+/// of 1 KiB a rank reads about 3.4 × 10^7 in 42 s and 0.8 GB, lane-circulant-bcast of 1 MB
+/// 2.4 × 10^7 in 18 s; a walk keeps 24 bytes a message. Beyond, a rank's plan alone is too
+/// large (a flat or multi-lane allgatherv of p ranks sends about p pieces a rank) or there are
+/// too many rounds (rings, p − 1 rounds a rank).
+pub const MAX_LAYOUT_WORK: u64 = 1 << 26;
+
+/// Beyond this many ranks plans on a layout are not walked (1024 nodes × 64 ranks): building
+/// the node-aware plans of more ranks and walking them takes minutes.
+pub const MAX_LAYOUT_P: usize = 1 << 16;
 
 /// Inside a node: α, β, o (module documentation).
 const INSIDE: (f64, f64, f64) = (0.5e-6, 0.05e-9, 0.1e-6);
@@ -132,7 +145,8 @@ struct Row {
 }
 
 /// The answer on `layout`: priced by dataflow where the plans are small enough to walk (the
-/// limits of the flat answer's write counts), else the closed form with the across model.
+/// limits of the flat answer's write counts, or at most [`MAX_LAYOUT_WORK`] rounds and pieces
+/// in all), else the closed form with the across model.
 pub fn run(args: &Args, layout: &Layout) -> CliResult {
     let la = &args.layout;
     let inside = checked_model(
@@ -157,7 +171,9 @@ pub fn run(args: &Args, layout: &Layout) -> CliResult {
     let mut rows = Vec::with_capacity(algs.len());
     for a in &algs {
         let pr = a.predict(&across);
-        rows.push(if walkable(p, pr.rounds) {
+        let walk = walkable(p, pr.rounds)
+            || (p <= MAX_LAYOUT_P && walk_within(a.as_ref(), layout, MAX_LAYOUT_WORK)?);
+        rows.push(if walk {
             let priced = price_on(a.as_ref(), layout, &costs)?;
             Row {
                 name: a.name(),
@@ -248,7 +264,11 @@ pub fn run(args: &Args, layout: &Layout) -> CliResult {
         );
     }
     if closed {
-        println!("* closed form with the across model (too many rank-rounds to walk the plans)");
+        println!(
+            "* closed form with the across model, which does not share node links (the plans \
+             are too large to walk: more than {MAX_LAYOUT_P} ranks or {MAX_LAYOUT_WORK} rounds \
+             and pieces)"
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
