@@ -1,7 +1,7 @@
 //! Multi-lane allgatherv: the lanes gather the blocks of every node's j-th ranks, then each
 //! node's ranks exchange their lanes.
 
-use super::{carrier, exchange_group, shared_link};
+use super::{carrier, shared_link, Exchange};
 use crate::plan::circulant::{Blocking, CirculantAllgatherv};
 use crate::plan::compose::{Composite, Group, Phase, Place, Places};
 use crate::plan::hierarchical::{check, gathered};
@@ -37,7 +37,8 @@ impl LaneAllgatherv {
             let lane_counts: Vec<usize> = (0..n)
                 .map(|v| block(v, j).map_or(0, |r| counts[r]))
                 .collect();
-            let recv: Vec<(usize, usize)> = (0..n).filter_map(|v| block(v, j)).map(slot).collect();
+            // Every carrier of the lane receives into the same place: built once, shared.
+            let recv = Place::runs(Buf::Recv, (0..n).filter_map(|v| block(v, j)).map(slot));
             let alg = CirculantAllgatherv::new(
                 &Problem::Allgatherv {
                     counts: lane_counts,
@@ -50,7 +51,7 @@ impl LaneAllgatherv {
                         Some(r) => Place::at(Buf::Send, 0, counts[r]),
                         None => Place::none(Buf::Send),
                     },
-                    recv: Place::runs(Buf::Recv, recv.iter().copied()),
+                    recv: recv.clone(),
                 })
                 .collect();
             across.push(Group {
@@ -61,6 +62,9 @@ impl LaneAllgatherv {
         }
 
         let mut inside = Vec::new();
+        // Where the members of a node of k ranks contribute and receive depends on k alone.
+        let mut exchanges: std::collections::HashMap<usize, Exchange> =
+            std::collections::HashMap::new();
         for v in 0..n {
             let k = layout.ranks_on(v).len();
             if k < 2 {
@@ -74,7 +78,10 @@ impl LaneAllgatherv {
                     .map(slot)
                     .collect()
             };
-            inside.push(exchange_group(layout, v, runs, costs)?);
+            let exchange = exchanges
+                .entry(k)
+                .or_insert_with(|| Exchange::new(k, runs));
+            inside.push(exchange.group(layout, v, costs)?);
         }
         Composite::new(
             name,

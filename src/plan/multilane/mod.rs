@@ -53,25 +53,61 @@ pub(super) fn exchange_group(
     runs: impl Fn(usize) -> Vec<(usize, usize)>,
     costs: &LevelCosts,
 ) -> Result<Group, PlanError> {
-    let members = layout.ranks_on(v).to_vec();
-    let own: Vec<Vec<(usize, usize)>> = (0..members.len()).map(runs).collect();
-    let counts: Vec<usize> = own.iter().map(|r| r.iter().map(|x| x.1).sum()).collect();
-    // Every member receives into the same place: built once, shared.
-    let all = Place::runs(Buf::Recv, own.iter().flatten().copied());
-    let alg = CirculantAllgatherv::new(
-        &Problem::Allgatherv { counts },
-        Blocking::Model(costs.inside),
-    )?;
-    let places = own
-        .into_iter()
-        .map(|r| Places {
-            send: Place::runs(Buf::Recv, r),
-            recv: all.clone(),
+    let own = Exchange::new(layout.ranks_on(v).len(), runs);
+    own.group(layout, v, costs)
+}
+
+/// What the members of a node's exchange contribute and receive, where they lie: the same
+/// for every node whose members carry the same lanes, so built once for them.
+pub(super) struct Exchange {
+    /// Per member, its own runs.
+    send: Vec<Place>,
+    /// Everything, in members' order.
+    recv: Place,
+    counts: Vec<usize>,
+}
+
+impl Exchange {
+    /// The exchange of `k` members, member i contributing `runs(i)`.
+    pub(super) fn new(k: usize, runs: impl Fn(usize) -> Vec<(usize, usize)>) -> Exchange {
+        let own: Vec<Vec<(usize, usize)>> = (0..k).map(runs).collect();
+        Exchange {
+            send: own
+                .iter()
+                .map(|r| Place::runs(Buf::Recv, r.iter().copied()))
+                .collect(),
+            // Every member receives into the same place: built once, shared.
+            recv: Place::runs(Buf::Recv, own.iter().flatten().copied()),
+            counts: own.iter().map(|r| r.iter().map(|x| x.1).sum()).collect(),
+        }
+    }
+
+    /// The exchange as the group of node `v`'s members.
+    pub(super) fn group(
+        &self,
+        layout: &Layout,
+        v: usize,
+        costs: &LevelCosts,
+    ) -> Result<Group, PlanError> {
+        let members = layout.ranks_on(v).to_vec();
+        let alg = CirculantAllgatherv::new(
+            &Problem::Allgatherv {
+                counts: self.counts.clone(),
+            },
+            Blocking::Model(costs.inside),
+        )?;
+        let places = self
+            .send
+            .iter()
+            .map(|send| Places {
+                send: send.clone(),
+                recv: self.recv.clone(),
+            })
+            .collect();
+        Ok(Group {
+            alg: Box::new(alg),
+            members,
+            places,
         })
-        .collect();
-    Ok(Group {
-        alg: Box::new(alg),
-        members,
-        places,
-    })
+    }
 }
