@@ -27,10 +27,11 @@ use circulant::report::compare::format_seconds;
 use circulant::sim::price::{price_on, walk_within};
 
 /// Rounds and pieces of all ranks' plans that a walk on a layout may read when the plans are
-/// beyond the flat answer's limits (estimated from two nodes' plans, `walk_within`). Measured
+/// beyond the flat answer's limits (estimated from two nodes' plans, `walk_within`; p times the
+/// predicted rounds must not exceed it either). Measured
 /// in a release build on a 2-core machine at 1024 nodes × 64 ranks: hier-circulant-allgatherv
 /// of 1 KiB a rank reads about 3.4 × 10^7 in 42 s and 0.8 GB, lane-circulant-bcast of 1 MB
-/// 2.4 × 10^7 in 18 s; a walk keeps 24 bytes a message. Beyond, a rank's plan alone is too
+/// 2.4 × 10^7; a walk keeps 24 bytes a message. Beyond, a rank's plan alone is too
 /// large (a flat or multi-lane allgatherv of p ranks sends about p pieces a rank) or there are
 /// too many rounds (rings, p − 1 rounds a rank).
 pub const MAX_LAYOUT_WORK: u64 = 1 << 26;
@@ -171,8 +172,12 @@ pub fn run(args: &Args, layout: &Layout) -> CliResult {
     let mut rows = Vec::with_capacity(algs.len());
     for a in &algs {
         let pr = a.predict(&across);
+        // Some plans pass over rounds in which a rank does nothing (a scatter-allgather of 8
+        // bytes); the predicted rounds of every rank bound that work too.
         let walk = walkable(p, pr.rounds)
-            || (p <= MAX_LAYOUT_P && walk_within(a.as_ref(), layout, MAX_LAYOUT_WORK)?);
+            || (p <= MAX_LAYOUT_P
+                && (p as u64).saturating_mul(pr.rounds) <= MAX_LAYOUT_WORK
+                && walk_within(a.as_ref(), layout, MAX_LAYOUT_WORK)?);
         rows.push(if walk {
             let priced = price_on(a.as_ref(), layout, &costs)?;
             Row {
