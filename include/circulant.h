@@ -246,6 +246,17 @@ int circulant_init_oob(circulant_comm **comm,
                        circulant_oob_allgather_fn allgather,
                        void *ctx);
 
+// `circulant_init_oob` where the caller knows the node of every rank: `nodes` has `size`
+// entries, `nodes[r]` rank r's node under any non-negative labels (equal labels, one node;
+// e.g. from `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`), the same on every rank. Start-up
+// then skips the exchange of host names. Every rank must call it.
+int circulant_init_oob_nodes(circulant_comm **comm,
+                             int rank,
+                             int size,
+                             const int *nodes,
+                             circulant_oob_allgather_fn allgather,
+                             void *ctx);
+
 // Progresses `request` without blocking; `*done` = 1 once it is complete (the results are
 // then in place), else 0. A request that is not started counts as complete.
 int circulant_test(circulant_request *request, int *done);

@@ -367,6 +367,31 @@ impl Bootstrap {
         Ok(Self::over(Box::new(kvs), rank, size, DEFAULT_TIMEOUT))
     }
 
+    /// [`Bootstrap::oob`] where the caller also knows the node of every rank: `nodes[r]` is
+    /// rank r's node under any labels (equal labels, one node; e.g. from MPI's
+    /// `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`), the same on every rank. The node map
+    /// then needs no host exchange.
+    pub fn oob_on_nodes(
+        rank: usize,
+        size: usize,
+        nodes: Vec<usize>,
+        allgather: Allgather,
+    ) -> Result<Self, BootstrapError> {
+        if nodes.len() != size {
+            return Err(BootstrapError::Oob(format!(
+                "{} node labels for a job of {size} ranks",
+                nodes.len()
+            )));
+        }
+        if rank >= size {
+            return Err(BootstrapError::Oob(format!(
+                "rank {rank} is not below the job size {size}"
+            )));
+        }
+        let kvs = OobKvs::new(size, allgather).on_nodes(nodes);
+        Ok(Self::over(Box::new(kvs), rank, size, DEFAULT_TIMEOUT))
+    }
+
     /// One bootstrap per rank of a job of `size` ranks that are threads of this process,
     /// sharing a key-value space; every fence waits at most `timeout`. See [`memory::Job`].
     pub fn in_memory(size: usize, timeout: Duration) -> Result<Vec<Self>, BootstrapError> {

@@ -31,6 +31,8 @@ pub(super) struct OobKvs {
     size: usize,
     pending: Vec<(String, String)>,
     kvs: HashMap<String, String>,
+    /// The node of every rank where the caller told it (labels: equal is one node).
+    nodes: Option<Vec<usize>>,
 }
 
 impl OobKvs {
@@ -41,7 +43,15 @@ impl OobKvs {
             size,
             pending: Vec::new(),
             kvs: HashMap::new(),
+            nodes: None,
         }
+    }
+
+    /// The same, with the node of every rank (`nodes[r]`, labels) from the caller: no host
+    /// exchange at start-up.
+    pub(super) fn on_nodes(mut self, nodes: Vec<usize>) -> Self {
+        self.nodes = Some(nodes);
+        self
     }
 
     /// Calls the caller's allgather; a panic in an earlier call is an error, not a panic.
@@ -63,9 +73,19 @@ impl KeyValue for OobKvs {
         "oob"
     }
 
-    /// The caller's allgather says nothing about hosts.
+    /// The number of distinct node labels the caller gave, if it gave them.
     fn nodes(&self) -> Option<usize> {
-        None
+        self.nodes.as_ref().map(|labels| {
+            let mut distinct = labels.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            distinct.len()
+        })
+    }
+
+    /// The caller's node labels (an allgather by itself says nothing about hosts).
+    fn node_ids(&self, size: usize) -> Option<Vec<usize>> {
+        self.nodes.clone().filter(|labels| labels.len() == size)
     }
 
     fn limits(&self) -> KvsLimits {
@@ -202,5 +222,23 @@ mod tests {
         let mut kvs = OobKvs::new(2, gather);
         let err = kvs.fence().expect_err("must fail");
         assert!(err.to_string().contains("peer gone"), "{err}");
+    }
+
+    #[test]
+    fn node_labels_from_the_caller_make_the_node_map_without_an_exchange() {
+        use crate::bootstrap::Bootstrap;
+        let never: Allgather = Box::new(|_, _| Err("no exchange expected".into()));
+        let boot = Bootstrap::oob_on_nodes(1, 3, vec![5, 5, 9], never).expect("bootstrap");
+        assert_eq!(boot.nodes(), Some(2));
+        let map = boot.launcher_node_map().expect("the caller's map");
+        assert_eq!((map.nodes(), map.node()), (2, 0));
+        assert_eq!(map.node_of(2), Some(1));
+        let plain = Bootstrap::oob(1, 3, Box::new(|_, _| Ok(()))).expect("bootstrap");
+        assert!(plain.launcher_node_map().is_none());
+        let short = Bootstrap::oob_on_nodes(0, 3, vec![0], Box::new(|_, _| Ok(())));
+        assert!(short
+            .expect_err("two labels missing")
+            .to_string()
+            .contains("1 node labels"));
     }
 }

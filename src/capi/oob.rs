@@ -2,7 +2,8 @@
 
 use std::ffi::{c_int, c_void};
 
-use crate::comm::Communicator;
+use crate::bootstrap::Bootstrap;
+use crate::comm::{CommError, Communicator, Config};
 
 use super::handle::{hand_out, Comm};
 use super::raw;
@@ -51,6 +52,57 @@ pub extern "C" fn circulant_init_oob(
                 code => Err(format!("the caller's allgather returned {code}")),
             }
         })?;
+        hand_out(communicator, comm)
+    })
+}
+
+/// `circulant_init_oob` where the caller knows the node of every rank: `nodes` has `size`
+/// entries, `nodes[r]` rank r's node under any non-negative labels (equal labels, one node;
+/// e.g. from `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`), the same on every rank. Start-up
+/// then skips the exchange of host names. Every rank must call it.
+#[no_mangle]
+pub extern "C" fn circulant_init_oob_nodes(
+    comm: *mut *mut Comm,
+    rank: c_int,
+    size: c_int,
+    nodes: *const c_int,
+    allgather: OobAllgatherFn,
+    ctx: *mut c_void,
+) -> c_int {
+    guard(None, || {
+        if comm.is_null() {
+            return Err(Failure::argument("comm is NULL"));
+        }
+        let function = allgather.ok_or_else(|| Failure::argument("allgather is NULL"))?;
+        let (rank, size) = match (usize::try_from(rank), usize::try_from(size)) {
+            (Ok(r), Ok(s)) if r < s => (r, s),
+            _ => {
+                return Err(Failure::argument(format!(
+                    "rank {rank} and size {size}: need 0 <= rank < size"
+                )))
+            }
+        };
+        let labels = raw::values(nodes, size, "nodes")?
+            .iter()
+            .map(|&label| {
+                usize::try_from(label)
+                    .map_err(|_| Failure::argument(format!("node label {label} is negative")))
+            })
+            .collect::<Result<Vec<usize>, Failure>>()?;
+        let ctx = raw::Context(ctx);
+        let bootstrap = Bootstrap::oob_on_nodes(
+            rank,
+            size,
+            labels,
+            Box::new(move |send: &[u8], recv: &mut [u8]| {
+                match raw::call_allgather(function, send, recv, &ctx) {
+                    0 => Ok(()),
+                    code => Err(format!("the caller's allgather returned {code}")),
+                }
+            }),
+        )?;
+        let config = Config::from_env().map_err(CommError::from)?;
+        let communicator = Communicator::init_over(bootstrap, config)?;
         hand_out(communicator, comm)
     })
 }
