@@ -1,0 +1,45 @@
+/* A circulant failure reaches the program through the communicator's error handler.
+ *
+ *   errors return   MPI_ERRORS_RETURN on a duplicate of MPI_COMM_WORLD: a broadcast whose
+ *                   ranks disagree on the size (run with CIRCULANT_CHECK=1) returns an error
+ *                   code; MPI_Error_string gives circulant's message; the next broadcast on
+ *                   that communicator goes to MPI and is correct. Prints "rank R: error
+ *                   class C: MESSAGE" and "rank R: after the error ok".
+ *   errors fatal    the same broadcast on MPI_COMM_WORLD (MPI_ERRORS_ARE_FATAL): the job
+ *                   is aborted with circulant's message. */
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int fatal = argc > 1 && strcmp(argv[1], "fatal") == 0;
+  MPI_Comm comm = MPI_COMM_WORLD;
+  if (!fatal) {
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  }
+  int buf[8] = {0};
+  int rc = MPI_Bcast(buf, rank == 0 ? 4 : 8, MPI_INT, 0, comm);
+  if (rc == MPI_SUCCESS) {
+    printf("rank %d: the mismatched broadcast succeeded\n", rank);
+    MPI_Finalize();
+    return 1;
+  }
+  int cls = 0, len = 0;
+  char text[MPI_MAX_ERROR_STRING];
+  MPI_Error_class(rc, &cls);
+  MPI_Error_string(rc, text, &len);
+  printf("rank %d: error class %d: %s\n", rank, cls, text);
+  for (int i = 0; i < 8; i++) buf[i] = rank == 1 ? 100 + i : -1;
+  rc = MPI_Bcast(buf, 8, MPI_INT, 1, comm);
+  int ok = rc == MPI_SUCCESS;
+  for (int i = 0; i < 8; i++) ok = ok && buf[i] == 100 + i;
+  printf("rank %d: after the error %s\n", rank, ok ? "ok" : "wrong");
+  fflush(stdout);
+  MPI_Comm_free(&comm);
+  MPI_Finalize();
+  return ok ? 0 : 1;
+}

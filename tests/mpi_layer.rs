@@ -1,0 +1,626 @@
+//! The MPI profiling-interface layer (mpi/circulant_mpi.c, built by `ci/mpi-layer`) preloaded
+//! into MPI programs that know nothing of circulant: C programs compiled with each `mpicc`
+//! and run under MPICH's `mpiexec.hydra` and Open MPI's `mpirun` at p = 1, 2, 3, 4, 8, every
+//! served collective compared in the same program with the PMPI_ call on the same data
+//! (tests/mpi/collectives.c); the settings, the statistics and the error handlers; a Fortran
+//! program; Debian's `hpcc` and ScaLAPACK tests, with and without the layer.
+//!
+//! Every job runs in its own process group, killed if it outlives its limit.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use common::{missing, Finished, Started};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const LIMIT: Duration = Duration::from_secs(180);
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Mpi {
+    Mpich,
+    OpenMpi,
+}
+
+impl Mpi {
+    fn name(self) -> &'static str {
+        match self {
+            Mpi::Mpich => "mpich",
+            Mpi::OpenMpi => "openmpi",
+        }
+    }
+}
+
+fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(ROOT).join("target"),
+    }
+}
+
+/// Builds both layers once per test binary (`ci/mpi-layer --profile test`: the library
+/// `cargo test` just built); None where an mpicc is missing (a failure under CI).
+fn layers() -> Option<&'static PathBuf> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            for mpi in ["mpich", "openmpi"] {
+                if Command::new(format!("mpicc.{mpi}"))
+                    .arg("--version")
+                    .output()
+                    .is_err()
+                {
+                    missing(
+                        &format!("mpicc.{mpi}"),
+                        "ci/deps installs libmpich-dev and libopenmpi-dev",
+                    );
+                    return None;
+                }
+            }
+            let out = Command::new(Path::new(ROOT).join("ci/mpi-layer"))
+                .args(["--profile", "test"])
+                .output()
+                .expect("ci/mpi-layer starts");
+            assert!(
+                out.status.success(),
+                "ci/mpi-layer failed:\n{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            Some(target_dir().join("mpi"))
+        })
+        .as_ref()
+}
+
+fn layer(mpi: Mpi) -> Option<PathBuf> {
+    let lib = layers()?.join(format!("libcirculant-mpi-{}.so", mpi.name()));
+    assert!(lib.exists(), "{} not built", lib.display());
+    Some(lib)
+}
+
+/// tests/mpi/SOURCE compiled with the MPI's C or Fortran compiler, warnings as errors for C;
+/// once per test binary (tests running side by side share it).
+fn program(mpi: Mpi, source: &str) -> PathBuf {
+    static BUILT: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
+    let key = format!("{}/{source}", mpi.name());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, exe)) = built.iter().find(|(k, _)| *k == key) {
+        return exe.clone();
+    }
+    let exe = compile(mpi, source);
+    built.push((key, exe.clone()));
+    exe
+}
+
+fn compile(mpi: Mpi, source: &str) -> PathBuf {
+    let fortran = source.ends_with(".f90");
+    let compiler = format!(
+        "{}.{}",
+        if fortran { "mpif90" } else { "mpicc" },
+        mpi.name()
+    );
+    let stem = source.split('.').next().expect("a file name");
+    let exe = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("mpi-{stem}-{}", mpi.name()));
+    let mut command = Command::new(&compiler);
+    if !fortran {
+        command.args(["-O1", "-Wall", "-Wextra", "-Werror"]);
+    }
+    let out = command
+        .arg(Path::new(ROOT).join("tests/mpi").join(source))
+        .arg("-o")
+        .arg(&exe)
+        .current_dir(env!("CARGO_TARGET_TMPDIR"))
+        .output()
+        .unwrap_or_else(|e| panic!("{compiler} starts: {e}"));
+    assert!(
+        out.status.success(),
+        "{compiler} {source} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// `program args` on `p` ranks under the MPI's launcher, the layer preloaded where given,
+/// with `env` set for every rank.
+fn job(
+    mpi: Mpi,
+    p: usize,
+    layer: Option<&Path>,
+    env: &[(&str, &str)],
+    program: &Path,
+    args: &[&str],
+    dir: &Path,
+) -> Finished {
+    let mut command = match mpi {
+        Mpi::Mpich => {
+            let mut c = Command::new("mpiexec.hydra");
+            c.args(["-n", &p.to_string(), "env"]);
+            if let Some(lib) = layer {
+                c.arg(format!("LD_PRELOAD={}", lib.display()));
+            }
+            c
+        }
+        Mpi::OpenMpi => {
+            let mut c = Command::new("mpirun");
+            c.args([
+                "--allow-run-as-root",
+                "--oversubscribe",
+                "-n",
+                &p.to_string(),
+            ]);
+            if let Some(lib) = layer {
+                c.args(["-x", &format!("LD_PRELOAD={}", lib.display())]);
+            }
+            for (k, _) in env {
+                c.args(["-x", k]);
+            }
+            c
+        }
+    };
+    command.arg(program).args(args).current_dir(dir);
+    command.env_remove("CIRCULANT_MPI");
+    command.env_remove("CIRCULANT_MPI_STATS");
+    command.env_remove("CIRCULANT_MPI_THRESHOLDS");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    Started::new(command).finish(LIMIT)
+}
+
+/// (rank, passed, failed) of every "rank R: N passed, M failed" line, sorted.
+fn summaries(out: &str) -> Vec<(usize, usize, usize)> {
+    let mut found: Vec<(usize, usize, usize)> = out
+        .lines()
+        .filter_map(|line| {
+            let rest = line.trim().strip_prefix("rank ")?;
+            let (rank, rest) = rest.split_once(": ")?;
+            let (passed, rest) = rest.split_once(" passed, ")?;
+            let failed = rest.strip_suffix(" failed")?;
+            Some((
+                rank.parse().ok()?,
+                passed.parse().ok()?,
+                failed.parse().ok()?,
+            ))
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+fn assert_all_passed(done: &Finished, p: usize, at_least: usize) {
+    let all = format!("{}{}", done.stdout, done.stderr);
+    assert_eq!(done.code(), Some(0), "the job failed:\n{all}");
+    let found = summaries(&done.stdout);
+    assert_eq!(found.len(), p, "one summary per rank expected:\n{all}");
+    for (i, &(rank, passed, failed)) in found.iter().enumerate() {
+        assert_eq!((rank, failed), (i, 0), "{all}");
+        assert!(passed >= at_least, "rank {rank}: {passed} checks\n{all}");
+    }
+}
+
+/// One statistics line: calls served, passed through, and the count of each reason.
+type Stats = (u64, u64, Vec<(String, u64)>);
+
+/// The statistics line of `name` (e.g. `MPI_Bcast`).
+fn stats(text: &str, name: &str) -> Option<Stats> {
+    let prefix = format!("circulant-mpi: {name} served ");
+    let line = text.lines().find_map(|l| l.strip_prefix(&prefix))?;
+    let mut words = line.split_whitespace();
+    let served = words.next()?.parse().ok()?;
+    let _ = words.next(); // "passed"
+    let passed = words.next()?.parse().ok()?;
+    let reasons = words
+        .filter_map(|w| {
+            let (k, v) = w.split_once('=')?;
+            Some((k.to_string(), v.parse().ok()?))
+        })
+        .collect();
+    Some((served, passed, reasons))
+}
+
+fn reason(text: &str, name: &str, why: &str) -> u64 {
+    stats(text, name)
+        .and_then(|(_, _, reasons)| reasons.into_iter().find(|(k, _)| k == why))
+        .map_or(0, |(_, v)| v)
+}
+
+const SERVED: [&str; 13] = [
+    "MPI_Barrier",
+    "MPI_Bcast",
+    "MPI_Allgather",
+    "MPI_Allgatherv",
+    "MPI_Allreduce",
+    "MPI_Reduce",
+    "MPI_Gather",
+    "MPI_Gatherv",
+    "MPI_Scatter",
+    "MPI_Scatterv",
+    "MPI_Alltoall",
+    "MPI_Scan",
+    "MPI_Exscan",
+];
+
+/// Every collective at p = 1, 2, 3, 4, 8 with CIRCULANT_MPI=on: all checks pass, every
+/// collective was served, the user operation and the short integers were passed through.
+fn every_collective(mpi: Mpi) {
+    let Some(lib) = layer(mpi) else { return };
+    let exe = program(mpi, "collectives.c");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    for p in [1, 2, 3, 4, 8] {
+        let done = job(
+            mpi,
+            p,
+            Some(&lib),
+            &[("CIRCULANT_MPI", "on"), ("CIRCULANT_MPI_STATS", "1")],
+            &exe,
+            &["2"],
+            &dir,
+        );
+        assert_all_passed(&done, p, 100);
+        let err = &done.stderr;
+        assert!(
+            err.contains(&format!("stats ({}, CIRCULANT_MPI=on", mpi.name())),
+            "{err}"
+        );
+        let mut names: Vec<String> = SERVED.iter().map(|s| s.to_string()).collect();
+        if mpi == Mpi::Mpich {
+            // MPICH 4 has the large-count forms; the barrier has none.
+            names.extend(SERVED[1..].iter().map(|s| format!("{s}_c")));
+        } else {
+            assert!(!err.contains("_c served"), "{err}");
+        }
+        for name in &names {
+            let (served, _, _) =
+                stats(err, name).unwrap_or_else(|| panic!("no statistics of {name}:\n{err}"));
+            assert!(served > 0, "{name} never served at p = {p}:\n{err}");
+        }
+        // The user operation and MPI_SHORT: once per round and rank, passed through.
+        assert!(reason(err, "MPI_Allreduce", "operation") > 0, "{err}");
+        assert!(reason(err, "MPI_Allreduce", "datatype") > 0, "{err}");
+    }
+}
+
+#[test]
+fn every_collective_under_mpich() {
+    every_collective(Mpi::Mpich);
+}
+
+#[test]
+fn every_collective_under_open_mpi() {
+    every_collective(Mpi::OpenMpi);
+}
+
+/// auto with a thresholds file: what lies below a threshold or is `never` is passed through
+/// (and still correct); off passes everything through.
+#[test]
+fn thresholds_and_off_decide_what_is_served() {
+    let Some(lib) = layer(Mpi::Mpich) else { return };
+    let exe = program(Mpi::Mpich, "collectives.c");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let file = dir.join("mpi-thresholds.txt");
+    std::fs::write(
+        &file,
+        "# a test's thresholds\nbcast 0\nallreduce 1000\nalltoall never\n",
+    )
+    .expect("write thresholds");
+    let file = file.to_string_lossy().into_owned();
+    let done = job(
+        Mpi::Mpich,
+        3,
+        Some(&lib),
+        &[
+            ("CIRCULANT_MPI_STATS", "1"),
+            ("CIRCULANT_MPI_THRESHOLDS", &file),
+        ],
+        &exe,
+        &["2"],
+        &dir,
+    );
+    assert_all_passed(&done, 3, 100);
+    let err = &done.stderr;
+    assert!(
+        err.contains(&format!("CIRCULANT_MPI=auto, thresholds {file}")),
+        "{err}"
+    );
+    let (bcast, bcast_passed, _) = stats(err, "MPI_Bcast").expect("bcast statistics");
+    assert!(bcast > 0 && bcast_passed == 0, "{err}");
+    let (allreduce, _, _) = stats(err, "MPI_Allreduce").expect("allreduce statistics");
+    assert!(allreduce > 0, "{err}");
+    assert!(reason(err, "MPI_Allreduce", "below-threshold") > 0, "{err}");
+    let (alltoall, _, _) = stats(err, "MPI_Alltoall").expect("alltoall statistics");
+    assert_eq!(alltoall, 0, "{err}");
+    assert!(reason(err, "MPI_Alltoall", "below-threshold") > 0, "{err}");
+    // Not in the file and no built-in threshold: passed through.
+    assert_eq!(
+        stats(err, "MPI_Scan").expect("scan statistics").0,
+        0,
+        "{err}"
+    );
+
+    let done = job(
+        Mpi::OpenMpi,
+        2,
+        layer(Mpi::OpenMpi).as_deref(),
+        &[("CIRCULANT_MPI", "off"), ("CIRCULANT_MPI_STATS", "1")],
+        &program(Mpi::OpenMpi, "collectives.c"),
+        &["1"],
+        &dir,
+    );
+    assert_all_passed(&done, 2, 100);
+    for name in SERVED {
+        let (served, passed, _) = stats(&done.stderr, name).expect("statistics");
+        assert_eq!(served, 0, "{}", done.stderr);
+        assert_eq!(reason(&done.stderr, name, "off"), passed, "{}", done.stderr);
+    }
+}
+
+#[test]
+fn bad_settings_are_refused_with_a_message() {
+    let Some(lib) = layer(Mpi::Mpich) else { return };
+    let exe = program(Mpi::Mpich, "collectives.c");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let done = job(
+        Mpi::Mpich,
+        1,
+        Some(&lib),
+        &[("CIRCULANT_MPI", "fast")],
+        &exe,
+        &["1"],
+        &dir,
+    );
+    assert_ne!(done.code(), Some(0), "{done:?}");
+    assert!(
+        done.stderr
+            .contains("CIRCULANT_MPI=fast: expected off, on or auto"),
+        "{done:?}"
+    );
+    let file = dir.join("mpi-bad-thresholds.txt");
+    std::fs::write(&file, "bcast lots\n").expect("write thresholds");
+    let done = job(
+        Mpi::Mpich,
+        1,
+        Some(&lib),
+        &[("CIRCULANT_MPI_THRESHOLDS", &file.to_string_lossy())],
+        &exe,
+        &["1"],
+        &dir,
+    );
+    assert_ne!(done.code(), Some(0), "{done:?}");
+    assert!(
+        done.stderr
+            .contains("line 1: `lots` is neither a byte count nor `never`"),
+        "{done:?}"
+    );
+}
+
+/// MPI_ERRORS_RETURN: an error class whose string is circulant's message, and the
+/// communicator goes on through MPI; MPI_ERRORS_ARE_FATAL: the job ends with the message.
+fn errors(mpi: Mpi) {
+    let Some(lib) = layer(mpi) else { return };
+    let exe = program(mpi, "errors.c");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let env = [
+        ("CIRCULANT_MPI", "on"),
+        ("CIRCULANT_CHECK", "1"),
+        ("CIRCULANT_MPI_STATS", "1"),
+    ];
+    let done = job(mpi, 3, Some(&lib), &env, &exe, &["return"], &dir);
+    assert_eq!(done.code(), Some(0), "{done:?}");
+    for rank in 0..3 {
+        let line = done
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("rank {rank}: error class ")))
+            .unwrap_or_else(|| panic!("no error of rank {rank}: {done:?}"));
+        assert!(
+            line.contains("circulant bcast") && line.contains("different arguments"),
+            "{line}"
+        );
+        assert!(
+            done.stdout
+                .contains(&format!("rank {rank}: after the error ok")),
+            "{done:?}"
+        );
+    }
+    assert!(
+        reason(&done.stderr, "MPI_Bcast", "failed-before") == 3,
+        "{done:?}"
+    );
+
+    let done = job(mpi, 3, Some(&lib), &env, &exe, &["fatal"], &dir);
+    assert_ne!(done.code(), Some(0), "{done:?}");
+    assert!(
+        done.stderr.contains("circulant-mpi: rank ")
+            && done.stderr.contains(
+                "circulant bcast (the ranks called the collective with different arguments)"
+            ),
+        "{done:?}"
+    );
+    assert!(!done.stdout.contains("after the error"), "{done:?}");
+}
+
+#[test]
+fn errors_reach_the_error_handler_under_mpich() {
+    errors(Mpi::Mpich);
+}
+
+#[test]
+fn errors_reach_the_error_handler_under_open_mpi() {
+    errors(Mpi::OpenMpi);
+}
+
+/// `use mpi`: MPICH's Fortran bindings call the C functions, so the layer serves them; Open
+/// MPI's call the PMPI_ ones, so the program runs on MPI alone (and stays correct).
+#[test]
+fn a_fortran_program_runs_with_the_layer() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    for mpi in [Mpi::Mpich, Mpi::OpenMpi] {
+        let Some(lib) = layer(mpi) else { return };
+        let exe = program(mpi, "collectives.f90");
+        let env = [("CIRCULANT_MPI", "on"), ("CIRCULANT_MPI_STATS", "1")];
+        let done = job(mpi, 3, Some(&lib), &env, &exe, &[], &dir);
+        assert_all_passed(&done, 3, 3);
+        if mpi == Mpi::Mpich {
+            for name in ["MPI_Bcast", "MPI_Allreduce", "MPI_Allgather"] {
+                assert_eq!(stats(&done.stderr, name).map(|s| s.0), Some(3), "{done:?}");
+            }
+        }
+    }
+}
+
+/// A tiny HPC Challenge input: HPL of order 200 on a 2 x 2 grid, PTRANS, and the rest at the
+/// sizes hpcc derives from it.
+const HPCCINF: &str = "HPLinpack benchmark input file
+Innovative Computing Laboratory, University of Tennessee
+HPL.out      output file name (if any)
+8            device out (6=stdout,7=stderr,file)
+1            # of problems sizes (N)
+200          Ns
+1            # of NBs
+32           NBs
+0            PMAP process mapping (0=Row-,1=Column-major)
+1            # of process grids (P x Q)
+2            Ps
+2            Qs
+16.0         threshold
+1            # of panel fact
+2            PFACTs (0=left, 1=Crout, 2=Right)
+1            # of recursive stopping criterium
+4            NBMINs (>= 1)
+1            # of panels in recursion
+2            NDIVs
+1            # of recursive panel fact.
+1            RFACTs (0=left, 1=Crout, 2=Right)
+1            # of broadcast
+1            BCASTs (0=1rg,1=1rM,2=2rg,3=2rM,4=Lng,5=LnM)
+1            # of lookahead depth
+1            DEPTHs (>=0)
+2            SWAP (0=bin-exch,1=long,2=mix)
+64           swapping threshold
+0            L1 in (0=transposed,1=no-transposed) form
+0            U  in (0=transposed,1=no-transposed) form
+1            Equilibration (0=no,1=yes)
+8            memory alignment in double (> 0)
+##### This line (no. 32) is ignored (it serves as a separator). ######
+0                      		Number of additional problem sizes for PTRANS
+1200 10000 30000        	values of N
+0                       	number of additional blocking sizes for PTRANS
+40 9 8 13 13 20 16 32 64       	values of NB
+";
+
+/// The verdicts of an hpcc run: its check lines and the HPL and PTRANS PASSED/FAILED lines.
+fn hpcc_verdicts(output: &str) -> Vec<String> {
+    output
+        .lines()
+        .filter(|l| {
+            l.contains("PASSED")
+                || l.contains("FAILED")
+                || l.starts_with("Found ")
+                || l.contains("errors in")
+                || l.starts_with("Failure")
+        })
+        .map(|l| {
+            // The figures that are timings are not results: keep the words.
+            l.split_whitespace()
+                .filter(|w| !w.contains('.') || *w == "(passed).")
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
+#[test]
+fn hpcc_gives_the_same_verdicts_with_the_layer() {
+    if Command::new("hpcc").arg("--help").output().is_err() && !Path::new("/usr/bin/hpcc").exists()
+    {
+        missing("hpcc", "ci/deps installs hpcc");
+        return;
+    }
+    let Some(lib) = layer(Mpi::OpenMpi) else {
+        return;
+    };
+    let mut verdicts = Vec::new();
+    for (name, preload) in [("plain", None), ("layer", Some(lib.as_path()))] {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("hpcc-{name}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("hpcc directory");
+        std::fs::write(dir.join("hpccinf.txt"), HPCCINF).expect("hpccinf.txt");
+        let env = [("CIRCULANT_MPI", "on"), ("CIRCULANT_MPI_STATS", "1")];
+        let done = job(Mpi::OpenMpi, 4, preload, &env, Path::new("hpcc"), &[], &dir);
+        assert_eq!(done.code(), Some(0), "{done:?}");
+        let out = std::fs::read_to_string(dir.join("hpccoutf.txt")).expect("hpccoutf.txt");
+        assert!(out.contains("End of HPC Challenge tests"), "{out}");
+        let v = hpcc_verdicts(&out);
+        assert!(v.iter().any(|l| l.contains("PASSED")), "{out}");
+        assert!(!v.iter().any(|l| l.contains("FAILED")), "{out}");
+        if preload.is_some() {
+            for name in ["MPI_Bcast", "MPI_Allreduce", "MPI_Alltoall", "MPI_Barrier"] {
+                let served = stats(&done.stderr, name).map_or(0, |s| s.0);
+                assert!(served > 0, "{name}: {}", done.stderr);
+            }
+        } else {
+            assert!(!done.stderr.contains("circulant-mpi"), "{}", done.stderr);
+        }
+        verdicts.push(v);
+    }
+    assert_eq!(verdicts[0], verdicts[1]);
+}
+
+/// ScaLAPACK's LU test (xdlu, Open MPI build): grids 1x1, 2x2, 1x4, 4x1 on 4 ranks.
+#[test]
+fn scalapack_lu_passes_the_same_checks_with_the_layer() {
+    let tests = Path::new("/usr/lib/x86_64-linux-gnu/scalapack/openmpi-tests");
+    if !tests.join("xdlu").exists() {
+        missing("scalapack's xdlu", "ci/deps installs scalapack-mpi-test");
+        return;
+    }
+    let Some(lib) = layer(Mpi::OpenMpi) else {
+        return;
+    };
+    let mut reports = Vec::new();
+    for (name, preload) in [("plain", None), ("layer", Some(lib.as_path()))] {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("scalapack-{name}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scalapack directory");
+        std::fs::copy(tests.join("LU.dat"), dir.join("LU.dat")).expect("LU.dat");
+        let env = [("CIRCULANT_MPI", "on"), ("CIRCULANT_MPI_STATS", "1")];
+        let done = job(
+            Mpi::OpenMpi,
+            4,
+            preload,
+            &env,
+            &tests.join("xdlu"),
+            &[],
+            &dir,
+        );
+        assert_eq!(done.code(), Some(0), "{done:?}");
+        let summary: Vec<String> = done
+            .stdout
+            .lines()
+            .filter(|l| l.contains("tests completed") || l.contains("tests skipped"))
+            .map(|l| l.trim().to_string())
+            .collect();
+        assert!(
+            summary.iter().any(
+                |l| l.ends_with("tests completed and passed residual checks.")
+                    && !l.starts_with("0 ")
+            ),
+            "{done:?}"
+        );
+        assert!(
+            summary.contains(&"0 tests completed and failed residual checks.".to_string()),
+            "{done:?}"
+        );
+        if preload.is_some() {
+            for name in ["MPI_Bcast", "MPI_Allreduce", "MPI_Reduce"] {
+                let served = stats(&done.stderr, name).map_or(0, |s| s.0);
+                assert!(served > 0, "{name}: {}", done.stderr);
+            }
+        }
+        reports.push(summary);
+    }
+    assert_eq!(reports[0], reports[1]);
+}
