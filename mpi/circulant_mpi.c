@@ -112,23 +112,14 @@ static int g_comm_keyval = MPI_KEYVAL_INVALID;
 #define NEVER UINT64_MAX
 /* Per collective: auto serves calls of at least this many bytes (NEVER: none). */
 static uint64_t g_threshold[OP_COUNT];
-static const char *g_threshold_source = "built-in";
+static const char *g_threshold_source = "built-in (mpi/thresholds-" LAYER_MPI ".txt)";
 
-/* Built-in thresholds: where docs/performance.md ("shm-p4") measured circulant faster than
- * this MPI on this kind of machine (4 ranks, shared memory). Every other collective is
- * passed through in auto mode unless a thresholds file says otherwise. */
-static void default_thresholds(void) {
-  for (int i = 0; i < OP_COUNT; i++) g_threshold[i] = NEVER;
-#if defined(OPEN_MPI)
-  g_threshold[OP_BCAST] = 1000000;
-  g_threshold[OP_ALLGATHER] = 200000;
-  g_threshold[OP_ALLGATHERV] = 200000;
-#elif defined(MPICH)
-  g_threshold[OP_BCAST] = 0;
-  g_threshold[OP_ALLGATHER] = 0;
-  g_threshold[OP_ALLGATHERV] = 0;
+/* Built-in thresholds: the file mpi/thresholds-MPI.txt that circulant-mpi-calibrate wrote on
+ * the machine this project is developed on, compiled in by ci/mpi-layer as the string
+ * LAYER_THRESHOLDS (in the same format as a CIRCULANT_MPI_THRESHOLDS file). */
+#ifndef LAYER_THRESHOLDS
+#error "build with ci/mpi-layer, which defines LAYER_THRESHOLDS from mpi/thresholds-MPI.txt"
 #endif
-}
 
 static void die(const char *fmt, const char *a, const char *b) {
   fprintf(stderr, "circulant-mpi: ");
@@ -138,22 +129,30 @@ static void die(const char *fmt, const char *a, const char *b) {
   exit(1);
 }
 
-/* A thresholds file: lines `COLLECTIVE BYTES` or `COLLECTIVE never`, `#` comments. */
-static void read_thresholds(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f) die("cannot read CIRCULANT_MPI_THRESHOLDS=%s: %s", path, strerror(errno));
-  char line[512];
+/* Thresholds text: lines `COLLECTIVE BYTES` or `COLLECTIVE never`, `#` comments; each line
+ * sets its collective's threshold. `source` names the text in messages. */
+static void parse_thresholds(const char *text, const char *source) {
   int number = 0;
-  while (fgets(line, sizeof line, f)) {
+  while (*text) {
+    char line[512];
+    size_t len = strcspn(text, "\n");
     number++;
+    if (len >= sizeof line) {
+      char where[600];
+      snprintf(where, sizeof where, "%s line %d", source, number);
+      die("%s: a line longer than 511 characters%s", where, "");
+    }
+    memcpy(line, text, len);
+    line[len] = 0;
+    text += len + (text[len] == '\n');
     char *hash = strchr(line, '#');
     if (hash) *hash = 0;
     char name[64], value[64], extra[8];
     int n = sscanf(line, "%63s %63s %7s", name, value, extra);
     if (n <= 0) continue;
     char where[600];
-    snprintf(where, sizeof where, "%s line %d", path, number);
-    if (n != 2) die("%s: expected `COLLECTIVE BYTES` or `COLLECTIVE never` (%s)", where, "");
+    snprintf(where, sizeof where, "%s line %d", source, number);
+    if (n != 2) die("%s: expected `COLLECTIVE BYTES` or `COLLECTIVE never`%s", where, "");
     int op = -1;
     for (int i = 0; i < OP_COUNT; i++)
       if (strcmp(name, op_names[i]) == 0) op = i;
@@ -169,7 +168,26 @@ static void read_thresholds(const char *path) {
       die("%s: `%s` is neither a byte count nor `never`", where, value);
     g_threshold[op] = v;
   }
+}
+
+static void read_thresholds(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) die("cannot read CIRCULANT_MPI_THRESHOLDS=%s: %s", path, strerror(errno));
+  size_t cap = 4096, len = 0;
+  char *text = malloc(cap);
+  while (text) {
+    size_t got = fread(text + len, 1, cap - len - 1, f);
+    len += got;
+    if (got == 0) break;
+    if (len + 1 == cap) text = realloc(text, cap *= 2);
+  }
+  int failed = ferror(f);
   fclose(f);
+  if (!text || failed) die("cannot read CIRCULANT_MPI_THRESHOLDS=%s%s", path, "");
+  text[len] = 0;
+  if (strlen(text) != len) die("CIRCULANT_MPI_THRESHOLDS=%s: not a text file%s", path, "");
+  parse_thresholds(text, path);
+  free(text);
   g_threshold_source = path;
 }
 
@@ -190,7 +208,8 @@ static void read_settings(void) {
     else if (strcmp(stats, "0") != 0)
       die("CIRCULANT_MPI_STATS=%s: expected 0 or 1%s", stats, "");
   }
-  default_thresholds();
+  for (int i = 0; i < OP_COUNT; i++) g_threshold[i] = NEVER;
+  parse_thresholds(LAYER_THRESHOLDS, "the built-in thresholds");
   const char *file = getenv("CIRCULANT_MPI_THRESHOLDS");
   if (file && *file) read_thresholds(file);
 }

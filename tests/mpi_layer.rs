@@ -102,7 +102,7 @@ fn compile(mpi: Mpi, source: &str) -> PathBuf {
         if fortran { "mpif90" } else { "mpicc" },
         mpi.name()
     );
-    let stem = source.split('.').next().expect("a file name");
+    let stem = source.replace('.', "-");
     let exe = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("mpi-{stem}-{}", mpi.name()));
     let mut command = Command::new(&compiler);
     if !fortran {
@@ -303,7 +303,7 @@ fn thresholds_and_off_decide_what_is_served() {
     let file = dir.join("mpi-thresholds.txt");
     std::fs::write(
         &file,
-        "# a test's thresholds\nbcast 0\nallreduce 1000\nalltoall never\n",
+        "# a test's thresholds\nbcast 0\nallreduce 1000\nalltoall never\nscan never\n",
     )
     .expect("write thresholds");
     let file = file.to_string_lossy().into_owned();
@@ -626,4 +626,101 @@ fn scalapack_lu_passes_the_same_checks_with_the_layer() {
         reports.push(summary);
     }
     assert_eq!(reports[0], reports[1]);
+}
+
+/// circulant-mpi-calibrate writes a thresholds file (here from a short run) that the layer
+/// then reads; without the layer preloaded it refuses to measure.
+#[test]
+fn calibration_writes_a_thresholds_file_the_layer_reads() {
+    let Some(lib) = layer(Mpi::OpenMpi) else {
+        return;
+    };
+    let calibrate = layers()
+        .expect("built")
+        .join("circulant-mpi-calibrate-openmpi");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let file = dir.join("mpi-calibrated.txt");
+    let _ = std::fs::remove_file(&file);
+    let args = [
+        "--max-bytes",
+        "512",
+        "--reps",
+        "2",
+        file.to_str().expect("utf-8"),
+    ];
+    let done = job(Mpi::OpenMpi, 2, None, &[], &calibrate, &args, &dir);
+    assert_ne!(done.code(), Some(0), "{done:?}");
+    assert!(
+        done.stderr
+            .contains("the circulant MPI layer is not loaded"),
+        "{done:?}"
+    );
+    assert!(!file.exists());
+
+    let done = job(Mpi::OpenMpi, 2, Some(&lib), &[], &calibrate, &args, &dir);
+    assert_eq!(done.code(), Some(0), "{done:?}");
+    let text = std::fs::read_to_string(&file).expect("the thresholds file");
+    let settings: Vec<(&str, &str)> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once(' '))
+        .collect();
+    let names: Vec<&str> = settings.iter().map(|(name, _)| *name).collect();
+    assert_eq!(
+        names,
+        [
+            "barrier",
+            "bcast",
+            "allgather",
+            "allgatherv",
+            "allreduce",
+            "reduce",
+            "gather",
+            "gatherv",
+            "scatter",
+            "scatterv",
+            "alltoall",
+            "scan",
+            "exscan"
+        ],
+        "{text}"
+    );
+    for (name, value) in &settings {
+        assert!(
+            *value == "never" || value.parse::<u64>().is_ok_and(|v| v <= 512),
+            "{name} {value}: {text}"
+        );
+    }
+    let done = job(
+        Mpi::OpenMpi,
+        2,
+        Some(&lib),
+        &[
+            ("CIRCULANT_MPI_STATS", "1"),
+            ("CIRCULANT_MPI_THRESHOLDS", file.to_str().expect("utf-8")),
+        ],
+        &program(Mpi::OpenMpi, "collectives.c"),
+        &["1"],
+        &dir,
+    );
+    assert_all_passed(&done, 2, 100);
+    assert!(
+        done.stderr
+            .contains(&format!("thresholds {}", file.display())),
+        "{done:?}"
+    );
+    // A collective the file says `never` for is never served.
+    for (name, value) in &settings {
+        if *value == "never" {
+            let mpi_name = SERVED
+                .iter()
+                .find(|n| n.to_lowercase() == format!("mpi_{name}"))
+                .expect("a served collective");
+            assert_eq!(
+                stats(&done.stderr, mpi_name).map(|s| s.0),
+                Some(0),
+                "{done:?}"
+            );
+        }
+    }
 }

@@ -1,0 +1,183 @@
+/* circulant-mpi-calibrate: measures, on this machine and at this p, each collective the MPI
+ * layer serves through circulant (the MPI_ call, with CIRCULANT_MPI=on) against the MPI's own
+ * (the PMPI_ call) at sizes from 8 bytes up to --max-bytes (x8 apart), and writes the
+ * thresholds file the layer reads in auto mode (CIRCULANT_MPI_THRESHOLDS): per collective the
+ * smallest measured size from which circulant was not slower at every larger measured size,
+ * or `never`.
+ *
+ * Run it preloaded, as the programs that are to use the file will run:
+ *   mpirun -n 4 -x LD_PRELOAD=target/mpi/libcirculant-mpi-openmpi.so \
+ *     target/mpi/circulant-mpi-calibrate-openmpi [--max-bytes N] [--reps R] FILE
+ *
+ * Sizes are those the layer compares with a threshold: the buffer of bcast and the
+ * reductions (doubles), all p blocks of allgather, gather, scatter and alltoall, the sum of
+ * the (equal) counts of the v forms (bytes). A measurement is the slowest rank's time of one
+ * call after a barrier; the minimum over R repetitions counts. */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { BARRIER, BCAST, ALLGATHER, ALLGATHERV, ALLREDUCE, REDUCE, GATHER, GATHERV, SCATTER,
+       SCATTERV, ALLTOALL, SCAN, EXSCAN, OPS };
+static const char *const names[OPS] = {"barrier", "bcast",   "allgather", "allgatherv",
+                                       "allreduce", "reduce", "gather",    "gatherv",
+                                       "scatter",   "scatterv", "alltoall", "scan", "exscan"};
+
+static int p, me;
+static char *sbuf, *rbuf;
+static int *counts, *displs;
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* One call of `op` on `bytes` (as the layer counts them), through the layer or MPI. */
+static void call(int op, uint64_t bytes, int native) {
+  int block = (int)(bytes / (uint64_t)p), elems = (int)(bytes / sizeof(double));
+  for (int j = 0; j < p; j++) {
+    counts[j] = block;
+    displs[j] = j * block;
+  }
+  MPI_Comm w = MPI_COMM_WORLD;
+  int root = 0;
+  switch (op) {
+  case BARRIER: native ? PMPI_Barrier(w) : MPI_Barrier(w); break;
+  case BCAST: native ? PMPI_Bcast(sbuf, (int)bytes, MPI_BYTE, root, w) : MPI_Bcast(sbuf, (int)bytes, MPI_BYTE, root, w); break;
+  case ALLGATHER: native ? PMPI_Allgather(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, w) : MPI_Allgather(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, w); break;
+  case ALLGATHERV: native ? PMPI_Allgatherv(sbuf, block, MPI_BYTE, rbuf, counts, displs, MPI_BYTE, w) : MPI_Allgatherv(sbuf, block, MPI_BYTE, rbuf, counts, displs, MPI_BYTE, w); break;
+  case ALLREDUCE: native ? PMPI_Allreduce(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w) : MPI_Allreduce(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w); break;
+  case REDUCE: native ? PMPI_Reduce(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, root, w) : MPI_Reduce(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, root, w); break;
+  case GATHER: native ? PMPI_Gather(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, root, w) : MPI_Gather(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, root, w); break;
+  case GATHERV: native ? PMPI_Gatherv(sbuf, block, MPI_BYTE, rbuf, counts, displs, MPI_BYTE, root, w) : MPI_Gatherv(sbuf, block, MPI_BYTE, rbuf, counts, displs, MPI_BYTE, root, w); break;
+  case SCATTER: native ? PMPI_Scatter(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, root, w) : MPI_Scatter(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, root, w); break;
+  case SCATTERV: native ? PMPI_Scatterv(sbuf, counts, displs, MPI_BYTE, rbuf, block, MPI_BYTE, root, w) : MPI_Scatterv(sbuf, counts, displs, MPI_BYTE, rbuf, block, MPI_BYTE, root, w); break;
+  case ALLTOALL: native ? PMPI_Alltoall(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, w) : MPI_Alltoall(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, w); break;
+  case SCAN: native ? PMPI_Scan(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w) : MPI_Scan(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w); break;
+  default: native ? PMPI_Exscan(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w) : MPI_Exscan(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w); break;
+  }
+}
+
+/* The slowest rank's time of one call, minimum over `reps`. */
+static double measure(int op, uint64_t bytes, int native, int reps) {
+  double best = 1e30;
+  call(op, bytes, native); /* warm-up: plans, registrations, the first touch */
+  for (int r = 0; r < reps; r++) {
+    PMPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now();
+    call(op, bytes, native);
+    double mine = now() - t0, slowest;
+    PMPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (slowest < best) best = slowest;
+  }
+  return best;
+}
+
+static void usage(const char *why) {
+  if (me == 0)
+    fprintf(stderr,
+            "circulant-mpi-calibrate: %s\nusage: circulant-mpi-calibrate [--max-bytes N] [--reps R] FILE\n",
+            why);
+  PMPI_Finalize();
+  exit(2);
+}
+
+int main(int argc, char **argv) {
+  /* Through the layer every call it can serve is served: the comparison is circulant's. */
+  setenv("CIRCULANT_MPI", "on", 1);
+  unsetenv("CIRCULANT_MPI_THRESHOLDS");
+  MPI_Init(&argc, &argv);
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  uint64_t max_bytes = 1 << 20;
+  int reps = 10;
+  const char *file = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc) {
+      char *end;
+      errno = 0;
+      max_bytes = strtoull(argv[++i], &end, 10);
+      if (errno || *end || max_bytes < 8 || max_bytes > (1u << 30)) usage("--max-bytes: 8 to 1073741824");
+    } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
+      reps = atoi(argv[++i]);
+      if (reps < 1 || reps > 100000) usage("--reps: 1 to 100000");
+    } else if (argv[i][0] == '-' || file) {
+      usage("unknown argument");
+    } else {
+      file = argv[i];
+    }
+  }
+  if (!file) usage("no output file");
+  if (!dlsym(RTLD_DEFAULT, "circulant_init_oob_nodes"))
+    usage("the circulant MPI layer is not loaded: run with LD_PRELOAD=.../libcirculant-mpi-*.so");
+  uint64_t top = max_bytes * (uint64_t)p + 64;
+  sbuf = calloc(top, 1);
+  rbuf = calloc(top, 1);
+  counts = calloc((size_t)p, sizeof(int));
+  displs = calloc((size_t)p, sizeof(int));
+  if (!sbuf || !rbuf || !counts || !displs) usage("out of memory");
+
+  FILE *out = NULL;
+  if (me == 0) {
+    out = fopen(file, "w");
+    if (!out) {
+      fprintf(stderr, "circulant-mpi-calibrate: cannot write %s: %s\n", file, strerror(errno));
+      PMPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    time_t t = time(NULL);
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+#if defined(OPEN_MPI)
+    const char *mpi = "Open MPI";
+#else
+    const char *mpi = "MPICH";
+#endif
+    fprintf(out, "# circulant-mpi-calibrate on %s, %s, p = %d, %d repetitions, %s", host, mpi, p,
+            reps, ctime(&t));
+    fprintf(out, "# collective: threshold (bytes), then per size: circulant / MPI time\n");
+    printf("%-10s %10s %12s %12s\n", "collective", "bytes", "circulant_s", "mpi_s");
+  }
+  for (int op = 0; op < OPS; op++) {
+    uint64_t threshold = UINT64_MAX, sizes[32];
+    double ours[32], theirs[32];
+    int n = 0;
+    for (uint64_t b = 8; b <= max_bytes && n < 32; b *= 8) {
+      uint64_t bytes = op == BARRIER ? 0 : b;
+      if (op == ALLGATHER || op == ALLGATHERV || op == GATHER || op == GATHERV ||
+          op == SCATTER || op == SCATTERV || op == ALLTOALL)
+        bytes = (b / (uint64_t)p) * (uint64_t)p; /* whole blocks */
+      sizes[n] = bytes;
+      ours[n] = measure(op, bytes, 0, reps);
+      theirs[n] = measure(op, bytes, 1, reps);
+      if (me == 0) printf("%-10s %10llu %12.3e %12.3e\n", names[op], (unsigned long long)bytes, ours[n], theirs[n]);
+      n++;
+      if (op == BARRIER) break;
+    }
+    /* The smallest size from which circulant is not slower at any larger size. */
+    for (int i = n - 1; i >= 0 && ours[i] <= theirs[i]; i--) threshold = sizes[i];
+    if (me == 0) {
+      fprintf(out, "#");
+      for (int i = 0; i < n; i++)
+        fprintf(out, " %llu:%.2f", (unsigned long long)sizes[i], ours[i] / theirs[i]);
+      fprintf(out, "\n");
+      if (threshold == UINT64_MAX)
+        fprintf(out, "%s never\n", names[op]);
+      else
+        fprintf(out, "%s %llu\n", names[op], (unsigned long long)threshold);
+    }
+  }
+  if (me == 0) {
+    fclose(out);
+    printf("circulant-mpi-calibrate: wrote %s\n", file);
+  }
+  MPI_Finalize();
+  return 0;
+}
