@@ -70,7 +70,7 @@ fn layers() -> Option<&'static PathBuf> {
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr)
             );
-            Some(target_dir().join("mpi"))
+            Some(target_dir().join("mpi/test"))
         })
         .as_ref()
 }

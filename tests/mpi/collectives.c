@@ -112,6 +112,13 @@ static void round_on(MPI_Comm comm, int round, int big) {
     MPI_Allreduce(d, e, n, MPI_DOUBLE, MPI_SUM, comm);
     PMPI_Allreduce(d, f, n, MPI_DOUBLE, MPI_SUM, comm);
     check(!memcmp(e, f, (size_t)n * sizeof(double)), "allreduce double", comm, round);
+    /* The same at addresses that are not aligned for a double. */
+    char *u = calloc((size_t)n * 3 * sizeof(double) + 4, 1);
+    memcpy(u + 1, d, (size_t)n * sizeof(double));
+    MPI_Allreduce(u + 1, u + 2 + (size_t)n * sizeof(double), n, MPI_DOUBLE, MPI_SUM, comm);
+    check(!memcmp(u + 2 + (size_t)n * sizeof(double), f, (size_t)n * sizeof(double)),
+          "allreduce double unaligned", comm, round);
+    free(u);
     free(d); free(e); free(f);
   }
 
