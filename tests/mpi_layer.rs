@@ -425,10 +425,17 @@ fn errors(mpi: Mpi) {
             "{done:?}"
         );
     }
-    assert!(
-        reason(&done.stderr, "MPI_Bcast", "failed-before") == 3,
+    assert_eq!(
+        reason(&done.stderr, "MPI_Bcast", "failed-before"),
+        3,
         "{done:?}"
     );
+    // The negative count: passed through, and MPI's own error class.
+    assert_eq!(reason(&done.stderr, "MPI_Bcast", "argument"), 3, "{done:?}");
+    for rank in 0..3 {
+        let line = format!("rank {rank}: negative count: MPI_ERR_COUNT");
+        assert!(done.stdout.contains(&line), "{done:?}");
+    }
 
     let done = job(mpi, 3, Some(&lib), &env, &exe, &["fatal"], &dir);
     assert_ne!(done.code(), Some(0), "{done:?}");

@@ -1,6 +1,8 @@
 /* A circulant failure reaches the program through the communicator's error handler.
  *
- *   errors return   MPI_ERRORS_RETURN on a duplicate of MPI_COMM_WORLD: a broadcast whose
+ *   errors return   MPI_ERRORS_RETURN on a duplicate of MPI_COMM_WORLD: a broadcast of a
+ *                   negative count gets MPI's MPI_ERR_COUNT ("rank R: negative count:
+ *                   MPI_ERR_COUNT"); a broadcast whose
  *                   ranks disagree on the size (run with CIRCULANT_CHECK=1) returns an error
  *                   code; MPI_Error_string gives circulant's message; the next broadcast on
  *                   that communicator goes to MPI and is correct. Prints "rank R: error
@@ -22,7 +24,15 @@ int main(int argc, char **argv) {
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
   }
   int buf[8] = {0};
-  int rc = MPI_Bcast(buf, rank == 0 ? 4 : 8, MPI_INT, 0, comm);
+  int rc;
+  if (!fatal) {
+    /* An argument MPI judges: the layer passes the call through, MPI reports it. */
+    rc = MPI_Bcast(buf, -1, MPI_INT, 0, comm);
+    int cls = MPI_SUCCESS;
+    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+    printf("rank %d: negative count: %s\n", rank, cls == MPI_ERR_COUNT ? "MPI_ERR_COUNT" : "other");
+  }
+  rc = MPI_Bcast(buf, rank == 0 ? 4 : 8, MPI_INT, 0, comm);
   if (rc == MPI_SUCCESS) {
     printf("rank %d: the mismatched broadcast succeeded\n", rank);
     MPI_Finalize();
