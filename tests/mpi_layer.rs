@@ -280,6 +280,36 @@ fn every_collective(mpi: Mpi) {
         // The user operation and MPI_SHORT: once per round and rank, passed through.
         assert!(reason(err, "MPI_Allreduce", "operation") > 0, "{err}");
         assert!(reason(err, "MPI_Allreduce", "datatype") > 0, "{err}");
+        // The intercommunicator's broadcast, on every rank.
+        let inter = if p >= 2 { p as u64 } else { 0 };
+        assert_eq!(
+            reason(err, "MPI_Bcast", "intercommunicator"),
+            inter,
+            "{err}"
+        );
+    }
+    // MPI_THREAD_MULTIPLE: everything goes to MPI.
+    let done = job(
+        mpi,
+        2,
+        Some(&lib),
+        &[("CIRCULANT_MPI", "on"), ("CIRCULANT_MPI_STATS", "1")],
+        &exe,
+        &["1", "multiple"],
+        &dir,
+    );
+    assert_all_passed(&done, 2, 100);
+    assert!(done.stdout.contains("thread level multiple"), "{done:?}");
+    for name in SERVED {
+        let (served, passed, _) = stats(&done.stderr, name).expect("statistics");
+        assert_eq!(served, 0, "{}", done.stderr);
+        let expected = passed - reason(&done.stderr, name, "intercommunicator");
+        assert_eq!(
+            reason(&done.stderr, name, "thread-multiple"),
+            expected,
+            "{}",
+            done.stderr
+        );
     }
 }
 
@@ -326,7 +356,14 @@ fn thresholds_and_off_decide_what_is_served() {
         "{err}"
     );
     let (bcast, bcast_passed, _) = stats(err, "MPI_Bcast").expect("bcast statistics");
-    assert!(bcast > 0 && bcast_passed == 0, "{err}");
+    // Every broadcast served but the intercommunicator's.
+    assert!(bcast > 0, "{err}");
+    assert_eq!(
+        bcast_passed,
+        reason(err, "MPI_Bcast", "intercommunicator"),
+        "{err}"
+    );
+    assert_eq!(bcast_passed, 3, "{err}");
     let (allreduce, _, _) = stats(err, "MPI_Allreduce").expect("allreduce statistics");
     assert!(allreduce > 0, "{err}");
     assert!(reason(err, "MPI_Allreduce", "below-threshold") > 0, "{err}");

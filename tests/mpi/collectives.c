@@ -5,7 +5,10 @@
  * operation and a datatype circulant has no reduction for. Prints
  * "rank R: N passed, M failed"; exits non-zero on a failure.
  *
- *   collectives [ROUNDS]      (seeded alike on every rank) */
+ * An intercommunicator's broadcast is checked too.
+ *
+ *   collectives [ROUNDS [multiple]]   (seeded alike on every rank; `multiple`: start with
+ *                                      MPI_Init_thread(MPI_THREAD_MULTIPLE)) */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -289,10 +292,39 @@ static void round_on(MPI_Comm comm, int round, int big) {
   free(a); free(b); free(s); free(counts); free(displs); free(va); free(vb);
 }
 
+/* An intercommunicator between the even and the odd ranks: a broadcast from the even group's
+ * first rank to the odd group (the layer passes it through). */
+static void intercomm_bcast(void) {
+  int p;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  if (p < 2) return;
+  MPI_Comm local, inter;
+  MPI_Comm_split(MPI_COMM_WORLD, me % 2, me, &local);
+  MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, me % 2 == 0 ? 1 : 0, 77, &inter);
+  int v[4] = {0, 0, 0, 0};
+  if (me == 0)
+    for (int i = 0; i < 4; i++) v[i] = 10 + i;
+  int root = me % 2 == 1 ? 0 : me == 0 ? MPI_ROOT : MPI_PROC_NULL;
+  MPI_Bcast(v, 4, MPI_INT, root, inter);
+  int ok = 1;
+  for (int i = 0; i < 4; i++) ok = ok && v[i] == (me % 2 == 1 || me == 0 ? 10 + i : 0);
+  check(ok, "intercommunicator bcast", MPI_COMM_WORLD, 0);
+  MPI_Comm_free(&inter);
+  MPI_Comm_free(&local);
+}
+
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  if (argc > 2 && strcmp(argv[2], "multiple") == 0) {
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    if (me == 0) printf("thread level %s\n", provided == MPI_THREAD_MULTIPLE ? "multiple" : "lower");
+  } else {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  }
   int rounds = argc > 1 ? atoi(argv[1]) : 3;
+  intercomm_bcast();
   for (int round = 0; round < rounds; round++) round_on(MPI_COMM_WORLD, round, round == 0 ? 3 : 700);
 
   MPI_Comm dup, half;
