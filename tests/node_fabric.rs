@@ -38,14 +38,17 @@ fn run<R: Send>(
                     let mut comm = Communicator::init_over(bootstrap, config).expect("init");
                     let r = body(&mut comm);
                     comm.barrier().expect("final barrier");
-                    r
+                    (r, comm)
                 })
             })
             .collect();
-        handles
+        // Communicators are dropped once every rank is done: ranks that are threads of one
+        // process share libfabric's shm regions, which a rank's endpoint frees when it closes.
+        let done: Vec<(R, Communicator)> = handles
             .into_iter()
             .map(|h| h.join().expect("rank did not panic"))
-            .collect()
+            .collect();
+        done.into_iter().map(|(r, _comm)| r).collect()
     })
 }
 
@@ -296,6 +299,38 @@ fn one_node_or_the_node_provider_off_keep_one_fabric() {
         }
         assert!(seen.iter().any(|(_, t, _)| t.network.bytes > 0));
     }
+}
+
+/// A communicator split off by node keeps reaching the ranks of its node through the node
+/// provider, though it spans one node.
+#[test]
+fn a_split_by_node_reaches_its_ranks_through_the_node_provider() {
+    std::env::set_var("FI_TCP_IFACE", "lo");
+    let hosts = ["a", "b", "a", "b", "a", "b"];
+    let seen = run(&hosts, config(&[]), |comm| {
+        let mut node = comm.split_by_node().expect("split by node");
+        let mut buf = node.alloc(30_000).expect("alloc");
+        if node.rank() == 0 {
+            buf.fill(7);
+        }
+        node.bcast(&mut buf, 0).expect("bcast");
+        assert!(buf.iter().all(|&b| b == 7));
+        let routes: Vec<_> = (0..node.size())
+            .filter(|&r| r != node.rank())
+            .map(|r| node.route(r))
+            .collect();
+        node.barrier().expect("barrier of the node");
+        (node.node_provider(), routes, node.traffic(), node)
+    });
+    for (rank, (provider, routes, traffic, _)) in seen.iter().enumerate() {
+        assert_eq!(provider.as_deref(), Some("shm"), "rank {rank}");
+        assert!(
+            routes.iter().all(|r| matches!(r, None | Some(Route::Node))),
+            "rank {rank}: {routes:?}"
+        );
+        assert_eq!(traffic.network.writes, 0, "rank {rank}: {traffic:?}");
+    }
+    assert!(seen.iter().any(|(_, _, t, _)| t.node.bytes > 0));
 }
 
 /// A node provider that libfabric does not offer is an error on every rank, named.

@@ -123,11 +123,21 @@ pub(super) fn connect(job: &Arc<Job>, config: &Config) -> Result<Connected> {
 }
 
 /// Per rank, whether it shares this rank's node in a job on several nodes (the ranks the node
-/// fabric reaches); none on one node, where the network provider is the node's own.
+/// fabric reaches); none on one node, where the job's provider was chosen for that node.
 pub(super) fn mates(nodes: &NodeMap) -> Vec<bool> {
+    if nodes.nodes() > 1 {
+        on_this_node(nodes)
+    } else {
+        vec![false; nodes.size()]
+    }
+}
+
+/// Per rank, whether it is on this rank's node: the ranks a communicator split from a job on
+/// several nodes reaches through the node fabric it inherited, on one node too.
+pub(super) fn on_this_node(nodes: &NodeMap) -> Vec<bool> {
     let me = nodes.node();
     (0..nodes.size())
-        .map(|r| nodes.nodes() > 1 && nodes.node_of(r) == Some(me))
+        .map(|r| nodes.node_of(r) == Some(me))
         .collect()
 }
 

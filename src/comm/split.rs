@@ -115,7 +115,7 @@ impl Communicator {
             let nodes = place
                 .and_then(|(rank, _)| self.nodes.restrict(&group, rank))
                 .ok_or_else(|| argument("split", "the new group's node map".into()))?;
-            let mates = super::provider::mates(&nodes);
+            let mates = super::provider::on_this_node(&nodes);
             let transport = opened.connect(&cards, &mates, self.transport.deadline())?;
             Ok(Some(Communicator::new(
                 transport,

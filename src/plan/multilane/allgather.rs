@@ -78,9 +78,7 @@ impl LaneAllgatherv {
                     .map(slot)
                     .collect()
             };
-            let exchange = exchanges
-                .entry(k)
-                .or_insert_with(|| Exchange::new(k, runs));
+            let exchange = exchanges.entry(k).or_insert_with(|| Exchange::new(k, runs));
             inside.push(exchange.group(layout, v, costs)?);
         }
         Composite::new(
