@@ -115,7 +115,7 @@ static uint64_t g_threshold[OP_COUNT];
 static const char *g_threshold_source = "built-in (mpi/thresholds-" LAYER_MPI ".txt)";
 
 /* Built-in thresholds: the file mpi/thresholds-MPI.txt that circulant-mpi-calibrate wrote on
- * the machine this project is developed on, compiled in by ci/mpi-layer as the string
+ * the 2-core machine of docs/performance.md, compiled in by ci/mpi-layer as the string
  * LAYER_THRESHOLDS (in the same format as a CIRCULANT_MPI_THRESHOLDS file). */
 #ifndef LAYER_THRESHOLDS
 #error "build with ci/mpi-layer, which defines LAYER_THRESHOLDS from mpi/thresholds-MPI.txt"
