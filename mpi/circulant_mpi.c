@@ -264,19 +264,26 @@ static struct mirror *mirror_of(MPI_Comm comm) {
   PMPI_Comm_rank(comm, &m->rank);
   PMPI_Comm_size(comm, &m->size);
   /* The node of every rank: the ranks that share memory with it (MPI_COMM_TYPE_SHARED),
-   * labelled by the lowest rank among them. */
+   * labelled by the lowest rank among them; with CIRCULANT_NODE_MAP=hosts (ranks a wrapper
+   * moved to other hosts than the MPI placed them on) the host names circulant exchanges. */
   int label = m->rank, rc = CIRCULANT_ERR_BOOTSTRAP;
-  MPI_Comm shared;
-  if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared) == MPI_SUCCESS) {
-    PMPI_Allreduce(&m->rank, &label, 1, MPI_INT, MPI_MIN, shared);
-    PMPI_Comm_free(&shared);
-  }
-  int *nodes = malloc(sizeof(int) * (size_t)m->size);
-  if (!nodes) die("out of memory%s%s", "", "");
-  PMPI_Allgather(&label, 1, MPI_INT, nodes, 1, MPI_INT, comm);
   MPI_Comm ctx = comm;
-  rc = circulant_init_oob_nodes(&m->cc, m->rank, m->size, nodes, oob_allgather, &ctx);
-  free(nodes);
+  const char *source = getenv("CIRCULANT_NODE_MAP");
+  if (source && strcmp(source, "hosts") == 0) {
+    rc = circulant_init_oob(&m->cc, m->rank, m->size, oob_allgather, &ctx);
+  } else {
+    MPI_Comm shared;
+    if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared) ==
+        MPI_SUCCESS) {
+      PMPI_Allreduce(&m->rank, &label, 1, MPI_INT, MPI_MIN, shared);
+      PMPI_Comm_free(&shared);
+    }
+    int *nodes = malloc(sizeof(int) * (size_t)m->size);
+    if (!nodes) die("out of memory%s%s", "", "");
+    PMPI_Allgather(&label, 1, MPI_INT, nodes, 1, MPI_INT, comm);
+    rc = circulant_init_oob_nodes(&m->cc, m->rank, m->size, nodes, oob_allgather, &ctx);
+    free(nodes);
+  }
   int ok = rc == CIRCULANT_SUCCESS, all_ok = 0;
   if (!ok) {
     fprintf(stderr, "circulant-mpi: rank %d: circulant does not start on a communicator of %d: %s: %s\n",

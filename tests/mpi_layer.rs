@@ -768,3 +768,33 @@ fn calibration_writes_a_thresholds_file_the_layer_reads() {
         }
     }
 }
+
+/// With `CIRCULANT_NODE_MAP=hosts` the layer starts circulant with the host names the ranks
+/// exchange (for ranks a wrapper moved to other hosts) instead of MPI's shared-memory split:
+/// every served collective is still served and correct.
+#[test]
+fn the_node_map_can_come_from_host_names() {
+    let Some(lib) = layer(Mpi::Mpich) else { return };
+    let exe = program(Mpi::Mpich, "collectives.c");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let done = job(
+        Mpi::Mpich,
+        3,
+        Some(&lib),
+        &[
+            ("CIRCULANT_MPI", "on"),
+            ("CIRCULANT_MPI_STATS", "1"),
+            ("CIRCULANT_NODE_MAP", "hosts"),
+        ],
+        &exe,
+        &["1"],
+        &dir,
+    );
+    assert_all_passed(&done, 3, 100);
+    let err = &done.stderr;
+    for name in SERVED {
+        let (served, _, _) =
+            stats(err, name).unwrap_or_else(|| panic!("no statistics of {name}:\n{err}"));
+        assert!(served > 0, "{name} never served:\n{err}");
+    }
+}
