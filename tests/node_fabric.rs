@@ -285,6 +285,16 @@ fn one_node_or_the_node_provider_off_keep_one_fabric() {
                 ..config(&[])
             },
         ),
+        // One rank per node: the map known before the endpoints open, and known only with
+        // the cards (hosts exchanged with them), when the node fabric is opened and closed.
+        (&["a", "b", "c"], config(&[])),
+        (
+            &["a", "b", "c"],
+            Config {
+                loopback: false,
+                ..config(&[])
+            },
+        ),
     ];
     for (hosts, config) in cases {
         let seen = run(hosts, config, |comm| {
