@@ -294,6 +294,13 @@ fn srun_on_three_nodes_runs_pmi_check_and_selftest_over_the_network() {
             "{mpi}: {}",
             done.stdout
         );
+        // Rank 0 shares its node with rank 1: shm between them (the node fabric).
+        assert!(
+            done.stdout
+                .contains("selftest: rank 0 reaches the ranks of its node through shm"),
+            "{mpi}: {}",
+            done.stdout
+        );
         // Slurm's block distribution of 4 tasks on 3 nodes, as every rank's node map sees it
         // (from the PMI-2 mapping, from PMIx's node ids).
         assert!(

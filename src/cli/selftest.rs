@@ -127,6 +127,9 @@ fn print_start(comm: &Communicator, started: Instant) {
         comm.provider(),
         comm.launcher()
     );
+    if let Some(node) = comm.node_provider() {
+        println!("selftest: rank 0 reaches the ranks of its node through {node}");
+    }
     // From this process's start to the barrier that ends start-up on every rank.
     println!(
         "selftest: init took {:.0} ms",
