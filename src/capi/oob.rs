@@ -21,6 +21,14 @@ pub type OobAllgatherFn = Option<
     ) -> c_int,
 >;
 
+/// The function an [`OobAllgatherFn`] holds.
+type RawAllgather = unsafe extern "C" fn(
+    send: *const c_void,
+    recv: *mut c_void,
+    bytes: usize,
+    ctx: *mut c_void,
+) -> c_int;
+
 /// Joins a job of `size` processes as `rank`, exchanging addresses through `allgather`
 /// (called during this call only, with the same sizes on every rank). For programs that
 /// already have MPI, a TCP store or their own launcher. Every rank must call it.
@@ -33,25 +41,8 @@ pub extern "C" fn circulant_init_oob(
     ctx: *mut c_void,
 ) -> c_int {
     guard(None, || {
-        if comm.is_null() {
-            return Err(Failure::argument("comm is NULL"));
-        }
-        let function = allgather.ok_or_else(|| Failure::argument("allgather is NULL"))?;
-        let (rank, size) = match (usize::try_from(rank), usize::try_from(size)) {
-            (Ok(r), Ok(s)) if r < s => (r, s),
-            _ => {
-                return Err(Failure::argument(format!(
-                    "rank {rank} and size {size}: need 0 <= rank < size"
-                )))
-            }
-        };
-        let ctx = raw::Context(ctx);
-        let communicator = Communicator::init_oob(rank, size, move |send, recv| {
-            match raw::call_allgather(function, send, recv, &ctx) {
-                0 => Ok(()),
-                code => Err(format!("the caller's allgather returned {code}")),
-            }
-        })?;
+        let (function, rank, size) = arguments(comm, rank, size, allgather)?;
+        let communicator = Communicator::init_oob(rank, size, exchange(function, ctx))?;
         hand_out(communicator, comm)
     })
 }
@@ -70,18 +61,7 @@ pub extern "C" fn circulant_init_oob_nodes(
     ctx: *mut c_void,
 ) -> c_int {
     guard(None, || {
-        if comm.is_null() {
-            return Err(Failure::argument("comm is NULL"));
-        }
-        let function = allgather.ok_or_else(|| Failure::argument("allgather is NULL"))?;
-        let (rank, size) = match (usize::try_from(rank), usize::try_from(size)) {
-            (Ok(r), Ok(s)) if r < s => (r, s),
-            _ => {
-                return Err(Failure::argument(format!(
-                    "rank {rank} and size {size}: need 0 <= rank < size"
-                )))
-            }
-        };
+        let (function, rank, size) = arguments(comm, rank, size, allgather)?;
         let labels = raw::values(nodes, size, "nodes")?
             .iter()
             .map(|&label| {
@@ -89,20 +69,41 @@ pub extern "C" fn circulant_init_oob_nodes(
                     .map_err(|_| Failure::argument(format!("node label {label} is negative")))
             })
             .collect::<Result<Vec<usize>, Failure>>()?;
-        let ctx = raw::Context(ctx);
-        let bootstrap = Bootstrap::oob_on_nodes(
-            rank,
-            size,
-            labels,
-            Box::new(move |send: &[u8], recv: &mut [u8]| {
-                match raw::call_allgather(function, send, recv, &ctx) {
-                    0 => Ok(()),
-                    code => Err(format!("the caller's allgather returned {code}")),
-                }
-            }),
-        )?;
+        let bootstrap =
+            Bootstrap::oob_on_nodes(rank, size, labels, Box::new(exchange(function, ctx)))?;
         let config = Config::from_env().map_err(CommError::from)?;
         let communicator = Communicator::init_over(bootstrap, config)?;
         hand_out(communicator, comm)
     })
+}
+
+/// The checks both starts make: a place for the handle, an allgather, 0 <= rank < size.
+fn arguments(
+    comm: *mut *mut Comm,
+    rank: c_int,
+    size: c_int,
+    allgather: OobAllgatherFn,
+) -> Result<(RawAllgather, usize, usize), Failure> {
+    if comm.is_null() {
+        return Err(Failure::argument("comm is NULL"));
+    }
+    let function = allgather.ok_or_else(|| Failure::argument("allgather is NULL"))?;
+    match (usize::try_from(rank), usize::try_from(size)) {
+        (Ok(r), Ok(s)) if r < s => Ok((function, r, s)),
+        _ => Err(Failure::argument(format!(
+            "rank {rank} and size {size}: need 0 <= rank < size"
+        ))),
+    }
+}
+
+/// The caller's allgather with its context, as the bootstrap calls it.
+fn exchange(
+    function: RawAllgather,
+    ctx: *mut c_void,
+) -> impl FnMut(&[u8], &mut [u8]) -> Result<(), String> + Send + 'static {
+    let ctx = raw::Context(ctx);
+    move |send, recv| match raw::call_allgather(function, send, recv, &ctx) {
+        0 => Ok(()),
+        code => Err(format!("the caller's allgather returned {code}")),
+    }
 }
