@@ -4,7 +4,10 @@
 use std::time::Duration;
 
 use circulant::bootstrap::{BootstrapError, BootstrapOptions, TIMEOUT_ENV};
-use circulant::comm::{Config, NODE_PROVIDER_ENV, TIMEOUT_ENV as COLLECTIVE_TIMEOUT_ENV};
+use circulant::comm::{
+    Config, DEFAULT_SEGMENT_LIMIT, NODE_PROVIDER_ENV, SEGMENT_LIMIT_ENV,
+    TIMEOUT_ENV as COLLECTIVE_TIMEOUT_ENV,
+};
 
 #[test]
 fn durations_and_providers_from_the_environment_are_checked() {
@@ -80,4 +83,20 @@ fn durations_and_providers_from_the_environment_are_checked() {
         );
     }
     std::env::remove_var(NODE_PROVIDER_ENV);
+
+    // The shared segment's limit: a whole number up to 65536, 0 turning it off.
+    assert_eq!(
+        Config::from_env().expect("default").segment_limit,
+        DEFAULT_SEGMENT_LIMIT
+    );
+    for (value, want) in [("0", 0), ("65536", 65536), (" 100 ", 100)] {
+        std::env::set_var(SEGMENT_LIMIT_ENV, value);
+        assert_eq!(Config::from_env().expect(value).segment_limit, want);
+    }
+    for value in ["65537", "-1", "lots"] {
+        std::env::set_var(SEGMENT_LIMIT_ENV, value);
+        let error = Config::from_env().expect_err(value);
+        assert_eq!(error.var, SEGMENT_LIMIT_ENV, "{value}");
+    }
+    std::env::remove_var(SEGMENT_LIMIT_ENV);
 }

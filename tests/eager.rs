@@ -30,10 +30,14 @@ const SETTINGS: [Setting; 3] = [("shm", "auto"), ("shm", "write"), ("tcp;ofi_rxm
 /// The other software providers, for selftest and the allgatherv that mixes both ways.
 const OTHER_PROVIDERS: [Setting; 2] = [("sockets", "auto"), ("udp;ofi_rxd", "auto")];
 
+/// A job of this file: the small calls it makes would run on the shared segment (one node),
+/// which is off here so that they take the eager path it tests (tests/segment_jobs.rs tests
+/// the segment).
 fn job(n: usize, (provider, carrier): Setting, env: &[(&str, &str)], extra: &[&str]) -> Job {
     Job::new(n, 240)
         .provider(provider)
         .launcher_args(extra)
+        .envs(&[("CIRCULANT_SEGMENT_LIMIT", "0")])
         .envs(env)
         .envs(&[("CIRCULANT_EAGER_CARRIER", carrier)])
 }
@@ -243,13 +247,7 @@ fn eager_messages_take_the_carrier_of_their_provider_and_leave_no_files() {
         assert_eq!(pids.len(), 3, "{setting:?}:\n{all}");
         // Each rank's slots in shared memory went with the rank.
         for pid in pids {
-            let prefix = format!("circulant-{pid}-");
-            let left: Vec<String> = std::fs::read_dir("/dev/shm")
-                .expect("/dev/shm")
-                .flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|name| name.starts_with(&prefix))
-                .collect();
+            let left = common::shared_files_of(pid);
             assert!(left.is_empty(), "{setting:?}: left in /dev/shm: {left:?}");
         }
     }

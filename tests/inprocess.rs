@@ -189,6 +189,9 @@ where
     let config = Config {
         provider: Some(provider.to_string()),
         deadline: DEADLINE,
+        // Every algorithm of the registry runs as named; the barrier, which cannot be named,
+        // would otherwise run on the shared segment (tests/segment_jobs.rs).
+        segment_limit: 0,
         ..Config::default()
     };
     let departure = Departure::new(p);

@@ -395,12 +395,26 @@ fn persistent(comm: &mut Communicator) -> Outcome {
     persistent_allgatherv(comm)
 }
 
+/// The algorithms a persistent request of `problem` can use: all but the shared segment's,
+/// which serves calls started once.
+fn persistent_algorithms(
+    comm: &Communicator,
+    problem: &Problem,
+) -> Result<Vec<&'static str>, CommError> {
+    Ok(comm
+        .algorithms(problem)?
+        .into_iter()
+        .map(|(name, _)| name)
+        .filter(|name| !circulant::comm::SEGMENT_ALGORITHMS.contains(name))
+        .collect())
+}
+
 fn persistent_bcast(comm: &mut Communicator) -> Outcome {
     let (rank, p) = (comm.rank(), comm.size());
     let bytes = 4096 + 3;
     let root = p / 2;
     let problem = Problem::Broadcast { p, root, bytes };
-    for (name, _) in comm.algorithms(&problem)? {
+    for name in persistent_algorithms(comm, &problem)? {
         let mut buf = comm.alloc(bytes)?;
         let mut request = comm.bcast_init_using(&mut buf, root, Choice::Named(name))?;
         for step in 0..4 {
@@ -428,7 +442,7 @@ fn persistent_allgatherv(comm: &mut Communicator) -> Outcome {
     let problem = Problem::Allgatherv {
         counts: counts.clone(),
     };
-    for (name, _) in comm.algorithms(&problem)? {
+    for name in persistent_algorithms(comm, &problem)? {
         let mut send = comm.alloc(counts[rank])?;
         let mut recv = comm.alloc(total)?;
         let mut request =

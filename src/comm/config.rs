@@ -16,6 +16,7 @@
 //! | `CIRCULANT_EAGER_CARRIER` | how eager messages reach receive slots: `auto` (stores into shared memory over `shm`, RMA writes elsewhere) or `write` (RMA writes everywhere) | `auto` |
 //! | `CIRCULANT_IOV_LIMIT` | most local and most remote segments of one merged write (at least 1; the provider's `iov_limit` and `rma_iov_limit` if smaller); `1` stands in for providers such as verbs (`rma_iov_limit` 1). The same on every rank | 2 over `tcp` providers ([`TCP_SEGMENTS`]), else the provider's limits |
 //! | `CIRCULANT_MAX_WRITE_BYTES` | most bytes of one zero-copy write (at least 1; the provider's `max_msg_size` if smaller): longer pieces are cut, merged writes stop there. The same on every rank | the provider's `max_msg_size` |
+//! | `CIRCULANT_SEGMENT_LIMIT` | on a communicator whose ranks share one node, bcast, reduce, allreduce, allgather(v) and barrier in which no rank contributes more than this many bytes run on the shared segment (one copy into shared memory, flags, one copy out) instead of a plan; `0`: never (at most 65536). The same on every rank | [`DEFAULT_SEGMENT_LIMIT`] |
 //! | `CIRCULANT_PLAN_CACHE` | plans of earlier calls kept per communicator (at most 65536; `0`: none) | 64 |
 //! | `CIRCULANT_AUTH_KEY` | the job's authentication key (hex) for providers that support keys; `circulant run` sets a random one | none |
 
@@ -81,6 +82,13 @@ pub const MAX_MAX_WRITE_BYTES: usize = 1 << 62;
 /// How many plans of earlier calls a communicator keeps (`0`: none).
 pub const PLAN_CACHE_ENV: &str = "CIRCULANT_PLAN_CACHE";
 
+/// The most bytes a rank contributes to a call served on the shared segment.
+pub const SEGMENT_LIMIT_ENV: &str = "CIRCULANT_SEGMENT_LIMIT";
+/// [`SEGMENT_LIMIT_ENV`]'s default.
+pub const DEFAULT_SEGMENT_LIMIT: usize = 2048;
+/// The largest [`SEGMENT_LIMIT_ENV`].
+pub const MAX_SEGMENT_LIMIT: usize = 65536;
+
 /// Most plans a communicator keeps (`CIRCULANT_PLAN_CACHE`).
 pub const MAX_PLAN_CACHE: usize = 65536;
 
@@ -140,6 +148,9 @@ pub struct Config {
     /// Plans of earlier calls kept per communicator, least recently used dropped first
     /// (0: none).
     pub plan_cache: usize,
+    /// Calls in which no rank contributes more than this many bytes run on the shared
+    /// segment where every rank is on one node (0: never). The same on every rank.
+    pub segment_limit: usize,
     /// Most local and most remote segments of one merged write, if lower than the provider's
     /// (`None`: the provider's). Must be the same on every rank.
     pub iov_limit: Option<usize>,
@@ -169,6 +180,7 @@ impl Default for Config {
             eager_slot_bytes: None,
             eager_writes_only: false,
             plan_cache: super::plan_cache::DEFAULT_PLAN_CACHE,
+            segment_limit: DEFAULT_SEGMENT_LIMIT,
             iov_limit: None,
             max_write_bytes: None,
         }
@@ -264,6 +276,9 @@ impl Config {
         config.eager_writes_only = Config::eager_writes_only_from_env()?;
         if let Some(v) = var(PLAN_CACHE_ENV) {
             config.plan_cache = count(PLAN_CACHE_ENV, &v, MAX_PLAN_CACHE)?;
+        }
+        if let Some(v) = var(SEGMENT_LIMIT_ENV) {
+            config.segment_limit = count(SEGMENT_LIMIT_ENV, &v, MAX_SEGMENT_LIMIT)?;
         }
         config.iov_limit = Config::iov_limit_from_env()?;
         config.max_write_bytes = Config::max_write_bytes_from_env()?;

@@ -54,6 +54,7 @@ mod nonblocking;
 mod persistent;
 mod plan_cache;
 mod provider;
+mod segment;
 mod select;
 mod split;
 mod staging;
@@ -68,8 +69,9 @@ pub(crate) use call::Call;
 pub(crate) use calls::Lengths;
 pub use config::{
     Config, ConfigError, ALGORITHM_ENV, ALPHA_ENV, ALPHA_INSIDE_ENV, AUTH_KEY_ENV, BETA_ENV,
-    BETA_INSIDE_ENV, CHECK_ENV, DEFAULT_NODE_PROVIDER, MAX_IOV_LIMIT, MAX_MAX_WRITE_BYTES,
-    NODE_PROVIDER_ENV, PLAN_CACHE_ENV, PROVIDER_ENV, TCP_SEGMENTS, TIMEOUT_ENV,
+    BETA_INSIDE_ENV, CHECK_ENV, DEFAULT_NODE_PROVIDER, DEFAULT_SEGMENT_LIMIT, MAX_IOV_LIMIT,
+    MAX_MAX_WRITE_BYTES, NODE_PROVIDER_ENV, PLAN_CACHE_ENV, PROVIDER_ENV, SEGMENT_LIMIT_ENV,
+    TCP_SEGMENTS, TIMEOUT_ENV,
 };
 pub use eager::{Carrier, EagerConfig};
 pub use error::{CommError, ErrorKind, Result};
@@ -83,6 +85,7 @@ pub mod eager {
 }
 pub use nonblocking::Request;
 pub use persistent::Persistent;
+pub use segment::SEGMENT_ALGORITHMS;
 pub use split::{InterCommunicator, Side};
 pub(crate) use start::Persisted;
 
@@ -129,6 +132,9 @@ pub struct Communicator {
     cards_at_start: usize,
     /// The node of every rank ([`Communicator::node`]).
     nodes: NodeMap,
+    /// The shared segment of a communicator on one node (set up at its first call).
+    segment: segment::SegmentState,
+    segment_digests: segment::Digests,
 }
 
 /// What the last collective ran.
@@ -141,8 +147,10 @@ pub struct Executed {
     /// The call's software overhead on this rank: from its entry into the communicator (the
     /// blocking or `i*` form, or [`Persistent::start`]) to its first post to the fabric (its
     /// first ready token; on a rank that sends none, the moment the transport went on to post
-    /// its writes, before any wait for the peers). It includes the argument check when
-    /// `CIRCULANT_CHECK` is on (an exchange with the peers) and the staging of plain slices.
+    /// its writes, before any wait for the peers); on the shared segment, to the end of its
+    /// first pass (its part published where the peers let it). It includes the argument check
+    /// when `CIRCULANT_CHECK` is on (an exchange with the peers) and the staging of plain
+    /// slices.
     pub overhead: Duration,
 }
 
@@ -259,6 +267,8 @@ impl Communicator {
             last: None,
             cards_at_start: 0,
             nodes,
+            segment: segment::SegmentState::default(),
+            segment_digests: segment::Digests::default(),
         }
     }
 
@@ -292,7 +302,7 @@ impl Communicator {
 
     /// What this rank's writes carried since the communicator was created, per way of
     /// reaching peers: through the network provider, through the node's, and stored into
-    /// receive slots in shared memory.
+    /// shared memory (eager receive slots, and the parts published on the shared segment).
     pub fn traffic(&self) -> Traffic {
         self.transport.traffic()
     }

@@ -29,6 +29,8 @@ use crate::transport::{Operation, TransportError};
 
 use super::arguments::typed;
 use super::calls::Lengths;
+use super::segment::SegmentCall;
+use super::staging::Placement as Placed;
 use super::staging::{split, Placement};
 use super::start::Started;
 use super::{Choice, Communicator, Element, Executed, Payload, PayloadMut, Result};
@@ -36,8 +38,10 @@ use super::{Choice, Communicator, Element, Executed, Payload, PayloadMut, Result
 /// Where a request stands.
 // The running operation is kept inline: a box would cost an allocation on every call.
 #[allow(clippy::large_enum_variant)]
-enum State {
+enum State<'a> {
     Running(Operation),
+    /// On the shared segment, with the buffers.
+    Segment(SegmentCall<'a>),
     Done,
     /// Failed in [`Request::test`]: the message of the error returned then.
     Failed(String),
@@ -49,7 +53,7 @@ pub struct Request<'a> {
     comm: &'a mut Communicator,
     op: &'static str,
     algorithm: &'static str,
-    state: State,
+    state: State<'a>,
     /// Where the buffers are; its count of bytes staged in grows by those staged out at
     /// completion.
     placement: Placement<'a>,
@@ -63,7 +67,7 @@ pub struct Request<'a> {
 impl std::fmt::Debug for Request<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let state = match &self.state {
-            State::Running(_) => "running",
+            State::Running(_) | State::Segment(_) => "running",
             State::Done => "done",
             State::Failed(_) => "failed",
         };
@@ -95,11 +99,40 @@ impl<'a> Request<'a> {
         }
     }
 
+    /// The request of a call served on the shared segment.
+    pub(super) fn on_segment(
+        comm: &'a mut Communicator,
+        op: &'static str,
+        algorithm: &'static str,
+        call: SegmentCall<'a>,
+        overhead: std::time::Duration,
+    ) -> Self {
+        Request {
+            comm,
+            op,
+            algorithm,
+            state: State::Segment(call),
+            placement: Placed::empty(),
+            copy_out: false,
+            overhead,
+        }
+    }
+
     /// Progresses the operation without blocking; `true` once it is complete (the results
     /// are then in the receive buffer). Past the deadline, counted from the start, it fails.
     pub fn test(&mut self) -> Result<bool> {
         let operation = match &mut self.state {
             State::Running(operation) => operation,
+            State::Segment(call) => {
+                return match self.comm.segment_progress(self.op, call, false) {
+                    Ok(false) => Ok(false),
+                    Ok(true) => self.complete().map(|()| true),
+                    Err(err) => {
+                        self.state = State::Failed(err.to_string());
+                        Err(err)
+                    }
+                };
+            }
             State::Done => return Ok(true),
             State::Failed(why) => return Err(TransportError::Broken(why.clone()).into()),
         };
@@ -134,6 +167,19 @@ impl<'a> Request<'a> {
     fn complete(&mut self) -> Result<()> {
         let operation = match std::mem::replace(&mut self.state, State::Done) {
             State::Running(operation) => operation,
+            State::Segment(mut call) => {
+                if let Err(err) = self.comm.segment_progress(self.op, &mut call, true) {
+                    self.state = State::Failed(err.to_string());
+                    return Err(err);
+                }
+                let stats = self.comm.segment_done(&call);
+                self.comm.last = Some(Executed {
+                    algorithm: self.algorithm,
+                    stats,
+                    overhead: self.overhead,
+                });
+                return Ok(());
+            }
             State::Done => return Ok(()),
             State::Failed(why) => {
                 self.state = State::Failed(why.clone());
@@ -168,7 +214,8 @@ impl Drop for Request<'_> {
         // Peers may still write into the buffers: finish before the borrows end. An error has
         // already marked the communicator unusable, so there is nothing else to do. Not while
         // a panic unwinds: the operation's state cannot be trusted then.
-        if matches!(self.state, State::Running(_)) && !std::thread::panicking() {
+        if matches!(self.state, State::Running(_) | State::Segment(_)) && !std::thread::panicking()
+        {
             let _ = self.complete();
         }
     }

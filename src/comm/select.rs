@@ -19,9 +19,23 @@ impl Communicator {
     pub fn choose(&self, problem: &Problem, choice: Choice<'_>) -> Result<Box<dyn Algorithm>> {
         problem.validate()?;
         if let Choice::Named(name) = choice {
+            if let Some(&segment) = super::SEGMENT_ALGORITHMS.iter().find(|&&s| s == name) {
+                return Err(CommError::Plan(PlanError::Unsupported {
+                    algorithm: segment,
+                    reason: "the shared segment serves calls started once (blocking and \
+                             nonblocking), not persistent requests"
+                        .into(),
+                }));
+            }
             return Ok(self.by_name(name, problem)?);
         }
-        for name in &self.config.algorithms {
+        // The segment's names are served before a plan is chosen (`super::segment`).
+        for name in self
+            .config
+            .algorithms
+            .iter()
+            .filter(|n| !n.starts_with("segment-"))
+        {
             match self.by_name(name, problem) {
                 Ok(algorithm) => return Ok(algorithm),
                 Err(PlanError::WrongCollective { .. } | PlanError::Unsupported { .. }) => {}
@@ -47,12 +61,14 @@ impl Communicator {
     }
 
     /// The algorithms that apply to `problem` on this communicator, with the time the α-β
-    /// model predicts for each, fastest first: the names a `Choice::Named` call accepts.
+    /// model predicts for each, fastest first: the names a `Choice::Named` call accepts (the
+    /// shared segment's among them where it serves the call, see `super::segment`).
     pub fn algorithms(&self, problem: &Problem) -> Result<Vec<(&'static str, f64)>> {
         let mut out: Vec<(&'static str, f64)> = self
             .priced(problem)?
             .into_iter()
             .map(|(t, a)| (a.name(), t))
+            .chain(self.segment_for(problem))
             .collect();
         out.sort_by(|a, b| a.1.total_cmp(&b.1));
         Ok(out)

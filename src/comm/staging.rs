@@ -52,6 +52,17 @@ pub(super) struct Owned<'x> {
 }
 
 impl<'x> Placement<'x> {
+    /// No buffers: a call that does not run a plan.
+    pub fn empty() -> Self {
+        Placement {
+            send: SendSource::None,
+            recv: RecvTarget::None,
+            recv_len: 0,
+            scratch_len: 0,
+            copied: 0,
+        }
+    }
+
     /// The transport's view of the buffers.
     pub fn views(&self, owned: Owned<'x>) -> BufferViews<'x> {
         let recv_view = match &self.recv {

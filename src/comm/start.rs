@@ -96,7 +96,7 @@ impl Communicator {
     /// given buffers, staging those that are not registered ([`Self::launch`]).
     pub(crate) fn start<'a, S, R>(
         &'a mut self,
-        mut call: Call<'_>,
+        call: Call<'_>,
         send: Option<&'a S>,
         recv: Option<&'a mut R>,
     ) -> Result<Request<'a>>
@@ -106,6 +106,29 @@ impl Communicator {
     {
         // The call's software overhead counts from here (see `Executed::overhead`).
         let entered = Instant::now();
+        match self.segment_serves(&call) {
+            Ok(Some(name)) => return self.start_on_segment(entered, call, name, send, recv),
+            Ok(None) => {}
+            Err(err) => {
+                self.comm_refused(call.op, &err);
+                return Err(err);
+            }
+        }
+        self.start_planned(entered, call, send, recv)
+    }
+
+    /// [`Self::start`] as a plan.
+    pub(super) fn start_planned<'a, S, R>(
+        &'a mut self,
+        entered: Instant,
+        mut call: Call<'_>,
+        send: Option<&'a S>,
+        recv: Option<&'a mut R>,
+    ) -> Result<Request<'a>>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
         let send_mem = send.and_then(|s| s.registered());
         let recv_mem = recv.as_deref().and_then(|r| r.registered());
         let planned = self.plan_call(&mut call, send_mem, recv_mem, FullCheck::WithCall)?;

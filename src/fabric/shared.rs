@@ -129,6 +129,24 @@ impl SharedMemory {
     /// Maps file `name` of process `pid` (made by [`Self::create`]), which must be a regular
     /// file of this user of exactly `len` bytes, and removes its name.
     pub fn open(pid: u32, name: u64, len: usize) -> Result<SharedMemory> {
+        Self::open_named(pid, name, len, true)
+    }
+
+    /// [`Self::open`] for memory that several peers map: the name stays until its creator
+    /// removes it ([`Self::remove_name`]) once every peer has mapped it.
+    pub fn open_kept(pid: u32, name: u64, len: usize) -> Result<SharedMemory> {
+        Self::open_named(pid, name, len, false)
+    }
+
+    /// Removes the file's name now (the creator's, once its peers have mapped it); the
+    /// mappings stay.
+    pub fn remove_name(&mut self) {
+        if let Some(path) = self.remove.take() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+
+    fn open_named(pid: u32, name: u64, len: usize, remove: bool) -> Result<SharedMemory> {
         let path = path_of(pid, name);
         let file = OpenOptions::new()
             .read(true)
@@ -148,7 +166,9 @@ impl SharedMemory {
         }
         let map = Self::map(&file, len)?;
         // Mapped: the name is no longer needed (the creator's removal then finds nothing).
-        let _ = std::fs::remove_file(&path);
+        if remove {
+            let _ = std::fs::remove_file(&path);
+        }
         Ok(SharedMemory {
             map,
             len,
@@ -290,6 +310,19 @@ mod tests {
             9,
             "the peer's mapping outlives the creator"
         );
+    }
+
+    #[test]
+    fn memory_mapped_by_several_peers_keeps_its_name_until_the_creator_removes_it() {
+        let (mut created, name) = SharedMemory::create(4096).expect("created");
+        let path = path_of(std::process::id(), name);
+        let first = SharedMemory::open_kept(std::process::id(), name, 4096).expect("first");
+        let second = SharedMemory::open_kept(std::process::id(), name, 4096).expect("second");
+        assert!(path.exists());
+        created.remove_name();
+        assert!(!path.exists());
+        created.publish(0, 7).unwrap();
+        assert_eq!((first.load(0).unwrap(), second.load(0).unwrap()), (7, 7));
     }
 
     #[test]

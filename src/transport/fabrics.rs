@@ -140,8 +140,8 @@ pub struct Traffic {
     pub network: Carried,
     /// Through the provider for the ranks of this node (none without a node fabric).
     pub node: Carried,
-    /// Stored into receive slots in shared memory (the eager path's memory carrier; no
-    /// provider involved).
+    /// Stored into shared memory, no provider involved: receive slots (the eager path's
+    /// memory carrier) and the parts ranks publish on the shared segment.
     pub memory: Carried,
 }
 

@@ -28,6 +28,7 @@ mod local;
 mod peers;
 mod prepared;
 mod run;
+pub mod segment;
 mod setup;
 mod waiting;
 pub mod wire;
@@ -208,6 +209,9 @@ pub struct Transport {
     /// What the writes carried, per way of reaching peers.
     traffic: std::cell::Cell<Traffic>,
     broken: Option<String>,
+    /// The shared segment of a communicator on one node, once set up: told of every failure
+    /// that breaks this transport, so that the peers waiting on it fail at once.
+    segment: Option<segment::Segment>,
     /// Sequence number of the operation started and not finished yet.
     active: Option<u64>,
     completions: Vec<Completion>,
@@ -297,6 +301,37 @@ impl Transport {
     /// that [`Self::bytes_copied`] counts the copies of the user's calls.
     pub fn discount_copied(&mut self, bytes: u64) {
         self.copied = self.copied.saturating_sub(bytes);
+    }
+
+    /// Takes the number of an operation that runs outside the transport (on the shared
+    /// segment, [`segment`]), so that operations are numbered alike on both; refused, as a
+    /// start is, when the transport is unusable or busy.
+    pub fn take_seq(&mut self, name: &str) -> Result<u64> {
+        self.usable(name)?;
+        self.seq += 1;
+        Ok(self.seq - 1)
+    }
+
+    /// Keeps the communicator's shared segment (see the field).
+    pub fn set_segment(&mut self, segment: segment::Segment) {
+        self.segment = Some(segment);
+    }
+
+    /// The shared segment, once set up.
+    pub fn segment_mut(&mut self) -> Option<&mut segment::Segment> {
+        self.segment.as_mut()
+    }
+
+    fn abort_segment(&self) {
+        if let Some(segment) = &self.segment {
+            segment.abort();
+        }
+    }
+
+    /// Counts `parts` published into shared memory by operations on the segment, carrying
+    /// `bytes`.
+    pub fn count_published(&self, parts: usize, bytes: usize) {
+        fabrics::count_memory(&self.traffic, parts, bytes);
     }
 
     /// Adds bytes copied outside a plan (staging of plain slices).
@@ -468,6 +503,18 @@ impl Transport {
     /// it instead of pairing its data with another call), and the transport becomes
     /// unusable. `why` is kept for later calls.
     pub fn abandon(&mut self, name: &str, why: &str) {
+        self.give_up(name, why, None);
+    }
+
+    /// [`Self::abandon`] for an operation that failed outside the transport (on the shared
+    /// segment) with `err`: as a failed operation here, the peers are told, but an abort that
+    /// came from a peer does not make this rank fetch every card first (that peer told every
+    /// rank).
+    pub fn abandon_after(&mut self, name: &str, err: &TransportError) {
+        self.give_up(name, &err.to_string(), Some(err));
+    }
+
+    fn give_up(&mut self, name: &str, why: &str, err: Option<&TransportError>) {
         if self.broken.is_some() {
             return;
         }
@@ -486,10 +533,14 @@ impl Transport {
             self.size,
             Spare::default(),
         );
-        self.fetch_cards_to_abort(None);
+        self.fetch_cards_to_abort(err);
         self.abort_all(&mut run);
         self.drain(&mut run);
-        self.broken = Some(format!("{name} (operation {seq}): {why}"));
+        self.broken = Some(match err {
+            Some(_) => why.to_string(),
+            None => format!("{name} (operation {seq}): {why}"),
+        });
+        self.abort_segment();
         self.active = None;
     }
 
@@ -533,6 +584,7 @@ impl Transport {
         self.drain(run);
         // Writes of a failed operation may still arrive: nothing later can trust them.
         self.broken = Some(err.to_string());
+        self.abort_segment();
         self.active = None;
         err
     }

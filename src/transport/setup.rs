@@ -313,6 +313,7 @@ impl Opened {
             copied: 0,
             traffic: Default::default(),
             broken: None,
+            segment: None,
             active: None,
             completions: Vec::with_capacity(64),
             spare: Default::default(),

@@ -480,3 +480,16 @@ pub fn rank_killed_during_broadcasts(
     }
     panic!("rank {rank}: no error since {:?}", last.elapsed());
 }
+
+/// The files process `pid` has in /dev/shm (the library's shared memory, named
+/// `circulant-PID-NAME`): none may be left once the process has gone.
+#[allow(dead_code)]
+pub fn shared_files_of(pid: &str) -> Vec<String> {
+    let prefix = format!("circulant-{pid}-");
+    std::fs::read_dir("/dev/shm")
+        .expect("/dev/shm")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(&prefix))
+        .collect()
+}

@@ -110,7 +110,10 @@ pub fn run(args: Args) -> CliResult {
         .into());
     }
     for name in &args.algorithms {
-        if !registry::names().any(|n| n == name) {
+        if !registry::names()
+            .chain(circulant::comm::SEGMENT_ALGORITHMS)
+            .any(|n| n == name)
+        {
             return Err(MeasureError::UnknownAlgorithm(name.clone()).into());
         }
     }
@@ -405,6 +408,10 @@ fn plan_time(
     name: &str,
     me: usize,
 ) -> Result<f64, CommError> {
+    if circulant::comm::SEGMENT_ALGORITHMS.contains(&name) {
+        // Nothing to plan on the shared segment.
+        return Ok(0.0);
+    }
     let start = now_ns();
     let algorithm = comm.choose(problem, Choice::Named(name))?;
     let rounds = algorithm.rank_plan(me)?.rounds.count();
@@ -548,7 +555,7 @@ fn traffic_line(comm: &Communicator, t: &Traffic, prefix: &str) -> String {
     }
     if t.memory.writes > 0 {
         parts.push(format!(
-            "receive slots in shared memory {}, {} of data",
+            "stored into shared memory (eager slots, segment parts) {}, {} of data",
             t.memory.writes,
             format_bytes(t.memory.bytes as f64)
         ));

@@ -1,0 +1,399 @@
+//! Which calls the shared segment serves ([`crate::transport::segment`]), its setup at the
+//! first of them, and how such a call runs as a [`Request`].
+//!
+//! A call is served on the segment when every rank of the communicator is on one node, the
+//! collective is one the segment has (bcast, reduce, allreduce, allgather(v), barrier), the
+//! part each rank publishes fits (`CIRCULANT_SEGMENT_LIMIT`), and no algorithm is forced for
+//! it (a forced `segment-…` name forces the segment). Every rank decides alike from the call's
+//! arguments. docs/architecture.md, "The shared segment".
+
+use std::time::Instant;
+
+use crate::plan::Problem;
+use crate::transport::segment::{Address, Kind, Own, Run, Source, ADDRESS_BYTES};
+use crate::transport::{OpStats, TransportError};
+
+use super::arguments::{argument, in_call};
+use super::call::{digest, Call};
+use super::nonblocking::Request;
+use super::{Choice, CommError, Communicator, Payload, PayloadMut, Result};
+
+/// The names of the collectives on the segment, as `Choice::Named` and
+/// `CIRCULANT_ALGORITHM` take them.
+pub const SEGMENT_ALGORITHMS: [&str; 6] = [
+    "segment-bcast",
+    "segment-reduce",
+    "segment-allreduce",
+    "segment-allgather",
+    "segment-allgatherv",
+    "segment-barrier",
+];
+
+/// Where a communicator's segment stands.
+#[derive(Debug, Default)]
+pub(super) enum SegmentState {
+    /// Not set up yet: the first call it serves sets it up.
+    #[default]
+    Untried,
+    /// Being set up (its own exchanges run as plans).
+    SettingUp,
+    /// Not to be used: turned off, or the ranks could not map each other's segments.
+    Off,
+    /// Set up: the transport keeps it (`Transport::segment_mut`), so that every failure that
+    /// breaks the transport marks it.
+    Ready,
+}
+
+/// The digests of the last few calls' arguments: computing one costs more than a small call
+/// on the segment, and programs repeat their calls (a ping-pong alternates two roots).
+#[derive(Debug, Default)]
+pub(super) struct Digests {
+    entries: Vec<(&'static str, &'static str, Problem, u64)>,
+    next: usize,
+}
+
+/// Calls whose digests are kept.
+const DIGESTS_KEPT: usize = 8;
+
+impl Digests {
+    fn of(&mut self, op: &'static str, name: &'static str, problem: &Problem) -> u64 {
+        if let Some(entry) = self
+            .entries
+            .iter()
+            .find(|(o, n, p, _)| *o == op && *n == name && p == problem)
+        {
+            return entry.3;
+        }
+        let made = digest(op, name, problem);
+        let entry = (op, name, problem.clone(), made);
+        if self.entries.len() < DIGESTS_KEPT {
+            self.entries.push(entry);
+        } else {
+            self.entries[self.next] = entry;
+            self.next = (self.next + 1) % DIGESTS_KEPT;
+        }
+        made
+    }
+}
+
+/// A call served on the segment, as its request holds it.
+pub(super) struct SegmentCall<'a> {
+    pub run: Run,
+    pub send: Source<'a>,
+    pub recv: &'a mut [u8],
+}
+
+/// The segment algorithm of `problem`, if the segment has the collective.
+fn segment_name(problem: &Problem) -> Option<&'static str> {
+    Some(match problem {
+        Problem::Broadcast { .. } => "segment-bcast",
+        Problem::Reduce { .. } => "segment-reduce",
+        Problem::Allreduce { .. } => "segment-allreduce",
+        Problem::Allgather { .. } => "segment-allgather",
+        Problem::Allgatherv { .. } => "segment-allgatherv",
+        Problem::Barrier { .. } => "segment-barrier",
+        _ => return None,
+    })
+}
+
+/// The most bytes one rank publishes for `problem`.
+fn part_bytes(problem: &Problem) -> usize {
+    match problem {
+        Problem::Broadcast { bytes, .. }
+        | Problem::Reduce { bytes, .. }
+        | Problem::Allreduce { bytes, .. } => *bytes,
+        Problem::Allgather { block, .. } => *block,
+        Problem::Allgatherv { counts } => counts.iter().copied().max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// What the segment does for `problem`.
+fn kind_of(problem: &Problem) -> Option<Kind> {
+    Some(match problem {
+        Problem::Broadcast { root, .. } => Kind::Broadcast { root: *root },
+        Problem::Reduce {
+            root, reduction, ..
+        } => Kind::Reduce {
+            root: *root,
+            reduction: *reduction,
+        },
+        Problem::Allreduce { reduction, .. } => Kind::Allreduce {
+            reduction: *reduction,
+        },
+        Problem::Allgather { p, block } => Kind::Allgatherv {
+            offsets: (0..*p).map(|r| r * block).collect(),
+        },
+        Problem::Allgatherv { counts } => Kind::Allgatherv {
+            offsets: counts
+                .iter()
+                .scan(0, |at, &c| {
+                    let offset = *at;
+                    *at += c;
+                    Some(offset)
+                })
+                .collect(),
+        },
+        Problem::Barrier { .. } => Kind::Barrier,
+        _ => return None,
+    })
+}
+
+impl Communicator {
+    /// The segment algorithm that serves `call`, if one does (see the module documentation).
+    /// A forced `segment-…` name that cannot serve the call is an error.
+    pub(super) fn segment_serves(&self, call: &Call<'_>) -> Result<Option<&'static str>> {
+        if matches!(self.segment, SegmentState::SettingUp) {
+            return Ok(None);
+        }
+        let name = segment_name(&call.problem);
+        let forced = match call.choice {
+            Choice::Named(forced) if forced.starts_with("segment-") => Some(forced),
+            Choice::Named(_) => return Ok(None),
+            Choice::Auto => self
+                .config
+                .algorithms
+                .iter()
+                .find(|a| name == Some(a.as_str()))
+                .map(String::as_str),
+        };
+        if forced.is_none() && (self.config.segment_limit == 0 || self.forces_a_plan(call)) {
+            return Ok(None);
+        }
+        let why_not = if name.is_none() || (forced.is_some() && forced != name) {
+            Some(format!(
+                "the shared segment does not serve {}",
+                crate::plan::collective_name(&call.problem)
+            ))
+        } else if self.size() < 2 || self.nodes.nodes() != 1 {
+            Some("the shared segment needs two or more ranks, all on one node".to_string())
+        } else if part_bytes(&call.problem) > self.config.segment_limit.max(1) {
+            Some(format!(
+                "a rank's part of {} bytes exceeds the segment's {} (CIRCULANT_SEGMENT_LIMIT)",
+                part_bytes(&call.problem),
+                self.config.segment_limit
+            ))
+        } else if matches!(self.segment, SegmentState::Off | SegmentState::SettingUp) {
+            Some("the shared segment is not available on this communicator".to_string())
+        } else {
+            None
+        };
+        match (why_not, forced) {
+            (None, _) => Ok(name),
+            (Some(_), None) => Ok(None),
+            (Some(why), Some(forced)) => Err(in_call(
+                call.op,
+                argument(call.op, format!("{forced}: {why}")),
+            )),
+        }
+    }
+
+    /// The segment algorithm that would serve `problem` on this communicator, with the time
+    /// the model inside a node gives it (one message, and the bytes each rank takes), if the
+    /// segment serves it unforced.
+    pub(super) fn segment_for(&self, problem: &Problem) -> Option<(&'static str, f64)> {
+        let name = segment_name(problem)?;
+        let part = part_bytes(problem);
+        let serves = self.config.segment_limit > 0
+            && self.size() >= 2
+            && self.nodes.nodes() == 1
+            && part <= self.config.segment_limit
+            && !matches!(self.segment, SegmentState::Off);
+        let taken = match problem {
+            Problem::Broadcast { bytes, .. } => *bytes,
+            Problem::Barrier { .. } => 0,
+            _ => part * self.size().saturating_sub(1),
+        };
+        let model = self.levels.inside;
+        serves.then_some((name, model.alpha + taken as f64 * model.beta))
+    }
+
+    /// Whether `CIRCULANT_ALGORITHM` forces a plan algorithm that applies to `call`.
+    fn forces_a_plan(&self, call: &Call<'_>) -> bool {
+        !self.config.algorithms.is_empty()
+            && self.config.algorithms.iter().any(|name| {
+                !name.starts_with("segment-")
+                    && self.choose(&call.problem, Choice::Named(name)).is_ok()
+            })
+    }
+
+    /// Sets the segment up if it is not yet: every rank creates its segment, the ranks
+    /// exchange their names (an allgather over the fabric), map every peer's, and agree (an
+    /// allreduce) that all of them could; otherwise the segment stays off on every rank.
+    fn segment_ready(&mut self) -> Result<bool> {
+        if matches!(self.segment, SegmentState::Untried) {
+            self.segment = SegmentState::SettingUp;
+            let state = self.set_up_segment();
+            self.segment = match state {
+                Ok(state) => state,
+                Err(err) => {
+                    self.segment = SegmentState::Off;
+                    return Err(err);
+                }
+            };
+        }
+        Ok(matches!(self.segment, SegmentState::Ready))
+    }
+
+    fn set_up_segment(&mut self) -> Result<SegmentState> {
+        let own = Own::create(self.config.segment_limit.max(1));
+        let mut record = [0u8; ADDRESS_BYTES + 8];
+        if let Ok(own) = &own {
+            record[..ADDRESS_BYTES].copy_from_slice(&own.address().to_bytes());
+            record[ADDRESS_BYTES] = 1;
+        }
+        let mut all = vec![0u8; record.len() * self.size()];
+        self.allgather(&record[..], &mut all[..])?;
+        let addresses: Option<Vec<Address>> = all
+            .chunks_exact(record.len())
+            .map(|r| {
+                (r[ADDRESS_BYTES] == 1)
+                    .then(|| Address::from_bytes(r))
+                    .flatten()
+            })
+            .collect();
+        let joined = match (own, addresses) {
+            (Ok(own), Some(addresses)) => own.join(self.rank(), &addresses).ok(),
+            _ => None,
+        };
+        let mut everyone = [0u32];
+        self.allreduce(
+            &[u32::from(joined.is_some())],
+            &mut everyone,
+            crate::plan::ReduceOp::Min,
+        )?;
+        Ok(match joined {
+            Some(mut segment) if everyone[0] == 1 => {
+                segment.remove_name();
+                self.transport.set_segment(segment);
+                SegmentState::Ready
+            }
+            _ => SegmentState::Off,
+        })
+    }
+
+    /// Starts `call` on the segment as algorithm `name`.
+    pub(super) fn start_on_segment<'a, S, R>(
+        &'a mut self,
+        entered: Instant,
+        mut call: Call<'_>,
+        name: &'static str,
+        send: Option<&'a S>,
+        recv: Option<&'a mut R>,
+    ) -> Result<Request<'a>>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        let op = call.op;
+        if !self.segment_ready()? {
+            // The ranks could not share memory: the call runs as a plan, unless the segment
+            // was forced.
+            if matches!(call.choice, Choice::Named(_))
+                || self.config.algorithms.iter().any(|a| a == name)
+            {
+                let err = argument(
+                    op,
+                    format!("{name}: the ranks could not map each other's shared segments"),
+                );
+                self.comm_refused(op, &err);
+                return Err(err);
+            }
+            return self.start_planned(entered, call, send, recv);
+        }
+        // This rank's checks, and those of the problem a plan's choice makes (a root in
+        // range, a reduction defined for its type).
+        let checked = std::mem::replace(&mut call.checked, Ok(())).and_then(|()| {
+            call.problem
+                .validate()
+                .map_err(|e| in_call(op, CommError::Plan(e)))
+        });
+        if self.config.check {
+            self.agree(
+                op,
+                &call.problem,
+                checked.as_ref().map(|()| name).map_err(|e| e.to_string()),
+            )?;
+        }
+        let number = self.transport.take_seq(op)?;
+        if let Err(err) = checked {
+            self.comm_refused(op, &err);
+            return Err(err);
+        }
+        let Some(kind) = kind_of(&call.problem) else {
+            return Err(argument(op, format!("{name} does not serve this call")));
+        };
+        let send = match (send, call.send_in_recv) {
+            (_, Some((at, len))) => Source::InRecv(at, len),
+            (Some(send), None) => Source::Send(send.bytes()),
+            (None, None) if call.copy_in_recv => {
+                Source::InRecv(0, recv.as_ref().map_or(0, |r| r.bytes().len()))
+            }
+            (None, None) => Source::None,
+        };
+        let recv: &'a mut [u8] = match recv {
+            Some(recv) => recv.bytes_mut(),
+            None => Default::default(),
+        };
+        let digest = self.segment_digests.of(op, name, &call.problem);
+        let deadline = self.transport.deadline();
+        let Some(segment) = self.transport.segment_mut() else {
+            return Err(TransportError::Broken("the shared segment is gone".into()).into());
+        };
+        let mut run = Run::new(segment, op, number, digest, kind, deadline);
+        // As far as the peers allow now: publishing this rank's part.
+        if let Err(err) = run.test(segment, send, recv) {
+            return Err(self.segment_failed(op, err));
+        }
+        let overhead = Instant::now().saturating_duration_since(entered);
+        Ok(Request::on_segment(
+            self,
+            op,
+            name,
+            SegmentCall { run, send, recv },
+            overhead,
+        ))
+    }
+
+    /// Progresses a call on the segment; true once complete. `wait` drives it to the end.
+    pub(super) fn segment_progress(
+        &mut self,
+        op: &'static str,
+        call: &mut SegmentCall<'_>,
+        wait: bool,
+    ) -> Result<bool> {
+        let Some(segment) = self.transport.segment_mut() else {
+            return Err(TransportError::Broken("the shared segment is gone".into()).into());
+        };
+        let result = if wait {
+            call.run.wait(segment, call.send, call.recv).map(|()| true)
+        } else {
+            match call.run.test(segment, call.send, call.recv) {
+                Ok(false) => call.run.test_within_deadline(segment, call.send, call.recv),
+                other => other,
+            }
+        };
+        result.map_err(|err| self.segment_failed(op, err))
+    }
+
+    /// What a completed call on the segment did.
+    pub(super) fn segment_done(&mut self, call: &SegmentCall<'_>) -> OpStats {
+        if call.run.published_part {
+            self.transport
+                .count_published(1, call.run.bytes_published as usize);
+        }
+        self.transport.count_copied(call.run.bytes_copied as usize);
+        OpStats {
+            bytes_copied: call.run.bytes_copied,
+            ..OpStats::default()
+        }
+    }
+
+    /// A call on the segment failed on this rank with `err`: the transport is given up as for
+    /// a failed operation, which marks the segment (the peers that need this rank there fail
+    /// at once; those in a plan hear of it through the fabric).
+    pub(super) fn segment_failed(&mut self, op: &'static str, err: TransportError) -> CommError {
+        self.transport.abandon_after(op, &err);
+        err.into()
+    }
+}

@@ -1,0 +1,344 @@
+//! Small collectives among ranks that share a host, through shared memory instead of writes:
+//! every rank has a segment of its own that every other rank maps. A rank copies what it
+//! contributes into its segment once and raises its flag; every rank that needs it waits for
+//! the flag and copies (or reduces) it straight out of that segment. No libfabric call, no
+//! completion to read, no ready token, and one copy in whatever the number of readers: the
+//! latency of a small collective inside a node is a few cache-line transfers.
+//!
+//! Each segment (every word on a cache line of its own):
+//!
+//! | at | what |
+//! | --- | --- |
+//! | [`FLAG`] | the number of the last operation this rank published its part of |
+//! | [`DONE`] | the number of the last operation this rank completed |
+//! | [`ABORT`] | 0, or the first operation this rank will not complete: it failed |
+//! | [`HEADERS`] + 64 q | the header of parity q: operation number, digest of the call, length |
+//! | [`HEAD`] + q × area | the data of parity q |
+//!
+//! The operations of a communicator on the segment are numbered 1, 2, … alike on every rank;
+//! operation s uses parity s mod 2. A rank fills a parity only when every peer's `DONE` is at
+//! least s − 2, so no peer still reads what it overwrites; a reader takes a part when the
+//! writer's `FLAG` is at least s and the parity's header names s (a writer is at most one
+//! operation ahead of any reader). The header's digest is the call's: a reader whose own
+//! differs fails with a mismatch at once.
+//!
+//! How it is chosen and set up: docs/architecture.md, "The shared segment".
+
+mod collective;
+
+use std::time::{Duration, Instant};
+
+use crate::fabric::{FabricError, SharedMemory};
+
+use super::liveness::PeerProcesses;
+use super::{Result, TransportError};
+
+use collective::rename;
+pub use collective::{Kind, Run, Source};
+
+/// The flag word: the last operation published.
+pub const FLAG: usize = 0;
+/// The completion word: the last operation completed.
+pub const DONE: usize = 64;
+/// The abort word: 0, or the first operation this rank will not complete. A peer that needs
+/// its part of that operation or a later one, or that begins such an operation, fails at
+/// once; a part it published before stays readable.
+pub const ABORT: usize = 128;
+/// The headers of the two parities.
+pub const HEADERS: usize = 192;
+/// Where the data of parity 0 begins.
+pub const HEAD: usize = 320;
+
+/// Offsets within a header.
+const H_SEQ: usize = 0;
+const H_DIGEST: usize = 8;
+const H_LEN: usize = 16;
+
+/// Bytes of a segment whose parities hold `area` bytes each.
+pub fn segment_bytes(area: usize) -> usize {
+    HEAD + 2 * area.next_multiple_of(64)
+}
+
+/// What a rank tells its peers so that they map its segment: its pid and the file's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Address {
+    pub pid: u32,
+    pub name: u64,
+}
+
+/// Bytes of an [`Address`] on the wire.
+pub const ADDRESS_BYTES: usize = 16;
+
+impl Address {
+    pub fn to_bytes(self) -> [u8; ADDRESS_BYTES] {
+        let mut out = [0u8; ADDRESS_BYTES];
+        out[..4].copy_from_slice(&self.pid.to_le_bytes());
+        out[8..].copy_from_slice(&self.name.to_le_bytes());
+        out
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> Option<Address> {
+        let pid = u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?);
+        let name = u64::from_le_bytes(bytes.get(8..16)?.try_into().ok()?);
+        Some(Address { pid, name })
+    }
+}
+
+/// This rank's segment, made and named but not yet joined with the peers'.
+pub struct Own {
+    memory: SharedMemory,
+    address: Address,
+    area: usize,
+}
+
+impl Own {
+    /// Creates this rank's segment with parities of `area` bytes.
+    pub fn create(area: usize) -> Result<Own> {
+        let (memory, name) = SharedMemory::create(segment_bytes(area))?;
+        Ok(Own {
+            memory,
+            address: Address {
+                pid: std::process::id(),
+                name,
+            },
+            area: area.next_multiple_of(64),
+        })
+    }
+
+    pub fn address(&self) -> Address {
+        self.address
+    }
+
+    /// Maps the segments of every peer (`addresses` in rank order, this rank's at `rank`).
+    pub fn join(self, rank: usize, addresses: &[Address]) -> Result<Segment> {
+        let len = segment_bytes(self.area);
+        let mut peers = Vec::with_capacity(addresses.len());
+        let mut processes = PeerProcesses::none(addresses.len());
+        for (r, address) in addresses.iter().enumerate() {
+            if r == rank {
+                peers.push(None);
+                continue;
+            }
+            peers.push(Some(SharedMemory::open_kept(
+                address.pid,
+                address.name,
+                len,
+            )?));
+            processes.watch_one(r, address.pid);
+        }
+        Ok(Segment {
+            rank,
+            mine: self.memory,
+            peers,
+            processes,
+            area: self.area,
+            seq: 0,
+            scratch: Vec::new(),
+        })
+    }
+}
+
+/// The segments of a communicator's ranks as this rank sees them.
+pub struct Segment {
+    rank: usize,
+    mine: SharedMemory,
+    /// Every rank's segment but this rank's (`None` there).
+    peers: Vec<Option<SharedMemory>>,
+    processes: PeerProcesses,
+    /// Bytes of one parity: the most a rank publishes in one operation.
+    area: usize,
+    /// The last operation begun.
+    seq: u64,
+    /// Room for a reduction's operand.
+    scratch: Vec<u8>,
+}
+
+impl std::fmt::Debug for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Segment")
+            .field("rank", &self.rank)
+            .field("size", &self.peers.len())
+            .field("area", &self.area)
+            .field("seq", &self.seq)
+            .finish()
+    }
+}
+
+impl Segment {
+    /// Every peer has mapped this rank's segment: its name can go.
+    pub fn remove_name(&mut self) {
+        self.mine.remove_name();
+    }
+
+    /// The most bytes a rank publishes in one operation.
+    pub fn area(&self) -> usize {
+        self.area
+    }
+
+    pub fn size(&self) -> usize {
+        self.peers.len()
+    }
+
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// The number of the next operation, taken.
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    /// Tells every peer that this rank failed: it completes no operation after the last it
+    /// completed, and every peer that needs it in one fails at once (the first abort counts).
+    pub fn abort(&self) {
+        if matches!(self.mine.load(ABORT), Ok(0)) {
+            let first = self.mine.load(DONE).unwrap_or(0) + 1;
+            let _ = self.mine.publish(ABORT, first);
+        }
+    }
+
+    /// An error if `peer` failed before completing operation `seq`.
+    fn aborted_by(&self, peer: usize, memory: &SharedMemory, seq: u64) -> Result<()> {
+        match memory.load(ABORT)? {
+            0 => Ok(()),
+            first if first <= seq => Err(TransportError::AbortedBy {
+                op: String::new(),
+                rank: peer,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    fn peer(&self, rank: usize) -> std::result::Result<&SharedMemory, FabricError> {
+        self.peers
+            .get(rank)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| FabricError::invalid(format!("no segment of rank {rank}")))
+    }
+
+    /// Whether every peer has completed operation `seq − 2`, so that its parity may be filled
+    /// again; else the first peer that has not. A peer that failed before completing `seq` is
+    /// an error.
+    fn parity_free(&self, seq: u64) -> Result<std::result::Result<(), usize>> {
+        let need = seq.saturating_sub(2);
+        let mut busy = None;
+        for (rank, peer) in self.peers.iter().enumerate() {
+            let Some(peer) = peer else { continue };
+            self.aborted_by(rank, peer, seq)?;
+            if busy.is_none() && peer.load(DONE)? < need {
+                busy = Some(rank);
+            }
+        }
+        Ok(busy.map_or(Ok(()), Err))
+    }
+
+    /// Publishes `data` as this rank's part of operation `seq` with `digest`.
+    fn publish(&self, seq: u64, digest: u64, data: &[u8]) -> Result<()> {
+        let parity = (seq % 2) as usize;
+        let header = HEADERS + 64 * parity;
+        self.mine.store(HEAD + parity * self.area, data)?;
+        self.mine.publish(header + H_SEQ, seq)?;
+        self.mine.publish(header + H_DIGEST, digest)?;
+        self.mine.publish(header + H_LEN, data.len() as u64)?;
+        self.mine.publish(FLAG, seq)?;
+        Ok(())
+    }
+
+    /// `from`'s part of operation `seq`, once published: checked against `digest`.
+    fn part(&self, op: &str, seq: u64, digest: u64, from: usize) -> Result<Option<&[u8]>> {
+        let peer = self.peer(from)?;
+        if peer.load(FLAG)? < seq {
+            self.aborted_by(from, peer, seq)
+                .map_err(|e| rename(e, op))?;
+            return Ok(None);
+        }
+        let parity = (seq % 2) as usize;
+        let header = HEADERS + 64 * parity;
+        // The flag's acquire made the header visible; it cannot change before this rank's
+        // DONE reaches `seq`.
+        if peer.load(header + H_SEQ)? != seq || peer.load(header + H_DIGEST)? != digest {
+            return Err(TransportError::Mismatch {
+                op: op.to_string(),
+                peer: from,
+            });
+        }
+        let len = peer.load(header + H_LEN)? as usize;
+        if len > self.area {
+            return Err(TransportError::Protocol {
+                op: op.to_string(),
+                what: format!("rank {from} published {len} bytes, more than {}", self.area),
+            });
+        }
+        Ok(Some(peer.bytes(HEAD + parity * self.area, len)?))
+    }
+
+    /// Marks operation `seq` complete on this rank.
+    fn complete(&self, seq: u64) -> Result<()> {
+        self.mine.publish(DONE, seq)?;
+        Ok(())
+    }
+
+    /// Whether `peer`'s process has ended (asked of the kernel at most every few microseconds).
+    fn ended(&self, peer: usize) -> bool {
+        self.processes.ended(peer)
+    }
+}
+
+/// How a rank waits for its peers on the segment: it polls, yielding its core between polls
+/// (ranks may outnumber cores), then sleeps in growing steps so that an idle rank leaves the
+/// cores to others; the deadline ends the wait.
+pub struct Patience {
+    since: Instant,
+    deadline: Duration,
+    sleep: Duration,
+}
+
+/// What a pause was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pause {
+    /// A yield of the core, within the poll phase.
+    Polling,
+    /// A sleep: the peers are slow to come, worth asking whether they still run.
+    Sleeping,
+    /// None: the deadline has passed.
+    Expired,
+}
+
+/// How long a waiting rank polls before it sleeps.
+const POLL_PHASE: Duration = Duration::from_millis(1);
+const FIRST_SLEEP: Duration = Duration::from_micros(20);
+const LONGEST_SLEEP: Duration = Duration::from_millis(1);
+
+impl Patience {
+    pub fn new(deadline: Duration) -> Self {
+        Patience {
+            since: Instant::now(),
+            deadline,
+            sleep: FIRST_SLEEP,
+        }
+    }
+
+    /// Waits a little: yields the core while polling, sleeps after that.
+    pub fn pause(&mut self) -> Pause {
+        let waited = self.since.elapsed();
+        if waited >= self.deadline {
+            return Pause::Expired;
+        }
+        if waited < POLL_PHASE {
+            std::thread::yield_now();
+            Pause::Polling
+        } else {
+            std::thread::sleep(self.sleep.min(self.deadline - waited));
+            self.sleep = (self.sleep * 2).min(LONGEST_SLEEP);
+            Pause::Sleeping
+        }
+    }
+
+    pub fn deadline(&self) -> Duration {
+        self.deadline
+    }
+}
+
+#[cfg(test)]
+mod tests;

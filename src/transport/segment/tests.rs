@@ -1,0 +1,232 @@
+use std::sync::mpsc;
+use std::time::Duration;
+
+use super::*;
+use crate::plan::{Dtype, ReduceOp, Reduction};
+
+const DEADLINE: Duration = Duration::from_secs(20);
+
+/// The segments of `p` ranks of this process, joined.
+fn segments(p: usize, area: usize) -> Vec<Segment> {
+    let owns: Vec<Own> = (0..p)
+        .map(|_| Own::create(area).expect("created"))
+        .collect();
+    let addresses: Vec<Address> = owns.iter().map(Own::address).collect();
+    let mut joined: Vec<Segment> = owns
+        .into_iter()
+        .enumerate()
+        .map(|(r, own)| own.join(r, &addresses).expect("joined"))
+        .collect();
+    for s in &mut joined {
+        s.remove_name();
+    }
+    joined
+}
+
+fn sum_i64() -> Reduction {
+    Reduction::new(Dtype::I64, ReduceOp::Sum).unwrap()
+}
+
+fn words(values: &[i64]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// Runs `ops` collectives in turn on every rank (a thread each) and checks every result.
+#[test]
+fn every_kind_in_turn_gives_every_rank_its_result() {
+    for p in [2, 3, 4, 5] {
+        let ops = 300;
+        let threads: Vec<_> = segments(p, 256)
+            .into_iter()
+            .map(|mut segment| {
+                std::thread::spawn(move || {
+                    let me = segment.rank();
+                    for i in 0..ops {
+                        let root = i % p;
+                        match i % 5 {
+                            0 => {
+                                let mut buf = vec![0u8; 1 + i % 200];
+                                if me == root {
+                                    buf.iter_mut().for_each(|b| *b = (i + 7) as u8);
+                                }
+                                let kind = Kind::Broadcast { root };
+                                let mut run =
+                                    Run::new(&mut segment, "bcast", i as u64, 1, kind, DEADLINE);
+                                let send = if me == root {
+                                    Source::InRecv(0, buf.len())
+                                } else {
+                                    Source::None
+                                };
+                                run.wait(&mut segment, send, &mut buf).expect("bcast");
+                                assert!(
+                                    buf.iter().all(|&b| b == (i + 7) as u8),
+                                    "bcast {i} on {me}"
+                                );
+                            }
+                            1 | 2 => {
+                                let send = words(&[me as i64 + i as i64, -(me as i64)]);
+                                let mut recv = vec![0u8; 16];
+                                let reduction = sum_i64();
+                                let kind = if i % 5 == 1 {
+                                    Kind::Allreduce { reduction }
+                                } else {
+                                    Kind::Reduce { root, reduction }
+                                };
+                                let mut run = Run::new(
+                                    &mut segment,
+                                    "allreduce",
+                                    i as u64,
+                                    2,
+                                    kind.clone(),
+                                    DEADLINE,
+                                );
+                                run.wait(&mut segment, Source::Send(&send), &mut recv)
+                                    .expect("reduce");
+                                let total = (0..p as i64).sum::<i64>();
+                                if matches!(kind, Kind::Allreduce { .. }) || me == root {
+                                    assert_eq!(
+                                        recv,
+                                        words(&[total + (p * i) as i64, -total]),
+                                        "{kind:?} {i}"
+                                    );
+                                }
+                            }
+                            3 => {
+                                let counts: Vec<usize> = (0..p).map(|r| (r + i) % 4).collect();
+                                let offsets: Vec<usize> = counts
+                                    .iter()
+                                    .scan(0, |at, &c| {
+                                        let o = *at;
+                                        *at += c;
+                                        Some(o)
+                                    })
+                                    .collect();
+                                let mine = vec![me as u8 + 1; counts[me]];
+                                let mut recv = vec![0u8; counts.iter().sum()];
+                                let kind = Kind::Allgatherv {
+                                    offsets: offsets.clone(),
+                                };
+                                let mut run = Run::new(
+                                    &mut segment,
+                                    "allgatherv",
+                                    i as u64,
+                                    3,
+                                    kind,
+                                    DEADLINE,
+                                );
+                                run.wait(&mut segment, Source::Send(&mine), &mut recv)
+                                    .expect("allgatherv");
+                                for r in 0..p {
+                                    assert!(recv[offsets[r]..offsets[r] + counts[r]]
+                                        .iter()
+                                        .all(|&b| b == r as u8 + 1));
+                                }
+                            }
+                            _ => {
+                                let mut run = Run::new(
+                                    &mut segment,
+                                    "barrier",
+                                    i as u64,
+                                    4,
+                                    Kind::Barrier,
+                                    DEADLINE,
+                                );
+                                run.wait(&mut segment, Source::None, &mut [])
+                                    .expect("barrier");
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("rank");
+        }
+    }
+}
+
+#[test]
+fn a_rank_called_with_other_arguments_fails_its_reader_at_once() {
+    let mut segs = segments(2, 64);
+    let (mut b, mut a) = (segs.pop().unwrap(), segs.pop().unwrap());
+    let kind = Kind::Broadcast { root: 0 };
+    let mut run = Run::new(&mut a, "bcast", 1, 11, kind.clone(), DEADLINE);
+    let mut buf = [5u8; 8];
+    assert!(run.test(&mut a, Source::InRecv(0, 8), &mut buf).unwrap());
+    let mut other = Run::new(&mut b, "bcast", 1, 12, kind, DEADLINE);
+    let err = other.test(&mut b, Source::None, &mut [0u8; 8]).unwrap_err();
+    assert!(
+        matches!(err, TransportError::Mismatch { peer: 0, .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string().starts_with("bcast (operation 1): rank 0"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_rank_that_aborts_fails_its_waiting_peers_and_a_silent_one_times_out() {
+    let mut segs = segments(2, 64);
+    let (b, mut a) = (segs.pop().unwrap(), segs.pop().unwrap());
+    let (tx, rx) = mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let mut run = Run::new(&mut a, "barrier", 3, 1, Kind::Barrier, DEADLINE);
+        tx.send(()).unwrap();
+        run.wait(&mut a, Source::None, &mut []).unwrap_err()
+    });
+    rx.recv().unwrap();
+    b.abort();
+    let err = waiter.join().unwrap();
+    assert!(
+        matches!(err, TransportError::AbortedBy { rank: 1, .. }),
+        "{err}"
+    );
+
+    let mut segs = segments(2, 64);
+    let mut a = segs.swap_remove(0);
+    let short = Duration::from_millis(50);
+    let mut run = Run::new(
+        &mut a,
+        "allreduce",
+        4,
+        1,
+        Kind::Allreduce {
+            reduction: sum_i64(),
+        },
+        short,
+    );
+    let send = words(&[1]);
+    let err = run
+        .wait(&mut a, Source::Send(&send), &mut [0u8; 8])
+        .unwrap_err();
+    assert!(matches!(err, TransportError::Timeout { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("rank 1's part in the shared segment"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_writer_waits_until_its_parity_has_been_read() {
+    let mut segs = segments(2, 64);
+    let (mut b, mut a) = (segs.pop().unwrap(), segs.pop().unwrap());
+    let kind = Kind::Broadcast { root: 0 };
+    let mut buf = [1u8; 4];
+    for n in 1..=2 {
+        let mut run = Run::new(&mut a, "bcast", n, 1, kind.clone(), DEADLINE);
+        assert!(
+            run.test(&mut a, Source::InRecv(0, 4), &mut buf).unwrap(),
+            "{n}"
+        );
+    }
+    // The third reuses the first's parity, which rank 1 has not read.
+    let mut third = Run::new(&mut a, "bcast", 3, 1, kind.clone(), DEADLINE);
+    assert!(!third.test(&mut a, Source::InRecv(0, 4), &mut buf).unwrap());
+    let mut got = [0u8; 4];
+    let mut first = Run::new(&mut b, "bcast", 1, 1, kind, DEADLINE);
+    assert!(first.test(&mut b, Source::None, &mut got).unwrap());
+    assert_eq!(got, [1; 4]);
+    assert!(third.test(&mut a, Source::InRecv(0, 4), &mut buf).unwrap());
+}

@@ -1,0 +1,396 @@
+//! The shared segment (README, "Shared segment") between real processes on one host: every
+//! collective it serves at p = 2, 3, 4 and 8 with random sizes up to the limit (zeros, roots,
+//! in place, plain and registered buffers, nonblocking forms) gives every byte right and says
+//! so in `comm.last()`; calls above the limit, forced plans and `CIRCULANT_SEGMENT_LIMIT=0`
+//! stay off it; a forced segment that cannot serve is refused; ranks called with different
+//! arguments, a rank that refuses a call and a rank that is killed fail the others promptly;
+//! no file is left in /dev/shm.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use circulant::comm::{Buffer, Choice, CommError, Communicator, ErrorKind};
+use circulant::plan::ReduceOp;
+
+use common::{output_text, Job};
+
+fn job(n: usize, role: &str, env: &[(&str, &str)], extra: &[&str]) -> (bool, String) {
+    let out = Job::new(n, 240)
+        .provider("shm")
+        .launcher_args(extra)
+        .envs(env)
+        .test_binary("rank_role", role);
+    (out.status.success(), output_text(&out))
+}
+
+/// The pids the ranks printed (`pid N`): none may have left a file in /dev/shm.
+fn assert_no_files_of(all: &str) {
+    for pid in all
+        .lines()
+        .filter_map(|l| l.split("pid ").nth(1))
+        .filter_map(|w| w.split_whitespace().next())
+    {
+        let left = common::shared_files_of(pid);
+        assert!(left.is_empty(), "files left by pid {pid}: {left:?}");
+    }
+}
+
+#[test]
+fn every_served_collective_is_right_at_every_p() {
+    for n in [2, 3, 4, 8] {
+        let (ok, all) = job(n, "served", &[], &[]);
+        assert!(ok, "p = {n}:\n{all}");
+        assert_eq!(all.matches("served ok").count(), n, "p = {n}:\n{all}");
+        assert_no_files_of(&all);
+    }
+}
+
+#[test]
+fn the_full_argument_check_runs_before_each_segment_call() {
+    let (ok, all) = job(3, "served", &[("CIRCULANT_CHECK", "1")], &[]);
+    assert!(ok, "{all}");
+    assert_eq!(all.matches("served ok").count(), 3, "{all}");
+}
+
+#[test]
+fn a_limit_of_zero_keeps_every_call_off_the_segment() {
+    let (ok, all) = job(3, "off", &[("CIRCULANT_SEGMENT_LIMIT", "0")], &[]);
+    assert!(ok, "{all}");
+    assert_eq!(all.matches("off ok").count(), 3, "{all}");
+}
+
+#[test]
+fn ranks_called_with_different_sizes_fail_at_once() {
+    for n in [2, 4] {
+        let (ok, all) = job(n, "mismatch", &[("CIRCULANT_TIMEOUT", "60")], &[]);
+        assert!(ok, "p = {n}:\n{all}");
+        assert_eq!(all.matches("mismatch ok").count(), n, "p = {n}:\n{all}");
+        assert!(
+            all.contains("rank 0 was called with different arguments"),
+            "a reader names the root's digest:\n{all}"
+        );
+    }
+}
+
+#[test]
+fn a_call_refused_on_one_rank_fails_every_rank_promptly() {
+    for n in [2, 3, 8] {
+        let (ok, all) = job(n, "refused", &[("CIRCULANT_TIMEOUT", "60")], &[]);
+        assert!(ok, "p = {n}:\n{all}");
+        assert_eq!(all.matches("refused ok").count(), n, "p = {n}:\n{all}");
+    }
+}
+
+#[test]
+fn a_rank_killed_between_segment_calls_fails_every_survivor() {
+    let started = Instant::now();
+    let (ok, all) = job(4, "kill", &[("CIRCULANT_TIMEOUT", "30")], &["--keep-going"]);
+    assert!(!ok, "{all}");
+    assert_eq!(all.matches("survivor got an error").count(), 3, "{all}");
+    assert!(
+        !all.contains("timed out"),
+        "a dead peer is found, not waited out:\n{all}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(60), "{all}");
+}
+
+/// Entry point of the ranks of the jobs above.
+#[test]
+#[ignore = "a rank of the jobs this file's tests start; not a test on its own"]
+fn rank_role() {
+    let role = common::role("CIRCULANT_TEST_ROLE");
+    let mut comm = Communicator::init().expect("init");
+    println!("rank {} pid {}", comm.rank(), std::process::id());
+    match role.as_str() {
+        "served" => served(&mut comm),
+        "off" => off(&mut comm),
+        // The failures run on a communicator of their own; the job's stays usable, and its
+        // barrier keeps every rank alive until all have seen their error.
+        "mismatch" | "refused" => {
+            let rank = comm.rank() as i64;
+            let mut case = comm.split(Some(0), rank).unwrap().unwrap();
+            if role == "mismatch" {
+                mismatch(&mut case);
+            } else {
+                refused(&mut case);
+            }
+            drop(case);
+            comm.barrier()
+                .expect("the job's communicator is unaffected");
+        }
+        "kill" => common::rank_killed_during_broadcasts(&mut comm, 64, 500, 10_000_001),
+        other => panic!("unknown role {other}"),
+    }
+}
+
+const LIMIT: usize = circulant::comm::DEFAULT_SEGMENT_LIMIT;
+
+fn byte(call: usize, rank: usize, i: usize) -> u8 {
+    (call * 31 + rank * 7 + i * 13 + 1) as u8
+}
+
+/// Asserts the last call ran on the segment as `name`.
+fn on_segment(comm: &Communicator, name: &str, what: &str) {
+    let last = comm.last().expect("a call ran").algorithm;
+    assert_eq!(last, name, "{what}");
+}
+
+fn served(comm: &mut Communicator) {
+    let (me, p) = (comm.rank(), comm.size());
+    let mut rng = Rng(0x5e9_0000 + p as u64);
+    let memory_before = comm.traffic().memory.bytes;
+    let mut buffer: Buffer = comm.alloc(LIMIT * p).expect("alloc");
+    let mut exact: Buffer = comm.alloc(LIMIT).expect("alloc");
+    for call in 0..400 {
+        let size = match rng.next_u64() % 4 {
+            0 => 0,
+            1 => (rng.next_u64() % 16) as usize,
+            2 => LIMIT,
+            _ => (rng.next_u64() % LIMIT as u64) as usize,
+        };
+        let root = (rng.next_u64() % p as u64) as usize;
+        match call % 7 {
+            0 => {
+                // A registered buffer at the limit, plain memory below it.
+                let mut plain = vec![0u8; size];
+                {
+                    let buf: &mut [u8] = if size == LIMIT {
+                        &mut exact
+                    } else {
+                        &mut plain
+                    };
+                    for (i, b) in buf.iter_mut().enumerate() {
+                        *b = if me == root { byte(call, root, i) } else { 0 };
+                    }
+                }
+                match (size == LIMIT, call % 2 == 0) {
+                    (true, _) => comm.bcast(&mut exact, root).expect("bcast"),
+                    (false, true) => comm.bcast(&mut plain[..], root).expect("bcast"),
+                    (false, false) => {
+                        let mut request = comm.ibcast(&mut plain[..], root).expect("ibcast");
+                        while !request.test().expect("test") {}
+                        request.wait().expect("wait");
+                    }
+                }
+                on_segment(comm, "segment-bcast", "bcast");
+                let buf: &[u8] = if size == LIMIT { &exact } else { &plain };
+                for (i, &b) in buf.iter().enumerate() {
+                    assert_eq!(b, byte(call, root, i), "bcast {call} byte {i}");
+                }
+            }
+            1 | 2 => {
+                let n = size / 8;
+                let send: Vec<i64> = (0..n).map(|i| (me * 1000 + i + call) as i64 - 7).collect();
+                let mut recv = vec![0i64; n];
+                let expect: Vec<i64> = (0..n)
+                    .map(|i| (0..p).map(|r| (r * 1000 + i + call) as i64 - 7).sum())
+                    .collect();
+                if call % 7 == 1 {
+                    comm.allreduce(&send, &mut recv, ReduceOp::Sum)
+                        .expect("allreduce");
+                    on_segment(comm, "segment-allreduce", "allreduce");
+                    assert_eq!(recv, expect, "allreduce {call}");
+                } else {
+                    comm.reduce(&send, &mut recv, ReduceOp::Sum, root)
+                        .expect("reduce");
+                    on_segment(comm, "segment-reduce", "reduce");
+                    if me == root {
+                        assert_eq!(recv, expect, "reduce {call}");
+                    }
+                }
+                // Floating point: the same bits on every rank (rank order).
+                let x: Vec<f64> = (0..n)
+                    .map(|i| 0.1 * (me + i) as f64 + 1e-9 * call as f64)
+                    .collect();
+                let mut y = vec![0f64; n];
+                let mut request = comm
+                    .iallreduce(&x, &mut y, ReduceOp::Sum)
+                    .expect("iallreduce");
+                while !request.test().expect("test") {}
+                request.wait().expect("wait");
+                let bits: Vec<u64> = y.iter().map(|v| v.to_bits()).collect();
+                let mut first = vec![0u64; n];
+                if me == 0 {
+                    first.copy_from_slice(&bits);
+                }
+                comm.bcast(bytemuck::cast_slice_mut::<u64, u8>(&mut first), 0)
+                    .expect("bcast");
+                assert_eq!(bits, first, "the same sum on every rank");
+            }
+            3 => {
+                let block = size.min(LIMIT);
+                let send: Vec<u8> = (0..block).map(|i| byte(call, me, i)).collect();
+                let mut recv = vec![0u8; block * p];
+                comm.allgather(&send[..], &mut recv[..]).expect("allgather");
+                on_segment(comm, "segment-allgather", "allgather");
+                for r in 0..p {
+                    for i in 0..block {
+                        assert_eq!(recv[r * block + i], byte(call, r, i), "allgather {call}");
+                    }
+                }
+            }
+            4 | 5 => {
+                let counts: Vec<usize> = (0..p)
+                    .map(|r| {
+                        if (r + call) % 3 == 0 {
+                            0
+                        } else {
+                            (size * (r + 1) / p).min(LIMIT)
+                        }
+                    })
+                    .collect();
+                let at: Vec<usize> = counts
+                    .iter()
+                    .scan(0, |s, &c| {
+                        let o = *s;
+                        *s += c;
+                        Some(o)
+                    })
+                    .collect();
+                let total: usize = counts.iter().sum();
+                let recv: &mut [u8] = &mut buffer[..total];
+                recv.fill(0);
+                if call % 7 == 4 {
+                    let send: Vec<u8> = (0..counts[me]).map(|i| byte(call, me, i)).collect();
+                    comm.allgatherv(&send[..], recv, &counts)
+                        .expect("allgatherv");
+                } else {
+                    for i in 0..counts[me] {
+                        recv[at[me] + i] = byte(call, me, i);
+                    }
+                    comm.allgatherv_in_place(recv, &counts).expect("in place");
+                }
+                on_segment(comm, "segment-allgatherv", "allgatherv");
+                for r in 0..p {
+                    for i in 0..counts[r] {
+                        assert_eq!(
+                            buffer[at[r] + i],
+                            byte(call, r, i),
+                            "allgatherv {call} from {r}"
+                        );
+                    }
+                }
+            }
+            _ => {
+                comm.barrier().expect("barrier");
+                on_segment(comm, "segment-barrier", "barrier");
+            }
+        }
+    }
+    assert!(
+        comm.traffic().memory.bytes > memory_before,
+        "parts count as memory traffic"
+    );
+    // Above the limit, or with a plan forced, a plan runs.
+    let mut big = vec![1u8; LIMIT + 1];
+    comm.bcast(&mut big[..], 0).expect("bcast above the limit");
+    assert!(!comm.last().unwrap().algorithm.starts_with("segment-"));
+    let mut small = [1u8; 8];
+    comm.bcast_using(&mut small[..], 0, Choice::Named("binomial-bcast"))
+        .expect("binomial");
+    assert_eq!(comm.last().unwrap().algorithm, "binomial-bcast");
+    // The segment is listed where it serves.
+    let problem = circulant::plan::Problem::Broadcast {
+        p,
+        root: 0,
+        bytes: 8,
+    };
+    let names: Vec<&str> = comm
+        .algorithms(&problem)
+        .unwrap()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert!(names.contains(&"segment-bcast"), "{names:?}");
+    // A split communicator (here of every rank, in reverse order) has its own segment.
+    let mut reversed = comm.split(Some(0), -(me as i64)).unwrap().unwrap();
+    let mut word = [if reversed.rank() == 0 { 42u8 } else { 0 }; 8];
+    reversed
+        .bcast(&mut word[..], 0)
+        .expect("bcast on the split");
+    assert_eq!(word, [42; 8]);
+    on_segment(&reversed, "segment-bcast", "on the split");
+    drop(reversed);
+    // A forced segment that cannot serve the call is refused on every rank.
+    let err = comm
+        .bcast_using(&mut big[..], 0, Choice::Named("segment-bcast"))
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Argument, "{err}");
+    assert!(err.to_string().contains("CIRCULANT_SEGMENT_LIMIT"), "{err}");
+    println!("rank {me}: served ok");
+}
+
+fn off(comm: &mut Communicator) {
+    let mut buf = [0u8; 8];
+    comm.bcast(&mut buf[..], 0).expect("bcast");
+    assert!(!comm.last().unwrap().algorithm.starts_with("segment-"));
+    let mut recv = [0i32; 2];
+    comm.allreduce(&[1, 2], &mut recv, ReduceOp::Sum)
+        .expect("allreduce");
+    assert!(!comm.last().unwrap().algorithm.starts_with("segment-"));
+    let p = comm.size() as i32;
+    assert_eq!(recv, [p, 2 * p]);
+    println!("rank {}: off ok", comm.rank());
+}
+
+/// Every rank gets an error (for this call or, at the root, a later one), and no rank returns
+/// `Ok` with data of another call.
+fn expect_failure(comm: &mut Communicator, first: Result<(), CommError>, what: &str) -> CommError {
+    let err = match first {
+        Err(err) => err,
+        Ok(()) => {
+            // A rank that waited for nothing hears of it within two more calls.
+            let mut word = [0u8; 8];
+            let a = comm.bcast(&mut word[..], comm.rank());
+            let b = a.and_then(|()| comm.bcast(&mut word[..], comm.rank()));
+            b.expect_err(what)
+        }
+    };
+    assert_ne!(err.kind(), ErrorKind::Timeout, "{what}: {err}");
+    err
+}
+
+fn mismatch(comm: &mut Communicator) {
+    let me = comm.rank();
+    // The root broadcasts 8 bytes, the others expect 16.
+    let mut buf = vec![7u8; if me == 0 { 8 } else { 16 }];
+    let result = comm.bcast(&mut buf[..], 0);
+    if me != 0 {
+        // The digest, or a reader that found it first and aborted.
+        let err = result.as_ref().expect_err("a reader fails at once");
+        assert!(
+            matches!(err.kind(), ErrorKind::Mismatch | ErrorKind::PeerFailed),
+            "{err}"
+        );
+    }
+    let err = expect_failure(comm, result, "mismatch");
+    println!("rank {me}: mismatch ok ({err})");
+}
+
+fn refused(comm: &mut Communicator) {
+    let (me, p) = (comm.rank(), comm.size());
+    // Rank 1 gives a receive buffer one byte short.
+    let send = [me as u8; 4];
+    let mut recv = vec![0u8; 4 * p - usize::from(me == 1)];
+    let result = comm.allgather(&send[..], &mut recv[..]);
+    if me == 1 {
+        let err = result.as_ref().expect_err("refused here");
+        assert_eq!(err.kind(), ErrorKind::Argument, "{err}");
+    }
+    let err = expect_failure(comm, result, "refused");
+    println!("rank {me}: refused ok ({err})");
+}
+
+/// A small deterministic generator (SplitMix64), the same sequence on every rank.
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
