@@ -248,7 +248,7 @@ fn bench_measures_both_levels_on_nodes_of_several_ranks() {
     assert!(traffic.contains("shm (ranks of one node) "), "{traffic}");
     for part in traffic
         .split("; ")
-        .filter(|p| !p.starts_with("receive slots"))
+        .filter(|p| !p.starts_with("stored into shared memory"))
     {
         let writes: u64 = part
             .split_whitespace()
