@@ -180,7 +180,8 @@ fn served(comm: &mut Communicator) {
                 }
             }
             1 | 2 => {
-                let n = size / 8;
+                // Reductions: the p − 1 vectors a rank folds within the limit.
+                let n = size.min(LIMIT / (p - 1)) / 8;
                 let send: Vec<i64> = (0..n).map(|i| (me * 1000 + i + call) as i64 - 7).collect();
                 let mut recv = vec![0i64; n];
                 let expect: Vec<i64> = (0..n)
@@ -287,6 +288,23 @@ fn served(comm: &mut Communicator) {
     comm.bcast(&mut big[..], 0).expect("bcast above the limit");
     assert!(!comm.last().unwrap().algorithm.starts_with("segment-"));
     let mut small = [1u8; 8];
+    // A reduction whose p − 1 vectors exceed the limit runs as a plan, unless forced.
+    if p > 2 {
+        let n = LIMIT / 8;
+        let (send, mut recv) = (vec![1i64; n], vec![0i64; n]);
+        comm.allreduce(&send, &mut recv, ReduceOp::Sum)
+            .expect("allreduce");
+        assert!(!comm.last().unwrap().algorithm.starts_with("segment-"));
+        let (send, recv) = (
+            bytemuck::cast_slice(&send),
+            bytemuck::cast_slice_mut(&mut recv),
+        );
+        let sum =
+            circulant::plan::Reduction::new(circulant::plan::Dtype::I64, ReduceOp::Sum).unwrap();
+        comm.allreduce_bytes::<[u8], [u8]>(send, recv, sum, Choice::Named("segment-allreduce"))
+            .expect("forced");
+        on_segment(comm, "segment-allreduce", "forced above the fold limit");
+    }
     comm.bcast_using(&mut small[..], 0, Choice::Named("binomial-bcast"))
         .expect("binomial");
     assert_eq!(comm.last().unwrap().algorithm, "binomial-bcast");

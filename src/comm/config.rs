@@ -16,7 +16,7 @@
 //! | `CIRCULANT_EAGER_CARRIER` | how eager messages reach receive slots: `auto` (stores into shared memory over `shm`, RMA writes elsewhere) or `write` (RMA writes everywhere) | `auto` |
 //! | `CIRCULANT_IOV_LIMIT` | most local and most remote segments of one merged write (at least 1; the provider's `iov_limit` and `rma_iov_limit` if smaller); `1` stands in for providers such as verbs (`rma_iov_limit` 1). The same on every rank | 2 over `tcp` providers ([`TCP_SEGMENTS`]), else the provider's limits |
 //! | `CIRCULANT_MAX_WRITE_BYTES` | most bytes of one zero-copy write (at least 1; the provider's `max_msg_size` if smaller): longer pieces are cut, merged writes stop there. The same on every rank | the provider's `max_msg_size` |
-//! | `CIRCULANT_SEGMENT_LIMIT` | on a communicator whose ranks share one node, bcast, reduce, allreduce, allgather(v) and barrier in which no rank contributes more than this many bytes run on the shared segment (one copy into shared memory, flags, one copy out) instead of a plan; `0`: never (at most 65536). The same on every rank | [`DEFAULT_SEGMENT_LIMIT`] |
+//! | `CIRCULANT_SEGMENT_LIMIT` | on a communicator whose ranks share one node, bcast, reduce, allreduce, allgather(v) and barrier in which no rank contributes more than this many bytes (and a reduction's p − 1 vectors that each rank folds total at most this many) run on the shared segment (one copy into shared memory, flags, one copy out) instead of a plan; `0`: never (at most 65536). The same on every rank | [`DEFAULT_SEGMENT_LIMIT`] |
 //! | `CIRCULANT_PLAN_CACHE` | plans of earlier calls kept per communicator (at most 65536; `0`: none) | 64 |
 //! | `CIRCULANT_AUTH_KEY` | the job's authentication key (hex) for providers that support keys; `circulant run` sets a random one | none |
 
@@ -85,7 +85,7 @@ pub const PLAN_CACHE_ENV: &str = "CIRCULANT_PLAN_CACHE";
 /// The most bytes a rank contributes to a call served on the shared segment.
 pub const SEGMENT_LIMIT_ENV: &str = "CIRCULANT_SEGMENT_LIMIT";
 /// [`SEGMENT_LIMIT_ENV`]'s default.
-pub const DEFAULT_SEGMENT_LIMIT: usize = 2048;
+pub const DEFAULT_SEGMENT_LIMIT: usize = 8192;
 /// The largest [`SEGMENT_LIMIT_ENV`].
 pub const MAX_SEGMENT_LIMIT: usize = 65536;
 

@@ -175,6 +175,8 @@ impl Communicator {
             ))
         } else if matches!(self.segment, SegmentState::Off | SegmentState::SettingUp) {
             Some("the shared segment is not available on this communicator".to_string())
+        } else if forced.is_none() && !self.folds_within_limit(&call.problem) {
+            Some("a reduction folds more than the limit".to_string())
         } else {
             None
         };
@@ -198,6 +200,7 @@ impl Communicator {
             && self.size() >= 2
             && self.nodes.nodes() == 1
             && part <= self.config.segment_limit
+            && self.folds_within_limit(problem)
             && !matches!(self.segment, SegmentState::Off);
         let taken = match problem {
             Problem::Broadcast { bytes, .. } => *bytes,
@@ -206,6 +209,19 @@ impl Communicator {
         };
         let model = self.levels.inside;
         serves.then_some((name, model.alpha + taken as f64 * model.beta))
+    }
+
+    /// Whether a reduction's p − 1 vectors that each rank folds total at most the limit:
+    /// beyond that a plan's reduction, which folds about log₂ p of them, is faster
+    /// (docs/performance.md, "The shared segment"). Other collectives copy what they take
+    /// and always fit.
+    fn folds_within_limit(&self, problem: &Problem) -> bool {
+        match problem {
+            Problem::Reduce { bytes, .. } | Problem::Allreduce { bytes, .. } => {
+                bytes.saturating_mul(self.size().saturating_sub(1)) <= self.config.segment_limit
+            }
+            _ => true,
+        }
     }
 
     /// Whether `CIRCULANT_ALGORITHM` forces a plan algorithm that applies to `call`.

@@ -21,7 +21,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 : > "$out/pingpong.txt"
 for round in 1 2 3; do
-  for limit in 2048 0; do
+  for limit in 8192 0; do
     echo -n "round $round, CIRCULANT_SEGMENT_LIMIT=$limit: " >> "$out/pingpong.txt"
     CIRCULANT_SEGMENT_LIMIT=$limit "$bin" run -n 2 -- \
       sh -c "exec taskset -c \$PMI_RANK $pingpong 100000 8" >> "$out/pingpong.txt"

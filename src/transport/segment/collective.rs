@@ -7,8 +7,6 @@ use crate::plan::Reduction;
 
 use super::{Patience, Pause, Segment};
 
-/// Polls in a tight loop before a waiting rank yields its core.
-const SPINS: usize = 64;
 use crate::transport::{Result, TransportError};
 
 /// A collective as the segment runs it.
@@ -173,10 +171,11 @@ impl Run {
         Ok(true)
     }
 
-    /// Waits until complete or the deadline: a few polls in a tight loop first (a peer on
-    /// another core answers within them), then polls that yield the core, then sleeps.
+    /// Waits until complete or the deadline: a few polls in a tight loop first where every
+    /// rank has a core (a peer on another core answers within them), then polls that yield
+    /// the core, then sleeps.
     pub fn wait(&mut self, segment: &mut Segment, send: Source<'_>, recv: &mut [u8]) -> Result<()> {
-        for _ in 0..SPINS {
+        for _ in 0..segment.spins {
             if self.test(segment, send, recv)? {
                 return Ok(());
             }
