@@ -10,6 +10,9 @@
 #                     allreduce p = 4 of 8 B), circulant's best against Open MPI per round
 # OUT/switch-pP.txt   where the segment stops paying: every algorithm up to 64 KiB with the
 #                     limit raised to 65536, p = 4 and 8, bcast, allreduce, allgatherv regular
+# OUT/fold/           allreduce of 1 kB – 20 kB with the limit raised, p = 4 and 8, two rounds:
+#                     where folding p − 1 vectors stops paying
+# `python3 docs/perf/segment/summary.py OUT/switch-p4.txt ...` sums the last two up.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 out=${1:?usage: run.sh OUT}
@@ -37,4 +40,12 @@ OPS=allreduce PEERS=openmpi "$root/benches/rounds" shm 4 "$out/rounds-allreduce-
 for p in 4 8; do
   CIRCULANT_SEGMENT_LIMIT=65536 "$bin" run -n "$p" -- "$bin" bench --op bcast,allreduce,allgatherv \
     --dist regular --min-bytes 8 --max-bytes 65536 --reps 200 > "$out/switch-p$p.txt"
+done
+
+mkdir -p "$out/fold"
+for round in 1 2; do
+  for p in 4 8; do
+    CIRCULANT_SEGMENT_LIMIT=65536 "$bin" run -n "$p" -- "$bin" bench --op allreduce \
+      --min-bytes 1000 --max-bytes 65536 --reps 200 --no-progress > "$out/fold/fold-p$p-r$round.txt"
+  done
 done

@@ -301,9 +301,8 @@ pub struct Patience {
 }
 
 /// Polls in a tight loop before a waiting rank yields its core, where every rank of the
-/// segment can have a core of its own (a hot ping-pong of two pinned ranks: 0.22–0.30 µs
-/// against 0.40–0.62 µs when yielding at once; four ranks on two cores are twice as fast
-/// yielding at once, docs/performance.md).
+/// segment can have a core of its own: a peer on another core answers within them, while
+/// where ranks outnumber the cores the spinning keeps the awaited rank off its core.
 const SPINS: usize = 64;
 
 /// What a pause was.
