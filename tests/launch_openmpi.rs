@@ -125,10 +125,14 @@ fn a_pmix_abort_ends_the_mpirun_job_and_leaves_no_rank() {
     let mut job = Started::new(command);
     let Some(status) = job.wait(Duration::from_secs(45)) else {
         // Debian 12's mpirun (Open MPI 4.1.4) was seen to hang in its own PMIx server's
-        // finalize after every rank had ended (README, "Jobs"): that is its own end, not the
-        // ranks'. Every rank must be gone (their zombies wait for mpirun) before it is killed.
+        // finalize (README, "Jobs"): that is its own end, not the ranks'. It was also seen to
+        // hang before it had ended the ranks waiting in a fence, its server answering nothing,
+        // where no deadline of theirs can act (the fence's timeout is the server's). Once
+        // mpirun alone is gone, every rank must end by itself.
         let (_, stderr) = job.printed();
         assert!(stderr.contains("rank 1 aborting the job"), "{stderr}");
+        let _ = job.child.kill();
+        let _ = job.child.wait();
         assert_none_running(&rank);
         println!("mpirun hung after the ranks ended; stopped");
         return;
