@@ -8,76 +8,10 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::Command;
-use std::sync::{Mutex, MutexGuard};
 
+use common::cluster::{cluster, exclusive, script, Cluster};
 use common::{bin, missing, run, Finished};
-
-/// One cluster at a time.
-static CLUSTER: Mutex<()> = Mutex::new(());
-
-fn script() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("ci/cluster")
-}
-
-fn cluster(args: &[&str]) -> Command {
-    let mut command = Command::new(script());
-    command.args(args).env_remove("CLUSTER_LAYOUT");
-    command
-}
-
-/// The emulated cluster for one test, taken down on drop if this test brought it up.
-struct Cluster {
-    started_here: bool,
-    _one: MutexGuard<'static, ()>,
-}
-
-impl Cluster {
-    /// A cluster of at least `nodes` nodes, or None with the reason printed where there is no
-    /// root (a failure under CI, which runs as root).
-    fn up(nodes: usize) -> Option<Cluster> {
-        let one = CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
-        if !rustix::process::geteuid().is_root() {
-            missing("root", "network namespaces need root, as CI runs");
-            return None;
-        }
-        let status = run(cluster(&["status"]));
-        let running = status.stdout.lines().count();
-        if running > 0 {
-            // Brought up by hand or by another tool: used as it is, and left up.
-            assert!(
-                running >= nodes,
-                "a cluster of {running} nodes is up, these tests need {nodes}: ci/cluster down"
-            );
-            return Some(Cluster {
-                started_here: false,
-                _one: one,
-            });
-        }
-        // `ci/cluster up` removes whatever it built if a step fails.
-        let done = run(cluster(&["up", &nodes.to_string(), "1gbit"]));
-        assert_eq!(done.code(), Some(0), "ci/cluster up failed: {done:?}");
-        Some(Cluster {
-            started_here: true,
-            _one: one,
-        })
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        if self.started_here {
-            let done = cluster(&["down"]).status();
-            let left = cluster(&["status"]).output().map(|o| o.stdout);
-            let clean = done.as_ref().is_ok_and(|s| s.success())
-                && left.as_ref().is_ok_and(|out| out.is_empty());
-            if !clean && !std::thread::panicking() {
-                panic!("ci/cluster down failed: {done:?}, left: {left:?}");
-            }
-        }
-    }
-}
 
 /// Every rank runs `program` in its node under the built-in launcher.
 fn circulant_run(layout: &str, n: usize, program: &[&str]) -> Command {
@@ -153,7 +87,7 @@ fn selftest_saw(done: &Finished, per_node: &[usize], node_of: &[usize]) {
 
 #[test]
 fn layout_prints_the_node_of_every_rank() {
-    let _one = CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = exclusive();
     for (spec, p, want) in [
         ("", "3", "0 1 2"),
         ("blocks:4", "8", "0 0 0 0 1 1 1 1"),
@@ -171,7 +105,7 @@ fn layout_prints_the_node_of_every_rank() {
 
 #[test]
 fn layout_refuses_bad_specs() {
-    let _one = CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = exclusive();
     for (spec, p, error) in [
         ("blocks:0", "4", "blocks:K needs K >= 1 ranks per node"),
         ("cyclic:", "4", "cyclic:N needs N >= 1 nodes"),
