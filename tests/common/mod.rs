@@ -495,3 +495,50 @@ pub fn shared_files_of(pid: &str) -> Vec<String> {
         .filter(|name| name.starts_with(&prefix))
         .collect()
 }
+
+/// libfabric's `shm` provider keeps each endpoint's region in `/dev/shm` as `PID:N:M` and
+/// removes it when the endpoint closes; a rank killed before (a job aborted by its MPI)
+/// leaves it. A test that kills ranks watches from before it starts them: on drop (also
+/// when the test fails) the regions that appeared since and whose process is gone are
+/// removed. Regions of live processes (tests running beside this one) are left alone.
+pub struct ShmRegions {
+    before: std::collections::HashSet<std::ffi::OsString>,
+}
+
+impl ShmRegions {
+    pub fn watch() -> ShmRegions {
+        ShmRegions {
+            before: Self::names().into_iter().map(|(name, _)| name).collect(),
+        }
+    }
+
+    /// The regions in /dev/shm, with the pid their name starts with.
+    fn names() -> Vec<(std::ffi::OsString, u32)> {
+        let Ok(entries) = std::fs::read_dir("/dev/shm") else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(|entry| {
+                let name = entry.ok()?.file_name();
+                let text = name.to_str()?;
+                let parts: Vec<&str> = text.split(':').collect();
+                let [pid, a, b] = parts[..] else { return None };
+                if [a, b].iter().any(|p| p.parse::<u64>().is_err()) {
+                    return None;
+                }
+                let pid = pid.parse().ok()?;
+                Some((name, pid))
+            })
+            .collect()
+    }
+}
+
+impl Drop for ShmRegions {
+    fn drop(&mut self) {
+        for (name, pid) in Self::names() {
+            if !self.before.contains(&name) && !alive(pid) {
+                let _ = std::fs::remove_file(std::path::Path::new("/dev/shm").join(&name));
+            }
+        }
+    }
+}
