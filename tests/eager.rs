@@ -455,16 +455,8 @@ fn carrier(comm: &mut Communicator) {
         Carrier::Write
     };
     assert_eq!(comm.eager_carrier(), want, "rank {rank}");
-    let pid = std::process::id();
-    let named = || -> Vec<String> {
-        let prefix = format!("circulant-{pid}-");
-        std::fs::read_dir("/dev/shm")
-            .expect("/dev/shm")
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|name| name.starts_with(&prefix))
-            .collect()
-    };
+    let pid = std::process::id().to_string();
+    let named = || common::shared_files_of(&pid);
     // The first eager broadcast sets up the receivers' slots: in shared memory, files that
     // stay named until their writer maps them.
     let mut buf = [0u8; 16];
