@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::plan::Reduction;
 
-use super::{Patience, Pause, Segment};
+use super::{Patience, Pause, Segment, SPIN_BATCH, SPIN_TIME};
 
 use crate::transport::{Result, TransportError};
 
@@ -124,7 +124,7 @@ impl Run {
         }
         let me = segment.rank();
         if !self.published {
-            // Every rank looks at the peers' flags once per call, so that a failure on any
+            // Every rank looks at the peers' completion and abort words once per call, so that a failure on any
             // rank reaches it by its next call or the one after (a writer may run one call
             // ahead of its readers).
             if let Err(busy) = segment
@@ -171,15 +171,22 @@ impl Run {
         Ok(true)
     }
 
-    /// Waits until complete or the deadline: a few polls in a tight loop first where every
-    /// rank has a core (a peer on another core answers within them), then polls that yield
+    /// Waits until complete or the deadline: polls in a tight loop first where every rank has
+    /// a core (a peer on another core answers within [`SPIN_TIME`]), then polls that yield
     /// the core, then sleeps.
     pub fn wait(&mut self, segment: &mut Segment, send: Source<'_>, recv: &mut [u8]) -> Result<()> {
-        for _ in 0..segment.spins {
-            if self.test(segment, send, recv)? {
-                return Ok(());
+        if segment.spins {
+            loop {
+                for _ in 0..SPIN_BATCH {
+                    if self.test(segment, send, recv)? {
+                        return Ok(());
+                    }
+                    std::hint::spin_loop();
+                }
+                if self.patience.waited() >= SPIN_TIME {
+                    break;
+                }
             }
-            std::hint::spin_loop();
         }
         while !self.test(segment, send, recv)? {
             match self.patience.pause() {
@@ -203,7 +210,7 @@ impl Run {
         send: Source<'_>,
         recv: &mut [u8],
     ) -> Result<bool> {
-        if self.patience.since.elapsed() >= self.patience.deadline() {
+        if self.patience.waited() >= self.patience.deadline() {
             return Err(self.timeout());
         }
         self.test_unless_gone(segment, send, recv)

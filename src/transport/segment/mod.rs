@@ -5,22 +5,25 @@
 //! completion to read, no ready token, and one copy in whatever the number of readers: the
 //! latency of a small collective inside a node is a few cache-line transfers.
 //!
-//! Each segment (every word on a cache line of its own):
+//! Each segment:
 //!
 //! | at | what |
 //! | --- | --- |
-//! | [`FLAG`] | the number of the last operation this rank published its part of |
 //! | [`DONE`] | the number of the last operation this rank completed |
 //! | [`ABORT`] | 0, or the first operation this rank will not complete: it failed |
-//! | [`HEADERS`] + 64 q | the header of parity q: operation number, digest of the call, length |
-//! | [`HEAD`] + q × area | the data of parity q |
+//! | [`HEAD`] + q × block | parity q: operation number, digest of the call, length, then the data |
+//!
+//! Both control words share the first cache line (a writer asks each peer for both), and a
+//! parity's header shares its line with the first 40 bytes of its data, so that a reader of a
+//! small part waits on, and pulls, one cache line of the writer's.
 //!
 //! The operations of a communicator on the segment are numbered 1, 2, … alike on every rank;
 //! operation s uses parity s mod 2. A rank fills a parity only when every peer's `DONE` is at
-//! least s − 2, so no peer still reads what it overwrites; a reader takes a part when the
-//! writer's `FLAG` is at least s and the parity's header names s (a writer is at most one
-//! operation ahead of any reader). The header's digest is the call's: a reader whose own
-//! differs fails with a mismatch at once.
+//! least s − 2, so no peer still reads what it overwrites; it stores the data, digest and
+//! length, then the operation number with release ordering, and a reader takes the part once
+//! the parity's number (read with acquire) is s (a writer is at most one operation ahead of
+//! any reader, so the number it reads is s − 2 or s). The header's digest is the call's: a
+//! reader whose own differs fails with a mismatch at once.
 //!
 //! How it is chosen and set up: docs/architecture.md, "The shared segment".
 
@@ -36,27 +39,30 @@ use super::{Result, TransportError};
 use collective::rename;
 pub use collective::{Kind, Run, Source};
 
-/// The flag word: the last operation published.
-pub const FLAG: usize = 0;
 /// The completion word: the last operation completed.
-pub const DONE: usize = 64;
+pub const DONE: usize = 0;
 /// The abort word: 0, or the first operation this rank will not complete. A peer that needs
 /// its part of that operation or a later one, or that begins such an operation, fails at
 /// once; a part it published before stays readable.
-pub const ABORT: usize = 128;
-/// The headers of the two parities.
-pub const HEADERS: usize = 192;
-/// Where the data of parity 0 begins.
-pub const HEAD: usize = 320;
+pub const ABORT: usize = 8;
+/// Where parity 0 begins (a cache line after the control words).
+pub const HEAD: usize = 64;
 
-/// Offsets within a header.
+/// Offsets within a parity: its header, then its data.
 const H_SEQ: usize = 0;
 const H_DIGEST: usize = 8;
 const H_LEN: usize = 16;
+const H_DATA: usize = 24;
+
+/// Bytes of one parity holding `area` bytes of data: its header and the data, to whole
+/// cache lines.
+fn block_bytes(area: usize) -> usize {
+    (H_DATA + area).next_multiple_of(64)
+}
 
 /// Bytes of a segment whose parities hold `area` bytes each.
 pub fn segment_bytes(area: usize) -> usize {
-    HEAD + 2 * area.next_multiple_of(64)
+    HEAD + 2 * block_bytes(area)
 }
 
 /// What a rank tells its peers so that they map its segment: its pid and the file's name.
@@ -137,7 +143,7 @@ impl Own {
             area: self.area,
             seq: 0,
             scratch: Vec::new(),
-            spins: if addresses.len() <= cores { SPINS } else { 0 },
+            spins: addresses.len() <= cores,
         })
     }
 }
@@ -155,8 +161,9 @@ pub struct Segment {
     seq: u64,
     /// Room for a reduction's operand.
     scratch: Vec<u8>,
-    /// Polls in a tight loop before a waiting rank yields its core.
-    spins: usize,
+    /// Whether a waiting rank polls in a tight loop (for [`SPIN_TIME`]) before it yields its
+    /// core.
+    spins: bool,
 }
 
 impl std::fmt::Debug for Segment {
@@ -239,44 +246,53 @@ impl Segment {
         Ok(busy.map_or(Ok(()), Err))
     }
 
+    /// Where the parity of operation `seq` begins.
+    fn block(&self, seq: u64) -> usize {
+        HEAD + (seq % 2) as usize * block_bytes(self.area)
+    }
+
     /// Publishes `data` as this rank's part of operation `seq` with `digest`.
     fn publish(&self, seq: u64, digest: u64, data: &[u8]) -> Result<()> {
-        let parity = (seq % 2) as usize;
-        let header = HEADERS + 64 * parity;
-        self.mine.store(HEAD + parity * self.area, data)?;
-        self.mine.publish(header + H_SEQ, seq)?;
-        self.mine.publish(header + H_DIGEST, digest)?;
-        self.mine.publish(header + H_LEN, data.len() as u64)?;
-        self.mine.publish(FLAG, seq)?;
+        let block = self.block(seq);
+        self.mine.store(block + H_DATA, data)?;
+        self.mine.publish(block + H_DIGEST, digest)?;
+        self.mine.publish(block + H_LEN, data.len() as u64)?;
+        self.mine.publish(block + H_SEQ, seq)?;
         Ok(())
     }
 
     /// `from`'s part of operation `seq`, once published: checked against `digest`.
     fn part(&self, op: &str, seq: u64, digest: u64, from: usize) -> Result<Option<&[u8]>> {
         let peer = self.peer(from)?;
-        if peer.load(FLAG)? < seq {
+        let block = self.block(seq);
+        let published = peer.load(block + H_SEQ)?;
+        if published < seq {
             self.aborted_by(from, peer, seq)
                 .map_err(|e| rename(e, op))?;
             return Ok(None);
         }
-        let parity = (seq % 2) as usize;
-        let header = HEADERS + 64 * parity;
-        // The flag's acquire made the header visible; it cannot change before this rank's
-        // DONE reaches `seq`.
-        if peer.load(header + H_SEQ)? != seq || peer.load(header + H_DIGEST)? != digest {
+        // The number's acquire made the header and data visible; they cannot change before
+        // this rank's DONE reaches `seq`.
+        if published != seq {
+            return Err(TransportError::Protocol {
+                op: op.to_string(),
+                what: format!("rank {from} published operation {published} before {seq}"),
+            });
+        }
+        if peer.load(block + H_DIGEST)? != digest {
             return Err(TransportError::Mismatch {
                 op: op.to_string(),
                 peer: from,
             });
         }
-        let len = peer.load(header + H_LEN)? as usize;
+        let len = peer.load(block + H_LEN)? as usize;
         if len > self.area {
             return Err(TransportError::Protocol {
                 op: op.to_string(),
                 what: format!("rank {from} published {len} bytes, more than {}", self.area),
             });
         }
-        Ok(Some(peer.bytes(HEAD + parity * self.area, len)?))
+        Ok(Some(peer.bytes(block + H_DATA, len)?))
     }
 
     /// Marks operation `seq` complete on this rank.
@@ -295,15 +311,22 @@ impl Segment {
 /// (ranks may outnumber cores), then sleeps in growing steps so that an idle rank leaves the
 /// cores to others; the deadline ends the wait.
 pub struct Patience {
-    since: Instant,
+    /// When the wait began: the first time the run had to wait (reading the clock costs as
+    /// much as a small call, which mostly does not wait).
+    since: Option<Instant>,
     deadline: Duration,
     sleep: Duration,
 }
 
-/// Polls in a tight loop before a waiting rank yields its core, where every rank of the
-/// segment can have a core of its own: a peer on another core answers within them, while
-/// where ranks outnumber the cores the spinning keeps the awaited rank off its core.
-const SPINS: usize = 64;
+/// How long a waiting rank polls in a tight loop before it yields its core, where every rank
+/// of the segment can have a core of its own: a peer on another core answers within a
+/// microsecond or two, and a yield costs about as much as the broadcast; where ranks
+/// outnumber the cores the spinning would keep the awaited rank off its core, and there is
+/// none.
+pub const SPIN_TIME: Duration = Duration::from_micros(20);
+
+/// Polls between two readings of the clock while spinning.
+pub const SPIN_BATCH: usize = 64;
 
 /// What a pause was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -324,15 +347,20 @@ const LONGEST_SLEEP: Duration = Duration::from_millis(1);
 impl Patience {
     pub fn new(deadline: Duration) -> Self {
         Patience {
-            since: Instant::now(),
+            since: None,
             deadline,
             sleep: FIRST_SLEEP,
         }
     }
 
+    /// How long the run has waited (the clock starts at the first call).
+    pub fn waited(&mut self) -> Duration {
+        self.since.get_or_insert_with(Instant::now).elapsed()
+    }
+
     /// Waits a little: yields the core while polling, sleeps after that.
     pub fn pause(&mut self) -> Pause {
-        let waited = self.since.elapsed();
+        let waited = self.waited();
         if waited >= self.deadline {
             return Pause::Expired;
         }
