@@ -1,8 +1,10 @@
-//! The model of each level of a job whose nodes hold several ranks: α, β and o measured inside
-//! a node (the first of those with the most ranks, on its own ranks, the others idle: nodes are
-//! taken to be alike, and nodes that share cores, as emulated ones do, would measure each
-//! other's load) and across the nodes (among one rank per node, the others idle, so that no
-//! two ranks of a node share its link while it is measured).
+//! The model of each level of a job whose nodes hold several ranks: α, β and o measured on one
+//! pair of ranks per level, the others idle: inside a node on the first two ranks of the first
+//! of the nodes with the most ranks, across the nodes on the first ranks of the first two nodes.
+//! A pair is what the model's α and β describe (one message between two ranks over one link);
+//! what ranks sharing a node's link or cores cost is the model's to price, not the
+//! measurement's to absorb (nodes that share cores, as emulated ones do, would otherwise
+//! measure each other's load).
 
 use circulant::comm::{CommError, Communicator};
 use circulant::plan::{CostModel, LevelCosts, ReduceOp};
@@ -33,17 +35,14 @@ pub(in crate::cli) fn measure_levels(
             )
         })
         .unwrap_or(0);
-    let inside = match comm.split((comm.node() == largest).then_some(0), comm.rank() as i64)? {
-        Some(mut node) if node.size() > 1 => Some(measure_model(&mut node, &mut Window::new())?),
-        _ => None,
-    };
-    let leader = comm.local_ranks().first() == Some(&comm.rank());
-    let across = match comm.split(leader.then_some(0), comm.rank() as i64)? {
-        Some(mut leaders) => Some(measure_model(&mut leaders, &mut Window::new())?),
-        None => None,
-    };
-    // The measured node's figures inside; the leaders' across (all leaders measured the same
-    // broadcasts, each its own times: the largest).
+    let rank = comm.rank();
+    let first_two =
+        |ranks: Option<&[usize]>| ranks.is_some_and(|r| r.iter().take(2).any(|&x| x == rank));
+    let inside_pair = first_two(comm.ranks_on(largest));
+    let inside = measure_pair(comm, inside_pair)?;
+    let across_pair = (0..2).any(|v| comm.ranks_on(v).and_then(<[usize]>::first) == Some(&rank));
+    let across = measure_pair(comm, across_pair)?;
+    // Every rank takes the pairs' figures (the larger of the pair's two ranks' times).
     let words = |m: Option<CostModel>| m.map_or([0.0; 3], |m| [m.alpha, m.beta, m.o]);
     let mine: Vec<f64> = words(inside).into_iter().chain(words(across)).collect();
     let mut all = [0.0f64; 6];
@@ -57,4 +56,16 @@ pub(in crate::cli) fn measure_levels(
         inside: model(&all[..3]),
         across: model(&all[3..]),
     })
+}
+
+/// The model measured on the communicator of the ranks for which `member` holds (two of
+/// them), the others idle; `None` on the others. Collective over `comm`.
+fn measure_pair(comm: &mut Communicator, member: bool) -> Result<Option<CostModel>, CommError> {
+    let key = comm.rank() as i64;
+    match comm.split(member.then_some(0), key)? {
+        Some(mut pair) if pair.size() > 1 => {
+            Ok(Some(measure_model(&mut pair, &mut Window::new())?))
+        }
+        _ => Ok(None),
+    }
 }
