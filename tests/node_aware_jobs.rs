@@ -6,11 +6,13 @@
 
 use std::time::Duration;
 
-use circulant::bootstrap::memory::Job;
 use circulant::comm::{Choice, Communicator, Config};
 use circulant::plan::distribution::Distribution;
 use circulant::plan::{registry, Dtype, Problem, ReduceOp, Reduction};
 use circulant::sim::cases::CaseData;
+
+mod common;
+use common::hosts::run_on_hosts_to_a_barrier as run_with;
 
 /// Deadline of every fence and collective: generous for a loaded machine, short of a hang.
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -21,37 +23,13 @@ fn run<R: Send>(
     algorithms: Vec<String>,
     body: impl Fn(&mut Communicator) -> R + Sync,
 ) -> Vec<R> {
-    let job = Job::new(hosts.len())
-        .expect("job")
-        .timeout(DEADLINE)
-        .hosts(hosts.iter().copied())
-        .expect("one host per rank");
     let config = Config {
         provider: Some("shm".into()),
         deadline: DEADLINE,
         algorithms,
         ..Config::default()
     };
-    let done: Vec<(R, Communicator)> = std::thread::scope(|s| {
-        let handles: Vec<_> = job
-            .bootstraps()
-            .into_iter()
-            .map(|bootstrap| {
-                let (config, body) = (config.clone(), &body);
-                s.spawn(move || {
-                    let mut comm = Communicator::init_over(bootstrap, config).expect("init");
-                    let r = body(&mut comm);
-                    comm.barrier().expect("final barrier");
-                    (r, comm)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("rank did not panic"))
-            .collect()
-    });
-    done.into_iter().map(|(r, _comm)| r).collect()
+    run_with(hosts, config, body)
 }
 
 const LAYOUTS: &[&[&str]] = &[
@@ -259,8 +237,9 @@ fn the_automatic_choice_takes_a_node_aware_algorithm_where_it_is_priced_fastest(
 
 /// With the same slow link, the automatic choice takes the multi-lane allreduce (its lanes move
 /// across the link what the hierarchical one moves, and its ranks share the work inside the
-/// node) and the multi-lane barrier (one node phase fewer than the hierarchical one); both
-/// results are right.
+/// node) and, among the plans (the shared segment off: by default a blocking barrier runs its
+/// node phases on the segment, tests/node_phases.rs), the multi-lane barrier (one node phase
+/// fewer than the hierarchical one); both results are right.
 #[test]
 fn the_automatic_choice_takes_the_lanes_for_allreduce_and_barrier_on_a_slow_link() {
     use circulant::plan::{CostModel, LevelCosts};
@@ -271,7 +250,13 @@ fn the_automatic_choice_takes_the_lanes_for_allreduce_and_barrier_on_a_slow_link
         reduction: Reduction::new(Dtype::I64, ReduceOp::Sum).expect("defined"),
         bytes: 8 * 20_000,
     };
-    let chosen = run(hosts, Vec::new(), |comm| {
+    let config = Config {
+        provider: Some("shm".into()),
+        deadline: DEADLINE,
+        segment_limit: 0,
+        ..Config::default()
+    };
+    let chosen = run_with(hosts, config, |comm| {
         comm.set_levels(LevelCosts {
             inside: CostModel {
                 alpha: 1e-6,

@@ -9,48 +9,14 @@
 
 use std::time::Duration;
 
-use circulant::bootstrap::memory::Job;
+mod common;
 use circulant::comm::{Choice, Communicator, Config, Route, Traffic};
 use circulant::plan::distribution::Distribution;
 use circulant::plan::{registry, Problem};
+use common::hosts::run_on_hosts_to_a_barrier as run;
 
 const DEADLINE: Duration = Duration::from_secs(60);
 const NETWORK: &str = "tcp;ofi_rxm";
-
-/// Runs `body` on every rank of a job whose rank r runs on `hosts[r]`.
-fn run<R: Send>(
-    hosts: &[&str],
-    config: Config,
-    body: impl Fn(&mut Communicator) -> R + Sync,
-) -> Vec<R> {
-    let job = Job::new(hosts.len())
-        .expect("job")
-        .timeout(DEADLINE)
-        .hosts(hosts.iter().copied())
-        .expect("one host per rank");
-    std::thread::scope(|s| {
-        let handles: Vec<_> = job
-            .bootstraps()
-            .into_iter()
-            .map(|bootstrap| {
-                let (config, body) = (config.clone(), &body);
-                s.spawn(move || {
-                    let mut comm = Communicator::init_over(bootstrap, config).expect("init");
-                    let r = body(&mut comm);
-                    comm.barrier().expect("final barrier");
-                    (r, comm)
-                })
-            })
-            .collect();
-        // Communicators are dropped once every rank is done: ranks that are threads of one
-        // process share libfabric's shm regions, which a rank's endpoint frees when it closes.
-        let done: Vec<(R, Communicator)> = handles
-            .into_iter()
-            .map(|h| h.join().expect("rank did not panic"))
-            .collect();
-        done.into_iter().map(|(r, _comm)| r).collect()
-    })
-}
 
 fn config(algorithms: &[&str]) -> Config {
     Config {
@@ -347,7 +313,7 @@ fn a_split_by_node_reaches_its_ranks_through_the_node_provider() {
 #[test]
 fn an_unknown_node_provider_is_refused() {
     std::env::set_var("FI_TCP_IFACE", "lo");
-    let job = Job::new(2)
+    let job = circulant::bootstrap::memory::Job::new(2)
         .expect("job")
         .timeout(DEADLINE)
         .hosts(["a", "b"])

@@ -442,9 +442,10 @@ impl Collective {
 
     /// Starts the operation and waits for it.
     pub(super) fn run(mut self, comm: &Comm) -> Outcome {
-        let request = self.start(comm)?;
+        let communicator = raw::lease(comm)?;
         let _end = EndLease(comm);
-        Ok(request.wait()?)
+        let d = self.describe(communicator, comm)?;
+        Ok(with_memory!(d.send, d.recv, |s, r| communicator.run(d.call, s, r))?)
     }
 }
 

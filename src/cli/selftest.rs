@@ -405,7 +405,10 @@ fn persistent_algorithms(
         .algorithms(problem)?
         .into_iter()
         .map(|(name, _)| name)
-        .filter(|name| !circulant::comm::SEGMENT_ALGORITHMS.contains(name))
+        .filter(|name| {
+            !circulant::comm::SEGMENT_ALGORITHMS.contains(name)
+                && !circulant::comm::NODE_PHASE_ALGORITHMS.contains(name)
+        })
         .collect())
 }
 

@@ -1,15 +1,18 @@
 //! The blocking collectives: each starts its nonblocking form ([`super::Request`]) and waits
-//! for it.
+//! for it, except where the node phases on the shared segment serve it
+//! ([`super::node_phases`]), which run in the blocking forms only.
 
 use crate::plan::{ReduceOp, Reduction};
 
 use super::arguments::typed;
+use super::nonblocking::lengths;
 use super::{Choice, Communicator, Element, Payload, PayloadMut, Result};
 
 impl Communicator {
     /// Blocks until every rank has called it (dissemination barrier over the fabric).
     pub fn barrier(&mut self) -> Result<()> {
-        self.ibarrier()?.wait()
+        let call = self.barrier_call();
+        self.run::<[u8], [u8]>(call, None, None)
     }
 
     /// Root's `buf` ends up in every rank's `buf` (same length everywhere).
@@ -24,7 +27,8 @@ impl Communicator {
         root: usize,
         choice: Choice<'_>,
     ) -> Result<()> {
-        self.ibcast_using(buf, root, choice)?.wait()
+        let call = self.bcast_call(buf.bytes().len(), root, choice);
+        self.run::<[u8], B>(call, None, Some(buf))
     }
 
     /// Every rank's `send` (all the same length) into `recv` in rank order.
@@ -140,7 +144,8 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        self.iallreduce_bytes(send, recv, reduction, choice)?.wait()
+        let call = self.allreduce_call(lengths(send, recv), reduction, choice);
+        self.run(call, Some(send), Some(recv))
     }
 
     /// Root's `recv` = `op` over all ranks' `send`; other ranks' `recv` is not touched (it may
@@ -181,8 +186,8 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        self.ireduce_bytes(send, recv, reduction, root, choice)?
-            .wait()
+        let call = self.reduce_call(lengths(send, recv), reduction, root, choice);
+        self.run(call, Some(send), Some(recv))
     }
 
     /// Rank r's `recv` = `op` over the `send` of ranks 0..=r.

@@ -50,6 +50,7 @@ mod collectives;
 mod config;
 mod error;
 mod locality;
+mod node_phases;
 mod nonblocking;
 mod persistent;
 mod plan_cache;
@@ -83,6 +84,7 @@ pub mod eager {
         MAX_SLOTS, MAX_SLOT_BYTES, MIN_SLOTS, MIN_SLOT_BYTES,
     };
 }
+pub use node_phases::NODE_PHASE_ALGORITHMS;
 pub use nonblocking::Request;
 pub use persistent::Persistent;
 pub use segment::SEGMENT_ALGORITHMS;
@@ -135,6 +137,8 @@ pub struct Communicator {
     /// The shared segment of a communicator on one node (set up at its first call).
     segment: segment::SegmentState,
     segment_digests: segment::Digests,
+    /// The communicators of the node phases on the shared segment (split at their first call).
+    phases: node_phases::PhaseState,
 }
 
 /// What the last collective ran.
@@ -237,8 +241,9 @@ impl Communicator {
         let levels = config.levels(connected.model);
         let mut comm = Communicator::new(connected.transport, job, config, levels, connected.nodes);
         comm.cards_at_start = connected.cards_at_start;
-        // Every endpoint is up before the first collective.
-        comm.barrier()?;
+        // Every endpoint is up before the first collective (a plan's barrier: the node phases
+        // split communicators at their first call, which a job's start need not).
+        comm.ibarrier()?.wait()?;
         Ok(comm)
     }
 
@@ -269,6 +274,7 @@ impl Communicator {
             nodes,
             segment: segment::SegmentState::default(),
             segment_digests: segment::Digests::default(),
+            phases: node_phases::PhaseState::default(),
         }
     }
 
@@ -303,8 +309,13 @@ impl Communicator {
     /// What this rank's writes carried since the communicator was created, per way of
     /// reaching peers: through the network provider, through the node's, and stored into
     /// shared memory (eager receive slots, and the parts published on the shared segment).
+    /// It includes the communicators the node phases on the shared segment run on.
     pub fn traffic(&self) -> Traffic {
-        self.transport.traffic()
+        let mut traffic = self.transport.traffic();
+        for phase in self.phases.communicators() {
+            traffic.add(&phase.traffic());
+        }
+        traffic
     }
 
     /// `"pmi-1"`, `"singleton"` or `"oob"`.
@@ -346,11 +357,18 @@ impl Communicator {
         // The choices made under the old model may not be the ones the new one makes.
         self.plans.clear();
         self.check_plan = None;
+        for phase in self.phases.communicators_mut() {
+            phase.set_levels(levels);
+        }
     }
 
-    /// Deadline of one collective.
+    /// Deadline of one collective (of each phase, where the node phases on the shared segment
+    /// serve a call).
     pub fn set_deadline(&mut self, deadline: Duration) {
         self.transport.set_deadline(deadline);
+        for phase in self.phases.communicators_mut() {
+            phase.set_deadline(deadline);
+        }
     }
 
     /// Turns the full argument check on or off (`CIRCULANT_CHECK`): every rank must do the

@@ -627,7 +627,7 @@ impl Communicator {
 }
 
 /// The lengths of a call's buffers.
-fn lengths<S, R>(send: &S, recv: &R) -> Lengths
+pub(super) fn lengths<S, R>(send: &S, recv: &R) -> Lengths
 where
     S: Payload + ?Sized,
     R: Payload + ?Sized,

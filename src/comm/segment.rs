@@ -76,6 +76,24 @@ impl Digests {
     }
 }
 
+/// `name` if nothing speaks against it (`why_not`); else no segment algorithm, or where one was
+/// `forced`, an argument error that says why.
+pub(super) fn served(
+    call: &Call<'_>,
+    name: Option<&'static str>,
+    forced: Option<&str>,
+    why_not: Option<String>,
+) -> Result<Option<&'static str>> {
+    match (why_not, forced) {
+        (None, _) => Ok(name),
+        (Some(_), None) => Ok(None),
+        (Some(why), Some(forced)) => Err(in_call(
+            call.op,
+            argument(call.op, format!("{forced}: {why}")),
+        )),
+    }
+}
+
 /// A call served on the segment, as its request holds it.
 pub(super) struct SegmentCall<'a> {
     pub run: Run,
@@ -147,19 +165,9 @@ impl Communicator {
             return Ok(None);
         }
         let name = segment_name(&call.problem);
-        let forced = match call.choice {
-            Choice::Named(forced) if forced.starts_with("segment-") => Some(forced),
-            Choice::Named(_) => return Ok(None),
-            Choice::Auto => self
-                .config
-                .algorithms
-                .iter()
-                .find(|a| name == Some(a.as_str()))
-                .map(String::as_str),
-        };
-        if forced.is_none() && (self.config.segment_limit == 0 || self.forces_a_plan(call)) {
+        let Some(forced) = self.forced_on_segment(call, "segment-", name) else {
             return Ok(None);
-        }
+        };
         let why_not = if name.is_none() || (forced.is_some() && forced != name) {
             Some(format!(
                 "the shared segment does not serve {}",
@@ -180,14 +188,33 @@ impl Communicator {
         } else {
             None
         };
-        match (why_not, forced) {
-            (None, _) => Ok(name),
-            (Some(_), None) => Ok(None),
-            (Some(why), Some(forced)) => Err(in_call(
-                call.op,
-                argument(call.op, format!("{forced}: {why}")),
-            )),
+        served(call, name, forced, why_not)
+    }
+
+    /// Whether a call may run on the segment (`Some`), and the name of those starting with
+    /// `prefix` (the segment's, the node phases') it forces, if it does (`Some(Some)`); `None`
+    /// where another algorithm is forced, or a plan's, or the segment is off
+    /// (`CIRCULANT_SEGMENT_LIMIT=0`) and nothing is forced. `name`: the one that would serve.
+    pub(super) fn forced_on_segment<'c>(
+        &'c self,
+        call: &Call<'c>,
+        prefix: &str,
+        name: Option<&'static str>,
+    ) -> Option<Option<&'c str>> {
+        let forced = match call.choice {
+            Choice::Named(forced) if forced.starts_with(prefix) => Some(forced),
+            Choice::Named(_) => return None,
+            Choice::Auto => self
+                .config
+                .algorithms
+                .iter()
+                .find(|a| name == Some(a.as_str()))
+                .map(String::as_str),
+        };
+        if forced.is_none() && (self.config.segment_limit == 0 || self.forces_a_plan(call)) {
+            return None;
         }
+        Some(forced)
     }
 
     /// The segment algorithm that would serve `problem` on this communicator, with the time
@@ -225,10 +252,11 @@ impl Communicator {
     }
 
     /// Whether `CIRCULANT_ALGORITHM` forces a plan algorithm that applies to `call`.
-    fn forces_a_plan(&self, call: &Call<'_>) -> bool {
+    pub(super) fn forces_a_plan(&self, call: &Call<'_>) -> bool {
         !self.config.algorithms.is_empty()
             && self.config.algorithms.iter().any(|name| {
                 !name.starts_with("segment-")
+                    && !name.starts_with("hier-segment-")
                     && self.choose(&call.problem, Choice::Named(name)).is_ok()
             })
     }

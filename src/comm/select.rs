@@ -27,6 +27,13 @@ impl Communicator {
                         .into(),
                 }));
             }
+            if let Some(&phases) = super::NODE_PHASE_ALGORITHMS.iter().find(|&&s| s == name) {
+                return Err(CommError::Plan(PlanError::Unsupported {
+                    algorithm: phases,
+                    reason: "the node phases on the shared segment serve blocking calls only"
+                        .into(),
+                }));
+            }
             return Ok(self.by_name(name, problem)?);
         }
         // The segment's names are served before a plan is chosen (`super::segment`).
@@ -34,7 +41,7 @@ impl Communicator {
             .config
             .algorithms
             .iter()
-            .filter(|n| !n.starts_with("segment-"))
+            .filter(|n| !n.starts_with("segment-") && !n.starts_with("hier-segment-"))
         {
             match self.by_name(name, problem) {
                 Ok(algorithm) => return Ok(algorithm),
@@ -62,13 +69,15 @@ impl Communicator {
 
     /// The algorithms that apply to `problem` on this communicator, with the time the α-β
     /// model predicts for each, fastest first: the names a `Choice::Named` call accepts (the
-    /// shared segment's among them where it serves the call, see `super::segment`).
+    /// shared segment's among them where it serves the call, see `super::segment`, and the
+    /// node phases on it, `super::node_phases`, which blocking calls accept).
     pub fn algorithms(&self, problem: &Problem) -> Result<Vec<(&'static str, f64)>> {
         let mut out: Vec<(&'static str, f64)> = self
             .priced(problem)?
             .into_iter()
             .map(|(t, a)| (a.name(), t))
             .chain(self.segment_for(problem))
+            .chain(self.node_phases_for(problem))
             .collect();
         out.sort_by(|a, b| a.1.total_cmp(&b.1));
         Ok(out)

@@ -139,7 +139,7 @@ impl Communicator {
         }
         if let Some(comm) = comm.as_mut() {
             // Every endpoint of the group is up before its first collective.
-            comm.barrier()?;
+            comm.ibarrier()?.wait()?;
         }
         Ok(comm)
     }

@@ -78,8 +78,9 @@ impl Source {
 }
 
 impl Communicator {
-    /// Runs one call to completion ([`Self::start`], then the request's `wait`).
-    pub(super) fn run<S, R>(
+    /// Runs one call to completion: as its node phases on the shared segment where they serve
+    /// it ([`super::node_phases`]), else [`Self::start`], then the request's `wait`.
+    pub(crate) fn run<S, R>(
         &mut self,
         call: Call<'_>,
         send: Option<&S>,
@@ -89,6 +90,14 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
+        match self.node_phases_serve(&call) {
+            Ok(Some(name)) => return self.run_node_phases(call, name, send, recv),
+            Ok(None) => {}
+            Err(err) => {
+                self.comm_refused(call.op, &err);
+                return Err(err);
+            }
+        }
         self.start(call, send, recv)?.wait()
     }
 

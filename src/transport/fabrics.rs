@@ -146,6 +146,18 @@ pub struct Traffic {
 }
 
 impl Traffic {
+    /// Adds what `other` carried (a communicator's and those it runs phases on).
+    pub fn add(&mut self, other: &Traffic) {
+        for (mine, theirs) in [
+            (&mut self.network, other.network),
+            (&mut self.node, other.node),
+            (&mut self.memory, other.memory),
+        ] {
+            mine.writes += theirs.writes;
+            mine.bytes += theirs.bytes;
+        }
+    }
+
     fn route(&mut self, route: Route) -> &mut Carried {
         match route {
             Route::Network => &mut self.network,

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod hosts;
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;

@@ -112,6 +112,7 @@ pub fn run(args: Args) -> CliResult {
     for name in &args.algorithms {
         if !registry::names()
             .chain(circulant::comm::SEGMENT_ALGORITHMS)
+            .chain(circulant::comm::NODE_PHASE_ALGORITHMS)
             .any(|n| n == name)
         {
             return Err(MeasureError::UnknownAlgorithm(name.clone()).into());
@@ -408,8 +409,11 @@ fn plan_time(
     name: &str,
     me: usize,
 ) -> Result<f64, CommError> {
-    if circulant::comm::SEGMENT_ALGORITHMS.contains(&name) {
-        // Nothing to plan on the shared segment.
+    if circulant::comm::SEGMENT_ALGORITHMS.contains(&name)
+        || circulant::comm::NODE_PHASE_ALGORITHMS.contains(&name)
+    {
+        // Nothing to plan on the shared segment (the node phases' plans are their own
+        // communicators').
         return Ok(0.0);
     }
     let start = now_ns();
@@ -570,7 +574,7 @@ fn sum(comm: &mut Communicator, mine: u64) -> Result<u64, CommError> {
 }
 
 /// α and β of this job from binomial broadcasts of 1 byte and 4 MiB, each ⌈log₂ p⌉(α + βm) in
-/// the model, timed like the measurements (minimum of 5), and o from the write-overhead probe
+/// the model, timed like the measurements (minimum of 40 and of 5), and o from the write-overhead probe
 /// ([`Communicator::measure_write_overhead`]) unless `CIRCULANT_O` sets it. One rank: the
 /// configured model.
 pub(in crate::cli) fn measure_model(
@@ -587,9 +591,12 @@ pub(in crate::cli) fn measure_model(
     let mut big = comm.alloc(big_len)?;
     let name = Choice::Named("binomial-bcast");
     let (mut t_small, mut t_big) = (f64::INFINITY, f64::INFINITY);
-    for _ in 0..5 {
+    // The small broadcast is cheap and its minimum the noisier: more repetitions of it.
+    for rep in 0..40 {
         t_small = t_small.min(window.time(comm, &mut |c| c.bcast_using(&mut small, 0, name))?);
-        t_big = t_big.min(window.time(comm, &mut |c| c.bcast_using(&mut big, 0, name))?);
+        if rep % 8 == 0 {
+            t_big = t_big.min(window.time(comm, &mut |c| c.bcast_using(&mut big, 0, name))?);
+        }
     }
     let alpha = (t_small / rounds).max(1e-8);
     let beta = ((t_big / rounds - alpha) / big_len as f64).max(1e-13);

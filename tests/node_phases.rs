@@ -1,0 +1,273 @@
+//! The node phases on the shared segment (`hier-segment-*`): ranks as threads of this process,
+//! given host names so that their communicator sees several nodes, run bcast, reduce,
+//! allreduce and barrier as a segment operation inside each node, a plan among the nodes'
+//! first ranks and a segment operation again; every byte checked on blocks, round-robin,
+//! uneven and single-rank-node layouts, every root; what the automatic choice takes and where;
+//! refused calls and a rank that gives up.
+
+use std::time::{Duration, Instant};
+
+use circulant::comm::{Choice, CommError, Communicator, Config};
+use circulant::plan::{Dtype, Problem, ReduceOp, Reduction};
+use circulant::sim::cases::CaseData;
+
+mod common;
+use common::hosts::run_on_hosts as run;
+
+/// Deadline of every fence and collective: generous for a loaded machine, short of a hang.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+fn config() -> Config {
+    Config {
+        provider: Some("shm".into()),
+        deadline: DEADLINE,
+        ..Config::default()
+    }
+}
+
+/// 2 × 2 by blocks, 6 round robin on 2 nodes, 3 + 2 + 1, and a node of one rank beside one
+/// of three.
+const LAYOUTS: &[&[&str]] = &[
+    &["a", "a", "b", "b"],
+    &["a", "b", "a", "b", "a", "b"],
+    &["a", "a", "a", "b", "b", "c"],
+    &["a", "b", "b", "b"],
+];
+
+fn sum() -> Reduction {
+    Reduction::new(Dtype::I64, ReduceOp::Sum).expect("defined")
+}
+
+/// Every case of `p` ranks: bcast and reduce from every root, allreduce, at sizes from 0 to
+/// the default limit (8192 bytes; broadcasts of odd sizes too).
+fn problems(p: usize) -> Vec<Problem> {
+    let mut out = Vec::new();
+    for (odd, bytes) in [(0, 0), (1, 8), (7, 56), (8192, 8192)] {
+        for root in 0..p {
+            out.push(Problem::Broadcast {
+                p,
+                root,
+                bytes: odd,
+            });
+            out.push(Problem::Reduce {
+                p,
+                root,
+                reduction: sum(),
+                bytes,
+            });
+        }
+        out.push(Problem::Allreduce {
+            p,
+            reduction: sum(),
+            bytes,
+        });
+    }
+    out
+}
+
+/// One blocking call of `problem` with `choice`: the algorithm that ran, or the wrong bytes.
+fn call(
+    comm: &mut Communicator,
+    problem: &Problem,
+    choice: Choice<'_>,
+) -> Result<&'static str, String> {
+    let me = CaseData::new(problem.clone()).for_rank(comm.rank());
+    let mut recv = me.recv_initial.clone();
+    let send = me.send.clone();
+    let result = match problem {
+        Problem::Broadcast { root, .. } => comm.bcast_using(&mut recv[..], *root, choice),
+        Problem::Allreduce { reduction, .. } => {
+            comm.allreduce_bytes(&send[..], &mut recv[..], *reduction, choice)
+        }
+        Problem::Reduce {
+            root, reduction, ..
+        } => comm.reduce_bytes(&send[..], &mut recv[..], *reduction, *root, choice),
+        _ => return Err("not a case of this test".into()),
+    };
+    result.map_err(|e| format!("{problem:?}: {e}"))?;
+    me.expected
+        .check(&recv)
+        .map_err(|m| format!("{problem:?}: {m}"))?;
+    Ok(comm.last().map_or("none", |e| e.algorithm))
+}
+
+fn forced(problem: &Problem) -> &'static str {
+    match problem {
+        Problem::Broadcast { .. } => "hier-segment-bcast",
+        Problem::Reduce { .. } => "hier-segment-reduce",
+        Problem::Allreduce { .. } => "hier-segment-allreduce",
+        _ => "hier-segment-barrier",
+    }
+}
+
+#[test]
+fn every_case_forced_and_automatic_on_every_layout() {
+    for hosts in LAYOUTS {
+        let p = hosts.len();
+        let most = (0..p).map(|r| hosts.iter().filter(|h| **h == hosts[r]).count());
+        let most_per_node = most.max().unwrap_or(1);
+        let results = run(hosts, config(), |comm| {
+            let mut wrong = Vec::new();
+            for problem in problems(p) {
+                let name = forced(&problem);
+                match call(comm, &problem, Choice::Named(name)) {
+                    Ok(ran) if ran == name => {}
+                    Ok(ran) => wrong.push(format!("forced {name}, ran {ran}")),
+                    Err(e) => wrong.push(e),
+                }
+                // Unforced: the node phases wherever a rank's part fits the limit (and, for a
+                // reduction, the vectors a node's first rank folds).
+                let bytes = match problem {
+                    Problem::Broadcast { bytes, .. } => bytes,
+                    Problem::Reduce { bytes, .. } | Problem::Allreduce { bytes, .. } => {
+                        bytes * (most_per_node - 1)
+                    }
+                    _ => 0,
+                };
+                let expected = if bytes <= 8192 { Some(name) } else { None };
+                match call(comm, &problem, Choice::Auto) {
+                    Ok(ran) if expected.map_or(!ran.starts_with("hier-segment-"), |e| e == ran) => {
+                    }
+                    Ok(ran) => wrong.push(format!("{problem:?} unforced ran {ran}")),
+                    Err(e) => wrong.push(e),
+                }
+            }
+            for _ in 0..3 {
+                comm.barrier().expect("barrier");
+                if comm.last().map(|e| e.algorithm) != Some("hier-segment-barrier") {
+                    wrong.push(format!("barrier ran {:?}", comm.last()));
+                }
+            }
+            // The phases' own communicators carried the data: published on the segment.
+            let traffic = comm.traffic();
+            if traffic.memory.writes == 0 {
+                wrong.push(format!("nothing published on the segment: {traffic:?}"));
+            }
+            wrong
+        });
+        for (rank, wrong) in results.iter().enumerate() {
+            assert!(wrong.is_empty(), "{hosts:?} rank {rank}: {wrong:?}");
+        }
+    }
+}
+
+/// The nonblocking forms and the calls above the limit run plans; with the segment turned off
+/// (`CIRCULANT_SEGMENT_LIMIT=0`) no call takes the node phases, and the automatic choice
+/// takes the plans' node-aware barrier.
+#[test]
+fn nonblocking_calls_large_calls_and_no_segment_run_plans() {
+    let hosts = LAYOUTS[0];
+    let ran = run(hosts, config(), |comm| {
+        let mut buf = [7u8; 100];
+        comm.ibcast(&mut buf[..], 1)
+            .and_then(|r| r.wait())
+            .expect("ibcast");
+        let nonblocking = comm.last().map(|e| e.algorithm);
+        let mut big = vec![7u8; 8193];
+        comm.bcast(&mut big[..], 1).expect("bcast");
+        (nonblocking, comm.last().map(|e| e.algorithm))
+    });
+    for (nonblocking, big) in ran {
+        assert!(!nonblocking.expect("ran").starts_with("hier-segment-"));
+        assert!(!big.expect("ran").starts_with("hier-segment-"));
+    }
+    let off = Config {
+        segment_limit: 0,
+        ..config()
+    };
+    let ran = run(hosts, off, |comm| {
+        let mut buf = [7u8; 8];
+        comm.bcast(&mut buf[..], 0).expect("bcast");
+        let bcast = comm.last().map(|e| e.algorithm);
+        comm.barrier().expect("barrier");
+        (bcast, comm.last().map(|e| e.algorithm))
+    });
+    for (bcast, barrier) in ran {
+        assert!(!bcast.expect("ran").starts_with("hier-segment-"));
+        assert!(!barrier.expect("ran").starts_with("hier-segment-"));
+    }
+}
+
+/// A forced name that cannot serve the call fails on every rank with the reason; the names
+/// are listed among a communicator's algorithms only where they serve.
+#[test]
+fn forced_names_that_cannot_serve_are_refused_with_the_reason() {
+    let problem = |p| Problem::Broadcast {
+        p,
+        root: 0,
+        bytes: 8,
+    };
+    let errors = run(LAYOUTS[0], config(), |comm| {
+        let listed = comm
+            .algorithms(&problem(4))
+            .expect("algorithms")
+            .iter()
+            .any(|(n, _)| *n == "hier-segment-bcast");
+        let mut big = vec![0u8; 8193];
+        let err = comm
+            .bcast_using(&mut big[..], 0, Choice::Named("hier-segment-bcast"))
+            .expect_err("above the limit");
+        (listed, err.to_string())
+    });
+    for (listed, err) in errors {
+        assert!(listed);
+        assert!(err.contains("exceed"), "{err}");
+    }
+    let errors = run(&["a", "a", "a"], config(), |comm| {
+        let listed = comm
+            .algorithms(&problem(3))
+            .expect("algorithms")
+            .iter()
+            .any(|(n, _)| n.starts_with("hier-segment-"));
+        let mut buf = [0u8; 8];
+        let err = comm
+            .bcast_using(&mut buf[..], 0, Choice::Named("hier-segment-bcast"))
+            .expect_err("one node");
+        (listed, err.to_string())
+    });
+    for (listed, err) in errors {
+        assert!(!listed);
+        assert!(err.contains("several nodes"), "{err}");
+    }
+}
+
+/// A rank that refuses a call (its root out of range) fails at once and gives up the phases'
+/// communicators too: the ranks that needed it fail, those that did not (a root publishes
+/// and goes on, as on the segment of one node) complete, and the next call fails on every
+/// rank, all long before the deadline.
+#[test]
+fn a_refused_call_fails_where_needed_and_the_next_everywhere() {
+    for hosts in LAYOUTS {
+        let p = hosts.len();
+        let results = run(hosts, config(), |comm| {
+            let mut buf = [1u8; 16];
+            comm.bcast(&mut buf[..], 0).expect("first bcast");
+            assert_eq!(comm.last().map(|e| e.algorithm), Some("hier-segment-bcast"));
+            let refuses = comm.rank() == p - 1;
+            let root = if refuses { p } else { 0 };
+            let started = Instant::now();
+            let refused: Result<(), CommError> = comm.bcast(&mut buf[..], root);
+            let next: Result<(), CommError> = comm.barrier();
+            (
+                refuses,
+                refused.map_err(|e| e.to_string()),
+                next.map_err(|e| e.to_string()),
+                started.elapsed(),
+            )
+        });
+        for (rank, (refuses, refused, next, took)) in results.iter().enumerate() {
+            if *refuses {
+                let err = refused.as_ref().expect_err("refused");
+                assert!(err.contains("root"), "{err}");
+            }
+            assert!(
+                next.is_err(),
+                "{hosts:?} rank {rank}: the next call completed"
+            );
+            assert!(
+                *took < DEADLINE / 2,
+                "{hosts:?} rank {rank} failed after {took:?}: {refused:?} {next:?}"
+            );
+        }
+    }
+}
