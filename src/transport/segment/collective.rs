@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::plan::Reduction;
 
-use super::{Patience, Pause, Segment, SPIN_BATCH, SPIN_TIME};
+use super::{Patience, Pause, Segment, SPINS};
 
 use crate::transport::{Result, TransportError};
 
@@ -171,21 +171,15 @@ impl Run {
         Ok(true)
     }
 
-    /// Waits until complete or the deadline: polls in a tight loop first where every rank has
-    /// a core (a peer on another core answers within [`SPIN_TIME`]), then polls that yield
-    /// the core, then sleeps.
+    /// Waits until complete or the deadline: a few polls in a tight loop first where every
+    /// rank can have a core ([`SPINS`]), then polls that yield the core, then sleeps.
     pub fn wait(&mut self, segment: &mut Segment, send: Source<'_>, recv: &mut [u8]) -> Result<()> {
         if segment.spins {
-            loop {
-                for _ in 0..SPIN_BATCH {
-                    if self.test(segment, send, recv)? {
-                        return Ok(());
-                    }
-                    std::hint::spin_loop();
+            for _ in 0..SPINS {
+                if self.test(segment, send, recv)? {
+                    return Ok(());
                 }
-                if self.patience.waited() >= SPIN_TIME {
-                    break;
-                }
+                std::hint::spin_loop();
             }
         }
         while !self.test(segment, send, recv)? {

@@ -161,7 +161,7 @@ pub struct Segment {
     seq: u64,
     /// Room for a reduction's operand.
     scratch: Vec<u8>,
-    /// Whether a waiting rank polls in a tight loop (for [`SPIN_TIME`]) before it yields its
+    /// Whether a waiting rank polls in a tight loop ([`SPINS`] times) before it yields its
     /// core.
     spins: bool,
 }
@@ -318,15 +318,12 @@ pub struct Patience {
     sleep: Duration,
 }
 
-/// How long a waiting rank polls in a tight loop before it yields its core, where every rank
-/// of the segment can have a core of its own: a peer on another core answers within a
-/// microsecond or two, and a yield costs about as much as the broadcast; where ranks
-/// outnumber the cores the spinning would keep the awaited rank off its core, and there is
-/// none.
-pub const SPIN_TIME: Duration = Duration::from_micros(20);
-
-/// Polls between two readings of the clock while spinning.
-pub const SPIN_BATCH: usize = 64;
+/// Polls in a tight loop before a waiting rank yields its core, where every rank of the
+/// segment can have a core of its own: a peer on another core answers within them. Few, as
+/// the ranks are not pinned: two that the kernel put on one core would spin each other off it
+/// (spinning for 20 µs instead made whole runs of 300 broadcasts 2–5× slower); where ranks
+/// outnumber the cores there is no spinning.
+pub const SPINS: usize = 64;
 
 /// What a pause was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
