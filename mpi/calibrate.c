@@ -2,8 +2,10 @@
  * layer serves through circulant (the MPI_ call, with CIRCULANT_MPI=on) against the MPI's own
  * (the PMPI_ call) at sizes from 8 bytes up to --max-bytes (x8 apart), and writes the
  * thresholds file the layer reads in auto mode (CIRCULANT_MPI_THRESHOLDS): per collective the
- * smallest measured size from which circulant was not slower at every larger measured size,
- * or `never`.
+ * ranges of measured sizes at which circulant was not slower (`A-B` from the first to the last
+ * size of each run of them; `A-`, open, where the run reaches the largest size measured), or
+ * `never`. Between two measured sizes of a run circulant is taken to be as fast; beyond the
+ * last size of a run that ends, not.
  *
  * Run it preloaded, as the programs that are to use the file will run:
  *   mpirun -n 4 -x LD_PRELOAD=target/mpi/libcirculant-mpi-openmpi.so \
@@ -142,11 +144,11 @@ int main(int argc, char **argv) {
 #endif
     fprintf(out, "# circulant-mpi-calibrate on %s, %s, p = %d, %d repetitions, %s", host, mpi, p,
             reps, ctime(&t));
-    fprintf(out, "# collective: threshold (bytes), then per size: circulant / MPI time\n");
+    fprintf(out, "# per size: circulant / MPI time, then the collective and its byte ranges\n");
     printf("%-10s %10s %12s %12s\n", "collective", "bytes", "circulant_s", "mpi_s");
   }
   for (int op = 0; op < OPS; op++) {
-    uint64_t threshold = UINT64_MAX, sizes[32];
+    uint64_t sizes[32];
     double ours[32], theirs[32];
     int n = 0;
     for (uint64_t b = 8; b <= max_bytes && n < 32; b *= 8) {
@@ -161,17 +163,25 @@ int main(int argc, char **argv) {
       n++;
       if (op == BARRIER) break;
     }
-    /* The smallest size from which circulant is not slower at any larger size. */
-    for (int i = n - 1; i >= 0 && ours[i] <= theirs[i]; i--) threshold = sizes[i];
     if (me == 0) {
       fprintf(out, "#");
       for (int i = 0; i < n; i++)
         fprintf(out, " %llu:%.2f", (unsigned long long)sizes[i], ours[i] / theirs[i]);
-      fprintf(out, "\n");
-      if (threshold == UINT64_MAX)
-        fprintf(out, "%s never\n", names[op]);
-      else
-        fprintf(out, "%s %llu\n", names[op], (unsigned long long)threshold);
+      fprintf(out, "\n%s", names[op]);
+      /* Each run of sizes at which circulant was not slower: a range. */
+      int ranges = 0;
+      for (int i = 0; i < n; i++) {
+        if (ours[i] > theirs[i]) continue;
+        int j = i;
+        while (j + 1 < n && ours[j + 1] <= theirs[j + 1]) j++;
+        if (j == n - 1)
+          fprintf(out, " %llu-", (unsigned long long)sizes[i]);
+        else
+          fprintf(out, " %llu-%llu", (unsigned long long)sizes[i], (unsigned long long)sizes[j]);
+        ranges++;
+        i = j;
+      }
+      fprintf(out, "%s\n", ranges ? "" : " never");
     }
   }
   if (me == 0) {

@@ -110,8 +110,22 @@ static int g_threads;      /* MPI_THREAD_MULTIPLE was given */
 static int g_comm_keyval = MPI_KEYVAL_INVALID;
 
 #define NEVER UINT64_MAX
-/* Per collective: auto serves calls of at least this many bytes (NEVER: none). */
-static uint64_t g_threshold[OP_COUNT];
+/* Per collective: the byte ranges auto serves, [from, to] each (to NEVER: no end); none: no
+ * call. */
+enum { MAX_RANGES = 16 };
+struct ranges {
+  int n;
+  uint64_t from[MAX_RANGES], to[MAX_RANGES];
+};
+static struct ranges g_threshold[OP_COUNT];
+
+/* Whether auto serves a call of `bytes` bytes of collective `op`. */
+static int in_ranges(int op, uint64_t bytes) {
+  const struct ranges *r = &g_threshold[op];
+  for (int i = 0; i < r->n; i++)
+    if (bytes >= r->from[i] && bytes <= r->to[i]) return 1;
+  return 0;
+}
 static const char *g_threshold_source = "built-in (mpi/thresholds-" LAYER_MPI ".txt)";
 
 /* Built-in thresholds: the file mpi/thresholds-MPI.txt that circulant-mpi-calibrate wrote on
@@ -129,8 +143,19 @@ static void die(const char *fmt, const char *a, const char *b) {
   exit(1);
 }
 
-/* Thresholds text: lines `COLLECTIVE BYTES` or `COLLECTIVE never`, `#` comments; each line
- * sets its collective's threshold. `source` names the text in messages. */
+/* One byte count of a thresholds line; dies naming `where` unless `text` is one. */
+static uint64_t parse_bytes(const char *text, const char *where) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (errno || *end || !*text || text[0] == '-' || text[0] == '+' || v == NEVER)
+    die("%s: `%s` is not a byte count", where, text);
+  return v;
+}
+
+/* Thresholds text: lines `COLLECTIVE RANGE...` or `COLLECTIVE never`, `#` comments, where a
+ * range is `A-B` (A to B bytes), `A-` or `A` (A bytes and more); each line sets the ranges of
+ * its collective. `source` names the text in messages. */
 static void parse_thresholds(const char *text, const char *source) {
   int number = 0;
   while (*text) {
@@ -147,26 +172,34 @@ static void parse_thresholds(const char *text, const char *source) {
     text += len + (text[len] == '\n');
     char *hash = strchr(line, '#');
     if (hash) *hash = 0;
-    char name[64], value[64], extra[8];
-    int n = sscanf(line, "%63s %63s %7s", name, value, extra);
-    if (n <= 0) continue;
+    char *save = NULL, *name = strtok_r(line, " \t\r", &save);
+    if (!name) continue;
     char where[600];
     snprintf(where, sizeof where, "%s line %d", source, number);
-    if (n != 2) die("%s: expected `COLLECTIVE BYTES` or `COLLECTIVE never`%s", where, "");
     int op = -1;
     for (int i = 0; i < OP_COUNT; i++)
       if (strcmp(name, op_names[i]) == 0) op = i;
     if (op < 0) die("%s: unknown collective `%s`", where, name);
-    if (strcmp(value, "never") == 0) {
-      g_threshold[op] = NEVER;
-      continue;
+    struct ranges r = {0};
+    int never = 0, words = 0;
+    for (char *w = strtok_r(NULL, " \t\r", &save); w; w = strtok_r(NULL, " \t\r", &save)) {
+      words++;
+      if (strcmp(w, "never") == 0) {
+        never = 1;
+        continue;
+      }
+      if (r.n == MAX_RANGES) die("%s: more than 16 ranges%s", where, "");
+      char *dash = strchr(w, '-');
+      if (dash) *dash = 0;
+      r.from[r.n] = parse_bytes(w, where);
+      r.to[r.n] = dash && dash[1] ? parse_bytes(dash + 1, where) : NEVER;
+      if (r.to[r.n] < r.from[r.n]) die("%s: a range that ends before it begins at `%s`", where, w);
+      r.n++;
     }
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(value, &end, 10);
-    if (errno || *end || value[0] == '-' || v == NEVER)
-      die("%s: `%s` is neither a byte count nor `never`", where, value);
-    g_threshold[op] = v;
+    if (words == 0 || (never && words != 1))
+      die("%s: expected `COLLECTIVE never` or `COLLECTIVE` and byte ranges (`A-B`, `A-`, `A`)%s",
+          where, "");
+    g_threshold[op] = r;
   }
 }
 
@@ -208,7 +241,7 @@ static void read_settings(void) {
     else if (strcmp(stats, "0") != 0)
       die("CIRCULANT_MPI_STATS=%s: expected 0 or 1%s", stats, "");
   }
-  for (int i = 0; i < OP_COUNT; i++) g_threshold[i] = NEVER;
+  for (int i = 0; i < OP_COUNT; i++) g_threshold[i].n = 0;
   parse_thresholds(LAYER_THRESHOLDS, "the built-in thresholds");
   const char *file = getenv("CIRCULANT_MPI_THRESHOLDS");
   if (file && *file) read_thresholds(file);
@@ -334,7 +367,7 @@ static int begin(struct call *c, enum op op, int large, MPI_Comm comm) {
 
 /* The threshold, then the communicator's mirror: 0 to serve, else PASS. */
 static int decide(struct call *c, uint64_t bytes) {
-  if (g_mode == MODE_AUTO && (g_threshold[c->op] == NEVER || bytes < g_threshold[c->op]))
+  if (g_mode == MODE_AUTO && !in_ranges(c->op, bytes))
     return pass(c, WHY_THRESHOLD);
   c->m = mirror_of(c->comm);
   if (!c->m->cc) return pass(c, WHY_START);
@@ -802,7 +835,7 @@ static int serve_v(struct call *c, enum vkind kind, const void *sendbuf, MPI_Cou
   } else {
     /* Only the root knows the counts: it decides and broadcasts its decision and the byte
      * counts with circulant, wherever the settings let the collective be served at all. */
-    if (g_mode == MODE_AUTO && g_threshold[c->op] == NEVER) {
+    if (g_mode == MODE_AUTO && g_threshold[c->op].n == 0) {
       rc = pass(c, WHY_THRESHOLD);
       goto out;
     }
@@ -814,7 +847,7 @@ static int serve_v(struct call *c, enum vkind kind, const void *sendbuf, MPI_Cou
     if (rank == root) {
       enum reason why = WHY_SERVED;
       if (!valid) why = packable(total) ? WHY_ARGUMENT : WHY_SIZE;
-      else if (g_mode == MODE_AUTO && total < g_threshold[c->op]) why = WHY_THRESHOLD;
+      else if (g_mode == MODE_AUTO && !in_ranges(c->op, total)) why = WHY_THRESHOLD;
       bytes[size] = (uint64_t)why;
     }
     int crc = circulant_bcast(c->m->cc, bytes, ((size_t)size + 1) * sizeof *bytes, root);

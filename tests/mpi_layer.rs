@@ -330,8 +330,8 @@ fn every_collective_under_open_mpi() {
     every_collective(Mpi::OpenMpi);
 }
 
-/// auto with a thresholds file: what lies below a threshold or is `never` is passed through
-/// (and still correct); off passes everything through.
+/// auto with a thresholds file: what lies outside a collective's ranges or is `never` is passed
+/// through (and still correct); off passes everything through.
 #[test]
 fn thresholds_and_off_decide_what_is_served() {
     let Some(lib) = layer(Mpi::Mpich) else { return };
@@ -340,7 +340,7 @@ fn thresholds_and_off_decide_what_is_served() {
     let file = dir.join("mpi-thresholds.txt");
     std::fs::write(
         &file,
-        "# a test's thresholds\nbcast 0\nallreduce 1000\nalltoall never\nscan never\n",
+        "# a test's thresholds\nbcast 0-\nallgather 0\nallreduce 0-999 # a range with an end\nalltoall never\nscan never\n",
     )
     .expect("write thresholds");
     let file = file.to_string_lossy().into_owned();
@@ -373,6 +373,8 @@ fn thresholds_and_off_decide_what_is_served() {
     assert_eq!(bcast_passed, 3, "{err}");
     let (allreduce, _, _) = stats(err, "MPI_Allreduce").expect("allreduce statistics");
     assert!(allreduce > 0, "{err}");
+    // Served within its range, passed through above it (the program's vectors reach 2800
+    // bytes).
     assert!(reason(err, "MPI_Allreduce", "below-threshold") > 0, "{err}");
     let (alltoall, _, _) = stats(err, "MPI_Alltoall").expect("alltoall statistics");
     assert_eq!(alltoall, 0, "{err}");
@@ -422,22 +424,30 @@ fn bad_settings_are_refused_with_a_message() {
         "{done:?}"
     );
     let file = dir.join("mpi-bad-thresholds.txt");
-    std::fs::write(&file, "bcast lots\n").expect("write thresholds");
-    let done = job(
-        Mpi::Mpich,
-        1,
-        Some(&lib),
-        &[("CIRCULANT_MPI_THRESHOLDS", &file.to_string_lossy())],
-        &exe,
-        &["1"],
-        &dir,
-    );
-    assert_ne!(done.code(), Some(0), "{done:?}");
-    assert!(
-        done.stderr
-            .contains("line 1: `lots` is neither a byte count nor `never`"),
-        "{done:?}"
-    );
+    for (text, says) in [
+        ("bcast lots\n", "line 1: `lots` is not a byte count"),
+        (
+            "# ranges\nbcast 8-64\nallreduce 900-3\n",
+            "line 3: a range that ends before it begins at `900`",
+        ),
+        (
+            "reduce never 8-\n",
+            "line 1: expected `COLLECTIVE never` or",
+        ),
+    ] {
+        std::fs::write(&file, text).expect("write thresholds");
+        let done = job(
+            Mpi::Mpich,
+            1,
+            Some(&lib),
+            &[("CIRCULANT_MPI_THRESHOLDS", &file.to_string_lossy())],
+            &exe,
+            &["1"],
+            &dir,
+        );
+        assert_ne!(done.code(), Some(0), "{done:?}");
+        assert!(done.stderr.contains(says), "{says}: {done:?}");
+    }
 }
 
 /// MPI_ERRORS_RETURN: an error class whose string is circulant's message, and the
@@ -738,11 +748,15 @@ fn calibration_writes_a_thresholds_file_the_layer_reads() {
         ],
         "{text}"
     );
+    // `never`, or ranges of measured sizes: `A-B`, or `A-` open at the last.
+    let measured = |v: &str| v.parse::<u64>().is_ok_and(|v| v <= 512);
     for (name, value) in &settings {
-        assert!(
-            *value == "never" || value.parse::<u64>().is_ok_and(|v| v <= 512),
-            "{name} {value}: {text}"
-        );
+        let ranges_ok = value.split(' ').all(|range| match range.split_once('-') {
+            Some((from, "")) => measured(from),
+            Some((from, to)) => measured(from) && measured(to),
+            None => false,
+        });
+        assert!(*value == "never" || ranges_ok, "{name} {value}: {text}");
     }
     let done = job(
         Mpi::OpenMpi,
