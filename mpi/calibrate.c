@@ -171,7 +171,7 @@ int main(int argc, char **argv) {
       /* Each run of sizes at which circulant was not slower: a range. */
       int ranges = 0;
       for (int i = 0; i < n; i++) {
-        if (ours[i] > theirs[i]) continue;
+        if (!(ours[i] <= theirs[i])) continue;
         int j = i;
         while (j + 1 < n && ours[j + 1] <= theirs[j + 1]) j++;
         if (j == n - 1)

@@ -189,11 +189,13 @@ static void parse_thresholds(const char *text, const char *source) {
         continue;
       }
       if (r.n == MAX_RANGES) die("%s: more than 16 ranges%s", where, "");
+      char range[64];
+      snprintf(range, sizeof range, "%s", w);
       char *dash = strchr(w, '-');
       if (dash) *dash = 0;
       r.from[r.n] = parse_bytes(w, where);
       r.to[r.n] = dash && dash[1] ? parse_bytes(dash + 1, where) : NEVER;
-      if (r.to[r.n] < r.from[r.n]) die("%s: a range that ends before it begins at `%s`", where, w);
+      if (r.to[r.n] < r.from[r.n]) die("%s: `%s`, a range that ends before it begins", where, range);
       r.n++;
     }
     if (words == 0 || (never && words != 1))

@@ -428,7 +428,7 @@ fn bad_settings_are_refused_with_a_message() {
         ("bcast lots\n", "line 1: `lots` is not a byte count"),
         (
             "# ranges\nbcast 8-64\nallreduce 900-3\n",
-            "line 3: a range that ends before it begins at `900`",
+            "line 3: `900-3`, a range that ends before it begins",
         ),
         (
             "reduce never 8-\n",

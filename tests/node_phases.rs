@@ -271,3 +271,27 @@ fn a_refused_call_fails_where_needed_and_the_next_everywhere() {
         }
     }
 }
+
+/// With `CIRCULANT_CHECK` on, ranks whose sizes disagree across the limit (one takes the node
+/// phases, the others a plan) are told so by the check on every rank, before any phase.
+#[test]
+fn the_argument_check_catches_ranks_on_different_paths() {
+    let checked = Config {
+        check: true,
+        ..config()
+    };
+    let results = run(LAYOUTS[0], checked, |comm| {
+        let mut small = [1u8; 8];
+        comm.bcast(&mut small[..], 0).expect("an agreed call");
+        let ran = comm.last().map(|e| e.algorithm);
+        let mut buf = vec![1u8; if comm.rank() == 0 { 8 } else { 9000 }];
+        let started = Instant::now();
+        let result = comm.bcast(&mut buf[..], 0).map_err(|e| e.to_string());
+        (ran, result, started.elapsed())
+    });
+    for (rank, (ran, result, took)) in results.iter().enumerate() {
+        assert_eq!(*ran, Some("hier-segment-bcast"), "rank {rank}");
+        assert!(result.is_err(), "rank {rank} completed");
+        assert!(*took < DEADLINE / 2, "rank {rank}: {took:?} {result:?}");
+    }
+}

@@ -375,6 +375,9 @@ impl Communicator {
     /// same, between the same two collectives. Communicators split from this one inherit it.
     pub fn set_check(&mut self, on: bool) {
         self.config.check = on;
+        for phase in self.phases.communicators_mut() {
+            phase.set_check(on);
+        }
     }
 
     /// Bytes this communicator copied locally so far: plan copy steps and the staging of

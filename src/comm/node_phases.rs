@@ -34,6 +34,8 @@ pub const NODE_PHASE_ALGORITHMS: [&str; 4] = [
 pub(super) struct Phases {
     node: Communicator,
     leaders: Option<Communicator>,
+    /// The parent's node map, kept so that a call need not copy it.
+    layout: crate::plan::Layout,
 }
 
 /// Where a communicator's node phases stand.
@@ -109,11 +111,10 @@ impl Communicator {
     pub(super) fn node_phases_serve(&self, call: &Call<'_>) -> Result<Option<&'static str>> {
         let name = phases_name(&call.problem);
         let layout = self.nodes.layout();
-        if !layout.is_hierarchical()
-            && matches!(call.choice, Choice::Auto)
-            && self.config.algorithms.is_empty()
-        {
-            // The common case, decided at once: one node, or one rank per node.
+        if !layout.is_hierarchical() && matches!(call.choice, Choice::Auto) {
+            // One node, or one rank per node: nothing to compose, decided at once. A name
+            // from CIRCULANT_ALGORITHM is for the communicators it can serve (the job's), not
+            // for every one split from it, the phases' own among them.
             return Ok(None);
         }
         let Some(forced) = self.forced_on_segment(call, "hier-segment-", name) else {
@@ -183,6 +184,15 @@ impl Communicator {
                 .validate()
                 .map_err(|e| in_call(op, CommError::Plan(e)))
         });
+        if self.config.check {
+            // CIRCULANT_CHECK: every rank's arguments compared before the phases, as the
+            // other paths do before their first message.
+            self.agree(
+                op,
+                &call.problem,
+                checked.as_ref().map(|()| name).map_err(|e| e.to_string()),
+            )?;
+        }
         if let Err(err) = checked {
             self.node_phases_failed(op, &err);
             return Err(err);
@@ -191,27 +201,25 @@ impl Communicator {
             let phases = self.split_phases()?;
             self.phases = PhaseState::Ready(Box::new(phases));
         }
-        // The input of a reduction: the send buffer, or (in place) a copy of the receive one.
-        let input: Vec<u8>;
-        let source: &[u8] = match (send, call.send_in_recv, &recv) {
-            (Some(send), _, _) => send.bytes(),
-            (None, Some((at, len)), Some(recv)) => {
-                input = recv.bytes().get(at..at + len).unwrap_or_default().to_vec();
-                &input
-            }
-            _ => &[],
-        };
+        // The input of a reduction: the send buffer (the C API copies an in-place input into
+        // one; no reduction of the Rust API is in place).
+        if call.send_in_recv.is_some() {
+            let err = argument(op, format!("{name} does not serve calls in place"));
+            self.node_phases_failed(op, &err);
+            return Err(err);
+        }
+        let source: &[u8] = send.map_or(&[], |send| send.bytes());
         let mut empty: [u8; 0] = [];
         let out: &mut [u8] = match recv {
             Some(recv) => recv.bytes_mut(),
             None => &mut empty,
         };
-        let (rank, layout) = (self.rank(), self.nodes.layout().clone());
+        let rank = self.rank();
         let PhaseState::Ready(phases) = &mut self.phases else {
             return Err(argument(op, "the node phases are not set up".into()));
         };
         let overhead = Instant::now().saturating_duration_since(entered);
-        let ran = phases.run(&call.problem, rank, &layout, source, out);
+        let ran = phases.run(&call.problem, rank, source, out);
         if let Err(err) = ran {
             self.node_phases_failed(op, &err);
             return Err(err);
@@ -234,7 +242,12 @@ impl Communicator {
         for comm in std::iter::once(&mut node).chain(leaders.as_mut()) {
             comm.config.algorithms.clear();
         }
-        Ok(Phases { node, leaders })
+        let layout = self.nodes.layout().clone();
+        Ok(Phases {
+            node,
+            leaders,
+            layout,
+        })
     }
 
     /// A call of the composition failed or was refused on this rank: every communicator it
@@ -251,16 +264,10 @@ impl Communicator {
 }
 
 impl Phases {
-    /// The phases of `problem` on this rank (`rank` of the communicator laid out as
-    /// `layout`): `source` its input where it has one, `out` its receive buffer.
-    fn run(
-        &mut self,
-        problem: &Problem,
-        rank: usize,
-        layout: &crate::plan::Layout,
-        source: &[u8],
-        out: &mut [u8],
-    ) -> Result<()> {
+    /// The phases of `problem` on this rank (`rank` of the parent): `source` its input where
+    /// it has one, `out` its receive buffer.
+    fn run(&mut self, problem: &Problem, rank: usize, source: &[u8], out: &mut [u8]) -> Result<()> {
+        let layout = &self.layout;
         // Nodes are numbered in the order of their first ranks: node v's leader is rank v of
         // the leaders' communicator, and a rank's index on its node its place there.
         let local = |r: usize| {

@@ -22,7 +22,8 @@
 //! least s − 2, so no peer still reads what it overwrites; it stores the data, digest and
 //! length, then the operation number with release ordering, and a reader takes the part once
 //! the parity's number (read with acquire) is s (a writer is at most one operation ahead of
-//! any reader, so the number it reads is s − 2 or s). The header's digest is the call's: a
+//! any reader, so the number it reads is s or below: s − 2, or older where the writer
+//! published nothing at s − 2). The header's digest is the call's: a
 //! reader whose own differs fails with a mismatch at once.
 //!
 //! How it is chosen and set up: docs/architecture.md, "The shared segment".
@@ -100,6 +101,8 @@ pub struct Own {
 impl Own {
     /// Creates this rank's segment with parities of `area` bytes.
     pub fn create(area: usize) -> Result<Own> {
+        // Rounded first: the peers map `segment_bytes` of the rounded area.
+        let area = area.next_multiple_of(64);
         let (memory, name) = SharedMemory::create(segment_bytes(area))?;
         Ok(Own {
             memory,
@@ -107,7 +110,7 @@ impl Own {
                 pid: std::process::id(),
                 name,
             },
-            area: area.next_multiple_of(64),
+            area,
         })
     }
 

@@ -145,6 +145,26 @@ fn every_kind_in_turn_gives_every_rank_its_result() {
     }
 }
 
+/// Segments of any size join (each rank maps its peers' files at the size they were made)
+/// and carry a part of that size, inside the header's cache line or beyond it.
+#[test]
+fn segments_of_sizes_off_the_cache_line_join_and_carry_their_part() {
+    for area in [1, 40, 41, 100, 1000] {
+        let mut segs = segments(2, area);
+        let (mut b, mut a) = (segs.pop().unwrap(), segs.pop().unwrap());
+        let kind = Kind::Broadcast { root: 0 };
+        let mut sent: Vec<u8> = (0..area).map(|i| (i * 7 + 1) as u8).collect();
+        let mut run = Run::new(&mut a, "bcast", 1, 3, kind.clone(), DEADLINE);
+        assert!(run
+            .test(&mut a, Source::InRecv(0, area), &mut sent)
+            .unwrap());
+        let mut got = vec![0u8; area];
+        let mut run = Run::new(&mut b, "bcast", 1, 3, kind, DEADLINE);
+        run.wait(&mut b, Source::None, &mut got).expect("bcast");
+        assert_eq!(got, sent, "area {area}");
+    }
+}
+
 #[test]
 fn a_rank_called_with_other_arguments_fails_its_reader_at_once() {
     let mut segs = segments(2, 64);
