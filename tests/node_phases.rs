@@ -152,8 +152,8 @@ fn every_case_forced_and_automatic_on_every_layout() {
 }
 
 /// The nonblocking forms and the calls above the limit run plans; with the segment turned off
-/// (`CIRCULANT_SEGMENT_LIMIT=0`) no call takes the node phases, and the automatic choice
-/// takes the plans' node-aware barrier.
+/// (`CIRCULANT_SEGMENT_LIMIT=0`) no call takes the node phases, nor one for which a plan is
+/// forced.
 #[test]
 fn nonblocking_calls_large_calls_and_no_segment_run_plans() {
     let hosts = LAYOUTS[0];
@@ -185,6 +185,30 @@ fn nonblocking_calls_large_calls_and_no_segment_run_plans() {
     for (bcast, barrier) in ran {
         assert!(!bcast.expect("ran").starts_with("hier-segment-"));
         assert!(!barrier.expect("ran").starts_with("hier-segment-"));
+    }
+    // A plan forced by CIRCULANT_ALGORITHM (or by name) runs instead, and a node-phase name
+    // there leaves the calls it does not name alone.
+    let forced = Config {
+        algorithms: vec!["binomial-bcast".into(), "hier-segment-allreduce".into()],
+        ..config()
+    };
+    let ran = run(hosts, forced, |comm| {
+        let mut buf = [7u8; 8];
+        comm.bcast(&mut buf[..], 0).expect("bcast");
+        let configured = comm.last().map(|e| e.algorithm);
+        comm.bcast_using(&mut buf[..], 0, Choice::Named("circulant-bcast"))
+            .expect("bcast");
+        let named = comm.last().map(|e| e.algorithm);
+        let (send, mut recv) = ([1i64], [0i64]);
+        comm.allreduce(&send, &mut recv, ReduceOp::Sum)
+            .expect("allreduce");
+        (configured, named, comm.last().map(|e| e.algorithm), recv[0])
+    });
+    for (configured, named, allreduce, sum) in ran {
+        assert_eq!(configured, Some("binomial-bcast"));
+        assert_eq!(named, Some("circulant-bcast"));
+        assert_eq!(allreduce, Some("hier-segment-allreduce"));
+        assert_eq!(sum, hosts.len() as i64);
     }
 }
 
@@ -293,5 +317,43 @@ fn the_argument_check_catches_ranks_on_different_paths() {
         assert_eq!(*ran, Some("hier-segment-bcast"), "rank {rank}");
         assert!(result.is_err(), "rank {rank} completed");
         assert!(*took < DEADLINE / 2, "rank {rank}: {took:?} {result:?}");
+    }
+}
+
+/// A rank whose forced name cannot serve its call (refused before any phase) gives up the
+/// phases' communicators too: the ranks waiting for it there fail at once, not at its next
+/// call (it makes none for a while) nor at their deadline; the next call fails on every rank.
+#[test]
+fn a_forced_name_refused_on_one_rank_fails_the_others_at_once() {
+    const QUIET: Duration = Duration::from_secs(5);
+    for hosts in LAYOUTS {
+        let p = hosts.len();
+        let results = run(hosts, config(), |comm| {
+            let mut buf = [1u8; 8];
+            comm.bcast(&mut buf[..], 0).expect("first bcast");
+            let refuses = comm.rank() == p - 1;
+            let choice = if refuses {
+                Choice::Named("hier-segment-reduce")
+            } else {
+                Choice::Auto
+            };
+            // The refusing rank is the root: every other rank waits for it in some phase.
+            let started = Instant::now();
+            let refused = comm.bcast_using(&mut buf[..], p - 1, choice);
+            let took = started.elapsed();
+            if refuses {
+                std::thread::sleep(QUIET);
+            }
+            let next = comm.barrier();
+            (refused.is_err(), took, next.is_err())
+        });
+        for (rank, (refused, took, next)) in results.iter().enumerate() {
+            assert!(refused, "{hosts:?} rank {rank}: the call completed");
+            assert!(
+                *took < QUIET / 2,
+                "{hosts:?} rank {rank} failed after {took:?}"
+            );
+            assert!(next, "{hosts:?} rank {rank}: the next call completed");
+        }
     }
 }

@@ -14,9 +14,9 @@ use std::time::Instant;
 
 use crate::plan::Problem;
 
-use super::arguments::{argument, in_call};
+use super::arguments::argument;
 use super::call::Call;
-use super::segment::served;
+use super::segment::{part_bytes, served};
 use super::{Choice, CommError, Communicator, Executed, Payload, PayloadMut, Result};
 use crate::transport::OpStats;
 
@@ -82,20 +82,10 @@ fn phases_name(problem: &Problem) -> Option<&'static str> {
     })
 }
 
-/// The bytes of each rank's vector or buffer.
-fn problem_bytes(problem: &Problem) -> usize {
-    match problem {
-        Problem::Broadcast { bytes, .. }
-        | Problem::Reduce { bytes, .. }
-        | Problem::Allreduce { bytes, .. } => *bytes,
-        _ => 0,
-    }
-}
-
 /// The bytes a node's first rank takes in the first node phase: a reduction's vectors from
 /// each other rank of the largest node, else the call's bytes.
 fn folds(problem: &Problem, layout: &crate::plan::Layout) -> usize {
-    let bytes = problem_bytes(problem);
+    let bytes = part_bytes(problem);
     match problem {
         Problem::Reduce { .. } | Problem::Allreduce { .. } => {
             bytes.saturating_mul(layout.max_per_node().saturating_sub(1))
@@ -120,7 +110,7 @@ impl Communicator {
         let Some(forced) = self.forced_on_segment(call, "hier-segment-", name) else {
             return Ok(None);
         };
-        let (bytes, folds) = (problem_bytes(&call.problem), folds(&call.problem, layout));
+        let (bytes, folds) = (part_bytes(&call.problem), folds(&call.problem, layout));
         let why_not = if name.is_none() || (forced.is_some() && forced != name) {
             Some(format!(
                 "the node phases on the shared segment do not serve {}",
@@ -147,7 +137,7 @@ impl Communicator {
     pub(super) fn node_phases_for(&self, problem: &Problem) -> Option<(&'static str, f64)> {
         let name = phases_name(problem)?;
         let layout = self.nodes.layout();
-        let (bytes, folds) = (problem_bytes(problem), folds(problem, layout));
+        let (bytes, folds) = (part_bytes(problem), folds(problem, layout));
         let serves = self.config.segment_limit > 0
             && problem.p() == layout.p()
             && layout.is_hierarchical()
@@ -168,7 +158,7 @@ impl Communicator {
     /// Runs `call` as its composition `name` (see the module documentation), blocking.
     pub(super) fn run_node_phases<S, R>(
         &mut self,
-        call: Call<'_>,
+        mut call: Call<'_>,
         name: &'static str,
         send: Option<&S>,
         recv: Option<&mut R>,
@@ -179,20 +169,9 @@ impl Communicator {
     {
         let entered = Instant::now();
         let op = call.op;
-        let checked = call.checked.and_then(|()| {
-            call.problem
-                .validate()
-                .map_err(|e| in_call(op, CommError::Plan(e)))
-        });
-        if self.config.check {
-            // CIRCULANT_CHECK: every rank's arguments compared before the phases, as the
-            // other paths do before their first message.
-            self.agree(
-                op,
-                &call.problem,
-                checked.as_ref().map(|()| name).map_err(|e| e.to_string()),
-            )?;
-        }
+        // Compared with every rank's before the phases, as the other paths do before their
+        // first message.
+        let checked = self.checks_agreed(&mut call, name)?;
         if let Err(err) = checked {
             self.node_phases_failed(op, &err);
             return Err(err);
@@ -252,7 +231,7 @@ impl Communicator {
 
     /// A call of the composition failed or was refused on this rank: every communicator it
     /// uses gives it up, so that the peers waiting in any phase fail at once.
-    fn node_phases_failed(&mut self, op: &'static str, err: &CommError) {
+    pub(super) fn node_phases_failed(&mut self, op: &'static str, err: &CommError) {
         self.comm_refused(op, err);
         if let PhaseState::Ready(phases) = &mut self.phases {
             phases.node.comm_refused(op, err);

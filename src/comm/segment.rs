@@ -115,7 +115,7 @@ fn segment_name(problem: &Problem) -> Option<&'static str> {
 }
 
 /// The most bytes one rank publishes for `problem`.
-fn part_bytes(problem: &Problem) -> usize {
+pub(super) fn part_bytes(problem: &Problem) -> usize {
     match problem {
         Problem::Broadcast { bytes, .. }
         | Problem::Reduce { bytes, .. }
@@ -345,20 +345,7 @@ impl Communicator {
             }
             return self.start_planned(entered, call, send, recv);
         }
-        // This rank's checks, and those of the problem a plan's choice makes (a root in
-        // range, a reduction defined for its type).
-        let checked = std::mem::replace(&mut call.checked, Ok(())).and_then(|()| {
-            call.problem
-                .validate()
-                .map_err(|e| in_call(op, CommError::Plan(e)))
-        });
-        if self.config.check {
-            self.agree(
-                op,
-                &call.problem,
-                checked.as_ref().map(|()| name).map_err(|e| e.to_string()),
-            )?;
-        }
+        let checked = self.checks_agreed(&mut call, name)?;
         let number = self.transport.take_seq(op)?;
         if let Err(err) = checked {
             self.comm_refused(op, &err);
@@ -397,6 +384,27 @@ impl Communicator {
             SegmentCall { run, send, recv },
             overhead,
         ))
+    }
+
+    /// This rank's checks of a call that runs without a plan of its own (the call's, and
+    /// those of the problem a plan's choice makes: a root in range, a reduction defined for
+    /// its type), compared with every rank's under `CIRCULANT_CHECK` as `name`: an error if
+    /// the comparison failed, else this rank's outcome, which the caller refuses or runs.
+    pub(super) fn checks_agreed(&mut self, call: &mut Call<'_>, name: &str) -> Result<Result<()>> {
+        let op = call.op;
+        let checked = std::mem::replace(&mut call.checked, Ok(())).and_then(|()| {
+            call.problem
+                .validate()
+                .map_err(|e| in_call(op, CommError::Plan(e)))
+        });
+        if self.config.check {
+            self.agree(
+                op,
+                &call.problem,
+                checked.as_ref().map(|_| name).map_err(|e| e.to_string()),
+            )?;
+        }
+        Ok(checked)
     }
 
     /// Progresses a call on the segment; true once complete. `wait` drives it to the end.

@@ -94,7 +94,8 @@ impl Communicator {
             Ok(Some(name)) => return self.run_node_phases(call, name, send, recv),
             Ok(None) => {}
             Err(err) => {
-                self.comm_refused(call.op, &err);
+                // The phases' communicators too: peers called otherwise may wait there.
+                self.node_phases_failed(call.op, &err);
                 return Err(err);
             }
         }

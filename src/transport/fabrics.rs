@@ -153,8 +153,7 @@ impl Traffic {
             (&mut self.node, other.node),
             (&mut self.memory, other.memory),
         ] {
-            mine.writes += theirs.writes;
-            mine.bytes += theirs.bytes;
+            mine.add(theirs.writes as usize, theirs.bytes as usize);
         }
     }
 
