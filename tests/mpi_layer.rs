@@ -630,7 +630,14 @@ fn hpcc_gives_the_same_verdicts_with_the_layer() {
         } else {
             assert!(!done.stderr.contains("circulant-mpi"), "{}", done.stderr);
         }
-        verdicts.push(v);
+        // PTRANS prints a CPU row beside a repetition's WALL row only when the process's CPU
+        // clock advanced during it (seen to differ between two runs of plain hpcc): its
+        // verdict is the WALL row's, checked above for FAILED and compared below.
+        verdicts.push(
+            v.into_iter()
+                .filter(|l| !l.starts_with("CPU "))
+                .collect::<Vec<_>>(),
+        );
     }
     assert_eq!(verdicts[0], verdicts[1]);
 }
