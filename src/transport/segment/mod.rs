@@ -137,7 +137,7 @@ impl Own {
         }
         // Where the ranks outnumber the cores, a rank that spins keeps the one it waits for
         // off its core: it yields at once instead.
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = machine_cores();
         Ok(Segment {
             rank,
             mine: self.memory,
@@ -149,6 +149,32 @@ impl Own {
             spins: addresses.len() <= cores,
         })
     }
+}
+
+/// The cores of the machine that are online, whatever this process's affinity: ranks pinned
+/// one to a core see a single core through their affinity mask (`available_parallelism`),
+/// yet each has a core of its own to spin on.
+fn machine_cores() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|list| cpu_list_len(&list))
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// The number of CPUs in a kernel CPU list (`0-3,8,10-11`); `None` if it is not one.
+fn cpu_list_len(list: &str) -> Option<usize> {
+    let mut count = 0;
+    for range in list.trim().split(',') {
+        let (first, last) = match range.split_once('-') {
+            Some((first, last)) => (first.parse::<usize>().ok()?, last.parse::<usize>().ok()?),
+            None => {
+                let cpu = range.parse::<usize>().ok()?;
+                (cpu, cpu)
+            }
+        };
+        count += last.checked_sub(first)? + 1;
+    }
+    (count > 0).then_some(count)
 }
 
 /// The segments of a communicator's ranks as this rank sees them.
@@ -322,7 +348,8 @@ pub struct Patience {
 }
 
 /// Polls in a tight loop before a waiting rank yields its core, where every rank of the
-/// segment can have a core of its own: a peer on another core answers within them. Few, as
+/// segment can have a core of its own (the machine's cores, not the rank's affinity: ranks
+/// pinned one to a core spin too): a peer on another core answers within them. Few, as
 /// the ranks are not pinned: two that the kernel put on one core would spin each other off it
 /// (spinning for 20 µs instead made whole runs of 300 broadcasts 2–5× slower); where ranks
 /// outnumber the cores there is no spinning.

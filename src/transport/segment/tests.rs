@@ -250,3 +250,16 @@ fn a_writer_waits_until_its_parity_has_been_read() {
     assert_eq!(got, [1; 4]);
     assert!(third.test(&mut a, Source::InRecv(0, 4), &mut buf).unwrap());
 }
+
+#[test]
+fn a_kernel_cpu_list_counts_its_cpus() {
+    assert_eq!(cpu_list_len("0-1\n"), Some(2));
+    assert_eq!(cpu_list_len("0"), Some(1));
+    assert_eq!(cpu_list_len("0-3,8,10-11"), Some(7));
+    assert_eq!(cpu_list_len(""), None);
+    assert_eq!(cpu_list_len("3-1"), None);
+    assert_eq!(cpu_list_len("a-b"), None);
+    // The machine's count ignores this process's affinity, and is at least the affinity's.
+    let affinity = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert!(machine_cores() >= affinity);
+}
