@@ -1,6 +1,6 @@
 //! The node phases on the shared segment (`hier-segment-*`): ranks as threads of this process,
 //! given host names so that their communicator sees several nodes, run bcast, reduce,
-//! allreduce and barrier as a segment operation inside each node, a plan among the nodes'
+//! allreduce, allgather(v) and barrier as a segment operation inside each node, a plan among the nodes'
 //! first ranks and a segment operation again; every byte checked on blocks, round-robin,
 //! uneven and single-rank-node layouts, every root; what the automatic choice takes and where;
 //! refused calls and a rank that gives up.
@@ -62,6 +62,15 @@ fn problems(p: usize) -> Vec<Problem> {
             bytes,
         });
     }
+    // Allgathers up to the limit in all and just past it; allgathervs with zero counts.
+    for block in [0, 1, 24, 8192 / p, 8192 / p + 1] {
+        out.push(Problem::Allgather { p, block });
+    }
+    for scale in [1, 100, 400] {
+        out.push(Problem::Allgatherv {
+            counts: (0..p).map(|r| (r * 7 + 3) % 5 * scale).collect(),
+        });
+    }
     out
 }
 
@@ -82,6 +91,10 @@ fn call(
         Problem::Reduce {
             root, reduction, ..
         } => comm.reduce_bytes(&send[..], &mut recv[..], *reduction, *root, choice),
+        Problem::Allgather { .. } => comm.allgather_using(&send[..], &mut recv[..], choice),
+        Problem::Allgatherv { counts } => {
+            comm.allgatherv_using(&send[..], &mut recv[..], counts, choice)
+        }
         _ => return Err("not a case of this test".into()),
     };
     result.map_err(|e| format!("{problem:?}: {e}"))?;
@@ -96,6 +109,8 @@ fn forced(problem: &Problem) -> &'static str {
         Problem::Broadcast { .. } => "hier-segment-bcast",
         Problem::Reduce { .. } => "hier-segment-reduce",
         Problem::Allreduce { .. } => "hier-segment-allreduce",
+        Problem::Allgather { .. } => "hier-segment-allgather",
+        Problem::Allgatherv { .. } => "hier-segment-allgatherv",
         _ => "hier-segment-barrier",
     }
 }
@@ -110,19 +125,29 @@ fn every_case_forced_and_automatic_on_every_layout() {
             let mut wrong = Vec::new();
             for problem in problems(p) {
                 let name = forced(&problem);
-                match call(comm, &problem, Choice::Named(name)) {
-                    Ok(ran) if ran == name => {}
-                    Ok(ran) => wrong.push(format!("forced {name}, ran {ran}")),
-                    Err(e) => wrong.push(e),
+                // Forced within the limit (past it a forced name is refused, which gives
+                // the communicator up: tested apart).
+                let whole = match &problem {
+                    Problem::Allgather { p, block } => p * block,
+                    Problem::Allgatherv { counts } => counts.iter().sum(),
+                    _ => 0,
+                };
+                if whole <= 8192 {
+                    match call(comm, &problem, Choice::Named(name)) {
+                        Ok(ran) if ran == name => {}
+                        Ok(ran) => wrong.push(format!("forced {name}, ran {ran}")),
+                        Err(e) => wrong.push(e),
+                    }
                 }
-                // Unforced: the node phases wherever a rank's part fits the limit (and, for a
-                // reduction, the vectors a node's first rank folds).
+                // Unforced: the node phases wherever a rank's part fits the limit (for a
+                // reduction, the vectors a node's first rank folds; for an allgather(v), the
+                // whole, which the last phase broadcasts).
                 let bytes = match problem {
                     Problem::Broadcast { bytes, .. } => bytes,
                     Problem::Reduce { bytes, .. } | Problem::Allreduce { bytes, .. } => {
                         bytes * (most_per_node - 1)
                     }
-                    _ => 0,
+                    _ => whole,
                 };
                 let expected = if bytes <= 8192 { Some(name) } else { None };
                 match call(comm, &problem, Choice::Auto) {
@@ -354,6 +379,66 @@ fn a_forced_name_refused_on_one_rank_fails_the_others_at_once() {
                 "{hosts:?} rank {rank} failed after {took:?}"
             );
             assert!(next, "{hosts:?} rank {rank}: the next call completed");
+        }
+    }
+}
+
+/// The allgathers in place (as the C API's `MPI_IN_PLACE` calls them): each rank's block is
+/// already at its place; every block arrives at its rank's place on round-robin and uneven
+/// layouts.
+#[test]
+fn allgathers_in_place_take_the_node_phases() {
+    let pattern = |r: usize, i: usize| (r * 31 + i * 7 + 1) as u8;
+    for hosts in [LAYOUTS[1], LAYOUTS[2]] {
+        let p = hosts.len();
+        let results = run(hosts, config(), |comm| {
+            let me = comm.rank();
+            let mut wrong = Vec::new();
+            let counts: Vec<usize> = (0..p).map(|r| (r % 3) * 5 + 1).collect();
+            let offsets: Vec<usize> = (0..p).map(|r| counts[..r].iter().sum()).collect();
+            let whole = |counts: &[usize], offsets: &[usize]| {
+                let mut all = vec![0u8; counts.iter().sum()];
+                for r in 0..p {
+                    for i in 0..counts[r] {
+                        all[offsets[r] + i] = pattern(r, i);
+                    }
+                }
+                all
+            };
+            let expected = whole(&counts, &offsets);
+            let mut buf = vec![0u8; expected.len()];
+            let mine = offsets[me]..offsets[me] + counts[me];
+            buf[mine.clone()].copy_from_slice(&expected[mine]);
+            comm.allgatherv_in_place(&mut buf[..], &counts)
+                .expect("allgatherv in place");
+            if buf != expected {
+                wrong.push(format!("allgatherv in place: {buf:?}"));
+            }
+            wrong.push(format!("{:?}", comm.last().map(|e| e.algorithm)));
+            let block = 3;
+            let (counts, offsets): (Vec<usize>, Vec<usize>) =
+                (0..p).map(|r| (block, r * block)).unzip();
+            let expected = whole(&counts, &offsets);
+            let mut buf = vec![0u8; expected.len()];
+            let mine = me * block..(me + 1) * block;
+            buf[mine.clone()].copy_from_slice(&expected[mine]);
+            comm.allgather_in_place(&mut buf[..])
+                .expect("allgather in place");
+            if buf != expected {
+                wrong.push(format!("allgather in place: {buf:?}"));
+            }
+            wrong.push(format!("{:?}", comm.last().map(|e| e.algorithm)));
+            wrong
+        });
+        for (rank, ran) in results.iter().enumerate() {
+            assert_eq!(
+                ran,
+                &[
+                    "Some(\"hier-segment-allgatherv\")",
+                    "Some(\"hier-segment-allgather\")"
+                ],
+                "{hosts:?} rank {rank}"
+            );
         }
     }
 }

@@ -51,7 +51,8 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        self.iallgather_using(send, recv, choice)?.wait()
+        let call = self.allgather_call(lengths(send, recv), choice);
+        self.run(call, Some(send), Some(recv))
     }
 
     /// Rank r's `send` (`counts[r]` bytes) into `recv` at the sum of the counts before r.
@@ -75,7 +76,8 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        self.iallgatherv_using(send, recv, counts, choice)?.wait()
+        let call = self.allgatherv_call(lengths(send, recv), counts, choice);
+        self.run(call, Some(send), Some(recv))
     }
 
     /// [`Self::allgatherv`] in place: this rank's contribution is already in `recv` at the sum
@@ -98,8 +100,8 @@ impl Communicator {
     where
         R: PayloadMut + ?Sized,
     {
-        self.iallgatherv_in_place_using(recv, counts, choice)?
-            .wait()
+        let call = self.allgatherv_in_place_call(recv.bytes().len(), counts, choice);
+        self.run::<[u8], R>(call, None, Some(recv))
     }
 
     /// [`Self::allgather`] in place: this rank's block is already at its place in `recv`.
@@ -107,7 +109,8 @@ impl Communicator {
     where
         R: PayloadMut + ?Sized,
     {
-        self.iallgather_in_place(recv)?.wait()
+        let call = self.allgather_in_place_call(recv.bytes().len());
+        self.run::<[u8], R>(call, None, Some(recv))
     }
 
     /// Every rank's `recv` = `op` over all ranks' `send`, elementwise.

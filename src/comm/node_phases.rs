@@ -1,8 +1,11 @@
 //! Hierarchical collectives whose node phases run on the shared segment: on a communicator
 //! whose ranks span several nodes, some holding several of them, a small bcast, reduce,
-//! allreduce or barrier runs as a collective on the shared segment inside each node (one copy
-//! in, flags, one copy out: [`super::segment`]), the fastest plan among one rank per node
-//! (each node's first rank, its leader), and the segment inside each node again.
+//! allreduce, allgather(v) or barrier runs as a collective on the shared segment inside each
+//! node (one copy in, flags, one copy out: [`super::segment`]), the fastest plan among one
+//! rank per node (each node's first rank, its leader), and the segment inside each node
+//! again. An allgather(v) gathers each node's blocks (a segment allgatherv), exchanges the
+//! nodes' among the leaders (an allgatherv of the nodes' shares), broadcasts the whole inside
+//! each node and puts the blocks in rank order, whatever the placement.
 //!
 //! The plans' own hierarchical and multi-lane algorithms run their node phases as writes over
 //! the node's fabric; for small calls, where a phase costs its latency, one segment operation
@@ -16,16 +19,18 @@ use crate::plan::Problem;
 
 use super::arguments::argument;
 use super::call::Call;
-use super::segment::{part_bytes, served};
+use super::segment::{block_offsets, part_bytes, served};
 use super::{Choice, CommError, Communicator, Executed, Payload, PayloadMut, Result};
 use crate::transport::OpStats;
 
 /// The names of the hierarchical collectives whose node phases run on the segment, as
 /// `Choice::Named` and `CIRCULANT_ALGORITHM` take them.
-pub const NODE_PHASE_ALGORITHMS: [&str; 4] = [
+pub const NODE_PHASE_ALGORITHMS: [&str; 6] = [
     "hier-segment-bcast",
     "hier-segment-reduce",
     "hier-segment-allreduce",
+    "hier-segment-allgather",
+    "hier-segment-allgatherv",
     "hier-segment-barrier",
 ];
 
@@ -44,6 +49,8 @@ pub(super) enum PhaseState {
     /// Not set up yet: the first call they serve splits the communicators.
     #[default]
     Untried,
+    /// Being split: the splits' own exchanges (allgathers) run as plans.
+    SettingUp,
     Ready(Box<Phases>),
 }
 
@@ -52,7 +59,7 @@ impl PhaseState {
     pub(super) fn communicators(&self) -> impl Iterator<Item = &Communicator> {
         let phases = match self {
             PhaseState::Ready(phases) => Some(phases.as_ref()),
-            PhaseState::Untried => None,
+            PhaseState::Untried | PhaseState::SettingUp => None,
         };
         phases
             .into_iter()
@@ -63,7 +70,7 @@ impl PhaseState {
     pub(super) fn communicators_mut(&mut self) -> impl Iterator<Item = &mut Communicator> {
         let phases = match self {
             PhaseState::Ready(phases) => Some(phases.as_mut()),
-            PhaseState::Untried => None,
+            PhaseState::Untried | PhaseState::SettingUp => None,
         };
         phases
             .into_iter()
@@ -77,20 +84,41 @@ fn phases_name(problem: &Problem) -> Option<&'static str> {
         Problem::Broadcast { .. } => "hier-segment-bcast",
         Problem::Reduce { .. } => "hier-segment-reduce",
         Problem::Allreduce { .. } => "hier-segment-allreduce",
+        Problem::Allgather { .. } => "hier-segment-allgather",
+        Problem::Allgatherv { .. } => "hier-segment-allgatherv",
         Problem::Barrier { .. } => "hier-segment-barrier",
         _ => return None,
     })
 }
 
+/// The most bytes one rank publishes in a segment operation of the composition: an
+/// allgather(v)'s whole result (the last phase broadcasts it), else the call's part.
+fn phase_bytes(problem: &Problem) -> usize {
+    match problem {
+        Problem::Allgather { p, block } => p.saturating_mul(*block),
+        Problem::Allgatherv { counts } => counts.iter().sum(),
+        _ => part_bytes(problem),
+    }
+}
+
 /// The bytes a node's first rank takes in the first node phase: a reduction's vectors from
 /// each other rank of the largest node, else the call's bytes.
 fn folds(problem: &Problem, layout: &crate::plan::Layout) -> usize {
-    let bytes = part_bytes(problem);
+    let bytes = phase_bytes(problem);
     match problem {
         Problem::Reduce { .. } | Problem::Allreduce { .. } => {
             bytes.saturating_mul(layout.max_per_node().saturating_sub(1))
         }
         _ => bytes,
+    }
+}
+
+/// Each rank's count of an allgather(v), if `problem` is one.
+fn counts_of(problem: &Problem) -> Option<Vec<usize>> {
+    match problem {
+        Problem::Allgather { p, block } => Some(vec![*block; *p]),
+        Problem::Allgatherv { counts } => Some(counts.clone()),
+        _ => None,
     }
 }
 
@@ -101,6 +129,9 @@ impl Communicator {
     pub(super) fn node_phases_serve(&self, call: &Call<'_>) -> Result<Option<&'static str>> {
         let name = phases_name(&call.problem);
         let layout = self.nodes.layout();
+        if matches!(self.phases, PhaseState::SettingUp) {
+            return Ok(None);
+        }
         if !layout.is_hierarchical() && matches!(call.choice, Choice::Auto) {
             // One node, or one rank per node: nothing to compose, decided at once. A name
             // from CIRCULANT_ALGORITHM is for the communicators it can serve (the job's), not
@@ -110,7 +141,7 @@ impl Communicator {
         let Some(forced) = self.forced_on_segment(call, "hier-segment-", name) else {
             return Ok(None);
         };
-        let (bytes, folds) = (part_bytes(&call.problem), folds(&call.problem, layout));
+        let (bytes, folds) = (phase_bytes(&call.problem), folds(&call.problem, layout));
         let why_not = if name.is_none() || (forced.is_some() && forced != name) {
             Some(format!(
                 "the node phases on the shared segment do not serve {}",
@@ -137,7 +168,7 @@ impl Communicator {
     pub(super) fn node_phases_for(&self, problem: &Problem) -> Option<(&'static str, f64)> {
         let name = phases_name(problem)?;
         let layout = self.nodes.layout();
-        let (bytes, folds) = (part_bytes(problem), folds(problem, layout));
+        let (bytes, folds) = (phase_bytes(problem), folds(problem, layout));
         let serves = self.config.segment_limit > 0
             && problem.p() == layout.p()
             && layout.is_hierarchical()
@@ -148,6 +179,19 @@ impl Communicator {
         let (inside, across) = (self.levels.inside, self.levels.across);
         let nodes = layout.nodes();
         let rounds = (usize::BITS - (nodes - 1).leading_zeros()) as f64;
+        if let Some(counts) = counts_of(problem) {
+            // The node's blocks gathered, the others' taken among the leaders (log₂ of the
+            // nodes rounds and at most the whole), the whole broadcast inside the node.
+            let node_bytes = (0..nodes)
+                .map(|v| layout.ranks_on(v).iter().map(|&r| counts[r]).sum::<usize>())
+                .max()
+                .unwrap_or(0);
+            let time = 2.0 * inside.alpha
+                + (node_bytes + bytes) as f64 * inside.beta
+                + rounds * across.alpha
+                + bytes as f64 * across.beta;
+            return Some((name, time));
+        }
         let node_op = inside.alpha + (folds as f64) * inside.beta;
         Some((
             name,
@@ -177,21 +221,30 @@ impl Communicator {
             return Err(err);
         }
         if matches!(self.phases, PhaseState::Untried) {
-            let phases = self.split_phases()?;
-            self.phases = PhaseState::Ready(Box::new(phases));
+            self.phases = PhaseState::SettingUp;
+            let split = self.split_phases();
+            self.phases = PhaseState::Untried;
+            self.phases = PhaseState::Ready(Box::new(split?));
         }
-        // The input of a reduction: the send buffer (the C API copies an in-place input into
-        // one; no reduction of the Rust API is in place).
-        if call.send_in_recv.is_some() {
-            let err = argument(op, format!("{name} does not serve calls in place"));
-            self.node_phases_failed(op, &err);
-            return Err(err);
-        }
-        let source: &[u8] = send.map_or(&[], |send| send.bytes());
         let mut empty: [u8; 0] = [];
         let out: &mut [u8] = match recv {
             Some(recv) => recv.bytes_mut(),
             None => &mut empty,
+        };
+        // The input: the send buffer, or an allgather(v)'s own block in place (the C API
+        // copies an in-place reduction's input into a send buffer).
+        let in_place: Vec<u8>;
+        let source: &[u8] = match call.send_in_recv {
+            None => send.map_or(&[], |send| send.bytes()),
+            Some((at, len)) if counts_of(&call.problem).is_some() => {
+                in_place = out.get(at..at + len).unwrap_or_default().to_vec();
+                &in_place
+            }
+            Some(_) => {
+                let err = argument(op, format!("{name} does not serve calls in place"));
+                self.node_phases_failed(op, &err);
+                return Err(err);
+            }
         };
         let rank = self.rank();
         let PhaseState::Ready(phases) = &mut self.phases else {
@@ -230,15 +283,17 @@ impl Communicator {
     }
 
     /// A call of the composition failed or was refused on this rank: every communicator it
-    /// uses gives it up, so that the peers waiting in any phase fail at once.
+    /// uses gives it up, so that the peers waiting in any phase fail at once. The phases'
+    /// first, where the peers wait: telling the parent's peers may take its whole drain
+    /// (they do not progress the parent's fabric while they wait in a phase).
     pub(super) fn node_phases_failed(&mut self, op: &'static str, err: &CommError) {
-        self.comm_refused(op, err);
         if let PhaseState::Ready(phases) = &mut self.phases {
             phases.node.comm_refused(op, err);
             if let Some(leaders) = phases.leaders.as_mut() {
                 leaders.comm_refused(op, err);
             }
         }
+        self.comm_refused(op, err);
     }
 }
 
@@ -339,10 +394,61 @@ impl Phases {
                 }
                 Ok(())
             }
+            Problem::Allgather { .. } | Problem::Allgatherv { .. } => {
+                let counts = counts_of(problem).unwrap_or_default();
+                self.allgatherv(&counts, rank, source, out)
+            }
             _ => Err(argument(
                 "node phases",
-                "the node phases serve bcast, reduce, allreduce and barrier".into(),
+                "the node phases serve bcast, reduce, allreduce, allgather(v) and barrier".into(),
             )),
         }
+    }
+
+    /// An allgatherv of `counts` as its phases: the node's blocks gathered on every rank of
+    /// the node, the nodes' shares exchanged among the leaders (node by node, in the order
+    /// of the leaders), the whole broadcast inside each node, then every block put at its
+    /// rank's place in `out`.
+    fn allgatherv(
+        &mut self,
+        counts: &[usize],
+        rank: usize,
+        source: &[u8],
+        out: &mut [u8],
+    ) -> Result<()> {
+        let layout = &self.layout;
+        let share = |v: usize| -> usize { layout.ranks_on(v).iter().map(|&r| counts[r]).sum() };
+        let mine = layout.node_of(rank);
+        let node_counts: Vec<usize> = layout.ranks_on(mine).iter().map(|&r| counts[r]).collect();
+        let shares: Vec<usize> = (0..layout.nodes()).map(share).collect();
+        let total: usize = shares.iter().sum();
+        let mut node_blocks = vec![0u8; shares[mine]];
+        self.node
+            .allgatherv_using(source, &mut node_blocks[..], &node_counts, Choice::Auto)?;
+        // The nodes' blocks, node after node.
+        let mut by_node = vec![0u8; total];
+        if let Some(leaders) = self.leaders.as_mut() {
+            leaders.allgatherv_using(&node_blocks[..], &mut by_node[..], &shares, Choice::Auto)?;
+        }
+        self.node.bcast_using(&mut by_node[..], 0, Choice::Auto)?;
+        let offsets = block_offsets(counts);
+        let mut at = 0;
+        for v in 0..layout.nodes() {
+            for &r in layout.ranks_on(v) {
+                let block = by_node.get(at..at + counts[r]);
+                let place = out.get_mut(offsets[r]..offsets[r] + counts[r]);
+                match (block, place) {
+                    (Some(block), Some(place)) => place.copy_from_slice(block),
+                    _ => {
+                        return Err(argument(
+                            "allgatherv",
+                            format!("rank {r}'s block outside the buffers"),
+                        ))
+                    }
+                }
+                at += counts[r];
+            }
+        }
+        Ok(())
     }
 }

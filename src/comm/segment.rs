@@ -126,6 +126,18 @@ pub(super) fn part_bytes(problem: &Problem) -> usize {
     }
 }
 
+/// Where each rank's block of an allgatherv begins: the sums of the counts before it.
+pub(super) fn block_offsets(counts: &[usize]) -> Vec<usize> {
+    counts
+        .iter()
+        .scan(0, |at, &c| {
+            let offset = *at;
+            *at += c;
+            Some(offset)
+        })
+        .collect()
+}
+
 /// What the segment does for `problem`.
 fn kind_of(problem: &Problem) -> Option<Kind> {
     Some(match problem {
@@ -143,14 +155,7 @@ fn kind_of(problem: &Problem) -> Option<Kind> {
             offsets: (0..*p).map(|r| r * block).collect(),
         },
         Problem::Allgatherv { counts } => Kind::Allgatherv {
-            offsets: counts
-                .iter()
-                .scan(0, |at, &c| {
-                    let offset = *at;
-                    *at += c;
-                    Some(offset)
-                })
-                .collect(),
+            offsets: block_offsets(counts),
         },
         Problem::Barrier { .. } => Kind::Barrier,
         _ => return None,

@@ -12,6 +12,7 @@ import sys
 from collections import defaultdict
 
 best = defaultdict(dict)  # (layout, op, bytes, round) -> {kind: (seconds, name)}
+# op: the operation, with its distribution for an allgatherv ("allgatherv regular").
 for path in sorted(glob.glob(os.path.join(sys.argv[1], "*-r*.csv"))):
     layout, rnd = re.match(r"(.*)-r(\d+)\.csv", os.path.basename(path)).groups()
     with open(path) as f:
@@ -19,7 +20,8 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "*-r*.csv"))):
             name, t = row["algorithm"], float(row["min_s"])
             kind = ("segment" if name.startswith("hier-segment-")
                     else "node-aware" if name.startswith(("hier-", "lane-")) else "flat")
-            key = (layout, row["op"], int(row["bytes"]), int(rnd))
+            op = row["op"] if row["distribution"] in ("", "-") else f'{row["op"]} {row["distribution"]}'
+            key = (layout, op, int(row["bytes"]), int(rnd))
             if kind not in best[key] or t < best[key][kind][0]:
                 best[key][kind] = (t, name)
 
