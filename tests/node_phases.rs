@@ -71,6 +71,13 @@ fn problems(p: usize) -> Vec<Problem> {
             counts: (0..p).map(|r| (r * 7 + 3) % 5 * scale).collect(),
         });
     }
+    // One rank's block only (a node whose other ranks have none skips its gather): the first
+    // rank's, the last rank's.
+    for only in [0, p - 1] {
+        out.push(Problem::Allgatherv {
+            counts: (0..p).map(|r| if r == only { 100 } else { 0 }).collect(),
+        });
+    }
     out
 }
 

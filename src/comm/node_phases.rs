@@ -186,7 +186,9 @@ impl Communicator {
                 .map(|v| layout.ranks_on(v).iter().map(|&r| counts[r]).sum::<usize>())
                 .max()
                 .unwrap_or(0);
-            let time = 2.0 * inside.alpha
+            let gathers =
+                (0..nodes).any(|v| layout.ranks_on(v).iter().skip(1).any(|&r| counts[r] > 0));
+            let time = (1.0 + f64::from(u8::from(gathers))) * inside.alpha
                 + (node_bytes + bytes) as f64 * inside.beta
                 + rounds * across.alpha
                 + bytes as f64 * across.beta;
@@ -406,7 +408,7 @@ impl Phases {
     }
 
     /// An allgatherv of `counts` as its phases: the node's blocks gathered on every rank of
-    /// the node, the nodes' shares exchanged among the leaders (node by node, in the order
+    /// the node (where a rank other than its first has a block), the nodes' shares exchanged among the leaders (node by node, in the order
     /// of the leaders), the whole broadcast inside each node, then every block put at its
     /// rank's place in `out`.
     fn allgatherv(
@@ -422,9 +424,17 @@ impl Phases {
         let node_counts: Vec<usize> = layout.ranks_on(mine).iter().map(|&r| counts[r]).collect();
         let shares: Vec<usize> = (0..layout.nodes()).map(share).collect();
         let total: usize = shares.iter().sum();
-        let mut node_blocks = vec![0u8; shares[mine]];
-        self.node
-            .allgatherv_using(source, &mut node_blocks[..], &node_counts, Choice::Auto)?;
+        // Where only the first rank of a node has a block (as in a broadcast-like
+        // distribution), it has its node's blocks already: every rank of the node sees that
+        // from the counts and skips the gather.
+        let node_blocks = if node_counts.iter().skip(1).all(|&c| c == 0) {
+            source.to_vec()
+        } else {
+            let mut blocks = vec![0u8; shares[mine]];
+            self.node
+                .allgatherv_using(source, &mut blocks[..], &node_counts, Choice::Auto)?;
+            blocks
+        };
         // The nodes' blocks, node after node.
         let mut by_node = vec![0u8; total];
         if let Some(leaders) = self.leaders.as_mut() {
