@@ -616,6 +616,11 @@ static int serve_barrier(struct call *c) {
 static int serve_bcast(struct call *c, void *buf, MPI_Count count, MPI_Datatype type, int root) {
   int size;
   PMPI_Comm_size(c->comm, &size);
+  /* Outside the ranges a call passes before its datatype is looked at: a passed call costs
+   * next to nothing. */
+  uint64_t bytes;
+  if (g_mode == MODE_AUTO && type_bytes(type, count, &bytes) && !in_ranges(c->op, bytes))
+    return pass(c, WHY_THRESHOLD);
   struct side s;
   if (!side_of(&s, buf, count, type) || root < 0 || root >= size) return pass(c, WHY_ARGUMENT);
   if (!packable(s.bytes)) return pass(c, WHY_SIZE);
@@ -967,6 +972,27 @@ struct varrays {
   MPI_Aint *displs;
 };
 
+/* In auto mode, whether an allgatherv's bytes (its counts, of `int`s or of `MPI_Count`s where
+ * `large`, times the size of `type`) fall outside its ranges: then it passes (counted) before
+ * its arrays are copied or checked, so that a passed call costs a sum. Undecided (0) where a
+ * count or size is out of the ordinary: the full path checks those. */
+static int allgatherv_outside(struct call *c, const void *counts, int large, MPI_Datatype type) {
+  MPI_Count size;
+  int n;
+  if (g_mode != MODE_AUTO || PMPI_Type_size_x(type, &size) != MPI_SUCCESS || size < 0 ||
+      PMPI_Comm_size(c->comm, &n) != MPI_SUCCESS)
+    return 0;
+  uint64_t total = 0;
+  for (int j = 0; j < n; j++) {
+    MPI_Count count = large ? ((const MPI_Count *)counts)[j] : ((const int *)counts)[j];
+    if (count < 0 || (size && (uint64_t)count > (UINT64_MAX / 2 - total) / (uint64_t)size)) return 0;
+    total += (uint64_t)count * (uint64_t)size;
+  }
+  if (in_ranges(c->op, total)) return 0;
+  pass(c, WHY_THRESHOLD);
+  return 1;
+}
+
 static int widen(struct varrays *v, MPI_Comm comm, const int *counts, const int *displs) {
   v->counts = NULL;
   v->displs = NULL;
@@ -1113,6 +1139,7 @@ int MPI_Allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int 
                    const int displs[], MPI_Datatype rt, MPI_Comm comm) {
   struct call c;
   int rc = begin(&c, OP_ALLGATHERV, 0, comm);
+  if (rc != PASS && rcounts && displs && allgatherv_outside(&c, rcounts, 0, rt)) rc = PASS;
   if (rc != PASS) {
     struct varrays v;
     if (!rcounts || !displs || !widen(&v, comm, rcounts, displs))
@@ -1237,6 +1264,7 @@ int MPI_Allgatherv_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb,
                      MPI_Comm comm) {
   struct call c;
   int rc = begin(&c, OP_ALLGATHERV, 1, comm);
+  if (rc != PASS && rcounts && displs && allgatherv_outside(&c, rcounts, 1, rt)) rc = PASS;
   if (rc != PASS) {
     if (!rcounts || !displs)
       rc = pass(&c, WHY_ARGUMENT);

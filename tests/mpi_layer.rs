@@ -340,7 +340,7 @@ fn thresholds_and_off_decide_what_is_served() {
     let file = dir.join("mpi-thresholds.txt");
     std::fs::write(
         &file,
-        "# a test's thresholds\nbcast 0-\nallgather 0\nallreduce 0-999 # a range with an end\nalltoall never\nscan never\n",
+        "# a test's thresholds\nbcast 0-\nallgather 0\nallreduce 0-999 # a range with an end\nalltoall never\nallgatherv never\nscan never\n",
     )
     .expect("write thresholds");
     let file = file.to_string_lossy().into_owned();
@@ -379,6 +379,16 @@ fn thresholds_and_off_decide_what_is_served() {
     let (alltoall, _, _) = stats(err, "MPI_Alltoall").expect("alltoall statistics");
     assert_eq!(alltoall, 0, "{err}");
     assert!(reason(err, "MPI_Alltoall", "below-threshold") > 0, "{err}");
+    // An allgatherv outside its ranges passes before its arrays are looked at (in place too),
+    // and is correct.
+    let (allgatherv, allgatherv_passed, _) =
+        stats(err, "MPI_Allgatherv").expect("allgatherv statistics");
+    assert_eq!(allgatherv, 0, "{err}");
+    assert_eq!(
+        reason(err, "MPI_Allgatherv", "below-threshold"),
+        allgatherv_passed - reason(err, "MPI_Allgatherv", "intercommunicator"),
+        "{err}"
+    );
     // Not in the file and no built-in threshold: passed through.
     assert_eq!(
         stats(err, "MPI_Scan").expect("scan statistics").0,
@@ -716,6 +726,8 @@ fn calibration_writes_a_thresholds_file_the_layer_reads() {
         "512",
         "--reps",
         "2",
+        "--rounds",
+        "2",
         file.to_str().expect("utf-8"),
     ];
     let done = job(Mpi::OpenMpi, 2, None, &[], &calibrate, &args, &dir);
@@ -730,6 +742,7 @@ fn calibration_writes_a_thresholds_file_the_layer_reads() {
     let done = job(Mpi::OpenMpi, 2, Some(&lib), &[], &calibrate, &args, &dir);
     assert_eq!(done.code(), Some(0), "{done:?}");
     let text = std::fs::read_to_string(&file).expect("the thresholds file");
+    assert!(text.contains("2 repetitions, 2 rounds"), "{text}");
     let settings: Vec<(&str, &str)> = text
         .lines()
         .filter(|l| !l.starts_with('#'))
