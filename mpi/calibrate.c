@@ -4,8 +4,9 @@
  * thresholds file the layer reads in auto mode (CIRCULANT_MPI_THRESHOLDS): per collective the
  * ranges of measured sizes at which circulant was not slower in any of --rounds rounds (`A-B`
  * from the first to the last size of each run of them; `A-`, open, where the run reaches the
- * largest size measured), or `never`. A round measures circulant, then the MPI; on a shared,
- * noisy machine one round alone serves sizes where a single lucky minimum won. Between two measured sizes of a run circulant is taken to be as fast; beyond the
+ * largest size measured), or `never`. A round measures circulant, then the MPI (the MPI first
+ * in odd rounds); on a shared, noisy machine one round alone serves sizes where a single lucky
+ * minimum won. Between two measured sizes of a run circulant is taken to be as fast; beyond the
  * last size of a run that ends, not.
  *
  * Run it preloaded, as the programs that are to use the file will run:
@@ -174,8 +175,15 @@ int main(int argc, char **argv) {
       worst[n] = 0;
       for (int round = 0; round < rounds; round++) {
         for (skewed = 0; skewed <= is_v(op); skewed++) {
-          double ours = measure(op, bytes, 0, reps);
-          double theirs = measure(op, bytes, 1, reps);
+          /* Each round in the other order, so that neither side always runs second. */
+          double ours, theirs;
+          if (round % 2) {
+            theirs = measure(op, bytes, 1, reps);
+            ours = measure(op, bytes, 0, reps);
+          } else {
+            ours = measure(op, bytes, 0, reps);
+            theirs = measure(op, bytes, 1, reps);
+          }
           double ratio = theirs > 0 ? ours / theirs : INFINITY;
           if (ratio > worst[n]) worst[n] = ratio;
           if (me == 0)

@@ -449,3 +449,34 @@ fn allgathers_in_place_take_the_node_phases() {
         }
     }
 }
+
+/// A `hier-segment-*` name in `CIRCULANT_ALGORITHM` does not reach the library's own
+/// exchanges (a split's allgathers, here larger than a small limit): the split works, and the
+/// calls the name can serve take it.
+#[test]
+fn a_configured_node_phase_name_leaves_the_splits_alone() {
+    let forced = Config {
+        segment_limit: 16,
+        algorithms: vec!["hier-segment-allgather".into()],
+        ..config()
+    };
+    let ran = run(LAYOUTS[0], forced, |comm| {
+        let rank = comm.rank();
+        let sub = comm
+            .split(Some(0), rank as i64)
+            .map(|sub| sub.map(|s| s.size()))
+            .map_err(|e| e.to_string());
+        let mine = [rank as u8; 2];
+        let mut all = [9u8; 8];
+        let gathered = comm
+            .allgather(&mine[..], &mut all[..])
+            .map_err(|e| e.to_string());
+        (sub, gathered, comm.last().map(|e| e.algorithm), all)
+    });
+    for (sub, gathered, algorithm, all) in ran {
+        assert_eq!(sub, Ok(Some(4)));
+        assert_eq!(gathered, Ok(()));
+        assert_eq!(algorithm, Some("hier-segment-allgather"));
+        assert_eq!(all, [0, 0, 1, 1, 2, 2, 3, 3]);
+    }
+}

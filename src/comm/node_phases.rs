@@ -96,7 +96,8 @@ fn phases_name(problem: &Problem) -> Option<&'static str> {
 fn phase_bytes(problem: &Problem) -> usize {
     match problem {
         Problem::Allgather { p, block } => p.saturating_mul(*block),
-        Problem::Allgatherv { counts } => counts.iter().sum(),
+        // Saturating: the counts are checked after this decision.
+        Problem::Allgatherv { counts } => counts.iter().fold(0, |a: usize, &c| a.saturating_add(c)),
         _ => part_bytes(problem),
     }
 }
@@ -183,7 +184,9 @@ impl Communicator {
             // The node's blocks gathered, the others' taken among the leaders (log₂ of the
             // nodes rounds and at most the whole), the whole broadcast inside the node.
             let node_bytes = (0..nodes)
-                .map(|v| layout.ranks_on(v).iter().map(|&r| counts[r]).sum::<usize>())
+                .map(|v| {
+                    (layout.ranks_on(v).iter()).fold(0, |a: usize, &r| a.saturating_add(counts[r]))
+                })
                 .max()
                 .unwrap_or(0);
             let gathers =

@@ -292,7 +292,7 @@ impl Communicator {
             record[ADDRESS_BYTES] = 1;
         }
         let mut all = vec![0u8; record.len() * self.size()];
-        self.allgather(&record[..], &mut all[..])?;
+        self.iallgather(&record[..], &mut all[..])?.wait()?;
         let addresses: Option<Vec<Address>> = all
             .chunks_exact(record.len())
             .map(|r| {

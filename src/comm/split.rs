@@ -46,7 +46,7 @@ impl Communicator {
         mine[..8].copy_from_slice(&color.map_or(NO_COLOR, u64::from).to_le_bytes());
         mine[8..].copy_from_slice(&key.to_le_bytes());
         let mut all = vec![0u8; 16 * p];
-        self.allgather(&mine[..], &mut all[..])?;
+        self.exchange(&mine[..], &mut all[..])?;
         let entry = |r: usize| {
             let word = |at: usize| {
                 let mut b = [0u8; 8];
@@ -87,7 +87,7 @@ impl Communicator {
         let lengths = {
             let mine = (card.len() as u64).to_le_bytes();
             let mut all = vec![0u8; 8 * p];
-            self.allgather(&mine[..], &mut all[..])?;
+            self.exchange(&mine[..], &mut all[..])?;
             all.chunks_exact(8)
                 .map(|c| {
                     let mut b = [0u8; 8];
@@ -99,7 +99,8 @@ impl Communicator {
         let total = crate::plan::checked_sum(&lengths)
             .map_err(|_| argument("split", "address cards too long".into()))?;
         let mut cards = vec![0u8; total];
-        self.allgatherv(&card[..], &mut cards[..], &lengths)?;
+        self.iallgatherv(&card[..], &mut cards[..], &lengths)?
+            .wait()?;
 
         let built: Result<Option<Communicator>> = (|| {
             let (Some(group), Some(opened)) = (group, opened) else {
@@ -129,7 +130,7 @@ impl Communicator {
         // waits for a member that failed.
         let joined = [u8::from(built.is_ok())];
         let mut all = vec![0u8; p];
-        self.allgather(&joined[..], &mut all[..])?;
+        self.exchange(&joined[..], &mut all[..])?;
         let mut comm = built?;
         if let Some(r) = all.iter().position(|&j| j == 0) {
             return Err(argument(
@@ -144,6 +145,13 @@ impl Communicator {
         Ok(comm)
     }
 
+    /// An allgather of the library's own (the splits'): the nonblocking form's path, which
+    /// takes no node phases, so that a `hier-segment-*` name in `CIRCULANT_ALGORITHM` that
+    /// cannot serve it does not refuse a split.
+    fn exchange(&mut self, mine: &[u8], all: &mut [u8]) -> Result<()> {
+        self.iallgather(mine, all)?.wait()
+    }
+
     /// An inter-communicator between the ranks that pass [`Side::A`] and those that pass
     /// [`Side::B`] (each group in rank order here). Every rank must call it; both groups must
     /// be non-empty.
@@ -151,7 +159,7 @@ impl Communicator {
         let p = self.size();
         let mine = [u8::from(side == Side::B)];
         let mut sides = vec![0u8; p];
-        self.allgather(&mine[..], &mut sides[..])?;
+        self.exchange(&mine[..], &mut sides[..])?;
         let a = sides.iter().filter(|&&s| s == 0).count();
         if a == 0 || a == p {
             return Err(argument(

@@ -151,14 +151,20 @@ impl Own {
     }
 }
 
-/// The cores of the machine that are online, whatever this process's affinity: ranks pinned
-/// one to a core see a single core through their affinity mask (`available_parallelism`),
-/// yet each has a core of its own to spin on.
+/// The cores the ranks of a segment may have: those this process may run on
+/// (`available_parallelism`: its affinity, cpuset and CPU quota), except for a process pinned
+/// to a single core, as ranks pinned one to a core each are: each has a core of its own, and
+/// the machine's online cores count. (Ranks pinned all to one core then poll [`SPINS`] times
+/// before they yield.)
 fn machine_cores() -> usize {
+    let allowed = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if allowed > 1 {
+        return allowed;
+    }
     std::fs::read_to_string("/sys/devices/system/cpu/online")
         .ok()
         .and_then(|list| cpu_list_len(&list))
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .unwrap_or(1)
 }
 
 /// The number of CPUs in a kernel CPU list (`0-3,8,10-11`); `None` if it is not one.
@@ -348,8 +354,8 @@ pub struct Patience {
 }
 
 /// Polls in a tight loop before a waiting rank yields its core, where every rank of the
-/// segment can have a core of its own (the machine's cores, not the rank's affinity: ranks
-/// pinned one to a core spin too): a peer on another core answers within them. Few, as
+/// segment can have a core of its own ([`machine_cores`]: ranks pinned one to a core spin
+/// too): a peer on another core answers within them. Few, as
 /// the ranks are not pinned: two that the kernel put on one core would spin each other off it
 /// (spinning for 20 µs instead made whole runs of 300 broadcasts 2–5× slower); where ranks
 /// outnumber the cores there is no spinning.

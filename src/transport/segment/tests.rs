@@ -259,7 +259,7 @@ fn a_kernel_cpu_list_counts_its_cpus() {
     assert_eq!(cpu_list_len(""), None);
     assert_eq!(cpu_list_len("3-1"), None);
     assert_eq!(cpu_list_len("a-b"), None);
-    // The machine's count ignores this process's affinity, and is at least the affinity's.
+    // At least the cores this process may run on.
     let affinity = std::thread::available_parallelism().map_or(1, |n| n.get());
     assert!(machine_cores() >= affinity);
 }
