@@ -13,6 +13,7 @@
 //! for each phase before the next); the nonblocking and persistent forms run the plans. The
 //! decision and its pieces: docs/architecture.md, "Node phases on the shared segment".
 
+use std::borrow::Cow;
 use std::time::Instant;
 
 use crate::plan::Problem;
@@ -49,8 +50,6 @@ pub(super) enum PhaseState {
     /// Not set up yet: the first call they serve splits the communicators.
     #[default]
     Untried,
-    /// Being split: the splits' own exchanges (allgathers) run as plans.
-    SettingUp,
     Ready(Box<Phases>),
 }
 
@@ -59,7 +58,7 @@ impl PhaseState {
     pub(super) fn communicators(&self) -> impl Iterator<Item = &Communicator> {
         let phases = match self {
             PhaseState::Ready(phases) => Some(phases.as_ref()),
-            PhaseState::Untried | PhaseState::SettingUp => None,
+            PhaseState::Untried => None,
         };
         phases
             .into_iter()
@@ -70,7 +69,7 @@ impl PhaseState {
     pub(super) fn communicators_mut(&mut self) -> impl Iterator<Item = &mut Communicator> {
         let phases = match self {
             PhaseState::Ready(phases) => Some(phases.as_mut()),
-            PhaseState::Untried | PhaseState::SettingUp => None,
+            PhaseState::Untried => None,
         };
         phases
             .into_iter()
@@ -115,10 +114,10 @@ fn folds(problem: &Problem, layout: &crate::plan::Layout) -> usize {
 }
 
 /// Each rank's count of an allgather(v), if `problem` is one.
-fn counts_of(problem: &Problem) -> Option<Vec<usize>> {
+fn counts_of(problem: &Problem) -> Option<Cow<'_, [usize]>> {
     match problem {
-        Problem::Allgather { p, block } => Some(vec![*block; *p]),
-        Problem::Allgatherv { counts } => Some(counts.clone()),
+        Problem::Allgather { p, block } => Some(Cow::Owned(vec![*block; *p])),
+        Problem::Allgatherv { counts } => Some(Cow::Borrowed(counts)),
         _ => None,
     }
 }
@@ -130,9 +129,6 @@ impl Communicator {
     pub(super) fn node_phases_serve(&self, call: &Call<'_>) -> Result<Option<&'static str>> {
         let name = phases_name(&call.problem);
         let layout = self.nodes.layout();
-        if matches!(self.phases, PhaseState::SettingUp) {
-            return Ok(None);
-        }
         if !layout.is_hierarchical() && matches!(call.choice, Choice::Auto) {
             // One node, or one rank per node: nothing to compose, decided at once. A name
             // from CIRCULANT_ALGORITHM is for the communicators it can serve (the job's), not
@@ -226,10 +222,9 @@ impl Communicator {
             return Err(err);
         }
         if matches!(self.phases, PhaseState::Untried) {
-            self.phases = PhaseState::SettingUp;
-            let split = self.split_phases();
-            self.phases = PhaseState::Untried;
-            self.phases = PhaseState::Ready(Box::new(split?));
+            // The splits' own exchanges take the nonblocking path, never the node phases.
+            let phases = self.split_phases()?;
+            self.phases = PhaseState::Ready(Box::new(phases));
         }
         let mut empty: [u8; 0] = [];
         let out: &mut [u8] = match recv {
@@ -241,7 +236,12 @@ impl Communicator {
         let in_place: Vec<u8>;
         let source: &[u8] = match call.send_in_recv {
             None => send.map_or(&[], |send| send.bytes()),
-            Some((at, len)) if counts_of(&call.problem).is_some() => {
+            Some((at, len))
+                if matches!(
+                    call.problem,
+                    Problem::Allgather { .. } | Problem::Allgatherv { .. }
+                ) =>
+            {
                 in_place = out.get(at..at + len).unwrap_or_default().to_vec();
                 &in_place
             }

@@ -355,10 +355,10 @@ pub struct Patience {
 
 /// Polls in a tight loop before a waiting rank yields its core, where every rank of the
 /// segment can have a core of its own ([`machine_cores`]: ranks pinned one to a core spin
-/// too): a peer on another core answers within them. Few, as
-/// the ranks are not pinned: two that the kernel put on one core would spin each other off it
-/// (spinning for 20 µs instead made whole runs of 300 broadcasts 2–5× slower); where ranks
-/// outnumber the cores there is no spinning.
+/// too): a peer on another core answers within them. Few, as ranks need not be pinned: two
+/// that the kernel put on one core would spin each other off it (spinning for 20 µs instead
+/// made whole runs of 300 broadcasts 2–5× slower); where ranks outnumber the cores there is
+/// no spinning.
 pub const SPINS: usize = 64;
 
 /// What a pause was.

@@ -263,3 +263,30 @@ fn a_kernel_cpu_list_counts_its_cpus() {
     let affinity = std::thread::available_parallelism().map_or(1, |n| n.get());
     assert!(machine_cores() >= affinity);
 }
+
+/// A rank pinned to one core (here a thread, pinned as `taskset -c` pins a rank) counts the
+/// machine's online cores, so that ranks pinned one to a core spin before they yield.
+#[test]
+fn a_rank_pinned_to_one_core_counts_the_machine_s_cores() {
+    use rustix::thread::{sched_getaffinity, sched_setaffinity, CpuSet};
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|list| cpu_list_len(&list))
+        .expect("the online CPUs");
+    std::thread::spawn(move || {
+        let allowed = sched_getaffinity(None).expect("affinity");
+        let first = (0..CpuSet::MAX_CPU)
+            .find(|&cpu| allowed.is_set(cpu))
+            .expect("a CPU");
+        let mut one = CpuSet::new();
+        one.set(first);
+        sched_setaffinity(None, &one).expect("pinned");
+        assert_eq!(
+            std::thread::available_parallelism().map_or(0, |n| n.get()),
+            1
+        );
+        assert_eq!(machine_cores(), online);
+    })
+    .join()
+    .expect("the pinned thread");
+}
