@@ -145,8 +145,10 @@ fn a_pmix_abort_ends_the_mpirun_job_and_leaves_no_rank() {
         done.stderr
     );
     // The abort's code, as in most runs. Debian 12's mpirun was also seen to crash itself
-    // with SIGSEGV after ending the ranks (README, "Jobs"): its own end, not the ranks'.
-    let crashed = done.status.signal() == Some(11);
+    // after ending the ranks (README, "Jobs"): with SIGSEGV, or with SIGPIPE from a write of
+    // its own to a connection that an ended rank had closed (the test reads mpirun's output
+    // to its end). Its own end, not the ranks'.
+    let crashed = matches!(done.status.signal(), Some(11) | Some(13));
     let timed_out = started.elapsed() >= Duration::from_secs(30);
     assert!(done.code() == Some(7) || crashed || timed_out, "{done:?}");
     // The job ended through the abort, not through the rank's own exit with the code.
