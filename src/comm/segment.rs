@@ -16,7 +16,7 @@ use crate::transport::{OpStats, TransportError};
 use super::arguments::{argument, in_call};
 use super::call::{digest, Call};
 use super::nonblocking::Request;
-use super::{Choice, CommError, Communicator, Payload, PayloadMut, Result};
+use super::{Choice, CommError, Communicator, Executed, Payload, PayloadMut, Result};
 
 /// The names of the collectives on the segment, as `Choice::Named` and
 /// `CIRCULANT_ALGORITHM` take them.
@@ -99,6 +99,16 @@ pub(super) struct SegmentCall<'a> {
     pub run: Run,
     pub send: Source<'a>,
     pub recv: &'a mut [u8],
+}
+
+/// How a call chosen for the segment began. Almost every call is on the segment: its variant
+/// is not boxed, which would cost an allocation per call.
+#[allow(clippy::large_enum_variant)]
+enum Begun<'a, S: ?Sized, R: ?Sized> {
+    /// On the segment, with its overhead so far.
+    OnSegment(SegmentCall<'a>, std::time::Duration),
+    /// Not: the ranks could not share memory, and the call runs as a plan on its buffers.
+    AsPlan(Option<&'a S>, Option<&'a mut R>),
 }
 
 /// The segment algorithm of `problem`, if the segment has the collective.
@@ -334,6 +344,61 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
+        match self.begin_on_segment(entered, &mut call, name, send, recv)? {
+            Begun::OnSegment(segment_call, overhead) => Ok(Request::on_segment(
+                self,
+                call.op,
+                name,
+                segment_call,
+                overhead,
+            )),
+            Begun::AsPlan(send, recv) => self.start_planned(entered, call, send, recv),
+        }
+    }
+
+    /// Runs `call` on the segment as algorithm `name` to its end.
+    pub(super) fn run_on_segment<S, R>(
+        &mut self,
+        entered: Instant,
+        mut call: Call<'_>,
+        name: &'static str,
+        send: Option<&S>,
+        recv: Option<&mut R>,
+    ) -> Result<()>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        match self.begin_on_segment(entered, &mut call, name, send, recv)? {
+            Begun::OnSegment(mut segment_call, overhead) => {
+                self.segment_progress(call.op, &mut segment_call, true)?;
+                let stats = self.segment_done(&segment_call);
+                self.last = Some(Executed {
+                    algorithm: name,
+                    stats,
+                    overhead,
+                });
+                Ok(())
+            }
+            Begun::AsPlan(send, recv) => self.start_planned(entered, call, send, recv)?.wait(),
+        }
+    }
+
+    /// Begins `call` on the segment as algorithm `name`: this rank's part published as far as
+    /// the peers allow, and the call's overhead; or the buffers back where the ranks could not
+    /// share memory and the call runs as a plan.
+    fn begin_on_segment<'a, S, R>(
+        &mut self,
+        entered: Instant,
+        call: &mut Call<'_>,
+        name: &'static str,
+        send: Option<&'a S>,
+        recv: Option<&'a mut R>,
+    ) -> Result<Begun<'a, S, R>>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
         let op = call.op;
         if !self.segment_ready()? {
             // The ranks could not share memory: the call runs as a plan, unless the segment
@@ -348,9 +413,9 @@ impl Communicator {
                 self.comm_refused(op, &err);
                 return Err(err);
             }
-            return self.start_planned(entered, call, send, recv);
+            return Ok(Begun::AsPlan(send, recv));
         }
-        let checked = self.checks_agreed(&mut call, name)?;
+        let checked = self.checks_agreed(call, name)?;
         let number = self.transport.take_seq(op)?;
         if let Err(err) = checked {
             self.comm_refused(op, &err);
@@ -382,13 +447,7 @@ impl Communicator {
             return Err(self.segment_failed(op, err));
         }
         let overhead = Instant::now().saturating_duration_since(entered);
-        Ok(Request::on_segment(
-            self,
-            op,
-            name,
-            SegmentCall { run, send, recv },
-            overhead,
-        ))
+        Ok(Begun::OnSegment(SegmentCall { run, send, recv }, overhead))
     }
 
     /// This rank's checks of a call that runs without a plan of its own (the call's, and

@@ -124,19 +124,18 @@ impl Run {
         }
         let me = segment.rank();
         if !self.published {
-            // Every rank looks at the peers' completion and abort words once per call, so that a failure on any
-            // rank reaches it by its next call or the one after (a writer may run one call
-            // ahead of its readers).
+            // Every rank looks at the peers' abort words once per call, so that a failure on
+            // any rank reaches it by its next call or the one after (a writer may run one
+            // call ahead of its readers).
+            let writes = self.kind.publishes(me);
             if let Err(busy) = segment
-                .parity_free(self.seq)
+                .parity_free(self.seq, writes)
                 .map_err(|e| rename(e, &self.op()))?
             {
-                if self.kind.publishes(me) {
-                    self.awaited = busy;
-                    return Ok(false);
-                }
+                self.awaited = busy;
+                return Ok(false);
             }
-            if self.kind.publishes(me) {
+            if writes {
                 let data = match send {
                     Source::None => &[][..],
                     Source::Send(data) => data,

@@ -13,9 +13,13 @@
 //! | [`ABORT`] | 0, or the first operation this rank will not complete: it failed |
 //! | [`HEAD`] + q × block | parity q: operation number, digest of the call, length, then the data |
 //!
-//! Both control words share the first cache line (a writer asks each peer for both), and a
-//! parity's header shares its line with the first 40 bytes of its data, so that a reader of a
-//! small part waits on, and pulls, one cache line of the writer's.
+//! Each control word has a cache line of its own. Every rank reads every peer's abort word at
+//! each operation; that line changes only when the peer fails, so the read stays in the
+//! reader's cache. A writer reads a peer's completion word only when the last value it saw
+//! does not yet free the parity, so that the line a rank raises at every completion mostly
+//! stays in its own cache. A parity's header shares its line with the first 40 bytes of its
+//! data, so that a reader of a small part waits on, and pulls, one cache line of the
+//! writer's.
 //!
 //! The operations of a communicator on the segment are numbered 1, 2, … alike on every rank;
 //! operation s uses parity s mod 2. A rank fills a parity only when every peer's `DONE` is at
@@ -45,9 +49,9 @@ pub const DONE: usize = 0;
 /// The abort word: 0, or the first operation this rank will not complete. A peer that needs
 /// its part of that operation or a later one, or that begins such an operation, fails at
 /// once; a part it published before stays readable.
-pub const ABORT: usize = 8;
-/// Where parity 0 begins (a cache line after the control words).
-pub const HEAD: usize = 64;
+pub const ABORT: usize = 64;
+/// Where parity 0 begins (after the control words' two cache lines).
+pub const HEAD: usize = 128;
 
 /// Offsets within a parity: its header, then its data.
 const H_SEQ: usize = 0;
@@ -145,6 +149,7 @@ impl Own {
             processes,
             area: self.area,
             seq: 0,
+            done_seen: vec![0; addresses.len()],
             scratch: Vec::new(),
             spins: addresses.len() <= cores,
         })
@@ -194,6 +199,8 @@ pub struct Segment {
     area: usize,
     /// The last operation begun.
     seq: u64,
+    /// Per peer, the completion word as this rank last read it.
+    done_seen: Vec<u64>,
     /// Room for a reduction's operand.
     scratch: Vec<u8>,
     /// Whether a waiting rank polls in a tight loop ([`SPINS`] times) before it yields its
@@ -265,16 +272,21 @@ impl Segment {
             .ok_or_else(|| FabricError::invalid(format!("no segment of rank {rank}")))
     }
 
-    /// Whether every peer has completed operation `seq − 2`, so that its parity may be filled
-    /// again; else the first peer that has not. A peer that failed before completing `seq` is
-    /// an error.
-    fn parity_free(&self, seq: u64) -> Result<std::result::Result<(), usize>> {
+    /// Whether this rank may publish its part of operation `seq` (`writes`): whether every
+    /// peer has completed operation `seq − 2`, so that its parity may be filled again, else
+    /// the first peer that has not; a rank that does not write needs no peer's completion. A
+    /// peer that failed before completing `seq` is an error.
+    fn parity_free(&mut self, seq: u64, writes: bool) -> Result<std::result::Result<(), usize>> {
         let need = seq.saturating_sub(2);
         let mut busy = None;
         for (rank, peer) in self.peers.iter().enumerate() {
             let Some(peer) = peer else { continue };
             self.aborted_by(rank, peer, seq)?;
-            if busy.is_none() && peer.load(DONE)? < need {
+            if !writes || busy.is_some() || self.done_seen[rank] >= need {
+                continue;
+            }
+            self.done_seen[rank] = peer.load(DONE)?;
+            if self.done_seen[rank] < need {
                 busy = Some(rank);
             }
         }
