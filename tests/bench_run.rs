@@ -219,6 +219,56 @@ fn chosen_algorithms_and_distributions_only() {
 }
 
 #[test]
+fn the_automatic_choice_is_measured_under_the_algorithm_it_took() {
+    let csv = scratch("auto.csv");
+    let out = bench_job(
+        3,
+        &[
+            "--op",
+            "bcast",
+            "--algorithms",
+            "auto,binomial-bcast",
+            "--min-bytes",
+            "10",
+            "--max-bytes",
+            "10000",
+            "--reps",
+            "2",
+            "--no-progress",
+            "--csv",
+            csv.to_str().expect("utf-8 path"),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let m = read_file(&csv).expect("the CSV parses");
+    let mut auto: Vec<(u64, String)> = m
+        .records
+        .iter()
+        .filter_map(|r| Some((r.bytes, r.algorithm.strip_prefix("auto:")?.to_string())))
+        .collect();
+    auto.sort();
+    let sizes: Vec<u64> = auto.iter().map(|(b, _)| *b).collect();
+    assert_eq!(sizes, [10, 20, 100, 200, 1000, 2000, 10000], "{auto:?}");
+    // One node: the shared segment up to its limit (8192 bytes by default), a plan beyond.
+    for (bytes, name) in &auto {
+        if *bytes <= 8192 {
+            assert_eq!(name, "segment-bcast", "{bytes} B");
+        } else {
+            assert!(
+                circulant::plan::registry::names().any(|n| n == name),
+                "{bytes} B: {name}"
+            );
+        }
+    }
+    let binomial = m
+        .records
+        .iter()
+        .filter(|r| r.algorithm == "binomial-bcast")
+        .count();
+    assert_eq!(binomial, 7);
+}
+
+#[test]
 fn json_output() {
     let out = bench_job(
         2,

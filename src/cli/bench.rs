@@ -27,7 +27,8 @@ pub struct Args {
     pub op: Vec<measure::Op>,
 
     /// Algorithms to measure (comma-separated names of `circulant model`); default: every one
-    /// that applies. Names that do not apply to an operation are skipped for it.
+    /// that applies. Names that do not apply to an operation are skipped for it. `auto`
+    /// measures the automatic choice too: its rows name the algorithm it took (`auto:NAME`).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub algorithms: Vec<String>,
 

@@ -92,6 +92,9 @@ struct Measured {
     wrong: u64,
 }
 
+/// The name `--algorithms` takes for the automatic choice.
+const AUTO: &str = "auto";
+
 /// The work of one (operation, distribution, size): its problem and the algorithms to run.
 struct Cell {
     op: Op,
@@ -113,6 +116,7 @@ pub fn run(args: Args) -> CliResult {
         if !registry::names()
             .chain(circulant::comm::SEGMENT_ALGORITHMS)
             .chain(circulant::comm::NODE_PHASE_ALGORITHMS)
+            .chain([AUTO])
             .any(|n| n == name)
         {
             return Err(MeasureError::UnknownAlgorithm(name.clone()).into());
@@ -182,6 +186,11 @@ pub fn run(args: Args) -> CliResult {
                 &mut comm, cell.op, &send, &mut recv, &counts, args.root, name,
             )?;
             let wrong = data.wrong(me, &recv);
+            // The automatic choice is named by what it took (alike on every rank).
+            let taken = match comm.last() {
+                Some(executed) if name == AUTO => executed.algorithm,
+                _ => name,
+            };
             let mut run =
                 |c: &mut Communicator| call(c, cell.op, &send, &mut recv, &counts, args.root, name);
             for _ in 1..args.warmup {
@@ -201,7 +210,7 @@ pub fn run(args: Args) -> CliResult {
             }
             let mut plan_times = Vec::with_capacity(args.reps as usize);
             for _ in 0..args.reps {
-                plan_times.push(plan_time(&comm, &cell.problem, name, me)?);
+                plan_times.push(plan_time(&comm, &cell.problem, taken, me)?);
             }
             let plan_s = slowest(&mut comm, median(&mut plan_times))?;
             let overhead_s = slowest(&mut comm, median(&mut overheads))?;
@@ -211,7 +220,11 @@ pub fn run(args: Args) -> CliResult {
                 record: Record {
                     library: "circulant".into(),
                     op: cell.op.name().into(),
-                    algorithm: name.into(),
+                    algorithm: if name == AUTO {
+                        format!("{AUTO}:{taken}")
+                    } else {
+                        name.into()
+                    },
                     distribution: cell.distribution.map_or("-", |d| d.name()).into(),
                     p: p as u64,
                     bytes: cell.bytes,
@@ -350,6 +363,9 @@ fn plan_cells(
                     })
                     .collect();
                 algorithms.sort_by_key(|n| registry::names().position(|x| x == *n));
+                if args.algorithms.iter().any(|a| a == AUTO) {
+                    algorithms.push(AUTO);
+                }
                 if !algorithms.is_empty() {
                     cells.push(Cell {
                         op,
@@ -392,7 +408,11 @@ fn call(
     root: usize,
     name: &str,
 ) -> Result<(), CommError> {
-    let choice = Choice::Named(name);
+    let choice = if name == AUTO {
+        Choice::Auto
+    } else {
+        Choice::Named(name)
+    };
     match op {
         Op::Bcast => comm.bcast_using(recv, root, choice),
         Op::Allgather => comm.allgather_using(send, recv, choice),
