@@ -9,6 +9,7 @@ use super::CliResult;
 mod compare;
 pub(super) mod levels;
 pub(super) mod measure;
+pub(super) mod timing;
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -14,7 +14,7 @@ use circulant::plan::{registry, Problem};
 use circulant::report::compare::format_seconds;
 use circulant::sim::cases::{CaseData, RankData};
 
-use super::bench::measure::{measure_model, Window};
+use super::bench::timing::{measure_model, Window};
 use super::{ratio_to_bound, CliResult};
 
 #[derive(clap::Args)]

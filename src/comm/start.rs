@@ -79,7 +79,8 @@ impl Source {
 
 impl Communicator {
     /// Runs one call to completion: as its node phases on the shared segment where they serve
-    /// it ([`super::node_phases`]), else [`Self::start`], then the request's `wait`.
+    /// it ([`super::node_phases`]), else on the segment where it serves it, else as a plan
+    /// whose request it waits for.
     pub(crate) fn run<S, R>(
         &mut self,
         call: Call<'_>,
@@ -102,15 +103,20 @@ impl Communicator {
         // A blocking call on the segment runs there without a request of its own: a small
         // call costs about as much as moving one.
         let entered = Instant::now();
-        match self.segment_serves(&call) {
-            Ok(Some(name)) => return self.run_on_segment(entered, call, name, send, recv),
-            Ok(None) => {}
-            Err(err) => {
-                self.comm_refused(call.op, &err);
-                return Err(err);
-            }
+        if let Some(name) = self.on_segment(&call)? {
+            return self.run_on_segment(entered, call, name, send, recv);
         }
         self.start_planned(entered, call, send, recv)?.wait()
+    }
+
+    /// The segment algorithm that serves `call` ([`Self::segment_serves`]); a refusal gives
+    /// the communicator up, so that the peers fail too.
+    fn on_segment(&mut self, call: &Call<'_>) -> Result<Option<&'static str>> {
+        let served = self.segment_serves(call);
+        if let Err(err) = &served {
+            self.comm_refused(call.op, err);
+        }
+        served
     }
 
     /// Starts one call on this rank: its plan ([`Self::plan_call`]), then the plan on the
@@ -127,13 +133,8 @@ impl Communicator {
     {
         // The call's software overhead counts from here (see `Executed::overhead`).
         let entered = Instant::now();
-        match self.segment_serves(&call) {
-            Ok(Some(name)) => return self.start_on_segment(entered, call, name, send, recv),
-            Ok(None) => {}
-            Err(err) => {
-                self.comm_refused(call.op, &err);
-                return Err(err);
-            }
+        if let Some(name) = self.on_segment(&call)? {
+            return self.start_on_segment(entered, call, name, send, recv);
         }
         self.start_planned(entered, call, send, recv)
     }

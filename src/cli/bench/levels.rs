@@ -9,7 +9,7 @@
 use circulant::comm::{CommError, Communicator};
 use circulant::plan::{CostModel, LevelCosts, ReduceOp};
 
-use super::measure::{measure_model, Window};
+use super::timing::{measure_model, Window};
 
 /// Both levels measured where the job's nodes hold several ranks (and there are several
 /// nodes); else the one model [`measure_model`] measures, on both levels. Collective.

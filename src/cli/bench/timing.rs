@@ -1,0 +1,119 @@
+//! How a job times its collectives: every repetition started on all ranks at one instant of the
+//! common monotonic clock ([`Window`]; the method is described in [`super::measure`]), and the
+//! job's α, β and o measured that way ([`measure_model`]).
+
+use std::time::Duration;
+
+use circulant::comm::{Choice, CommError, Communicator, Config};
+use circulant::plan::{ceil_log2, CostModel, ReduceOp};
+
+/// The common-start timing of `circulant bench`'s method (also the demo's).
+pub(in crate::cli) struct Window {
+    /// How far ahead rank 0 sets the start, in nanoseconds; doubled after a late repetition.
+    ahead_ns: u64,
+    /// Repetitions accepted although still late after the window stopped growing.
+    pub(super) late: u64,
+}
+
+impl Window {
+    const FIRST_NS: u64 = 200_000;
+    const MOST_NS: u64 = 2_000_000_000;
+
+    pub(in crate::cli) fn new() -> Self {
+        Window {
+            ahead_ns: Self::FIRST_NS,
+            late: 0,
+        }
+    }
+
+    /// The slowest rank's time of one call, all ranks started at one instant.
+    pub(in crate::cli) fn time(
+        &mut self,
+        comm: &mut Communicator,
+        call: &mut impl FnMut(&mut Communicator) -> Result<(), CommError>,
+    ) -> Result<f64, CommError> {
+        loop {
+            let mut start = (now_ns() + self.ahead_ns).to_le_bytes();
+            comm.bcast(&mut start[..], 0)?;
+            let start = u64::from_le_bytes(start);
+            let late = now_ns() > start;
+            wait_until(start);
+            call(comm)?;
+            let mine = [
+                now_ns().saturating_sub(start) as f64 * 1e-9,
+                f64::from(u8::from(late)),
+            ];
+            let mut all = [0.0f64; 2];
+            comm.allreduce(&mine, &mut all, ReduceOp::Max)?;
+            if all[1] == 0.0 {
+                return Ok(all[0]);
+            }
+            if self.ahead_ns >= Self::MOST_NS {
+                self.late += 1;
+                return Ok(all[0]);
+            }
+            self.ahead_ns = (self.ahead_ns * 2).min(Self::MOST_NS);
+        }
+    }
+}
+
+/// The monotonic clock (CLOCK_MONOTONIC, common to all processes of one kernel) in ns.
+pub(super) fn now_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    (t.tv_sec as u64).saturating_mul(1_000_000_000) + t.tv_nsec as u64
+}
+
+/// Sleeps, then yields, until the monotonic clock reaches `t_ns` (no core is spun while
+/// ranks may outnumber cores).
+fn wait_until(t_ns: u64) {
+    loop {
+        let now = now_ns();
+        if now >= t_ns {
+            return;
+        }
+        let left = t_ns - now;
+        if left > 300_000 {
+            std::thread::sleep(Duration::from_nanos(left - 200_000));
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// α and β of this job from binomial broadcasts of 1 byte and 4 MiB, each ⌈log₂ p⌉(α + βm) in
+/// the model, timed like the measurements (minimum of 40 and of 5), and o from the write-overhead probe
+/// ([`Communicator::measure_write_overhead`]) unless `CIRCULANT_O` sets it. One rank: the
+/// configured model.
+pub(in crate::cli) fn measure_model(
+    comm: &mut Communicator,
+    window: &mut Window,
+) -> Result<CostModel, CommError> {
+    let p = comm.size();
+    if p == 1 {
+        return Ok(comm.model());
+    }
+    let rounds = ceil_log2(p) as f64;
+    let big_len = 4usize << 20;
+    let mut small = comm.alloc(1)?;
+    let mut big = comm.alloc(big_len)?;
+    let name = Choice::Named("binomial-bcast");
+    let (mut t_small, mut t_big) = (f64::INFINITY, f64::INFINITY);
+    // The small broadcast is cheap and its minimum the noisier: more repetitions of it.
+    for rep in 0..40 {
+        t_small = t_small.min(window.time(comm, &mut |c| c.bcast_using(&mut small, 0, name))?);
+        if rep % 8 == 0 {
+            t_big = t_big.min(window.time(comm, &mut |c| c.bcast_using(&mut big, 0, name))?);
+        }
+    }
+    let alpha = (t_small / rounds).max(1e-8);
+    let beta = ((t_big / rounds - alpha) / big_len as f64).max(1e-13);
+    // The broadcasts post one write per message and do not show o: the probe does (on every
+    // rank, as it is collective), unless CIRCULANT_O sets it.
+    let measured = comm.measure_write_overhead()?;
+    let configured = Config::from_env().is_ok_and(|c| c.o.is_some());
+    Ok(CostModel {
+        alpha,
+        beta,
+        o: if configured { comm.model().o } else { measured },
+    })
+}
