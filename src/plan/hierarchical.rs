@@ -17,8 +17,8 @@ use super::registry;
 use super::rootedv::{BinomialGatherv, LinearGatherv};
 use super::tree::BinomialReduce;
 use super::{
-    displacements, optimal_blocks, Algorithm, Buf, BufferSizes, CostModel, Layout, LevelCosts,
-    PlanError, Problem,
+    ceil_log2, displacements, optimal_blocks, Algorithm, Buf, BufferSizes, CostModel, Layout,
+    LevelCosts, PlanError, Problem,
 };
 
 /// Blocks of the broadcasts inside a node: at least what the model inside asks for, and enough
@@ -27,6 +27,37 @@ pub(super) fn inner_blocks(p: usize, bytes: usize, inside: &CostModel) -> usize 
     optimal_blocks(p, bytes, inside)
         .max((bytes / (32 << 10)).min(128))
         .max(1)
+}
+
+/// Blocks of a broadcast among `nodes` nodes whose blocks go on inside nodes of up to `k`
+/// ranks as they arrive: the count that minimises the pipeline among the nodes
+/// ((n − 1 + ⌈log₂ nodes⌉) messages of m/n) plus the broadcast of its last block inside a node
+/// (⌈log₂ k⌉ messages of m/n), which waits for that block. Among the nodes alone (k = 1) this
+/// is [`optimal_blocks`]; with two nodes that count is one block, and a node's ranks would
+/// wait for the whole message before it moves on among them.
+pub(super) fn across_blocks(nodes: usize, k: usize, bytes: usize, costs: &LevelCosts) -> usize {
+    let (qa, qi) = (ceil_log2(nodes), ceil_log2(k));
+    if qi == 0 || bytes <= 1 {
+        return optimal_blocks(nodes, bytes, &costs.across);
+    }
+    let cost = |n: usize| {
+        let block = bytes.div_ceil(n);
+        (n as f64 - 1.0 + qa as f64) * costs.across.message(block)
+            + qi as f64 * costs.inside.message(block)
+    };
+    let per_byte = (qa as f64 - 1.0) * costs.across.beta + qi as f64 * costs.inside.beta;
+    let real = if costs.across.alpha <= 0.0 {
+        bytes as f64
+    } else {
+        (per_byte * bytes as f64 / costs.across.alpha).sqrt()
+    };
+    let lo = (real.floor() as usize).clamp(1, bytes);
+    let hi = (lo + 1).min(bytes);
+    if cost(hi) < cost(lo) {
+        hi
+    } else {
+        lo
+    }
 }
 
 /// The leader of every node: `root` on its node, else the node's first rank.
@@ -138,7 +169,7 @@ impl HierBroadcast {
         check(Self::NAME, problem, layout)?;
         let lead = leaders(layout, Some(root));
         let n = layout.nodes();
-        let across = optimal_blocks(n, bytes, &costs.across);
+        let across = across_blocks(n, layout.max_per_node(), bytes, costs);
         let mut top = broadcast_group(lead.clone(), bytes, across)?;
         // The root's node is the broadcast's root among the leaders.
         let root_node = layout.node_of(root);
@@ -518,5 +549,96 @@ impl HierBarrier {
             ],
             |_| 0,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn costs(alpha_across: f64, beta_across: f64) -> LevelCosts {
+        LevelCosts {
+            inside: CostModel {
+                alpha: 1.06e-6,
+                beta: 1.4e-10,
+                o: 6.5e-7,
+            },
+            across: CostModel {
+                alpha: alpha_across,
+                beta: beta_across,
+                o: 5e-6,
+            },
+        }
+    }
+
+    /// The least cost of the objective `across_blocks` minimises, by brute force.
+    fn cheapest(nodes: usize, k: usize, bytes: usize, c: &LevelCosts) -> f64 {
+        let (qa, qi) = (ceil_log2(nodes) as f64, ceil_log2(k) as f64);
+        (1..=bytes.min(4096))
+            .map(|n| {
+                let block = bytes.div_ceil(n);
+                (n as f64 - 1.0 + qa) * c.across.message(block) + qi * c.inside.message(block)
+            })
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    #[test]
+    fn across_blocks_minimise_the_pipeline_and_the_last_blocks_way_inside() {
+        for c in [
+            costs(1.43e-5, 2.77e-8),
+            costs(2e-6, 8e-11),
+            costs(5e-5, 1e-9),
+        ] {
+            for nodes in [2, 3, 4, 16] {
+                for k in [1, 2, 4, 64] {
+                    for bytes in [1, 1000, 100_000, 2_000_000] {
+                        let n = across_blocks(nodes, k, bytes, &c);
+                        let block = bytes.div_ceil(n);
+                        let (qa, qi) = (ceil_log2(nodes) as f64, ceil_log2(k) as f64);
+                        let got = (n as f64 - 1.0 + qa) * c.across.message(block)
+                            + qi * c.inside.message(block);
+                        let best = cheapest(nodes, k, bytes, &c);
+                        // Within 0.1 %: blocks of ⌈m/n⌉ bytes make the cost uneven in n,
+                        // and the count is taken next to the smooth optimum.
+                        assert!(
+                            got <= best * (1.0 + 1e-3),
+                            "{nodes} nodes × {k}, {bytes} B: {n} blocks cost {got}, best {best}"
+                        );
+                        if k == 1 {
+                            assert_eq!(n, optimal_blocks(nodes, bytes, &c.across));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn two_nodes_cut_a_long_broadcast_so_that_their_ranks_need_not_wait_for_all_of_it() {
+        // The emulated cluster's levels (300 Mbit/s across, shared memory inside): among two
+        // nodes alone one block is best, yet the ranks of a node would then wait for all of it.
+        let c = costs(1.43e-5, 2.77e-8);
+        assert_eq!(optimal_blocks(2, 2_000_000, &c.across), 1);
+        let n = across_blocks(2, 4, 2_000_000, &c);
+        assert!((4..=8).contains(&n), "{n} blocks");
+        let plan = HierBroadcast::plan(
+            &Problem::Broadcast {
+                p: 8,
+                root: 0,
+                bytes: 2_000_000,
+            },
+            &Layout::blocks(2, 4).unwrap(),
+            &c,
+        )
+        .unwrap();
+        // Rank 0 writes to rank 4, the other node's leader, once per block.
+        let writes = plan
+            .rank_plan(0)
+            .unwrap()
+            .rounds
+            .flat_map(|r| r.sends)
+            .filter(|t| t.to == 4)
+            .count();
+        assert_eq!(writes, n);
     }
 }

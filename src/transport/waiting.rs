@@ -22,14 +22,25 @@ const POLL_PHASE: Duration = Duration::from_micros(50);
 /// which wakes late, so polling goes on longer.
 const POLL_PHASE_WITHOUT_WAIT_OBJECT: Duration = Duration::from_millis(1);
 
+/// The same in a job of several nodes with a node fabric: two queues, which no wait object
+/// covers, so a waiting rank sleeps too, and a sleeping rank moves no data (shm copies a large
+/// write when its target reads the queue, tcp reads its sockets then). Its waits are for the
+/// link, whose steps are milliseconds apart, so it polls until such a step is surely late.
+/// Ranks of one node wait for each other's cores instead, where a longer poll phase took them
+/// from the ranks that had work (docs/performance.md, "Waiting with two fabrics").
+const POLL_PHASE_TWO_QUEUES: Duration = Duration::from_millis(20);
+
 /// Longest single blocking wait, so that deadlines are checked often.
 pub(super) const WAIT_SLICE: Duration = Duration::from_millis(20);
 
 /// Where the completion queue has no wait object, a waiting rank sleeps between polls, at
-/// first this long, doubling up to [`LONGEST_SLEEP`]: each sleep returns to the caller, which
+/// first this long, doubling up to the longest sleep: each sleep returns to the caller, which
 /// looks at what no completion announces (receive slots in shared memory) before it waits on.
+/// The longest sleep is what a rank that waited long (for a whole message over a slow link)
+/// may add to each step after it.
 const FIRST_SLEEP: Duration = Duration::from_micros(50);
 const LONGEST_SLEEP: Duration = Duration::from_millis(1);
+const LONGEST_SLEEP_TWO_QUEUES: Duration = Duration::from_micros(200);
 
 /// The waiting of one drive to completion: whether the rank is idle, since when, and its
 /// deadline.
@@ -40,22 +51,27 @@ pub(super) struct Waiting {
     idle_since: Instant,
     /// The next sleep where the queue has no wait object.
     sleep: Duration,
+    longest_sleep: Duration,
 }
 
 impl Waiting {
     /// Waiting on `cq` for at most `deadline` from now.
     pub fn new(cq: &Fabrics, deadline: Duration) -> Self {
         let now = Instant::now();
+        let (poll_phase, longest_sleep) = if cq.has_wait_object() {
+            (POLL_PHASE, LONGEST_SLEEP)
+        } else if cq.node().is_some() {
+            (POLL_PHASE_TWO_QUEUES, LONGEST_SLEEP_TWO_QUEUES)
+        } else {
+            (POLL_PHASE_WITHOUT_WAIT_OBJECT, LONGEST_SLEEP)
+        };
         Waiting {
-            poll_phase: if cq.has_wait_object() {
-                POLL_PHASE
-            } else {
-                POLL_PHASE_WITHOUT_WAIT_OBJECT
-            },
+            poll_phase,
             deadline: now + deadline,
             idle: false,
             idle_since: now,
             sleep: FIRST_SLEEP,
+            longest_sleep,
         }
     }
 
@@ -74,7 +90,7 @@ impl Waiting {
             return cq.wait(out, left.min(WAIT_SLICE));
         }
         std::thread::sleep(self.sleep.min(left));
-        self.sleep = (self.sleep * 2).min(LONGEST_SLEEP);
+        self.sleep = (self.sleep * 2).min(self.longest_sleep);
         cq.poll(out)
     }
 

@@ -4,9 +4,11 @@
 use super::{carrier, exchange_group, shared_link};
 use crate::plan::circulant::{Blocking, CirculantBroadcast};
 use crate::plan::compose::{Composite, Group, Phase, Place, Places};
-use crate::plan::hierarchical::{broadcast_group, check, inner_blocks, node_members, wrong};
+use crate::plan::hierarchical::{
+    across_blocks, broadcast_group, check, inner_blocks, node_members, wrong,
+};
 use crate::plan::rootedv::BinomialScatterv;
-use crate::plan::{optimal_blocks, Blocks, Buf, Layout, LevelCosts, PlanError, Problem};
+use crate::plan::{Blocks, Buf, Layout, LevelCosts, PlanError, Problem};
 
 /// Multi-lane broadcast: the message in as many shares as the largest other node has ranks;
 /// the root hands each carrier of its node its lanes' shares (a scatterv); lane j is the
@@ -87,6 +89,12 @@ impl LaneBroadcast {
             });
         }
 
+        // The lanes share each node's link; a lane's blocks go on inside its nodes as they
+        // arrive.
+        let link = LevelCosts {
+            across: shared_link(&costs.across, lanes),
+            inside: costs.inside,
+        };
         let mut across = Vec::with_capacity(lanes);
         for (j, &at_root) in in_scratch.iter().enumerate() {
             let (off, len) = shares.range(j);
@@ -97,7 +105,7 @@ impl LaneBroadcast {
                     root: root_node,
                     bytes: len,
                 },
-                Blocking::Fixed(optimal_blocks(n, len, &shared_link(&costs.across, lanes))),
+                Blocking::Fixed(across_blocks(n, layout.max_per_node(), len, &link)),
             )?;
             let places = (0..n)
                 .map(|v| Places {
