@@ -7,8 +7,8 @@ use std::sync::OnceLock;
 
 use super::allgather::{doubling_cost, doubling_rounds, own_copy, Gathered};
 use super::{
-    ceil_log2, check_rounds, optimal_blocks, piece, Algorithm, Blocks, Buf, BufferSizes, CostModel,
-    Local, PlanError, Prediction, Problem, Reduction, Round,
+    across_blocks, ceil_log2, check_rounds, optimal_blocks, piece, Algorithm, Blocks, Buf,
+    BufferSizes, CostModel, LevelCosts, Local, PlanError, Prediction, Problem, Reduction, Round,
 };
 use crate::schedule::{rounds_count, Schedule, ScheduleError, ScheduleTable, Skips};
 
@@ -20,6 +20,16 @@ pub enum Blocking {
     /// The α-β optimum for this model (seed 000, Theorem 2; for the allgatherv the better of
     /// Theorem 3's n and its halvings under the whole-byte bound).
     Model(CostModel),
+    /// Among nodes whose blocks go on inside nodes of up to `ranks_per_node` ranks as they
+    /// arrive (a node-aware plan's phase among the nodes): the optimum of the time among the
+    /// nodes plus the broadcast of the last round's blocks inside a node, which waits for
+    /// them ([`across_blocks`]).
+    Nodes {
+        /// The models across and inside the nodes.
+        costs: LevelCosts,
+        /// The most ranks a node has.
+        ranks_per_node: usize,
+    },
 }
 
 impl Blocking {
@@ -28,6 +38,10 @@ impl Blocking {
             Blocking::Fixed(0) => Err(PlanError::NoBlocks),
             Blocking::Fixed(n) => Ok(n.min(bytes.max(1))),
             Blocking::Model(m) => Ok(optimal_blocks(p, bytes, &m)),
+            Blocking::Nodes {
+                costs,
+                ranks_per_node,
+            } => Ok(across_blocks(p, ranks_per_node, bytes, &costs)),
         }
     }
 }
@@ -363,7 +377,16 @@ impl CirculantAllgatherv {
         ScheduleTable::bytes_for(g.p())?;
         let max = g.counts.iter().copied().max().unwrap_or(0);
         let n = match blocking {
-            Blocking::Model(model) => best_allgatherv_blocks(&g.counts, g.total, &model),
+            Blocking::Model(model) => best_allgatherv_blocks(&g.counts, g.total, &model, None),
+            Blocking::Nodes {
+                costs,
+                ranks_per_node,
+            } => best_allgatherv_blocks(
+                &g.counts,
+                g.total,
+                &costs.across,
+                Some((&costs.inside, ranks_per_node)),
+            ),
             fixed => fixed.blocks(g.p(), g.total)?,
         }
         .min(max.max(1));
@@ -421,15 +444,43 @@ fn allgatherv_bound(counts: &[usize], n: usize, model: &CostModel) -> f64 {
 
 /// The block count minimising [`allgatherv_bound`] among Theorem 3's n (m = Σ m_j) and its
 /// halvings: with many small contributions the rounding of every root's block to whole bytes
-/// makes fewer blocks better.
-fn best_allgatherv_blocks(counts: &[usize], total: usize, model: &CostModel) -> usize {
-    let mut n = optimal_blocks(counts.len(), total, model);
-    let mut best = (allgatherv_bound(counts, n, model), n);
-    while n > 1 {
-        n /= 2;
-        let t = allgatherv_bound(counts, n, model);
-        if t < best.0 {
-            best = (t, n);
+/// makes fewer blocks better. With `inside` (the model inside a node and its most ranks), the
+/// nodes' ranks wait for the last round's blocks: their broadcast inside a node is added, and
+/// the count that minimises the broadcast's version of it ([`across_blocks`]) and its
+/// halvings are candidates too.
+fn best_allgatherv_blocks(
+    counts: &[usize],
+    total: usize,
+    model: &CostModel,
+    inside: Option<(&CostModel, usize)>,
+) -> usize {
+    let p = counts.len();
+    let cost = |n: usize| {
+        let tail = inside.map_or(0.0, |(inside, k)| {
+            let per_round: usize = counts.iter().map(|&c| c.div_ceil(n)).sum();
+            ceil_log2(k) as f64 * inside.message(per_round)
+        });
+        allgatherv_bound(counts, n, model) + tail
+    };
+    let mut starts = vec![optimal_blocks(p, total, model)];
+    if let Some((&inside, k)) = inside {
+        let costs = LevelCosts {
+            inside,
+            across: *model,
+        };
+        starts.push(across_blocks(p, k, total, &costs));
+    }
+    let mut best = (f64::INFINITY, 1);
+    for mut n in starts {
+        loop {
+            let t = cost(n);
+            if t < best.0 {
+                best = (t, n);
+            }
+            if n <= 1 {
+                break;
+            }
+            n /= 2;
         }
     }
     best.1

@@ -17,7 +17,7 @@ use super::registry;
 use super::rootedv::{BinomialGatherv, LinearGatherv};
 use super::tree::BinomialReduce;
 use super::{
-    ceil_log2, displacements, optimal_blocks, Algorithm, Buf, BufferSizes, CostModel, Layout,
+    across_blocks, displacements, optimal_blocks, Algorithm, Buf, BufferSizes, CostModel, Layout,
     LevelCosts, PlanError, Problem,
 };
 
@@ -27,37 +27,6 @@ pub(super) fn inner_blocks(p: usize, bytes: usize, inside: &CostModel) -> usize 
     optimal_blocks(p, bytes, inside)
         .max((bytes / (32 << 10)).min(128))
         .max(1)
-}
-
-/// Blocks of a broadcast among `nodes` nodes whose blocks go on inside nodes of up to `k`
-/// ranks as they arrive: the count that minimises the pipeline among the nodes
-/// ((n − 1 + ⌈log₂ nodes⌉) messages of m/n) plus the broadcast of its last block inside a node
-/// (⌈log₂ k⌉ messages of m/n), which waits for that block. Among the nodes alone (k = 1) this
-/// is [`optimal_blocks`]; with two nodes that count is one block, and a node's ranks would
-/// wait for the whole message before it moves on among them.
-pub(super) fn across_blocks(nodes: usize, k: usize, bytes: usize, costs: &LevelCosts) -> usize {
-    let (qa, qi) = (ceil_log2(nodes), ceil_log2(k));
-    if qi == 0 || bytes <= 1 {
-        return optimal_blocks(nodes, bytes, &costs.across);
-    }
-    let cost = |n: usize| {
-        let block = bytes.div_ceil(n);
-        (n as f64 - 1.0 + qa as f64) * costs.across.message(block)
-            + qi as f64 * costs.inside.message(block)
-    };
-    let per_byte = (qa as f64 - 1.0) * costs.across.beta + qi as f64 * costs.inside.beta;
-    let real = if costs.across.alpha <= 0.0 {
-        bytes as f64
-    } else {
-        (per_byte * bytes as f64 / costs.across.alpha).sqrt()
-    };
-    let lo = (real.floor() as usize).clamp(1, bytes);
-    let hi = (lo + 1).min(bytes);
-    if cost(hi) < cost(lo) {
-        hi
-    } else {
-        lo
-    }
 }
 
 /// The leader of every node: `root` on its node, else the node's first rank.
@@ -273,7 +242,10 @@ impl HierAllgatherv {
             &Problem::Allgatherv {
                 counts: node_counts,
             },
-            Blocking::Model(costs.across),
+            Blocking::Nodes {
+                costs: *costs,
+                ranks_per_node: layout.max_per_node(),
+            },
         )?;
         let top_places = (0..n)
             .map(|v| Places {
@@ -555,6 +527,7 @@ impl HierBarrier {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::ceil_log2;
 
     fn costs(alpha_across: f64, beta_across: f64) -> LevelCosts {
         LevelCosts {
@@ -640,5 +613,27 @@ mod tests {
             .filter(|t| t.to == 4)
             .count();
         assert_eq!(writes, n);
+    }
+
+    #[test]
+    fn the_leaders_allgatherv_is_cut_so_that_their_ranks_need_not_wait_for_a_whole_node() {
+        use crate::plan::circulant::{Blocking, CirculantAllgatherv};
+        // One node holds every byte (the broadcast distribution on two nodes): among the two
+        // leaders alone one block is best; with the ranks behind them, several.
+        let c = costs(1.43e-5, 2.77e-8);
+        let problem = Problem::Allgatherv {
+            counts: vec![1_000_000, 0],
+        };
+        let writes = |blocking| {
+            let alg = CirculantAllgatherv::new(&problem, blocking).unwrap();
+            let plan = alg.rank_plan(0).unwrap();
+            plan.rounds.flat_map(|r| r.sends).count()
+        };
+        assert_eq!(writes(Blocking::Model(c.across)), 1);
+        let nodes = writes(Blocking::Nodes {
+            costs: c,
+            ranks_per_node: 4,
+        });
+        assert!((3..=8).contains(&nodes), "{nodes} writes");
     }
 }

@@ -457,3 +457,34 @@ pub fn optimal_blocks(p: usize, bytes: usize, model: &CostModel) -> usize {
         lo
     }
 }
+
+/// Blocks of a broadcast among `nodes` nodes whose blocks go on inside nodes of up to `k`
+/// ranks as they arrive: the count that minimises the pipeline among the nodes
+/// ((n − 1 + ⌈log₂ nodes⌉) messages of m/n) plus the broadcast of its last block inside a node
+/// (⌈log₂ k⌉ messages of m/n), which waits for that block. Among the nodes alone (k = 1) this
+/// is [`optimal_blocks`]; with two nodes that count is one block, and a node's ranks would
+/// wait for the whole message before it moves on among them.
+pub fn across_blocks(nodes: usize, k: usize, bytes: usize, costs: &LevelCosts) -> usize {
+    let (qa, qi) = (ceil_log2(nodes), ceil_log2(k));
+    if qi == 0 || bytes <= 1 {
+        return optimal_blocks(nodes, bytes, &costs.across);
+    }
+    let cost = |n: usize| {
+        let block = bytes.div_ceil(n);
+        (n as f64 - 1.0 + qa as f64) * costs.across.message(block)
+            + qi as f64 * costs.inside.message(block)
+    };
+    let per_byte = (qa as f64 - 1.0) * costs.across.beta + qi as f64 * costs.inside.beta;
+    let real = if costs.across.alpha <= 0.0 {
+        bytes as f64
+    } else {
+        (per_byte * bytes as f64 / costs.across.alpha).sqrt()
+    };
+    let lo = (real.floor() as usize).clamp(1, bytes);
+    let hi = (lo + 1).min(bytes);
+    if cost(hi) < cost(lo) {
+        hi
+    } else {
+        lo
+    }
+}

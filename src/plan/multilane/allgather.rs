@@ -43,7 +43,13 @@ impl LaneAllgatherv {
                 &Problem::Allgatherv {
                     counts: lane_counts,
                 },
-                Blocking::Model(shared_link(&costs.across, lanes)),
+                Blocking::Nodes {
+                    costs: LevelCosts {
+                        across: shared_link(&costs.across, lanes),
+                        inside: costs.inside,
+                    },
+                    ranks_per_node: layout.max_per_node(),
+                },
             )?;
             let places = (0..n)
                 .map(|v| Places {

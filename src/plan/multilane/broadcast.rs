@@ -4,9 +4,7 @@
 use super::{carrier, exchange_group, shared_link};
 use crate::plan::circulant::{Blocking, CirculantBroadcast};
 use crate::plan::compose::{Composite, Group, Phase, Place, Places};
-use crate::plan::hierarchical::{
-    across_blocks, broadcast_group, check, inner_blocks, node_members, wrong,
-};
+use crate::plan::hierarchical::{broadcast_group, check, inner_blocks, node_members, wrong};
 use crate::plan::rootedv::BinomialScatterv;
 use crate::plan::{Blocks, Buf, Layout, LevelCosts, PlanError, Problem};
 
@@ -105,7 +103,10 @@ impl LaneBroadcast {
                     root: root_node,
                     bytes: len,
                 },
-                Blocking::Fixed(across_blocks(n, layout.max_per_node(), len, &link)),
+                Blocking::Nodes {
+                    costs: link,
+                    ranks_per_node: layout.max_per_node(),
+                },
             )?;
             let places = (0..n)
                 .map(|v| Places {
