@@ -14,6 +14,7 @@ use crate::schedule::{rounds_count, Schedule, ScheduleError, ScheduleTable, Skip
 
 /// How many blocks a pipelined algorithm cuts its data into.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum Blocking {
     /// Exactly this many blocks (at most one per byte).
     Fixed(usize),

@@ -466,7 +466,7 @@ pub fn optimal_blocks(p: usize, bytes: usize, model: &CostModel) -> usize {
 /// wait for the whole message before it moves on among them.
 pub fn across_blocks(nodes: usize, k: usize, bytes: usize, costs: &LevelCosts) -> usize {
     let (qa, qi) = (ceil_log2(nodes), ceil_log2(k));
-    if qi == 0 || bytes <= 1 {
+    if qa == 0 || qi == 0 || bytes <= 1 {
         return optimal_blocks(nodes, bytes, &costs.across);
     }
     let cost = |n: usize| {

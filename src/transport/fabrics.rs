@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use crate::fabric::{AddressVector, Completion, CompletionQueue, Endpoint, FabricError, Info};
 
-/// Longest sleep between polls of the completion queues where a rank waits on two of them
-/// (no single wait object covers both).
+/// Longest sleep between polls of the completion queues in [`Fabrics::wait`] (retries and
+/// draining) where there are two of them (no single wait object covers both).
 const POLL_SLEEP: Duration = Duration::from_micros(50);
 
 /// How a peer is reached.
@@ -33,11 +33,23 @@ pub(crate) struct Fabric {
 pub(crate) struct Fabrics {
     network: Fabric,
     node: Option<Fabric>,
+    /// Whether some peer runs on another node.
+    across: bool,
 }
 
 impl Fabrics {
-    pub fn new(network: Fabric, node: Option<Fabric>) -> Fabrics {
-        Fabrics { network, node }
+    pub fn new(network: Fabric, node: Option<Fabric>, across: bool) -> Fabrics {
+        Fabrics {
+            network,
+            node,
+            across,
+        }
+    }
+
+    /// Whether a waiting rank waits on two completion queues for peers of which some run on
+    /// other nodes (whose steps, over a link, are far apart).
+    pub fn waits_across_nodes(&self) -> bool {
+        self.node.is_some() && self.across
     }
 
     /// The network fabric's endpoint (every peer can be reached through it).

@@ -143,6 +143,8 @@ pub struct Opened {
     rank: usize,
     size: usize,
     iov: IovLimits,
+    /// Whether some peer runs on another node (known with the node map; until then, true).
+    across: bool,
 }
 
 /// Opens one fabric on `info` for `size` ranks.
@@ -199,6 +201,7 @@ impl Opened {
             rank,
             size,
             iov: provider_iov_limits(info),
+            across: true,
         })
     }
 
@@ -265,12 +268,14 @@ impl Opened {
     }
 
     /// Closes the node fabric where no other rank shares this one's node (it was opened
-    /// before the node map was known): its card part is then never used.
+    /// before the node map was known): its card part is then never used. Notes whether some
+    /// peer runs on another node.
     fn node_if_needed(mut self, mates: &[bool]) -> Opened {
         let rank = self.rank;
         if !mates.iter().enumerate().any(|(r, &m)| m && r != rank) {
             self.node = None;
         }
+        self.across = some_peer_across(rank, self.size, mates);
         self
     }
 
@@ -301,7 +306,7 @@ impl Opened {
         Transport {
             rank: self.rank,
             size: self.size,
-            fabrics: Fabrics::new(self.network, self.node),
+            fabrics: Fabrics::new(self.network, self.node, self.across),
             control: self.control,
             peers,
             seq: 0,
@@ -319,6 +324,12 @@ impl Opened {
             spare: Default::default(),
         }
     }
+}
+
+/// Whether some rank of `size` other than `rank` runs on another node: one that `mates` (this
+/// rank's node map, true for the ranks of its node) does not mark.
+fn some_peer_across(rank: usize, size: usize, mates: &[bool]) -> bool {
+    (0..size).any(|r| r != rank && !mates.get(r).copied().unwrap_or(false))
 }
 
 /// The provider's limits of one write: `iov_limit` local and `rma_iov_limit` remote segments
@@ -348,6 +359,19 @@ mod tests {
             iov,
             node: None,
         }
+    }
+
+    #[test]
+    fn a_rank_waits_across_nodes_only_where_a_peer_runs_on_another() {
+        // 2 nodes x 2: rank 1 shares its node with rank 0 only.
+        assert!(some_peer_across(1, 4, &[true, true, false, false]));
+        // A communicator of one node's ranks (a split), or one whose map is not known yet
+        // (every rank marked a mate of every other).
+        assert!(!some_peer_across(1, 2, &[true, true]));
+        assert!(!some_peer_across(0, 3, &[true, true, true]));
+        // A map shorter than the job leaves the others across.
+        assert!(some_peer_across(0, 3, &[true, true]));
+        assert!(!some_peer_across(0, 1, &[true]));
     }
 
     #[test]

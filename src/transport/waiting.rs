@@ -22,8 +22,8 @@ const POLL_PHASE: Duration = Duration::from_micros(50);
 /// which wakes late, so polling goes on longer.
 const POLL_PHASE_WITHOUT_WAIT_OBJECT: Duration = Duration::from_millis(1);
 
-/// The same in a job of several nodes with a node fabric: two queues, which no wait object
-/// covers, so a waiting rank sleeps too, and a sleeping rank moves no data (shm copies a large
+/// The same where a node fabric adds a second queue and some peers run on other nodes: no
+/// wait object covers both queues, so a waiting rank sleeps too, and a sleeping rank moves no data (shm copies a large
 /// write when its target reads the queue, tcp reads its sockets then). Its waits are for the
 /// link, whose steps are milliseconds apart, so it polls until such a step is surely late.
 /// Ranks of one node wait for each other's cores instead, where a longer poll phase took them
@@ -60,7 +60,7 @@ impl Waiting {
         let now = Instant::now();
         let (poll_phase, longest_sleep) = if cq.has_wait_object() {
             (POLL_PHASE, LONGEST_SLEEP)
-        } else if cq.node().is_some() {
+        } else if cq.waits_across_nodes() {
             (POLL_PHASE_TWO_QUEUES, LONGEST_SLEEP_TWO_QUEUES)
         } else {
             (POLL_PHASE_WITHOUT_WAIT_OBJECT, LONGEST_SLEEP)
