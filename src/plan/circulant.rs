@@ -464,12 +464,16 @@ fn best_allgatherv_blocks(
         allgatherv_bound(counts, n, model) + tail
     };
     let mut starts = vec![optimal_blocks(p, total, model)];
-    if let Some((&inside, k)) = inside {
-        let costs = LevelCosts {
-            inside,
-            across: *model,
-        };
-        starts.push(across_blocks(p, k, total, &costs));
+    if let Some((inside, k)) = inside {
+        starts.push(across_blocks(
+            p,
+            k,
+            total,
+            &LevelCosts {
+                inside: *inside,
+                across: *model,
+            },
+        ));
     }
     let mut best = (f64::INFINITY, 1);
     for mut n in starts {

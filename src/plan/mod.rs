@@ -436,26 +436,7 @@ impl Blocks {
 /// (n − 1 + q)(α + βm/n) gives n = √((q − 1)βm/α) (q ≥ 2), rounded to the better neighbour and
 /// kept in 1..=max(m, 1).
 pub fn optimal_blocks(p: usize, bytes: usize, model: &CostModel) -> usize {
-    let q = ceil_log2(p);
-    if bytes <= 1 || q == 0 {
-        return 1;
-    }
-    let cost = |n: usize| (n as f64 - 1.0 + q as f64) * model.message(bytes.div_ceil(n));
-    // q = 1 (p = 2): T(n) = nα + βm, best with one block; no latency: as many as bytes.
-    let real = if q <= 1 {
-        1.0
-    } else if model.alpha <= 0.0 {
-        bytes as f64
-    } else {
-        (((q - 1) as f64) * model.beta * bytes as f64 / model.alpha).sqrt()
-    };
-    let lo = (real.floor() as usize).clamp(1, bytes);
-    let hi = (lo + 1).min(bytes);
-    if cost(hi) < cost(lo) {
-        hi
-    } else {
-        lo
-    }
+    pipeline_blocks(ceil_log2(p), 0, bytes, model, model)
 }
 
 /// Blocks of a broadcast among `nodes` nodes whose blocks go on inside nodes of up to `k`
@@ -465,20 +446,40 @@ pub fn optimal_blocks(p: usize, bytes: usize, model: &CostModel) -> usize {
 /// is [`optimal_blocks`]; with two nodes that count is one block, and a node's ranks would
 /// wait for the whole message before it moves on among them.
 pub fn across_blocks(nodes: usize, k: usize, bytes: usize, costs: &LevelCosts) -> usize {
-    let (qa, qi) = (ceil_log2(nodes), ceil_log2(k));
-    if qa == 0 || qi == 0 || bytes <= 1 {
-        return optimal_blocks(nodes, bytes, &costs.across);
+    pipeline_blocks(
+        ceil_log2(nodes),
+        ceil_log2(k),
+        bytes,
+        &costs.across,
+        &costs.inside,
+    )
+}
+
+/// The n minimising (n − 1 + qa)(α + βm/n) across plus qi(α + βm/n) inside, which is
+/// n = √(((qa − 1)β + qi·β_inside)·m/α), rounded to the better neighbour and kept in
+/// 1..=max(m, 1). One block where nothing is pipelined (qa = 0, or qa = 1 with nothing
+/// inside: T = nα + βm); as many as bytes without latency.
+fn pipeline_blocks(
+    qa: usize,
+    qi: usize,
+    bytes: usize,
+    across: &CostModel,
+    inside: &CostModel,
+) -> usize {
+    if bytes <= 1 || qa == 0 {
+        return 1;
     }
     let cost = |n: usize| {
         let block = bytes.div_ceil(n);
-        (n as f64 - 1.0 + qa as f64) * costs.across.message(block)
-            + qi as f64 * costs.inside.message(block)
+        (n as f64 - 1.0 + qa as f64) * across.message(block) + qi as f64 * inside.message(block)
     };
-    let per_byte = (qa as f64 - 1.0) * costs.across.beta + qi as f64 * costs.inside.beta;
-    let real = if costs.across.alpha <= 0.0 {
+    let real = if qa == 1 && qi == 0 {
+        1.0
+    } else if across.alpha <= 0.0 {
         bytes as f64
     } else {
-        (per_byte * bytes as f64 / costs.across.alpha).sqrt()
+        let per_byte = (qa - 1) as f64 * across.beta + qi as f64 * inside.beta;
+        (per_byte * bytes as f64 / across.alpha).sqrt()
     };
     let lo = (real.floor() as usize).clamp(1, bytes);
     let hi = (lo + 1).min(bytes);

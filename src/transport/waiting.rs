@@ -23,9 +23,10 @@ const POLL_PHASE: Duration = Duration::from_micros(50);
 const POLL_PHASE_WITHOUT_WAIT_OBJECT: Duration = Duration::from_millis(1);
 
 /// The same where a node fabric adds a second queue and some peers run on other nodes: no
-/// wait object covers both queues, so a waiting rank sleeps too, and a sleeping rank moves no data (shm copies a large
-/// write when its target reads the queue, tcp reads its sockets then). Its waits are for the
-/// link, whose steps are milliseconds apart, so it polls until such a step is surely late.
+/// wait object covers both queues, so a waiting rank sleeps too, and a sleeping rank moves no
+/// data (shm copies a large write when its target reads the queue, tcp reads its sockets
+/// then). Its waits are for the link, whose steps are milliseconds apart, so it polls until
+/// such a step is surely late.
 /// Ranks of one node wait for each other's cores instead, where a longer poll phase took them
 /// from the ranks that had work (docs/performance.md, "Waiting with two fabrics").
 const POLL_PHASE_TWO_QUEUES: Duration = Duration::from_millis(20);
