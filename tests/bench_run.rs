@@ -268,6 +268,58 @@ fn the_automatic_choice_is_measured_under_the_algorithm_it_took() {
     assert_eq!(binomial, 7);
 }
 
+/// `--nonblocking` measures the `i*` forms (started, then waited for): every operation's
+/// data checked, and the output says which forms it measured.
+#[test]
+fn the_nonblocking_forms_are_measured_and_named() {
+    let csv = scratch("nonblocking.csv");
+    let out = bench_job(
+        3,
+        &[
+            "--nonblocking",
+            "--algorithms",
+            "auto,binomial-bcast,ring-allgather",
+            "--max-bytes",
+            "10000",
+            "--reps",
+            "2",
+            "--no-progress",
+            "--csv",
+            csv.to_str().expect("utf-8 path"),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let printed = text(&out);
+    assert!(!printed.contains("WRONG"), "{printed}");
+    assert!(printed.contains("of the nonblocking calls"), "{printed}");
+    let written = std::fs::read_to_string(&csv).expect("the CSV");
+    assert!(written.contains("nonblocking calls"), "{written}");
+    let m = read_file(&csv).expect("the CSV parses");
+    for op in ["bcast", "allgather", "allgatherv", "allreduce"] {
+        assert!(m.records.iter().any(|r| r.op == op), "{op} missing");
+    }
+    let json = bench_job(
+        2,
+        &[
+            "--nonblocking",
+            "--op",
+            "allreduce",
+            "--max-bytes",
+            "100",
+            "--reps",
+            "1",
+            "--json",
+            "--no-progress",
+        ],
+    );
+    assert!(json.status.success(), "{}", text(&json));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("one JSON object");
+    assert_eq!(v["forms"], "nonblocking");
+    for r in v["rows"].as_array().expect("rows") {
+        assert_eq!(r["wrong"], 0);
+    }
+}
+
 #[test]
 fn json_output() {
     let out = bench_job(
@@ -287,6 +339,7 @@ fn json_output() {
     let v: serde_json::Value =
         serde_json::from_slice(&out.stdout).expect("one JSON object on stdout");
     assert_eq!(v["p"], 2);
+    assert_eq!(v["forms"], "blocking");
     let rows = v["rows"].as_array().expect("rows");
     assert!(!rows.is_empty());
     for r in rows {

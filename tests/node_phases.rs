@@ -183,25 +183,146 @@ fn every_case_forced_and_automatic_on_every_layout() {
     }
 }
 
-/// The nonblocking forms and the calls above the limit run plans; with the segment turned off
+/// One nonblocking call of `problem` with `choice`, progressed by `test` until complete (a
+/// rank that gives up is told at its deadline): the algorithm that ran, or the wrong bytes.
+fn icall(
+    comm: &mut Communicator,
+    problem: &Problem,
+    choice: Choice<'_>,
+) -> Result<&'static str, String> {
+    let me = CaseData::new(problem.clone()).for_rank(comm.rank());
+    let mut recv = me.recv_initial.clone();
+    let send = me.send.clone();
+    let request = match problem {
+        Problem::Broadcast { root, .. } => comm.ibcast_using(&mut recv[..], *root, choice),
+        Problem::Allreduce { reduction, .. } => {
+            comm.iallreduce_bytes(&send[..], &mut recv[..], *reduction, choice)
+        }
+        Problem::Reduce {
+            root, reduction, ..
+        } => comm.ireduce_bytes(&send[..], &mut recv[..], *reduction, *root, choice),
+        Problem::Allgather { .. } => comm.iallgather_using(&send[..], &mut recv[..], choice),
+        Problem::Allgatherv { counts } => {
+            comm.iallgatherv_using(&send[..], &mut recv[..], counts, choice)
+        }
+        _ => return Err("not a case of this test".into()),
+    };
+    let mut request = request.map_err(|e| format!("{problem:?}: {e}"))?;
+    let algorithm = request.algorithm();
+    // Progressed by test alone, yielding between tests as a program that computes would.
+    loop {
+        match request.test() {
+            Ok(true) => break,
+            Ok(false) => std::thread::yield_now(),
+            Err(e) => return Err(format!("{problem:?}: {e}")),
+        }
+    }
+    request.wait().map_err(|e| format!("{problem:?}: {e}"))?;
+    me.expected
+        .check(&recv)
+        .map_err(|m| format!("{problem:?}: {m}"))?;
+    Ok(algorithm)
+}
+
+/// The nonblocking forms take the node phases where the blocking ones do, and run the same
+/// steps: every case, forced and unforced, on every layout, progressed by `test` alone;
+/// `wait` and the blocking form in between on the same communicator.
+#[test]
+fn nonblocking_calls_take_the_node_phases() {
+    for hosts in LAYOUTS {
+        let p = hosts.len();
+        let results = run(hosts, config(), |comm| {
+            let mut wrong = Vec::new();
+            for problem in problems(p) {
+                let name = forced(&problem);
+                let whole = match &problem {
+                    Problem::Allgather { p, block } => p * block,
+                    Problem::Allgatherv { counts } => counts.iter().sum(),
+                    _ => 0,
+                };
+                if whole <= 8192 {
+                    match icall(comm, &problem, Choice::Named(name)) {
+                        Ok(ran) if ran == name => {}
+                        Ok(ran) => wrong.push(format!("forced {name}, ran {ran}")),
+                        Err(e) => wrong.push(e),
+                    }
+                }
+                let blocking = call(comm, &problem, Choice::Auto);
+                let nonblocking = icall(comm, &problem, Choice::Auto);
+                match (blocking, nonblocking) {
+                    (Ok(a), Ok(b)) if a == b => {}
+                    (a, b) => wrong.push(format!("{problem:?}: blocking {a:?}, nonblocking {b:?}")),
+                }
+            }
+            let request = comm.ibarrier().expect("ibarrier");
+            let ran = request.algorithm();
+            request.wait().expect("ibarrier");
+            if ran != "hier-segment-barrier" {
+                wrong.push(format!("ibarrier ran {ran}"));
+            }
+            wrong
+        });
+        for (rank, wrong) in results.iter().enumerate() {
+            assert!(wrong.is_empty(), "{hosts:?} rank {rank}: {wrong:?}");
+        }
+    }
+}
+
+/// A started nonblocking call does not wait for its peers' later steps, also with the full
+/// argument check on: between the start and the wait every rank makes a blocking call on
+/// another communicator, which a start that waited in a step's exchange would never reach.
+#[test]
+fn a_started_call_lets_its_rank_call_elsewhere_before_it_waits() {
+    let checked = Config {
+        check: true,
+        ..config()
+    };
+    for hosts in LAYOUTS {
+        let p = hosts.len() as i64;
+        let results = run(hosts, checked.clone(), |comm| {
+            let rank = comm.rank();
+            let mut other = comm
+                .split(Some(0), rank as i64)
+                .expect("split")
+                .expect("member");
+            let started = Instant::now();
+            let (send, mut recv) = ([rank as i64 + 1], [0i64]);
+            let request = comm
+                .iallreduce(&send, &mut recv, ReduceOp::Sum)
+                .map_err(|e| e.to_string());
+            let elsewhere = other.barrier().map_err(|e| e.to_string());
+            let ran = request.as_ref().map(|r| r.algorithm()).unwrap_or("none");
+            let waited = request.and_then(|r| r.wait().map_err(|e| e.to_string()));
+            (ran, elsewhere, waited, recv[0], started.elapsed())
+        });
+        for (rank, (ran, elsewhere, waited, sum, took)) in results.iter().enumerate() {
+            assert_eq!(*ran, "hier-segment-allreduce", "{hosts:?} rank {rank}");
+            assert_eq!(elsewhere, &Ok(()), "{hosts:?} rank {rank}");
+            assert_eq!(waited, &Ok(()), "{hosts:?} rank {rank}");
+            assert_eq!(*sum, p * (p + 1) / 2, "{hosts:?} rank {rank}");
+            assert!(*took < DEADLINE / 2, "{hosts:?} rank {rank}: {took:?}");
+        }
+    }
+}
+
+/// The calls above the limit run plans; with the segment turned off
 /// (`CIRCULANT_SEGMENT_LIMIT=0`) no call takes the node phases, nor one for which a plan is
 /// forced.
 #[test]
-fn nonblocking_calls_large_calls_and_no_segment_run_plans() {
+fn large_calls_and_no_segment_run_plans() {
     let hosts = LAYOUTS[0];
     let ran = run(hosts, config(), |comm| {
-        let mut buf = [7u8; 100];
-        comm.ibcast(&mut buf[..], 1)
-            .and_then(|r| r.wait())
-            .expect("ibcast");
-        let nonblocking = comm.last().map(|e| e.algorithm);
         let mut big = vec![7u8; 8193];
         comm.bcast(&mut big[..], 1).expect("bcast");
-        (nonblocking, comm.last().map(|e| e.algorithm))
+        let blocking = comm.last().map(|e| e.algorithm);
+        let request = comm.ibcast(&mut big[..], 1).expect("ibcast");
+        let nonblocking = request.algorithm();
+        request.wait().expect("ibcast");
+        (blocking, nonblocking)
     });
-    for (nonblocking, big) in ran {
-        assert!(!nonblocking.expect("ran").starts_with("hier-segment-"));
-        assert!(!big.expect("ran").starts_with("hier-segment-"));
+    for (blocking, nonblocking) in ran {
+        assert!(!blocking.expect("ran").starts_with("hier-segment-"));
+        assert!(!nonblocking.starts_with("hier-segment-"));
     }
     let off = Config {
         segment_limit: 0,
@@ -291,9 +412,11 @@ fn forced_names_that_cannot_serve_are_refused_with_the_reason() {
 /// communicators too: the ranks that needed it fail, those that did not (a root publishes
 /// and goes on, as on the segment of one node) complete, and the next call fails on every
 /// rank, all long before the deadline.
+/// The same in the nonblocking form: the refusing rank's `ibcast` fails, and the requests of
+/// the ranks that needed it fail in `test`.
 #[test]
 fn a_refused_call_fails_where_needed_and_the_next_everywhere() {
-    for hosts in LAYOUTS {
+    for (hosts, nonblocking) in LAYOUTS.iter().flat_map(|h| [(h, false), (h, true)]) {
         let p = hosts.len();
         let results = run(hosts, config(), |comm| {
             let mut buf = [1u8; 16];
@@ -302,7 +425,18 @@ fn a_refused_call_fails_where_needed_and_the_next_everywhere() {
             let refuses = comm.rank() == p - 1;
             let root = if refuses { p } else { 0 };
             let started = Instant::now();
-            let refused: Result<(), CommError> = comm.bcast(&mut buf[..], root);
+            let refused: Result<(), CommError> = if nonblocking {
+                comm.ibcast(&mut buf[..], root)
+                    .and_then(|mut request| loop {
+                        match request.test() {
+                            Ok(true) => break Ok(()),
+                            Ok(false) => std::thread::yield_now(),
+                            Err(e) => break Err(e),
+                        }
+                    })
+            } else {
+                comm.bcast(&mut buf[..], root)
+            };
             let next: Result<(), CommError> = comm.barrier();
             (
                 refuses,

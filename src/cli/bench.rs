@@ -58,6 +58,11 @@ pub struct Args {
     #[arg(long, value_name = "R", default_value_t = 0)]
     pub root: usize,
 
+    /// Measure the nonblocking forms (`ibcast`, `iallgatherv`, …: each call started, then
+    /// waited for) instead of the blocking calls.
+    #[arg(long)]
+    pub nonblocking: bool,
+
     /// No progress bar on stderr.
     #[arg(long)]
     pub no_progress: bool,

@@ -48,11 +48,13 @@ mod calls;
 mod check;
 mod collectives;
 mod config;
+mod detached;
 mod error;
 mod locality;
 mod node_phases;
 mod nonblocking;
 mod persistent;
+mod phased;
 mod plan_cache;
 mod provider;
 mod segment;
@@ -243,7 +245,7 @@ impl Communicator {
         comm.cards_at_start = connected.cards_at_start;
         // Every endpoint is up before the first collective (a plan's barrier: the node phases
         // split communicators at their first call, which a job's start need not).
-        comm.ibarrier()?.wait()?;
+        comm.plain_barrier()?;
         Ok(comm)
     }
 

@@ -9,9 +9,9 @@
 //!
 //! The plans' own hierarchical and multi-lane algorithms run their node phases as writes over
 //! the node's fabric; for small calls, where a phase costs its latency, one segment operation
-//! replaces the rounds of a node phase. Served in the blocking forms (the composition waits
-//! for each phase before the next); the nonblocking and persistent forms run the plans. The
-//! decision and its pieces: docs/architecture.md, "Node phases on the shared segment".
+//! replaces the rounds of a node phase. Served in the blocking and nonblocking forms, which
+//! run the same steps as one request ([`super::phased`]); persistent requests run the plans.
+//! The decision and its pieces: docs/architecture.md, "Node phases on the shared segment".
 
 use std::borrow::Cow;
 use std::time::Instant;
@@ -20,9 +20,10 @@ use crate::plan::Problem;
 
 use super::arguments::argument;
 use super::call::Call;
-use super::segment::{block_offsets, part_bytes, served};
-use super::{Choice, CommError, Communicator, Executed, Payload, PayloadMut, Result};
-use crate::transport::OpStats;
+use super::nonblocking::Request;
+use super::phased::{LevelBuffers, PhasedCall};
+use super::segment::{part_bytes, served};
+use super::{Choice, CommError, Communicator, Payload, PayloadMut, Result};
 
 /// The names of the hierarchical collectives whose node phases run on the segment, as
 /// `Choice::Named` and `CIRCULANT_ALGORITHM` take them.
@@ -38,8 +39,12 @@ pub const NODE_PHASE_ALGORITHMS: [&str; 6] = [
 /// The communicators of the phases: the ranks of this rank's node, and (on each node's first
 /// rank) the first ranks of all nodes.
 pub(super) struct Phases {
-    node: Communicator,
-    leaders: Option<Communicator>,
+    /// The steps' registered buffers on each communicator (before the communicators: they
+    /// go first).
+    pub(super) node_buffers: LevelBuffers,
+    pub(super) leader_buffers: LevelBuffers,
+    pub(super) node: Communicator,
+    pub(super) leaders: Option<Communicator>,
     /// The parent's node map, kept so that a call need not copy it.
     layout: crate::plan::Layout,
 }
@@ -123,7 +128,7 @@ fn counts_of(problem: &Problem) -> Option<Cow<'_, [usize]>> {
 }
 
 impl Communicator {
-    /// The composition that serves `call` in a blocking form, if one does: every rank
+    /// The composition that serves `call` (blocking or nonblocking), if one does: every rank
     /// decides alike from the call's arguments, the layout and the configuration. A forced
     /// `hier-segment-…` name that cannot serve the call is an error.
     pub(super) fn node_phases_serve(&self, call: &Call<'_>) -> Result<Option<&'static str>> {
@@ -200,14 +205,18 @@ impl Communicator {
         ))
     }
 
-    /// Runs `call` as its composition `name` (see the module documentation), blocking.
-    pub(super) fn run_node_phases<S, R>(
-        &mut self,
+    /// Starts `call` as its composition `name` (see the module documentation): its steps
+    /// ([`super::phased`]) as one request, with the first of them posted where `posts_first`
+    /// (the nonblocking forms; a blocking call goes on to its wait at once). The overhead
+    /// recorded is the time to the first step.
+    pub(super) fn start_node_phases<'a, S, R>(
+        &'a mut self,
         mut call: Call<'_>,
         name: &'static str,
         send: Option<&S>,
-        recv: Option<&mut R>,
-    ) -> Result<()>
+        recv: Option<&'a mut R>,
+        posts_first: bool,
+    ) -> Result<Request<'a>>
     where
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
@@ -222,28 +231,25 @@ impl Communicator {
             return Err(err);
         }
         if matches!(self.phases, PhaseState::Untried) {
-            // The splits' own exchanges take the nonblocking path, never the node phases.
+            // The splits' own exchanges take the plain path, never the node phases.
             let phases = self.split_phases()?;
             self.phases = PhaseState::Ready(Box::new(phases));
         }
-        let mut empty: [u8; 0] = [];
-        let out: &mut [u8] = match recv {
+        let out: &'a mut [u8] = match recv {
             Some(recv) => recv.bytes_mut(),
-            None => &mut empty,
+            None => Default::default(),
         };
         // The input: the send buffer, or an allgather(v)'s own block in place (the C API
         // copies an in-place reduction's input into a send buffer).
-        let in_place: Vec<u8>;
-        let source: &[u8] = match call.send_in_recv {
-            None => send.map_or(&[], |send| send.bytes()),
+        let input = match call.send_in_recv {
+            None => send.map_or(Vec::new(), |send| send.bytes().to_vec()),
             Some((at, len))
                 if matches!(
                     call.problem,
                     Problem::Allgather { .. } | Problem::Allgatherv { .. }
                 ) =>
             {
-                in_place = out.get(at..at + len).unwrap_or_default().to_vec();
-                &in_place
+                out.get(at..at + len).unwrap_or_default().to_vec()
             }
             Some(_) => {
                 let err = argument(op, format!("{name} does not serve calls in place"));
@@ -252,35 +258,49 @@ impl Communicator {
             }
         };
         let rank = self.rank();
-        let PhaseState::Ready(phases) = &mut self.phases else {
-            return Err(argument(op, "the node phases are not set up".into()));
+        let phased = match &self.phases {
+            PhaseState::Ready(phases) => {
+                PhasedCall::new(&call.problem, &phases.layout, rank, input, out)
+            }
+            PhaseState::Untried => Err(argument(op, "the node phases are not set up".into())),
+        };
+        let mut phased = match phased {
+            Ok(phased) => phased,
+            Err(err) => {
+                self.node_phases_failed(op, &err);
+                return Err(err);
+            }
         };
         let overhead = Instant::now().saturating_duration_since(entered);
-        let ran = phases.run(&call.problem, rank, source, out);
-        if let Err(err) = ran {
-            self.node_phases_failed(op, &err);
-            return Err(err);
+        if posts_first {
+            // The first steps, as far as the peers allow (a failure gives the phases up).
+            self.phases_progress(op, &mut phased, false)?;
         }
-        self.last = Some(Executed {
-            algorithm: name,
-            stats: OpStats::default(),
-            overhead,
-        });
-        Ok(())
+        Ok(Request::phased(self, op, name, phased, overhead))
     }
 
     /// Splits the phases' communicators (collective over this one): the ranks of each node,
     /// and each node's first rank. They take this communicator's configuration, without
-    /// forced algorithms (they choose for themselves).
+    /// forced algorithms (they choose for themselves) and without the full argument check.
     fn split_phases(&mut self) -> Result<Phases> {
         let mut node = self.split_by_node()?;
         let first = self.local_ranks().first() == Some(&self.rank());
         let mut leaders = self.split(first.then_some(0), self.rank() as i64)?;
+        // The parent's check compares the whole call and every step follows from it; a
+        // check per step would make a nonblocking step wait for its peers in `test`.
         for comm in std::iter::once(&mut node).chain(leaders.as_mut()) {
             comm.config.algorithms.clear();
+            comm.config.check = false;
+        }
+        // The node's segment now, not in its first step (its setup is an exchange that
+        // waits for the node's ranks). Where it cannot be set up the steps run plans.
+        if node.size() > 1 {
+            node.segment_ready()?;
         }
         let layout = self.nodes.layout().clone();
         Ok(Phases {
+            node_buffers: LevelBuffers::default(),
+            leader_buffers: LevelBuffers::default(),
             node,
             leaders,
             layout,
@@ -299,169 +319,5 @@ impl Communicator {
             }
         }
         self.comm_refused(op, err);
-    }
-}
-
-impl Phases {
-    /// The phases of `problem` on this rank (`rank` of the parent): `source` its input where
-    /// it has one, `out` its receive buffer.
-    fn run(&mut self, problem: &Problem, rank: usize, source: &[u8], out: &mut [u8]) -> Result<()> {
-        let layout = &self.layout;
-        // Nodes are numbered in the order of their first ranks: node v's leader is rank v of
-        // the leaders' communicator, and a rank's index on its node its place there.
-        let local = |r: usize| {
-            layout
-                .ranks_on(layout.node_of(r))
-                .iter()
-                .position(|&x| x == r)
-                .unwrap_or(0)
-        };
-        let node = &mut self.node;
-        match *problem {
-            Problem::Barrier { .. } => {
-                node.barrier()?;
-                if let Some(leaders) = self.leaders.as_mut() {
-                    leaders.barrier()?;
-                }
-                node.barrier()
-            }
-            Problem::Broadcast { root, .. } => {
-                let root_node = layout.node_of(root);
-                let on_root_node = layout.node_of(rank) == root_node;
-                // A root that is not its node's first rank hands its data to its node first.
-                let root_leads = local(root) == 0;
-                if on_root_node && !root_leads {
-                    node.bcast_using(out, local(root), Choice::Auto)?;
-                }
-                if let Some(leaders) = self.leaders.as_mut() {
-                    leaders.bcast_using(out, root_node, Choice::Auto)?;
-                }
-                if !on_root_node || root_leads {
-                    node.bcast_using(out, 0, Choice::Auto)?;
-                }
-                Ok(())
-            }
-            Problem::Allreduce { reduction, .. } => {
-                // The node's vectors folded on its first rank, those folded among the first
-                // ranks, the result to every rank of each node.
-                node.reduce_bytes(source, out, reduction, 0, Choice::Auto)?;
-                if let Some(leaders) = self.leaders.as_mut() {
-                    let partial = out.to_vec();
-                    leaders.allreduce_bytes(&partial[..], out, reduction, Choice::Auto)?;
-                }
-                node.bcast_using(out, 0, Choice::Auto)
-            }
-            Problem::Reduce {
-                root,
-                reduction,
-                bytes,
-                ..
-            } => {
-                let root_node = layout.node_of(root);
-                let on_root_node = layout.node_of(rank) == root_node;
-                let root_leads = local(root) == 0;
-                let mut partial = vec![0u8; if self.leaders.is_some() { bytes } else { 0 }];
-                node.reduce_bytes(source, &mut partial[..], reduction, 0, Choice::Auto)?;
-                if let Some(leaders) = self.leaders.as_mut() {
-                    // The root's node's first rank gets the result: into the root's buffer
-                    // where it is the root, else to hand on.
-                    if rank == root {
-                        leaders.reduce_bytes(
-                            &partial[..],
-                            out,
-                            reduction,
-                            root_node,
-                            Choice::Auto,
-                        )?;
-                        return Ok(());
-                    }
-                    let mut result = vec![0u8; if on_root_node { bytes } else { 0 }];
-                    leaders.reduce_bytes(
-                        &partial[..],
-                        &mut result[..],
-                        reduction,
-                        root_node,
-                        Choice::Auto,
-                    )?;
-                    if on_root_node && !root_leads {
-                        node.bcast_using(&mut result[..], 0, Choice::Auto)?;
-                    }
-                    return Ok(());
-                }
-                if on_root_node && !root_leads {
-                    // The root's node's first rank broadcasts the result inside the node.
-                    if rank == root {
-                        node.bcast_using(out, 0, Choice::Auto)?;
-                    } else {
-                        let mut passing = vec![0u8; bytes];
-                        node.bcast_using(&mut passing[..], 0, Choice::Auto)?;
-                    }
-                }
-                Ok(())
-            }
-            Problem::Allgather { .. } | Problem::Allgatherv { .. } => {
-                let counts = counts_of(problem).unwrap_or_default();
-                self.allgatherv(&counts, rank, source, out)
-            }
-            _ => Err(argument(
-                "node phases",
-                "the node phases serve bcast, reduce, allreduce, allgather(v) and barrier".into(),
-            )),
-        }
-    }
-
-    /// An allgatherv of `counts` as its phases: the node's blocks gathered on every rank of
-    /// the node (where a rank other than its first has a block), the nodes' shares exchanged among the leaders (node by node, in the order
-    /// of the leaders), the whole broadcast inside each node, then every block put at its
-    /// rank's place in `out`.
-    fn allgatherv(
-        &mut self,
-        counts: &[usize],
-        rank: usize,
-        source: &[u8],
-        out: &mut [u8],
-    ) -> Result<()> {
-        let layout = &self.layout;
-        let share = |v: usize| -> usize { layout.ranks_on(v).iter().map(|&r| counts[r]).sum() };
-        let mine = layout.node_of(rank);
-        let node_counts: Vec<usize> = layout.ranks_on(mine).iter().map(|&r| counts[r]).collect();
-        let shares: Vec<usize> = (0..layout.nodes()).map(share).collect();
-        let total: usize = shares.iter().sum();
-        // Where only the first rank of a node has a block (as in a broadcast-like
-        // distribution), it has its node's blocks already: every rank of the node sees that
-        // from the counts and skips the gather.
-        let node_blocks = if node_counts.iter().skip(1).all(|&c| c == 0) {
-            source.to_vec()
-        } else {
-            let mut blocks = vec![0u8; shares[mine]];
-            self.node
-                .allgatherv_using(source, &mut blocks[..], &node_counts, Choice::Auto)?;
-            blocks
-        };
-        // The nodes' blocks, node after node.
-        let mut by_node = vec![0u8; total];
-        if let Some(leaders) = self.leaders.as_mut() {
-            leaders.allgatherv_using(&node_blocks[..], &mut by_node[..], &shares, Choice::Auto)?;
-        }
-        self.node.bcast_using(&mut by_node[..], 0, Choice::Auto)?;
-        let offsets = block_offsets(counts);
-        let mut at = 0;
-        for v in 0..layout.nodes() {
-            for &r in layout.ranks_on(v) {
-                let block = by_node.get(at..at + counts[r]);
-                let place = out.get_mut(offsets[r]..offsets[r] + counts[r]);
-                match (block, place) {
-                    (Some(block), Some(place)) => place.copy_from_slice(block),
-                    _ => {
-                        return Err(argument(
-                            "allgatherv",
-                            format!("rank {r}'s block outside the buffers"),
-                        ))
-                    }
-                }
-                at += counts[r];
-            }
-        }
-        Ok(())
     }
 }

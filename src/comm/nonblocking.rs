@@ -29,6 +29,8 @@ use crate::transport::{Operation, TransportError};
 
 use super::arguments::typed;
 use super::calls::Lengths;
+use super::detached::Detached;
+use super::phased::PhasedCall;
 use super::segment::SegmentCall;
 use super::staging::Placement as Placed;
 use super::staging::{split, Placement};
@@ -42,6 +44,8 @@ enum State<'a> {
     Running(Operation),
     /// On the shared segment, with the buffers.
     Segment(SegmentCall<'a>),
+    /// As node phases: steps on other communicators.
+    Phases(Box<PhasedCall<'a>>),
     Done,
     /// Failed in [`Request::test`]: the message of the error returned then.
     Failed(String),
@@ -67,7 +71,7 @@ pub struct Request<'a> {
 impl std::fmt::Debug for Request<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let state = match &self.state {
-            State::Running(_) | State::Segment(_) => "running",
+            State::Running(_) | State::Segment(_) | State::Phases(_) => "running",
             State::Done => "done",
             State::Failed(_) => "failed",
         };
@@ -118,6 +122,50 @@ impl<'a> Request<'a> {
         }
     }
 
+    /// The request of a call served as its node phases.
+    pub(super) fn phased(
+        comm: &'a mut Communicator,
+        op: &'static str,
+        algorithm: &'static str,
+        call: PhasedCall<'a>,
+        overhead: std::time::Duration,
+    ) -> Self {
+        Request {
+            comm,
+            op,
+            algorithm,
+            state: State::Phases(Box::new(call)),
+            placement: Placed::empty(),
+            copy_out: false,
+            overhead,
+        }
+    }
+
+    /// This request's started call without its buffers ([`Detached`]); one whose buffers
+    /// were staged completes first.
+    pub(super) fn detach(mut self) -> Result<Detached> {
+        match std::mem::replace(&mut self.state, State::Done) {
+            State::Running(operation) => match self.placement.shape() {
+                Some(shape) => Ok(Detached::plan(operation, shape)),
+                // Staged buffers cannot be given again: the call completes here (the node
+                // phases' steps run on registered buffers and never take this way).
+                None => {
+                    self.state = State::Running(operation);
+                    self.complete()?;
+                    Ok(Detached::done())
+                }
+            },
+            State::Segment(call) => Ok(Detached::segment(call)),
+            phases @ State::Phases(_) => {
+                self.state = phases;
+                self.complete()?;
+                Ok(Detached::done())
+            }
+            State::Done => Ok(Detached::done()),
+            State::Failed(why) => Err(TransportError::Broken(why).into()),
+        }
+    }
+
     /// Progresses the operation without blocking; `true` once it is complete (the results
     /// are then in the receive buffer). Past the deadline, counted from the start, it fails.
     pub fn test(&mut self) -> Result<bool> {
@@ -125,6 +173,16 @@ impl<'a> Request<'a> {
             State::Running(operation) => operation,
             State::Segment(call) => {
                 return match self.comm.segment_progress(self.op, call, false) {
+                    Ok(false) => Ok(false),
+                    Ok(true) => self.complete().map(|()| true),
+                    Err(err) => {
+                        self.state = State::Failed(err.to_string());
+                        Err(err)
+                    }
+                };
+            }
+            State::Phases(call) => {
+                return match self.comm.phases_progress(self.op, call, false) {
                     Ok(false) => Ok(false),
                     Ok(true) => self.complete().map(|()| true),
                     Err(err) => {
@@ -180,6 +238,18 @@ impl<'a> Request<'a> {
                 });
                 return Ok(());
             }
+            State::Phases(mut call) => {
+                if let Err(err) = self.comm.phases_progress(self.op, &mut call, true) {
+                    self.state = State::Failed(err.to_string());
+                    return Err(err);
+                }
+                self.comm.last = Some(Executed {
+                    algorithm: self.algorithm,
+                    stats: crate::transport::OpStats::default(),
+                    overhead: self.overhead,
+                });
+                return Ok(());
+            }
             State::Done => return Ok(()),
             State::Failed(why) => {
                 self.state = State::Failed(why.clone());
@@ -214,7 +284,10 @@ impl Drop for Request<'_> {
         // Peers may still write into the buffers: finish before the borrows end. An error has
         // already marked the communicator unusable, so there is nothing else to do. Not while
         // a panic unwinds: the operation's state cannot be trusted then.
-        if matches!(self.state, State::Running(_) | State::Segment(_)) && !std::thread::panicking()
+        if matches!(
+            self.state,
+            State::Running(_) | State::Segment(_) | State::Phases(_)
+        ) && !std::thread::panicking()
         {
             let _ = self.complete();
         }

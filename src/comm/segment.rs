@@ -279,7 +279,7 @@ impl Communicator {
     /// Sets the segment up if it is not yet: every rank creates its segment, the ranks
     /// exchange their names (an allgather over the fabric), map every peer's, and agree (an
     /// allreduce) that all of them could; otherwise the segment stays off on every rank.
-    fn segment_ready(&mut self) -> Result<bool> {
+    pub(super) fn segment_ready(&mut self) -> Result<bool> {
         if matches!(self.segment, SegmentState::Untried) {
             self.segment = SegmentState::SettingUp;
             let state = self.set_up_segment();
@@ -302,7 +302,7 @@ impl Communicator {
             record[ADDRESS_BYTES] = 1;
         }
         let mut all = vec![0u8; record.len() * self.size()];
-        self.iallgather(&record[..], &mut all[..])?.wait()?;
+        self.exchange(&record[..], &mut all[..])?;
         let addresses: Option<Vec<Address>> = all
             .chunks_exact(record.len())
             .map(|r| {

@@ -13,6 +13,7 @@ use crate::transport::{Card, Opened};
 
 use super::arguments::{argument, expect_len};
 use super::call::Call;
+use super::nonblocking::lengths as buffer_lengths;
 use super::{Choice, CommError, Communicator, Payload, PayloadMut, Result};
 
 /// The two groups of an inter-communicator.
@@ -99,7 +100,8 @@ impl Communicator {
         let total = crate::plan::checked_sum(&lengths)
             .map_err(|_| argument("split", "address cards too long".into()))?;
         let mut cards = vec![0u8; total];
-        self.iallgatherv(&card[..], &mut cards[..], &lengths)?
+        let call = self.allgatherv_call(buffer_lengths(&card, &cards), &lengths, Choice::Auto);
+        self.start_plain(call, Some(&card[..]), Some(&mut cards[..]))?
             .wait()?;
 
         let built: Result<Option<Communicator>> = (|| {
@@ -140,16 +142,23 @@ impl Communicator {
         }
         if let Some(comm) = comm.as_mut() {
             // Every endpoint of the group is up before its first collective.
-            comm.ibarrier()?.wait()?;
+            comm.plain_barrier()?;
         }
         Ok(comm)
     }
 
-    /// An allgather of the library's own (the splits'): the nonblocking form's path, which
-    /// takes no node phases, so that a `hier-segment-*` name in `CIRCULANT_ALGORITHM` that
-    /// cannot serve it does not refuse a split.
-    fn exchange(&mut self, mine: &[u8], all: &mut [u8]) -> Result<()> {
-        self.iallgather(mine, all)?.wait()
+    /// An allgather of the library's own (the splits'): the plain path, which takes no node
+    /// phases, so that a `hier-segment-*` name in `CIRCULANT_ALGORITHM` that cannot serve it
+    /// does not refuse a split, and splitting the phases' communicators does not start them.
+    pub(super) fn exchange(&mut self, mine: &[u8], all: &mut [u8]) -> Result<()> {
+        let call = self.allgather_call(buffer_lengths(mine, all), Choice::Auto);
+        self.start_plain(call, Some(mine), Some(all))?.wait()
+    }
+
+    /// A barrier of the library's own, on the plain path as [`Self::exchange`].
+    pub(super) fn plain_barrier(&mut self) -> Result<()> {
+        let call = self.barrier_call();
+        self.start_plain::<[u8], [u8]>(call, None, None)?.wait()
     }
 
     /// An inter-communicator between the ranks that pass [`Side::A`] and those that pass

@@ -43,6 +43,49 @@ pub(super) struct Placement<'a> {
     pub copied: usize,
 }
 
+/// A placement on registered memory without the memory: what a call detached from its
+/// buffers keeps ([`super::detached`]), to be placed on the same buffers again.
+#[derive(Clone, Copy)]
+pub(super) struct Shape {
+    send: SendShape,
+    recv: bool,
+    recv_len: usize,
+    scratch_len: usize,
+}
+
+#[derive(Clone, Copy)]
+enum SendShape {
+    None,
+    Registered(usize),
+    InRecv(usize, usize),
+}
+
+impl Shape {
+    /// The placement on `send` and `recv`, the buffers the call started on.
+    pub fn place<'x>(
+        &self,
+        send: Option<&'x RegisteredMemory>,
+        recv: Option<&'x RegisteredMemory>,
+    ) -> Placement<'x> {
+        let send = match (self.send, send) {
+            (SendShape::Registered(len), Some(mem)) => SendSource::Registered(mem, len),
+            (SendShape::InRecv(at, len), _) => SendSource::InRecv(at, len),
+            _ => SendSource::None,
+        };
+        let recv = match (self.recv, recv) {
+            (true, Some(mem)) => RecvTarget::Registered(mem),
+            _ => RecvTarget::None,
+        };
+        Placement {
+            send,
+            recv,
+            recv_len: self.recv_len,
+            scratch_len: self.scratch_len,
+            copied: 0,
+        }
+    }
+}
+
 /// The communicator's own memory an operation may use.
 #[derive(Clone, Copy)]
 pub(super) struct Owned<'x> {
@@ -85,6 +128,27 @@ impl<'x> Placement<'x> {
             recv: recv_view,
             scratch: owned.scratch.map(|m| View::prefix(m, self.scratch_len)),
         }
+    }
+
+    /// Its shape, where nothing is staged.
+    pub fn shape(&self) -> Option<Shape> {
+        let send = match self.send {
+            SendSource::None => SendShape::None,
+            SendSource::Registered(_, len) => SendShape::Registered(len),
+            SendSource::InRecv(at, len) => SendShape::InRecv(at, len),
+            SendSource::Staged(_) => return None,
+        };
+        let recv = match self.recv {
+            RecvTarget::None => false,
+            RecvTarget::Registered(_) => true,
+            RecvTarget::Staged(_) => return None,
+        };
+        Some(Shape {
+            send,
+            recv,
+            recv_len: self.recv_len,
+            scratch_len: self.scratch_len,
+        })
     }
 
     /// Copies a staged result out into the caller's memory; returns the bytes copied.

@@ -91,14 +91,10 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        match self.node_phases_serve(&call) {
-            Ok(Some(name)) => return self.run_node_phases(call, name, send, recv),
-            Ok(None) => {}
-            Err(err) => {
-                // The phases' communicators too: peers called otherwise may wait there.
-                self.node_phases_failed(call.op, &err);
-                return Err(err);
-            }
+        if let Some(name) = self.on_node_phases(&call)? {
+            return self
+                .start_node_phases(call, name, send, recv, false)?
+                .wait();
         }
         // A blocking call on the segment runs there without a request of its own: a small
         // call costs about as much as moving one.
@@ -119,9 +115,39 @@ impl Communicator {
         served
     }
 
-    /// Starts one call on this rank: its plan ([`Self::plan_call`]), then the plan on the
-    /// given buffers, staging those that are not registered ([`Self::launch`]).
+    /// The node phases that serve `call` ([`Self::node_phases_serve`]); a refusal gives up
+    /// the phases' communicators too, where peers called otherwise may wait.
+    fn on_node_phases(&mut self, call: &Call<'_>) -> Result<Option<&'static str>> {
+        let served = self.node_phases_serve(call);
+        if let Err(err) = &served {
+            self.node_phases_failed(call.op, err);
+        }
+        served
+    }
+
+    /// Starts one call on this rank: as its node phases where they serve it, else as
+    /// [`Self::start_plain`].
     pub(crate) fn start<'a, S, R>(
+        &'a mut self,
+        call: Call<'_>,
+        send: Option<&'a S>,
+        recv: Option<&'a mut R>,
+    ) -> Result<Request<'a>>
+    where
+        S: Payload + ?Sized,
+        R: PayloadMut + ?Sized,
+    {
+        if let Some(name) = self.on_node_phases(&call)? {
+            return self.start_node_phases(call, name, send, recv, true);
+        }
+        self.start_plain(call, send, recv)
+    }
+
+    /// Starts one call on this rank without node phases (the path of the library's own
+    /// exchanges, such as those that split the phases' communicators): on the segment where
+    /// it serves, else its plan ([`Self::plan_call`]), then the plan on the given buffers,
+    /// staging those that are not registered ([`Self::launch`]).
+    pub(crate) fn start_plain<'a, S, R>(
         &'a mut self,
         call: Call<'_>,
         send: Option<&'a S>,

@@ -182,8 +182,9 @@ pub fn run(args: Args) -> CliResult {
         for &name in &cell.algorithms {
             progress.start(cell, name);
             data.fill_recv(me, &mut recv);
+            let form = Form(args.nonblocking);
             call(
-                &mut comm, cell.op, &send, &mut recv, &counts, args.root, name,
+                &mut comm, cell.op, &send, &mut recv, &counts, args.root, name, form,
             )?;
             let wrong = data.wrong(me, &recv);
             // The automatic choice is named by what it took (alike on every rank).
@@ -191,8 +192,9 @@ pub fn run(args: Args) -> CliResult {
                 Some(executed) if name == AUTO => executed.algorithm,
                 _ => name,
             };
-            let mut run =
-                |c: &mut Communicator| call(c, cell.op, &send, &mut recv, &counts, args.root, name);
+            let mut run = |c: &mut Communicator| {
+                call(c, cell.op, &send, &mut recv, &counts, args.root, name, form)
+            };
             for _ in 1..args.warmup {
                 run(&mut comm)?;
             }
@@ -248,7 +250,8 @@ pub fn run(args: Args) -> CliResult {
     if me == 0 {
         let ab = AlphaBeta::new(model.alpha, model.beta);
         if let Some(path) = &args.csv {
-            let text = render_csv(&comm, &model, window.late, &results, &traffic);
+            let form = Form(args.nonblocking);
+            let text = render_csv(&comm, &model, form, window.late, &results, &traffic);
             std::fs::write(path, text).map_err(|source| MeasureError::Write {
                 path: path.clone(),
                 source,
@@ -263,6 +266,7 @@ pub fn run(args: Args) -> CliResult {
                 "beta_s_per_byte": model.beta,
                 "o_s": model.o,
                 "late_repetitions": window.late,
+                "forms": Form(args.nonblocking).name(),
                 "node_provider": comm.node_provider(),
                 "traffic": {
                     "network": {"writes": traffic.network.writes, "bytes": traffic.network.bytes},
@@ -273,8 +277,14 @@ pub fn run(args: Args) -> CliResult {
             });
             format!("{doc}\n")
         } else {
-            render_table(&comm, &model, ab, window.late, &results)
-                + &traffic_line(&comm, &traffic, "")
+            render_table(
+                &comm,
+                &model,
+                ab,
+                Form(args.nonblocking),
+                window.late,
+                &results,
+            ) + &traffic_line(&comm, &traffic, "")
         };
         let mut stdout = std::io::stdout().lock();
         match stdout.write_all(text.as_bytes()) {
@@ -398,7 +408,23 @@ fn fit(comm: &Communicator, buf: &mut Buffer, len: usize) -> Result<(), CommErro
     Ok(())
 }
 
-/// One call of the operation with algorithm `name`.
+/// Which form of the collectives a bench measures: the blocking calls, or (`Form(true)`)
+/// the nonblocking ones, started and then waited for.
+#[derive(Clone, Copy)]
+struct Form(bool);
+
+impl Form {
+    fn name(self) -> &'static str {
+        if self.0 {
+            "nonblocking"
+        } else {
+            "blocking"
+        }
+    }
+}
+
+/// One call of the operation with algorithm `name`, in `form`.
+#[allow(clippy::too_many_arguments)]
 fn call(
     comm: &mut Communicator,
     op: Op,
@@ -407,12 +433,22 @@ fn call(
     counts: &[usize],
     root: usize,
     name: &str,
+    form: Form,
 ) -> Result<(), CommError> {
     let choice = if name == AUTO {
         Choice::Auto
     } else {
         Choice::Named(name)
     };
+    if form.0 {
+        let request = match op {
+            Op::Bcast => comm.ibcast_using(recv, root, choice),
+            Op::Allgather => comm.iallgather_using(send, recv, choice),
+            Op::Allgatherv => comm.iallgatherv_using(send, recv, counts, choice),
+            Op::Allreduce => comm.iallreduce_bytes(send, recv, int32_sum(), choice),
+        };
+        return request?.wait();
+    }
     match op {
         Op::Bcast => comm.bcast_using(recv, root, choice),
         Op::Allgather => comm.allgather_using(send, recv, choice),
@@ -523,15 +559,17 @@ fn sum(comm: &mut Communicator, mine: u64) -> Result<u64, CommError> {
 fn render_csv(
     comm: &Communicator,
     model: &CostModel,
+    form: Form,
     late: u64,
     rows: &[Measured],
     traffic: &Traffic,
 ) -> String {
     let mut out = format!(
-        "# circulant bench: p = {}, provider {}, launcher {}, method: common start, slowest rank; late repetitions {late}\n",
+        "# circulant bench: p = {}, provider {}, launcher {}, method: common start, slowest rank, {} calls; late repetitions {late}\n",
         comm.size(),
         comm.provider(),
-        comm.launcher()
+        comm.launcher(),
+        form.name()
     );
     if let Some(ab) = AlphaBeta::new(model.alpha, model.beta) {
         out.push_str(&ab.comment());
@@ -577,6 +615,7 @@ fn render_table(
     comm: &Communicator,
     model: &CostModel,
     ab: Option<AlphaBeta>,
+    form: Form,
     late: u64,
     rows: &[Measured],
 ) -> String {
@@ -631,8 +670,9 @@ fn render_table(
         ));
     }
     out.push_str(&format!(
-        "times: {} repetitions, each the slowest rank's time from a common start; min and median over them; plan: included in the time; overhead: entry to first post, median{}\n",
+        "times: {} repetitions of the {} calls, each the slowest rank's time from a common start; min and median over them; plan: included in the time; overhead: entry to first post, median{}\n",
         rows.first().map_or(0, |r| r.record.reps),
+        form.name(),
         if late > 0 {
             format!("; {late} repetitions late")
         } else {
