@@ -305,6 +305,45 @@ fn a_started_call_lets_its_rank_call_elsewhere_before_it_waits() {
     }
 }
 
+/// An `i*` call posts its first phase before it returns: a broadcast root that is not its
+/// node's first rank has only that phase (its data published on the segment), so every other
+/// rank completes while the root, having started, neither tests nor waits.
+#[test]
+fn a_started_call_has_posted_its_first_phase() {
+    const ASLEEP: Duration = Duration::from_secs(4);
+    let hosts = LAYOUTS[0];
+    let results = run(hosts, config(), |comm| {
+        let root = 1;
+        let mut buf = [0u8; 64];
+        if comm.rank() == root {
+            buf = [5u8; 64];
+        }
+        let started = Instant::now();
+        if comm.rank() == root {
+            let request = comm.ibcast(&mut buf[..], root).expect("ibcast");
+            std::thread::sleep(ASLEEP);
+            request.wait().expect("wait");
+        } else {
+            comm.bcast(&mut buf[..], root).expect("bcast");
+        }
+        (
+            started.elapsed(),
+            buf == [5u8; 64],
+            comm.last().map(|e| e.algorithm),
+        )
+    });
+    for (rank, (took, right, ran)) in results.iter().enumerate() {
+        assert!(right, "rank {rank}: wrong data");
+        assert_eq!(*ran, Some("hier-segment-bcast"), "rank {rank}");
+        if rank != 1 {
+            assert!(
+                *took < ASLEEP - Duration::from_secs(1),
+                "rank {rank} took {took:?}"
+            );
+        }
+    }
+}
+
 /// The calls above the limit run plans; with the segment turned off
 /// (`CIRCULANT_SEGMENT_LIMIT=0`) no call takes the node phases, nor one for which a plan is
 /// forced.

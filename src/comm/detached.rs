@@ -5,7 +5,7 @@
 //! what the start gave the transport (as a persistent request's buffers do).
 
 use crate::transport::segment::{Run, Source};
-use crate::transport::{OpStats, Operation};
+use crate::transport::Operation;
 
 use super::call::Call;
 use super::segment::SegmentCall;
@@ -72,8 +72,8 @@ impl Communicator {
         self.start(call, send, recv)?.detach()
     }
 
-    /// Progresses `detached` on the buffers it started on (`wait`: to its end): what it did
-    /// once it is complete.
+    /// Progresses `detached` on the buffers it started on (`wait`: to its end); true once it
+    /// is complete.
     pub(super) fn progress_detached(
         &mut self,
         op: &'static str,
@@ -81,25 +81,25 @@ impl Communicator {
         send: Option<&Buffer>,
         recv: Option<&mut Buffer>,
         wait: bool,
-    ) -> Result<Option<OpStats>> {
+    ) -> Result<bool> {
         match &mut detached.state {
-            Running::Done => Ok(Some(OpStats::default())),
+            Running::Done => Ok(true),
             Running::Plan(operation, shape) => {
                 let placement = shape.place(send.map(|b| &b.mem), recv.as_deref().map(|b| &b.mem));
                 let (transport, owned) = split(self);
                 if let (false, Some(running)) = (wait, operation.as_mut()) {
                     if !transport.test(running, placement.views(owned))? {
-                        return Ok(None);
+                        return Ok(false);
                     }
                 }
-                match operation.take() {
-                    Some(running) => Ok(Some(transport.finish(running, placement.views(owned))?)),
-                    None => Ok(Some(OpStats::default())),
+                if let Some(running) = operation.take() {
+                    transport.finish(running, placement.views(owned))?;
                 }
+                Ok(true)
             }
             Running::Segment(run, part) => {
                 let Some(taken) = run.take() else {
-                    return Ok(Some(OpStats::default()));
+                    return Ok(true);
                 };
                 let mut empty: [u8; 0] = [];
                 let send = match *part {
@@ -118,9 +118,11 @@ impl Communicator {
                 };
                 if !self.segment_progress(op, &mut call, wait)? {
                     *run = Some(call.run);
-                    return Ok(None);
+                    return Ok(false);
                 }
-                Ok(Some(self.segment_done(&call)))
+                // Counted in the traffic, as a call of its own would be.
+                self.segment_done(&call);
+                Ok(true)
             }
         }
     }

@@ -45,17 +45,11 @@ pub(super) enum Step {
         data: Area,
         len: usize,
     },
-    /// `len` bytes of `from` reduced into `into` at `root`.
+    /// `len` bytes of `from` reduced into `into` at `root`, or on every rank (`None`: an
+    /// allreduce).
     Reduce {
         level: Level,
-        root: usize,
-        reduction: Reduction,
-        from: Area,
-        into: Area,
-        len: usize,
-    },
-    Allreduce {
-        level: Level,
+        root: Option<usize>,
         reduction: Reduction,
         from: Area,
         into: Area,
@@ -65,11 +59,6 @@ pub(super) enum Step {
     Allgatherv {
         level: Level,
         counts: Vec<usize>,
-        from: Area,
-        into: Area,
-    },
-    /// Here only: `from` to `into`.
-    Copy {
         from: Area,
         into: Area,
     },
@@ -86,9 +75,8 @@ impl Step {
             Step::Barrier(level)
             | Step::Bcast { level, .. }
             | Step::Reduce { level, .. }
-            | Step::Allreduce { level, .. }
             | Step::Allgatherv { level, .. } => Some(*level),
-            Step::Copy { .. } | Step::Place { .. } => None,
+            Step::Place { .. } => None,
         }
     }
 }
@@ -144,31 +132,21 @@ impl<'a> PhasedCall<'a> {
         }
     }
 
-    /// The steps taken here only.
-    fn local(&mut self, step_at: usize) -> Result<()> {
+    /// The step taken here only: the whole, node after node, to each rank's place.
+    fn place(&mut self, step_at: usize) -> Result<()> {
         let outside = || argument("node phases", "a step's data outside its buffers".into());
-        match &self.steps[step_at] {
-            Step::Copy { from, into } => {
-                let data = self.area(*from).to_vec();
-                let target = self.area_mut(*into);
-                target
-                    .get_mut(..data.len())
-                    .ok_or_else(outside)?
-                    .copy_from_slice(&data);
-            }
-            Step::Place { counts, order } => {
-                let offsets = super::segment::block_offsets(counts);
-                let mut at = 0;
-                for &r in order {
-                    let block = self.whole.get(at..at + counts[r]).ok_or_else(outside)?;
-                    self.out
-                        .get_mut(offsets[r]..offsets[r] + counts[r])
-                        .ok_or_else(outside)?
-                        .copy_from_slice(block);
-                    at += counts[r];
-                }
-            }
-            _ => {}
+        let Step::Place { counts, order } = &self.steps[step_at] else {
+            return Ok(());
+        };
+        let offsets = super::segment::block_offsets(counts);
+        let mut at = 0;
+        for &r in order {
+            let block = self.whole.get(at..at + counts[r]).ok_or_else(outside)?;
+            self.out
+                .get_mut(offsets[r]..offsets[r] + counts[r])
+                .ok_or_else(outside)?
+                .copy_from_slice(block);
+            at += counts[r];
         }
         Ok(())
     }
@@ -227,8 +205,9 @@ fn steps(problem: &Problem, layout: &Layout, rank: usize) -> Result<(Vec<Step>, 
             work = bytes;
             steps.push(fold_on_node(reduction, bytes));
             if leads {
-                steps.push(Step::Allreduce {
+                steps.push(Step::Reduce {
                     level: Level::Leaders,
+                    root: None,
                     reduction,
                     from: Area::Work,
                     into: Area::Out,
@@ -259,7 +238,7 @@ fn steps(problem: &Problem, layout: &Layout, rank: usize) -> Result<(Vec<Step>, 
             if leads {
                 steps.push(Step::Reduce {
                     level: Level::Leaders,
-                    root: root_node,
+                    root: Some(root_node),
                     reduction,
                     from: Area::Work,
                     into: result,
@@ -293,7 +272,7 @@ fn steps(problem: &Problem, layout: &Layout, rank: usize) -> Result<(Vec<Step>, 
 fn fold_on_node(reduction: Reduction, len: usize) -> Step {
     Step::Reduce {
         level: Level::Node,
-        root: 0,
+        root: Some(0),
         reduction,
         from: Area::Input,
         into: Area::Work,
@@ -320,15 +299,11 @@ fn allgatherv_steps(
     // Where only the first rank of a node has a block (as in a broadcast-like distribution),
     // it has its node's blocks already: every rank of the node sees that from the counts and
     // skips the gather.
-    if node_counts.iter().skip(1).any(|&c| c > 0) {
+    let gathers = node_counts.iter().skip(1).any(|&c| c > 0);
+    if gathers {
         steps.push(Step::Allgatherv {
             level: Level::Node,
             counts: node_counts,
-            from: Area::Input,
-            into: Area::Work,
-        });
-    } else if leads {
-        steps.push(Step::Copy {
             from: Area::Input,
             into: Area::Work,
         });
@@ -337,7 +312,7 @@ fn allgatherv_steps(
         steps.push(Step::Allgatherv {
             level: Level::Leaders,
             counts: shares.clone(),
-            from: Area::Work,
+            from: if gathers { Area::Work } else { Area::Input },
             into: Area::Whole,
         });
     }
@@ -354,7 +329,7 @@ fn allgatherv_steps(
         counts: counts.to_vec(),
         order,
     });
-    Ok((steps, shares[mine], total))
+    Ok((steps, if gathers { shares[mine] } else { 0 }, total))
 }
 
 /// The registered buffers of one level's steps, grown as calls need.
@@ -432,23 +407,11 @@ impl Phases {
                     send: *len,
                     recv: *len,
                 };
-                let reduce = comm.reduce_call(lengths, *reduction, *root, auto);
-                comm.start_detached(reduce, buffers.send.as_ref(), buffers.recv.as_mut())
-            }
-            Step::Allreduce {
-                reduction,
-                from,
-                len,
-                ..
-            } => {
-                buffers.fit(comm, *len, *len)?;
-                fill(buffers, slice(call.area(*from), *len)?)?;
-                let lengths = Lengths {
-                    send: *len,
-                    recv: *len,
+                let reduction = match root {
+                    Some(root) => comm.reduce_call(lengths, *reduction, *root, auto),
+                    None => comm.allreduce_call(lengths, *reduction, auto),
                 };
-                let allreduce = comm.allreduce_call(lengths, *reduction, auto);
-                comm.start_detached(allreduce, buffers.send.as_ref(), buffers.recv.as_mut())
+                comm.start_detached(reduction, buffers.send.as_ref(), buffers.recv.as_mut())
             }
             Step::Allgatherv { counts, from, .. } => {
                 let own = counts.get(me).copied().unwrap_or(0);
@@ -462,9 +425,7 @@ impl Phases {
                 let allgatherv = comm.allgatherv_call(lengths, counts, auto);
                 comm.start_detached(allgatherv, buffers.send.as_ref(), buffers.recv.as_mut())
             }
-            Step::Copy { .. } | Step::Place { .. } => {
-                Err(argument("node phases", "a local step started".into()))
-            }
+            Step::Place { .. } => Err(argument("node phases", "a local step started".into())),
         }
     }
 
@@ -472,7 +433,7 @@ impl Phases {
     /// buffers.
     fn end(&mut self, call: &mut PhasedCall<'_>, step_at: usize) -> Result<()> {
         let (into, len, receives) = match &call.steps[step_at] {
-            Step::Barrier(_) | Step::Copy { .. } | Step::Place { .. } => return Ok(()),
+            Step::Barrier(_) | Step::Place { .. } => return Ok(()),
             Step::Bcast {
                 level,
                 root,
@@ -485,8 +446,10 @@ impl Phases {
                 into,
                 len,
                 ..
-            } => (*into, *len, self.level(*level)?.0.rank() == *root),
-            Step::Allreduce { into, len, .. } => (*into, *len, true),
+            } => {
+                let me = self.level(*level)?.0.rank();
+                (*into, *len, root.map_or(true, |root| me == root))
+            }
             Step::Allgatherv { counts, into, .. } => (*into, counts.iter().sum(), true),
         };
         if !receives {
@@ -557,7 +520,7 @@ impl Communicator {
         while call.at < call.steps.len() {
             let at = call.at;
             let Some(level) = call.steps[at].level() else {
-                call.local(at)?;
+                call.place(at)?;
                 call.at += 1;
                 continue;
             };
@@ -574,7 +537,7 @@ impl Communicator {
                 buffers.recv.as_mut(),
                 wait,
             )?;
-            if done.is_none() {
+            if !done {
                 call.running = Some(running);
                 return Ok(false);
             }
@@ -590,9 +553,9 @@ fn step_op(step: &Step) -> &'static str {
     match step {
         Step::Barrier(_) => "barrier",
         Step::Bcast { .. } => "bcast",
-        Step::Reduce { .. } => "reduce",
-        Step::Allreduce { .. } => "allreduce",
+        Step::Reduce { root: Some(_), .. } => "reduce",
+        Step::Reduce { root: None, .. } => "allreduce",
         Step::Allgatherv { .. } => "allgatherv",
-        Step::Copy { .. } | Step::Place { .. } => "node phases",
+        Step::Place { .. } => "node phases",
     }
 }
