@@ -50,6 +50,18 @@ pub enum PmiPhase {
     LeftWithoutFinalize,
 }
 
+impl PmiPhase {
+    /// The phase of a rank whose channel closed before finalize. One that never sent `init`
+    /// stays so: the order in which the server sees closed channels is not the order in which
+    /// the ranks ended, so a rank stopped because others failed must not look like their cause.
+    fn on_departure(self) -> PmiPhase {
+        match self {
+            PmiPhase::NotInitialized => PmiPhase::NotInitialized,
+            _ => PmiPhase::LeftWithoutFinalize,
+        }
+    }
+}
+
 impl std::fmt::Display for PmiPhase {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
@@ -392,7 +404,7 @@ impl PmiServer {
                 // The leaving rank may itself have been waiting (and given up): count it in.
                 state.stall = stall_of(&state.phases, Some(rank));
             }
-            state.phases[rank] = PmiPhase::LeftWithoutFinalize;
+            state.phases[rank] = state.phases[rank].on_departure();
             state.departures.push(rank);
             if state.departed.is_none() {
                 state.departed = Some(rank);
@@ -498,7 +510,7 @@ fn stall_of(phases: &[PmiPhase], leaving: Option<usize>) -> Option<BarrierStall>
         .filter(|&r| phases[r] != PmiPhase::InBarrier)
         .map(|r| {
             let phase = if Some(r) == leaving {
-                PmiPhase::LeftWithoutFinalize
+                phases[r].on_departure()
             } else {
                 phases[r]
             };
@@ -650,6 +662,59 @@ mod tests {
             lines[2],
             "cmd=get_result rc=0 msg=success value=(vector,(0,1,5))"
         );
+    }
+
+    /// Ranks 0 and 2 wait in the barrier; rank 1, which never sent `init`, is stopped and its
+    /// channel is the first the server sees closed. It is named as never initialized, not as
+    /// one that left.
+    #[test]
+    fn a_rank_stopped_before_init_stays_never_initialized() {
+        let server = PmiServer::new(3, "kvs".into());
+        let mut clients = Vec::new();
+        let mut handles = Vec::new();
+        for rank in 0..3 {
+            let (ours, theirs) = UnixStream::pair().expect("socketpair");
+            let serving = server.clone();
+            handles.push(thread::spawn(move || serving.serve(rank, ours, |_| {})));
+            clients.push(theirs);
+        }
+        let waiting = [0, 2];
+        for &rank in &waiting {
+            clients[rank]
+                .write_all(b"cmd=init pmi_version=1 pmi_subversion=1\ncmd=barrier_in\n")
+                .expect("requests");
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while server.phases()
+            != [
+                PmiPhase::InBarrier,
+                PmiPhase::NotInitialized,
+                PmiPhase::InBarrier,
+            ]
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{:?}",
+                server.phases()
+            );
+            thread::sleep(Duration::from_millis(2));
+        }
+        let never = clients.remove(1);
+        drop(never);
+        handles.remove(1).join().expect("the server ends");
+        assert_eq!(server.phases()[1], PmiPhase::NotInitialized);
+        assert_eq!(server.departures(), [1]);
+        assert_eq!(
+            server.barrier_stall(),
+            Some(BarrierStall {
+                waiting: waiting.to_vec(),
+                absent: vec![(1, PmiPhase::NotInitialized)],
+            })
+        );
+        drop(clients);
+        for handle in handles {
+            handle.join().expect("the server ends");
+        }
     }
 
     proptest! {
