@@ -451,11 +451,19 @@ fn forced_names_that_cannot_serve_are_refused_with_the_reason() {
 /// communicators too: the ranks that needed it fail, those that did not (a root publishes
 /// and goes on, as on the segment of one node) complete, and the next call fails on every
 /// rank, all long before the deadline.
-/// The same in the nonblocking form: the refusing rank's `ibcast` fails, and the requests of
-/// the ranks that needed it fail in `test`.
+/// The same in the nonblocking form (the refusing rank's `ibcast` fails, and the requests of
+/// the ranks that needed it fail in `test`) and the persistent one (its `bcast_init` fails,
+/// and the others' starts where they need it).
 #[test]
 fn a_refused_call_fails_where_needed_and_the_next_everywhere() {
-    for (hosts, nonblocking) in LAYOUTS.iter().flat_map(|h| [(h, false), (h, true)]) {
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Form {
+        Blocking,
+        Nonblocking,
+        Persistent,
+    }
+    let forms = [Form::Blocking, Form::Nonblocking, Form::Persistent];
+    for (hosts, form) in LAYOUTS.iter().flat_map(|h| forms.map(|f| (h, f))) {
         let p = hosts.len();
         let results = run(hosts, config(), |comm| {
             let mut buf = [1u8; 16];
@@ -464,17 +472,22 @@ fn a_refused_call_fails_where_needed_and_the_next_everywhere() {
             let refuses = comm.rank() == p - 1;
             let root = if refuses { p } else { 0 };
             let started = Instant::now();
-            let refused: Result<(), CommError> = if nonblocking {
-                comm.ibcast(&mut buf[..], root)
+            let refused: Result<(), CommError> = match form {
+                Form::Nonblocking => comm
+                    .ibcast(&mut buf[..], root)
                     .and_then(|mut request| loop {
                         match request.test() {
                             Ok(true) => break Ok(()),
                             Ok(false) => std::thread::yield_now(),
                             Err(e) => break Err(e),
                         }
-                    })
-            } else {
-                comm.bcast(&mut buf[..], root)
+                    }),
+                Form::Blocking => comm.bcast(&mut buf[..], root),
+                Form::Persistent => {
+                    let mut kept = comm.alloc(16).expect("alloc");
+                    let made = comm.bcast_init(&mut kept, root);
+                    made.and_then(|mut request| request.run())
+                }
             };
             let next: Result<(), CommError> = comm.barrier();
             (
@@ -491,7 +504,7 @@ fn a_refused_call_fails_where_needed_and_the_next_everywhere() {
             }
             assert!(
                 next.is_err(),
-                "{hosts:?} rank {rank}: the next call completed"
+                "{hosts:?} {form:?} rank {rank}: the next call completed"
             );
             assert!(
                 *took < DEADLINE / 2,
@@ -651,5 +664,144 @@ fn a_configured_node_phase_name_leaves_the_splits_alone() {
         assert_eq!(gathered, Ok(()));
         assert_eq!(algorithm, Some("hier-segment-allgather"));
         assert_eq!(all, [0, 0, 1, 1, 2, 2, 3, 3]);
+    }
+}
+
+/// A byte of start `start` from rank `rank` at `i`.
+fn byte_of(start: usize, rank: usize, i: usize) -> u8 {
+    (start * 37 + rank * 13 + i * 11 + 1) as u8
+}
+
+/// Persistent requests run as the blocking and `i*` forms of their call do: on the shared
+/// segment of one node, as node phases on several, as a plan above the limit. Each start
+/// delivers its own data, and on every other start the odd ranks call the blocking form
+/// instead of starting their request, which works only if both forms run alike.
+#[test]
+fn persistent_requests_run_as_the_other_forms() {
+    let one_node: &[&str] = &["a", "a", "a"];
+    for hosts in LAYOUTS.iter().copied().chain([one_node]) {
+        let p = hosts.len();
+        let results = run(hosts, config(), |comm| {
+            let me = comm.rank();
+            let mut wrong = Vec::new();
+            // Does this rank call the blocking form at `start`?
+            let blocking_at = |start: usize| me % 2 == 1 && start % 2 == 0;
+            for bytes in [1, 56, 8192, 9000] {
+                for root in 0..p {
+                    let data = |start: usize| -> Vec<u8> {
+                        (0..bytes).map(|i| byte_of(start, root, i)).collect()
+                    };
+                    let mut plain = if me == root { data(0) } else { vec![0; bytes] };
+                    comm.bcast(&mut plain[..], root).expect("bcast");
+                    let blocking = comm.last().map_or("none", |e| e.algorithm);
+                    let mut buf = comm.alloc(bytes).expect("alloc");
+                    let mut request = comm.bcast_init(&mut buf, root).expect("bcast_init");
+                    if request.algorithm() != blocking {
+                        wrong.push(format!(
+                            "bcast {bytes} from {root}: persistent {}, blocking {blocking}",
+                            request.algorithm()
+                        ));
+                    }
+                    for start in 1..=4 {
+                        let got = if blocking_at(start) {
+                            let mut plain = if me == root {
+                                data(start)
+                            } else {
+                                vec![0; bytes]
+                            };
+                            let comm = request.comm().expect("idle");
+                            comm.bcast(&mut plain[..], root).expect("bcast");
+                            plain
+                        } else {
+                            if me == root {
+                                request
+                                    .buffer_mut()
+                                    .expect("idle")
+                                    .copy_from_slice(&data(start));
+                            }
+                            request.run().expect("persistent bcast");
+                            let ran = request.comm().expect("idle").last().map(|e| e.algorithm);
+                            if ran != Some(blocking) {
+                                wrong.push(format!("bcast {bytes}: start ran {ran:?}"));
+                            }
+                            request.buffer().expect("idle").to_vec()
+                        };
+                        if got != data(start) {
+                            wrong.push(format!("bcast {bytes} from {root}, start {start}: wrong"));
+                        }
+                    }
+                }
+            }
+            for scale in [40, 2000] {
+                let counts: Vec<usize> = (0..p).map(|r| (r * 7 + 3) % 5 * scale).collect();
+                let offsets: Vec<usize> = (0..p).map(|r| counts[..r].iter().sum()).collect();
+                let total = counts.iter().sum();
+                let block = |start: usize, r: usize| -> Vec<u8> {
+                    (0..counts[r]).map(|i| byte_of(start, r, i)).collect()
+                };
+                let whole =
+                    |start: usize| -> Vec<u8> { (0..p).flat_map(|r| block(start, r)).collect() };
+                let mut plain = vec![0; total];
+                comm.allgatherv(&block(0, me)[..], &mut plain[..], &counts)
+                    .expect("allgatherv");
+                let blocking = comm.last().map_or("none", |e| e.algorithm);
+                let mut send = comm.alloc(counts[me]).expect("alloc");
+                let mut recv = comm.alloc(total).expect("alloc");
+                let mut request = comm
+                    .allgatherv_init(&mut send, &mut recv, &counts)
+                    .expect("allgatherv_init");
+                if request.algorithm() != blocking {
+                    wrong.push(format!(
+                        "allgatherv ×{scale}: persistent {}, blocking {blocking}",
+                        request.algorithm()
+                    ));
+                }
+                for start in 1..=4 {
+                    let got = if blocking_at(start) {
+                        let mut plain = vec![0; total];
+                        let comm = request.comm().expect("idle");
+                        comm.allgatherv(&block(start, me)[..], &mut plain[..], &counts)
+                            .expect("allgatherv");
+                        plain
+                    } else {
+                        request
+                            .send_buffer_mut()
+                            .expect("idle")
+                            .copy_from_slice(&block(start, me));
+                        request.run().expect("persistent allgatherv");
+                        request.buffer().expect("idle").to_vec()
+                    };
+                    if got != whole(start) {
+                        wrong.push(format!("allgatherv ×{scale}, start {start}: wrong"));
+                    }
+                }
+                drop(request);
+                let mut request = comm
+                    .allgatherv_in_place_init(&mut recv, &counts)
+                    .expect("allgatherv_in_place_init");
+                for start in 5..=7 {
+                    let mine = offsets[me]..offsets[me] + counts[me];
+                    let buffer = request.buffer_mut().expect("idle");
+                    buffer.fill(0);
+                    buffer[mine].copy_from_slice(&block(start, me));
+                    request.run().expect("persistent allgatherv in place");
+                    if request.buffer().expect("idle") != whole(start) {
+                        wrong.push(format!(
+                            "allgatherv in place ×{scale}, start {start}: wrong"
+                        ));
+                    }
+                }
+                if request.algorithm() != blocking {
+                    wrong.push(format!(
+                        "allgatherv in place ×{scale}: persistent {}, blocking {blocking}",
+                        request.algorithm()
+                    ));
+                }
+            }
+            wrong
+        });
+        for (rank, wrong) in results.iter().enumerate() {
+            assert!(wrong.is_empty(), "{hosts:?} rank {rank}: {wrong:?}");
+        }
     }
 }

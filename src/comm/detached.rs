@@ -1,13 +1,15 @@
 //! A started call kept apart from its buffers: what a request of several steps holds for the
-//! step that runs (the node phases, [`super::phased`]), so that the buffers can live beside
-//! it instead of being borrowed by it. Calls on registered buffers ([`Buffer`]s) detach as
-//! they run: nothing of them is staged, so giving the same buffers again at each step finds
-//! what the start gave the transport (as a persistent request's buffers do).
+//! step that runs (the node phases, [`super::phased`]), and what a persistent request holds
+//! for its start ([`super::Persistent`]), so that the buffers can live beside it instead of
+//! being borrowed by it. Calls on registered buffers ([`Buffer`]s) detach as they run:
+//! nothing of them is staged, so giving the same buffers again at each progress finds what
+//! the start gave the transport.
 
 use crate::transport::segment::{Run, Source};
 use crate::transport::Operation;
 
 use super::call::Call;
+use super::phased::PhasedCall;
 use super::segment::SegmentCall;
 use super::staging::{split, Shape};
 use super::{Buffer, Communicator, Result};
@@ -24,6 +26,8 @@ enum Running {
     Plan(Option<Operation>, Shape),
     /// A call on the segment (taken while it progresses), and where its part comes from.
     Segment(Option<Run>, SendPart),
+    /// Node phases, whose receive buffer is the one given to each progress.
+    Phases(Box<PhasedCall>),
     /// Complete when it was detached.
     Done,
 }
@@ -51,6 +55,12 @@ impl Detached {
         };
         Detached {
             state: Running::Segment(Some(call.run), send),
+        }
+    }
+
+    pub(super) fn phases(call: Box<PhasedCall>) -> Self {
+        Detached {
+            state: Running::Phases(call),
         }
     }
 
@@ -84,6 +94,14 @@ impl Communicator {
     ) -> Result<bool> {
         match &mut detached.state {
             Running::Done => Ok(true),
+            Running::Phases(call) => {
+                let mut empty: [u8; 0] = [];
+                let out: &mut [u8] = match recv {
+                    Some(recv) => &mut recv[..],
+                    None => &mut empty,
+                };
+                self.phases_progress(op, call, out, wait)
+            }
             Running::Plan(operation, shape) => {
                 let placement = shape.place(send.map(|b| &b.mem), recv.as_deref().map(|b| &b.mem));
                 let (transport, owned) = split(self);

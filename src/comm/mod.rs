@@ -24,7 +24,8 @@
 //! forces an algorithm, the reducing ones take a choice in their `*_bytes` form.
 //! Persistent broadcast and allgatherv ([`Communicator::bcast_init`],
 //! [`Communicator::allgatherv_init`], [`Persistent`]) choose, plan and register once and are
-//! then started many times. [`Communicator::split`] makes sub-communicators,
+//! then started many times (calls on the shared segment or as node phases, which have no
+//! plan, are started anew each time). [`Communicator::split`] makes sub-communicators,
 //! [`Communicator::split_by_node`] the one of the ranks on this rank's node (every
 //! communicator knows the node of each of its ranks: [`Communicator::node_map`]),
 //! [`Communicator::intercomm`] an [`InterCommunicator`] between two groups (intergroup
@@ -417,7 +418,8 @@ impl Communicator {
     /// The plan cache's counts so far: (hits, misses). A hit is a call whose algorithm and
     /// plan were taken from an earlier call with the same arguments (the same operation,
     /// problem, forced algorithm and placement of the data); a miss is a call that chose and
-    /// planned. A persistent request counts once, when it is made (its starts reuse its plan).
+    /// planned. A persistent request counts once, when it is made (its starts reuse its plan;
+    /// one that the shared segment or the node phases serve has none and counts nothing).
     /// Calls refused before that point count as neither. With the cache off
     /// (`CIRCULANT_PLAN_CACHE=0`) every planned call is a miss.
     pub fn plan_cache_stats(&self) -> (u64, u64) {

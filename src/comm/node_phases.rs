@@ -10,7 +10,8 @@
 //! The plans' own hierarchical and multi-lane algorithms run their node phases as writes over
 //! the node's fabric; for small calls, where a phase costs its latency, one segment operation
 //! replaces the rounds of a node phase. Served in the blocking and nonblocking forms, which
-//! run the same steps as one request ([`super::phased`]); persistent requests run the plans.
+//! run the same steps as one request ([`super::phased`]), and by persistent requests, which
+//! start the call anew each time.
 //! The decision and its pieces: docs/architecture.md, "Node phases on the shared segment".
 
 use std::borrow::Cow;
@@ -260,7 +261,7 @@ impl Communicator {
         let rank = self.rank();
         let phased = match &self.phases {
             PhaseState::Ready(phases) => {
-                PhasedCall::new(&call.problem, &phases.layout, rank, input, out)
+                PhasedCall::new(&call.problem, &phases.layout, rank, input)
             }
             PhaseState::Untried => Err(argument(op, "the node phases are not set up".into())),
         };
@@ -274,9 +275,9 @@ impl Communicator {
         let overhead = Instant::now().saturating_duration_since(entered);
         if posts_first {
             // The first steps, as far as the peers allow (a failure gives the phases up).
-            self.phases_progress(op, &mut phased, false)?;
+            self.phases_progress(op, &mut phased, out, false)?;
         }
-        Ok(Request::phased(self, op, name, phased, overhead))
+        Ok(Request::phased(self, op, name, phased, out, overhead))
     }
 
     /// Splits the phases' communicators (collective over this one): the ranks of each node,

@@ -44,8 +44,8 @@ enum State<'a> {
     Running(Operation),
     /// On the shared segment, with the buffers.
     Segment(SegmentCall<'a>),
-    /// As node phases: steps on other communicators.
-    Phases(Box<PhasedCall<'a>>),
+    /// As node phases: steps on other communicators, and the receive buffer.
+    Phases(Box<PhasedCall>, &'a mut [u8]),
     Done,
     /// Failed in [`Request::test`]: the message of the error returned then.
     Failed(String),
@@ -71,7 +71,7 @@ pub struct Request<'a> {
 impl std::fmt::Debug for Request<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let state = match &self.state {
-            State::Running(_) | State::Segment(_) | State::Phases(_) => "running",
+            State::Running(_) | State::Segment(_) | State::Phases(..) => "running",
             State::Done => "done",
             State::Failed(_) => "failed",
         };
@@ -127,14 +127,15 @@ impl<'a> Request<'a> {
         comm: &'a mut Communicator,
         op: &'static str,
         algorithm: &'static str,
-        call: PhasedCall<'a>,
+        call: PhasedCall,
+        out: &'a mut [u8],
         overhead: std::time::Duration,
     ) -> Self {
         Request {
             comm,
             op,
             algorithm,
-            state: State::Phases(Box::new(call)),
+            state: State::Phases(Box::new(call), out),
             placement: Placed::empty(),
             copy_out: false,
             overhead,
@@ -156,11 +157,7 @@ impl<'a> Request<'a> {
                 }
             },
             State::Segment(call) => Ok(Detached::segment(call)),
-            phases @ State::Phases(_) => {
-                self.state = phases;
-                self.complete()?;
-                Ok(Detached::done())
-            }
+            State::Phases(call, _) => Ok(Detached::phases(call)),
             State::Done => Ok(Detached::done()),
             State::Failed(why) => Err(TransportError::Broken(why).into()),
         }
@@ -181,8 +178,8 @@ impl<'a> Request<'a> {
                     }
                 };
             }
-            State::Phases(call) => {
-                return match self.comm.phases_progress(self.op, call, false) {
+            State::Phases(call, out) => {
+                return match self.comm.phases_progress(self.op, call, out, false) {
                     Ok(false) => Ok(false),
                     Ok(true) => self.complete().map(|()| true),
                     Err(err) => {
@@ -221,6 +218,11 @@ impl<'a> Request<'a> {
         self.algorithm
     }
 
+    /// [`Executed::overhead`] of the call.
+    pub(super) fn overhead(&self) -> std::time::Duration {
+        self.overhead
+    }
+
     /// Drives the operation to its end, copies staged results out and records the run.
     fn complete(&mut self) -> Result<()> {
         let operation = match std::mem::replace(&mut self.state, State::Done) {
@@ -238,8 +240,8 @@ impl<'a> Request<'a> {
                 });
                 return Ok(());
             }
-            State::Phases(mut call) => {
-                if let Err(err) = self.comm.phases_progress(self.op, &mut call, true) {
+            State::Phases(mut call, out) => {
+                if let Err(err) = self.comm.phases_progress(self.op, &mut call, out, true) {
                     self.state = State::Failed(err.to_string());
                     return Err(err);
                 }
@@ -286,7 +288,7 @@ impl Drop for Request<'_> {
         // a panic unwinds: the operation's state cannot be trusted then.
         if matches!(
             self.state,
-            State::Running(_) | State::Segment(_) | State::Phases(_)
+            State::Running(_) | State::Segment(_) | State::Phases(..)
         ) && !std::thread::panicking()
         {
             let _ = self.complete();

@@ -6,7 +6,9 @@
 //! ready tokens), so a fast rank never writes into a buffer a slow one still forwards from.
 //! What a start saves is the algorithm choice, the schedule and plan construction, and the
 //! staging and registration of plain memory: persistent requests work on registered
-//! [`Buffer`]s only.
+//! [`Buffer`]s only. A call that the shared segment or the node phases serve has no plan: its
+//! request starts it anew each time, as the `i*` form would, so that ranks that call one
+//! form and ranks that call another still run it alike.
 //!
 //! ```no_run
 //! use circulant::comm::Communicator;
@@ -26,13 +28,18 @@
 //! # Ok::<(), circulant::comm::CommError>(())
 //! ```
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use crate::fabric::Access;
-use crate::transport::Operation;
+use crate::transport::{OpStats, Operation};
 
 use super::call::Call;
 use super::calls::Lengths;
+use super::detached::Detached;
+use super::plan_cache::Planned;
 use super::staging::ensure;
-use super::start::Persisted;
+use super::start::{Kept, Persisted};
 use super::{Buffer, Choice, CommError, Communicator, Executed, Payload, Result};
 
 /// A collective set up once and run many times. It borrows the communicator, so no other
@@ -46,8 +53,18 @@ pub struct Persistent<'c, 'b> {
     /// The separate send buffer (allgatherv); `None` for broadcast and in place.
     send: Option<&'b mut Buffer>,
     /// The started operation and its [`Executed::overhead`].
-    active: Option<(Operation, std::time::Duration)>,
+    active: Option<(Active, Duration)>,
     starts: u64,
+}
+
+/// A started operation of a persistent request.
+// Kept inline, as a request keeps its operation: a box would cost an allocation per start.
+#[allow(clippy::large_enum_variant)]
+enum Active {
+    /// Its plan's, and the plan.
+    Plan(Operation, Arc<Planned>),
+    /// The call started anew, detached from the request's buffers, and its algorithm.
+    Call(Detached, &'static str),
 }
 
 impl std::fmt::Debug for Persistent<'_, '_> {
@@ -144,13 +161,15 @@ impl<'c, 'b> Persistent<'c, 'b> {
         send: Option<&'b mut Buffer>,
     ) -> Result<Self> {
         let persisted = comm.persist(call, send.as_deref(), Some(&*recv))?;
-        let need = persisted.planned().prepared.buffers;
-        let Communicator {
-            transport, scratch, ..
-        } = &mut *comm;
-        if let Err(err) = ensure(transport, scratch, need.scratch, Access::RemoteWrite) {
-            comm.comm_refused(persisted.op(), &err);
-            return Err(err);
+        if let Kept::Plan(planned) = persisted.kept() {
+            let need = planned.prepared.buffers;
+            let Communicator {
+                transport, scratch, ..
+            } = &mut *comm;
+            if let Err(err) = ensure(transport, scratch, need.scratch, Access::RemoteWrite) {
+                comm.comm_refused(persisted.op(), &err);
+                return Err(err);
+            }
         }
         Ok(Persistent {
             persisted,
@@ -171,24 +190,61 @@ impl<'c, 'b> Persistent<'c, 'b> {
         if self.active.is_some() {
             return Err(self.misuse("started again before wait"));
         }
-        let (operation, overhead) =
-            self.comm
-                .restart_kept(entered, &self.persisted, self.send.as_deref(), self.recv)?;
-        self.active = Some((operation, overhead));
+        let active = match self.persisted.kept() {
+            Kept::Plan(planned) => {
+                let (operation, overhead) = self.comm.restart_kept(
+                    entered,
+                    &self.persisted,
+                    planned,
+                    self.send.as_deref(),
+                    self.recv,
+                )?;
+                (Active::Plan(operation, Arc::clone(planned)), overhead)
+            }
+            Kept::Call(_) => {
+                let call = self.persisted.call();
+                let request = self
+                    .comm
+                    .start(call, self.send.as_deref(), Some(&mut *self.recv))?;
+                let (algorithm, overhead) = (request.algorithm(), request.overhead());
+                (Active::Call(request.detach()?, algorithm), overhead)
+            }
+        };
+        self.active = Some(active);
         self.starts += 1;
         Ok(())
     }
 
     /// Drives the started operation to completion.
     pub fn wait(&mut self) -> Result<()> {
-        let Some((operation, overhead)) = self.active.take() else {
+        let Some((active, overhead)) = self.active.take() else {
             return Err(self.misuse("wait without start"));
         };
-        let stats =
-            self.comm
-                .finish_kept(&self.persisted, operation, self.send.as_deref(), self.recv)?;
+        let (algorithm, stats) = match active {
+            Active::Plan(operation, planned) => {
+                let stats = self.comm.finish_kept(
+                    &self.persisted,
+                    &planned,
+                    operation,
+                    self.send.as_deref(),
+                    self.recv,
+                )?;
+                (self.persisted.algorithm(), stats)
+            }
+            Active::Call(mut detached, algorithm) => {
+                let op = self.persisted.op();
+                self.comm.progress_detached(
+                    op,
+                    &mut detached,
+                    self.send.as_deref(),
+                    Some(&mut *self.recv),
+                    true,
+                )?;
+                (algorithm, OpStats::default())
+            }
+        };
         self.comm.last = Some(Executed {
-            algorithm: self.persisted.algorithm(),
+            algorithm,
             stats,
             overhead,
         });

@@ -2,8 +2,10 @@
 //! the communicator of this rank's node or on that of the nodes' first ranks, on registered
 //! buffers of that communicator, with the call's data copied into them before the step and
 //! out of them after it. One request holds the steps and the step that runs, detached from
-//! its buffers ([`super::detached`]), so that the blocking and the nonblocking forms run the
-//! same steps: `wait` drives them to the end, `test` as far as the peers allow.
+//! its buffers ([`super::detached`]), so that the blocking, nonblocking and persistent forms
+//! run the same steps: `wait` drives them to the end, `test` as far as the peers allow. The
+//! call itself is detached from the caller's receive buffer too, which every progress is
+//! given again: a persistent request keeps the call beside its buffer.
 
 use crate::plan::{Layout, Problem, Reduction};
 
@@ -81,26 +83,25 @@ impl Step {
     }
 }
 
-/// A collective as its steps on this rank, where they stand, and its data.
-pub(super) struct PhasedCall<'a> {
+/// A collective as its steps on this rank, where they stand, and its data but the caller's
+/// receive buffer (`out`, given to each progress).
+pub(super) struct PhasedCall {
     steps: Vec<Step>,
     at: usize,
     running: Option<Detached>,
     input: Vec<u8>,
     work: Vec<u8>,
     whole: Vec<u8>,
-    out: &'a mut [u8],
 }
 
-impl<'a> PhasedCall<'a> {
+impl PhasedCall {
     /// The steps of `problem` on rank `rank` of a communicator laid out as `layout`;
-    /// `input` is the rank's data, `out` the caller's receive buffer.
+    /// `input` is the rank's data.
     pub(super) fn new(
         problem: &Problem,
         layout: &Layout,
         rank: usize,
         input: Vec<u8>,
-        out: &'a mut [u8],
     ) -> Result<Self> {
         let (steps, work, whole) = steps(problem, layout, rank)?;
         Ok(PhasedCall {
@@ -110,30 +111,29 @@ impl<'a> PhasedCall<'a> {
             input,
             work: vec![0; work],
             whole: vec![0; whole],
-            out,
         })
     }
 
-    fn area(&self, area: Area) -> &[u8] {
+    fn area<'s>(&'s self, area: Area, out: &'s [u8]) -> &'s [u8] {
         match area {
             Area::Input => &self.input,
             Area::Work => &self.work,
             Area::Whole => &self.whole,
-            Area::Out => self.out,
+            Area::Out => out,
         }
     }
 
-    fn area_mut(&mut self, area: Area) -> &mut [u8] {
+    fn area_mut<'s>(&'s mut self, area: Area, out: &'s mut [u8]) -> &'s mut [u8] {
         match area {
             Area::Input => &mut self.input,
             Area::Work => &mut self.work,
             Area::Whole => &mut self.whole,
-            Area::Out => self.out,
+            Area::Out => out,
         }
     }
 
-    /// The step taken here only: the whole, node after node, to each rank's place.
-    fn place(&mut self, step_at: usize) -> Result<()> {
+    /// The step taken here only: the whole, node after node, to each rank's place in `out`.
+    fn place(&self, step_at: usize, out: &mut [u8]) -> Result<()> {
         let outside = || argument("node phases", "a step's data outside its buffers".into());
         let Step::Place { counts, order } = &self.steps[step_at] else {
             return Ok(());
@@ -142,8 +142,7 @@ impl<'a> PhasedCall<'a> {
         let mut at = 0;
         for &r in order {
             let block = self.whole.get(at..at + counts[r]).ok_or_else(outside)?;
-            self.out
-                .get_mut(offsets[r]..offsets[r] + counts[r])
+            out.get_mut(offsets[r]..offsets[r] + counts[r])
                 .ok_or_else(outside)?
                 .copy_from_slice(block);
             at += counts[r];
@@ -371,7 +370,7 @@ impl Phases {
     }
 
     /// Starts `step` of `call`: its data into the level's buffers, then the call there.
-    fn begin(&mut self, call: &PhasedCall<'_>, step: &Step) -> Result<Detached> {
+    fn begin(&mut self, call: &PhasedCall, out: &[u8], step: &Step) -> Result<Detached> {
         let Some(level) = step.level() else {
             return Err(argument("node phases", "a local step started".into()));
         };
@@ -389,7 +388,7 @@ impl Phases {
                 buffers.fit(comm, 0, *len)?;
                 let recv = recv_of(buffers)?;
                 if me == *root {
-                    recv.copy_from_slice(slice(call.area(*data), *len)?);
+                    recv.copy_from_slice(slice(call.area(*data, out), *len)?);
                 }
                 let bcast = comm.bcast_call(*len, *root, auto);
                 comm.start_detached(bcast, None, buffers.recv.as_mut())
@@ -402,7 +401,7 @@ impl Phases {
                 ..
             } => {
                 buffers.fit(comm, *len, *len)?;
-                fill(buffers, slice(call.area(*from), *len)?)?;
+                fill(buffers, slice(call.area(*from, out), *len)?)?;
                 let lengths = Lengths {
                     send: *len,
                     recv: *len,
@@ -417,7 +416,7 @@ impl Phases {
                 let own = counts.get(me).copied().unwrap_or(0);
                 let total = counts.iter().sum();
                 buffers.fit(comm, own, total)?;
-                fill(buffers, slice(call.area(*from), own)?)?;
+                fill(buffers, slice(call.area(*from, out), own)?)?;
                 let lengths = Lengths {
                     send: own,
                     recv: total,
@@ -431,7 +430,7 @@ impl Phases {
 
     /// Ends `step` of `call`: the result, where this rank has one, out of the level's
     /// buffers.
-    fn end(&mut self, call: &mut PhasedCall<'_>, step_at: usize) -> Result<()> {
+    fn end(&mut self, call: &mut PhasedCall, out: &mut [u8], step_at: usize) -> Result<()> {
         let (into, len, receives) = match &call.steps[step_at] {
             Step::Barrier(_) | Step::Place { .. } => return Ok(()),
             Step::Bcast {
@@ -460,7 +459,7 @@ impl Phases {
         };
         let (_, buffers) = self.level(level)?;
         let result = slice(recv_of(buffers)?, len)?;
-        call.area_mut(into)
+        call.area_mut(into, out)
             .get_mut(..len)
             .ok_or_else(|| argument("node phases", "a step's result outside its area".into()))?
             .copy_from_slice(result);
@@ -494,23 +493,24 @@ fn fill(buffers: &mut LevelBuffers, data: &[u8]) -> Result<()> {
 }
 
 impl Communicator {
-    /// Progresses the steps of `call` (`wait`: to their end); true once complete. A failure
-    /// gives up the phases' communicators and this one
-    /// ([`Communicator::node_phases_failed`]).
+    /// Progresses the steps of `call` on the caller's receive buffer `out`, the same at
+    /// every progress (`wait`: to their end); true once complete. A failure gives up the
+    /// phases' communicators and this one ([`Communicator::node_phases_failed`]).
     pub(super) fn phases_progress(
         &mut self,
         op: &'static str,
-        call: &mut PhasedCall<'_>,
+        call: &mut PhasedCall,
+        out: &mut [u8],
         wait: bool,
     ) -> Result<bool> {
-        let progressed = self.phases_step(call, wait);
+        let progressed = self.phases_step(call, out, wait);
         if let Err(err) = &progressed {
             self.node_phases_failed(op, err);
         }
         progressed
     }
 
-    fn phases_step(&mut self, call: &mut PhasedCall<'_>, wait: bool) -> Result<bool> {
+    fn phases_step(&mut self, call: &mut PhasedCall, out: &mut [u8], wait: bool) -> Result<bool> {
         let PhaseState::Ready(phases) = &mut self.phases else {
             return Err(argument(
                 "node phases",
@@ -520,13 +520,13 @@ impl Communicator {
         while call.at < call.steps.len() {
             let at = call.at;
             let Some(level) = call.steps[at].level() else {
-                call.place(at)?;
+                call.place(at, out)?;
                 call.at += 1;
                 continue;
             };
             let mut running = match call.running.take() {
                 Some(running) => running,
-                None => phases.begin(call, &call.steps[at])?,
+                None => phases.begin(call, out, &call.steps[at])?,
             };
             let (comm, buffers) = phases.level(level)?;
             let op = step_op(&call.steps[at]);
@@ -541,7 +541,7 @@ impl Communicator {
                 call.running = Some(running);
                 return Ok(false);
             }
-            phases.end(call, at)?;
+            phases.end(call, out, at)?;
             call.at += 1;
         }
         Ok(true)

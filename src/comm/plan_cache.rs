@@ -116,6 +116,19 @@ impl PlanKey {
     }
 }
 
+impl PlanKey {
+    /// The call this key was made of, to start it again (its own checks passed when it was
+    /// kept).
+    pub fn call(&self) -> Call<'_> {
+        let choice = self.forced.as_deref().map_or(Choice::Auto, Choice::Named);
+        let mut call = Call::new(self.op, self.problem.clone(), choice)
+            .copy_in(self.copy_in_recv)
+            .unchanged(self.recv_unchanged);
+        call.send_in_recv = self.send_in_recv;
+        call
+    }
+}
+
 impl PartialEq<PlanKey> for CallKey<'_> {
     fn eq(&self, key: &PlanKey) -> bool {
         *self == key.view()

@@ -456,11 +456,7 @@ impl Communicator {
     /// the comparison failed, else this rank's outcome, which the caller refuses or runs.
     pub(super) fn checks_agreed(&mut self, call: &mut Call<'_>, name: &str) -> Result<Result<()>> {
         let op = call.op;
-        let checked = std::mem::replace(&mut call.checked, Ok(())).and_then(|()| {
-            call.problem
-                .validate()
-                .map_err(|e| in_call(op, CommError::Plan(e)))
-        });
+        let checked = self.checks_alone(call);
         if self.config.check {
             self.agree(
                 op,
@@ -469,6 +465,17 @@ impl Communicator {
             )?;
         }
         Ok(checked)
+    }
+
+    /// This rank's checks of a call that runs without a plan (see [`Self::checks_agreed`]),
+    /// taken out of `call`.
+    pub(super) fn checks_alone(&self, call: &mut Call<'_>) -> Result<()> {
+        let op = call.op;
+        std::mem::replace(&mut call.checked, Ok(())).and_then(|()| {
+            call.problem
+                .validate()
+                .map_err(|e| in_call(op, CommError::Plan(e)))
+        })
     }
 
     /// Progresses a call on the segment; true once complete. `wait` drives it to the end.

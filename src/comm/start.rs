@@ -3,7 +3,9 @@
 //! arguments), the full argument check when it is on, the placement of the buffers, then the
 //! transport's start. A call started once runs all of it at once; a persistent request runs
 //! it up to the plan when it is made ([`Communicator::persist`]) and the rest at each start
-//! ([`Communicator::restart`]).
+//! ([`Communicator::restart`]). A call that the shared segment or the node phases serve has
+//! no plan: a persistent request of it keeps the call and starts it anew each time, as the
+//! `i*` form does, so that every form of a call runs alike.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,12 +40,22 @@ pub(super) enum FullCheck {
     EachStart,
 }
 
-/// A call planned once to be started many times: what a persistent request keeps.
+/// A call set up once to be started many times: what a persistent request keeps.
 #[derive(Clone, Debug)]
 pub(crate) struct Persisted {
     /// The call as it is started again (its operation, problem and placement of the data).
     key: PlanKey,
-    planned: Arc<Planned>,
+    kept: Kept,
+}
+
+/// How a persistent call starts.
+#[derive(Clone, Debug)]
+pub(super) enum Kept {
+    /// Its plan, made once.
+    Plan(Arc<Planned>),
+    /// As a call of its own on the shared segment or as node phases (named so when the
+    /// request was made), which have no plan to keep.
+    Call(&'static str),
 }
 
 impl Persisted {
@@ -52,11 +64,19 @@ impl Persisted {
     }
 
     pub fn algorithm(&self) -> &'static str {
-        self.planned.algorithm
+        match &self.kept {
+            Kept::Plan(planned) => planned.algorithm,
+            Kept::Call(name) => name,
+        }
     }
 
-    pub(super) fn planned(&self) -> &Planned {
-        &self.planned
+    pub(super) fn kept(&self) -> &Kept {
+        &self.kept
+    }
+
+    /// The call, to start it anew.
+    pub(super) fn call(&self) -> Call<'_> {
+        self.key.call()
     }
 }
 
@@ -183,8 +203,10 @@ impl Communicator {
         self.launch(entered, CallKey::of(&call), &planned, send, recv)
     }
 
-    /// Plans `call` once for a persistent request on buffers `send` and `recv`, which every
-    /// start must pass again ([`Self::restart`]); the full argument check runs at each start.
+    /// Sets `call` up once for a persistent request on buffers `send` and `recv`, which
+    /// every start must pass again ([`Self::restart`]): its plan, or, where the shared
+    /// segment or the node phases serve it, this rank's checks of it now and the call anew at
+    /// each start. The full argument check runs at each start.
     pub(crate) fn persist<S, R>(
         &mut self,
         mut call: Call<'_>,
@@ -195,12 +217,27 @@ impl Communicator {
         S: Payload + ?Sized,
         R: Payload + ?Sized,
     {
+        let unplanned = match self.on_node_phases(&call)? {
+            Some(name) => Some(name),
+            None => self.on_segment(&call)?,
+        };
+        if let Some(name) = unplanned {
+            if let Err(err) = self.checks_alone(&mut call) {
+                // The phases' communicators too, where they are set up: peers may wait there.
+                self.node_phases_failed(call.op, &err);
+                return Err(err);
+            }
+            return Ok(Persisted {
+                key: CallKey::of(&call).into_owned(),
+                kept: Kept::Call(name),
+            });
+        }
         let send_mem = send.and_then(|s| s.registered());
         let recv_mem = recv.and_then(|r| r.registered());
         let planned = self.plan_call(&mut call, send_mem, recv_mem, FullCheck::EachStart)?;
         Ok(Persisted {
             key: CallKey::of(&call).into_owned(),
-            planned,
+            kept: Kept::Plan(planned),
         })
     }
 
@@ -216,10 +253,13 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
+        let Kept::Plan(planned) = &persisted.kept else {
+            return self.start(persisted.call(), send, recv);
+        };
         let entered = Instant::now();
         let key = persisted.key.view();
         self.check_start(key.op, key.problem, persisted.algorithm())?;
-        self.launch(entered, key, &persisted.planned, send, recv)
+        self.launch(entered, key, planned, send, recv)
     }
 
     /// Starts a persistent call again on registered buffers its request keeps (Rust's
@@ -230,12 +270,13 @@ impl Communicator {
         &mut self,
         entered: Instant,
         persisted: &Persisted,
+        planned: &Planned,
         send: Option<&Buffer>,
         recv: &mut Buffer,
     ) -> Result<(Operation, Duration)> {
         let key = persisted.key.view();
         self.check_start(key.op, key.problem, persisted.algorithm())?;
-        match self.place_and_start(entered, key, &persisted.planned, send, Some(recv)) {
+        match self.place_and_start(entered, key, planned, send, Some(recv)) {
             Ok(started) => Ok((started.operation, started.overhead)),
             Err(err) => {
                 self.comm_refused(key.op, &err);
@@ -250,11 +291,12 @@ impl Communicator {
     pub(super) fn finish_kept(
         &mut self,
         persisted: &Persisted,
+        planned: &Planned,
         operation: Operation,
         send: Option<&Buffer>,
         recv: &mut Buffer,
     ) -> Result<OpStats> {
-        let need = persisted.planned.prepared.buffers;
+        let need = planned.prepared.buffers;
         let placement = self.place(persisted.key.view(), need, send, Some(recv))?;
         let (transport, owned) = split(self);
         Ok(transport.finish(operation, placement.views(owned))?)
