@@ -1,6 +1,6 @@
-//! The blocking collectives: each starts its nonblocking form ([`super::Request`]) and waits
-//! for it, except where the node phases on the shared segment serve it
-//! ([`super::node_phases`]), which run in the blocking forms only.
+//! The blocking collectives: each runs its call to its end by the path of every call
+//! (`Communicator::run`: the node phases, the shared segment or a plan, as its `i*` form
+//! would start it).
 
 use crate::plan::{ReduceOp, Reduction};
 

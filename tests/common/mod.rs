@@ -536,10 +536,25 @@ impl ShmRegions {
 
 impl Drop for ShmRegions {
     fn drop(&mut self) {
-        for (name, pid) in Self::names() {
-            if !self.before.contains(&name) && !alive(pid) {
-                let _ = std::fs::remove_file(std::path::Path::new("/dev/shm").join(&name));
+        // An MPI launcher may return before its proxies have ended the ranks of an aborted
+        // job: regions whose process still runs are looked at again for a few seconds.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let mut running = false;
+            for (name, pid) in Self::names() {
+                if self.before.contains(&name) {
+                    continue;
+                }
+                if alive(pid) {
+                    running = true;
+                } else {
+                    let _ = std::fs::remove_file(std::path::Path::new("/dev/shm").join(&name));
+                }
             }
+            if !running || Instant::now() >= deadline {
+                return;
+            }
+            thread::sleep(Duration::from_millis(50));
         }
     }
 }
