@@ -387,7 +387,9 @@ fn scatterv(
 type Extra = fn(&mut Communicator) -> Outcome;
 
 /// Persistent broadcast and allgatherv (separate and in place) with every algorithm that
-/// applies: several starts, each with data of another generation.
+/// applies, the shared segment's and the node phases' included: several starts, each with
+/// data of another generation; at some of the broadcast's, the odd ranks call the blocking
+/// form instead, which the persistent one must match.
 fn persistent(comm: &mut Communicator) -> Outcome {
     if let Some(wrong) = persistent_bcast(comm)? {
         return Ok(Some(wrong));
@@ -395,8 +397,7 @@ fn persistent(comm: &mut Communicator) -> Outcome {
     persistent_allgatherv(comm)
 }
 
-/// The algorithms a persistent request of `problem` can use: all but the shared segment's,
-/// which serves calls started once.
+/// The algorithms a persistent request of `problem` can use: every one that applies.
 fn persistent_algorithms(
     comm: &Communicator,
     problem: &Problem,
@@ -405,10 +406,6 @@ fn persistent_algorithms(
         .algorithms(problem)?
         .into_iter()
         .map(|(name, _)| name)
-        .filter(|name| {
-            !circulant::comm::SEGMENT_ALGORITHMS.contains(name)
-                && !circulant::comm::NODE_PHASE_ALGORITHMS.contains(name)
-        })
         .collect())
 }
 
@@ -422,6 +419,16 @@ fn persistent_bcast(comm: &mut Communicator) -> Outcome {
         let mut request = comm.bcast_init_using(&mut buf, root, Choice::Named(name))?;
         for step in 0..4 {
             let data = CaseData::generation(problem.clone(), step);
+            if step % 2 == 1 && rank % 2 == 1 {
+                // The blocking form of the same call, beside the others' persistent starts.
+                let mut plain = data.recv_initial(rank);
+                let comm = request.comm()?;
+                comm.bcast_using(&mut plain[..], root, Choice::Named(name))?;
+                if let Some(wrong) = verdict(&data.for_rank(rank), &plain) {
+                    return Ok(Some(format!("bcast [{name}] blocking at {step}: {wrong}")));
+                }
+                continue;
+            }
             if rank == root {
                 request
                     .buffer_mut()?

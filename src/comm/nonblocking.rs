@@ -111,15 +111,7 @@ impl<'a> Request<'a> {
         call: SegmentCall<'a>,
         overhead: std::time::Duration,
     ) -> Self {
-        Request {
-            comm,
-            op,
-            algorithm,
-            state: State::Segment(call),
-            placement: Placed::empty(),
-            copy_out: false,
-            overhead,
-        }
+        Self::without_plan(comm, op, algorithm, State::Segment(call), overhead)
     }
 
     /// The request of a call served as its node phases.
@@ -131,11 +123,23 @@ impl<'a> Request<'a> {
         out: &'a mut [u8],
         overhead: std::time::Duration,
     ) -> Self {
+        let state = State::Phases(Box::new(call), out);
+        Self::without_plan(comm, op, algorithm, state, overhead)
+    }
+
+    /// A request whose call holds its buffers itself: nothing placed, nothing staged.
+    fn without_plan(
+        comm: &'a mut Communicator,
+        op: &'static str,
+        algorithm: &'static str,
+        state: State<'a>,
+        overhead: std::time::Duration,
+    ) -> Self {
         Request {
             comm,
             op,
             algorithm,
-            state: State::Phases(Box::new(call), out),
+            state,
             placement: Placed::empty(),
             copy_out: false,
             overhead,

@@ -114,9 +114,7 @@ impl PlanKey {
             send_in_recv,
         }
     }
-}
 
-impl PlanKey {
     /// The call this key was made of, to start it again (its own checks passed when it was
     /// kept).
     pub fn call(&self) -> Call<'_> {
