@@ -411,6 +411,16 @@ int circulant_allreduce_init(const circulant_comm *comm,
                              int op,
                              circulant_request **request);
 
+// A persistent reduce to `root` (see `circulant_reduce`).
+int circulant_reduce_init(const circulant_comm *comm,
+                          const void *send,
+                          void *recv,
+                          size_t count,
+                          int dtype,
+                          int op,
+                          int root,
+                          circulant_request **request);
+
 // The text of a status code (a static string; never NULL).
 const char *circulant_strerror(int code);
 

@@ -320,6 +320,66 @@ fn the_nonblocking_forms_are_measured_and_named() {
     }
 }
 
+/// `--persistent` measures persistent requests (made once per algorithm and size, started at
+/// each repetition): every operation's data checked, the automatic choice named by what it
+/// took, and the output says which forms it measured; it excludes `--nonblocking`.
+#[test]
+fn the_persistent_forms_are_measured_and_named() {
+    let csv = scratch("persistent.csv");
+    let out = bench_job(
+        3,
+        &[
+            "--persistent",
+            "--algorithms",
+            "auto,binomial-bcast,ring-allgather",
+            "--dist",
+            "spike,regular",
+            "--max-bytes",
+            "20000",
+            "--reps",
+            "3",
+            "--warmup",
+            "2",
+            "--no-progress",
+            "--csv",
+            csv.to_str().expect("utf-8 path"),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let printed = text(&out);
+    assert!(!printed.contains("WRONG"), "{printed}");
+    assert!(printed.contains("of the persistent calls"), "{printed}");
+    assert!(printed.contains("plan: made once per request"), "{printed}");
+    let written = std::fs::read_to_string(&csv).expect("the CSV");
+    assert!(written.contains("persistent calls"), "{written}");
+    let m = read_file(&csv).expect("the CSV parses");
+    for op in ["bcast", "allgather", "allgatherv", "allreduce"] {
+        assert!(
+            m.records
+                .iter()
+                .any(|r| r.op == op && r.algorithm.starts_with("auto:")),
+            "{op}: no automatic row"
+        );
+    }
+    for r in m
+        .records
+        .iter()
+        .filter(|r| r.algorithm.starts_with("auto:"))
+    {
+        assert_ne!(r.algorithm, "auto:auto", "{r:?}");
+    }
+    let both = Command::new(BIN)
+        .args(["bench", "--persistent", "--nonblocking"])
+        .output()
+        .expect("circulant starts");
+    assert!(!both.status.success());
+    assert!(
+        String::from_utf8_lossy(&both.stderr).contains("cannot be used with"),
+        "{}",
+        text(&both)
+    );
+}
+
 #[test]
 fn json_output() {
     let out = bench_job(

@@ -452,8 +452,10 @@ fn misuse(result: Result<impl Sized, CommError>, what: &str) {
 
 /// Start twice, wait without start and buffer access while active are typed errors that leave
 /// the request usable; other collectives run between operations; a request dropped while
-/// active finishes its operation first; a broadcast on registered buffers copies nothing.
+/// active finishes its operation first; a broadcast on registered buffers copies nothing;
+/// typed allreduce and reduce requests and a barrier's.
 fn persistent(comm: &mut Communicator) {
+    use circulant::plan::ReduceOp;
     let (rank, p) = (comm.rank(), comm.size());
     let mut buf = comm.alloc(10_000).unwrap();
     let before = comm.bytes_copied();
@@ -496,6 +498,48 @@ fn persistent(comm: &mut Communicator) {
     let got = gather.buffer().unwrap().to_vec();
     drop(gather);
     assert!((0..p).all(|r| got[4 * r..4 * r + 4].iter().all(|&x| x == r as u8)));
+
+    // Typed reductions on registered buffers; a reduce's non-roots may pass an empty one.
+    let mut send = comm.alloc(8 * 3).unwrap();
+    let mut sum = comm.alloc(8 * 3).unwrap();
+    let mut allreduce = comm
+        .allreduce_init::<i64>(&mut send, &mut sum, ReduceOp::Sum)
+        .unwrap();
+    for step in 0..3i64 {
+        let mine = [rank as i64, step, -(rank as i64) * step];
+        allreduce
+            .send_buffer_mut()
+            .unwrap()
+            .copy_from_slice(bytemuck::cast_slice(&mine));
+        allreduce.run().unwrap();
+        let got: &[i64] = bytemuck::cast_slice(allreduce.buffer().unwrap());
+        let ranks = (p * (p - 1) / 2) as i64;
+        assert_eq!(got, [ranks, step * p as i64, -ranks * step], "step {step}");
+    }
+    drop(allreduce);
+    let root = p - 1;
+    let mut send = comm.alloc(8).unwrap();
+    let mut most = comm.alloc(if rank == root { 8 } else { 0 }).unwrap();
+    let mut reduce = comm
+        .reduce_init::<f64>(&mut send, &mut most, ReduceOp::Max, root)
+        .unwrap();
+    reduce
+        .send_buffer_mut()
+        .unwrap()
+        .copy_from_slice(&(rank as f64 * 1.5).to_ne_bytes());
+    reduce.run().unwrap();
+    if rank == root {
+        let got = f64::from_ne_bytes(reduce.buffer().unwrap().try_into().unwrap());
+        assert_eq!(got, root as f64 * 1.5);
+    }
+    drop(reduce);
+    let mut barrier = comm.barrier_init().unwrap();
+    misuse(barrier.buffer(), "the buffer of a barrier");
+    misuse(barrier.send_buffer_mut(), "a send buffer of a barrier");
+    for _ in 0..3 {
+        barrier.run().unwrap();
+    }
+    drop(barrier);
 
     // Wrong lengths are refused up front, and the refusal ends the communicator on every
     // rank (the peers counted on the request's first start).

@@ -253,6 +253,21 @@ static void requests(circulant_comm *comm) {
   }
   CALL(comm, circulant_request_free(req));
 
+  /* Persistent reduce to the last rank: the others' receive buffer is not touched. */
+  double part = 0.0, most = -1.0;
+  CALL(comm, circulant_reduce_init(comm, &part, &most, 1, CIRCULANT_FLOAT64, CIRCULANT_MAX,
+                                   size - 1, &req));
+  for (int step = 1; step <= 3; step++) {
+    part = rank * 0.5 + step;
+    CALL(comm, circulant_start(req));
+    CALL(comm, circulant_wait(req));
+    if (rank == size - 1)
+      CHECK(most == (size - 1) * 0.5 + step, "persistent reduce step %d: %g", step, most);
+    else
+      CHECK(most == -1.0, "persistent reduce step %d wrote a non-root's buffer", step);
+  }
+  CALL(comm, circulant_request_free(req));
+
   /* Persistent allgather in place. */
   int32_t ring[64];
   ring[rank] = 0;

@@ -454,3 +454,21 @@ pub extern "C" fn circulant_allreduce_init(
         reducing(Reducing::All, send, recv, count, dtype, op)
     })
 }
+
+/// A persistent reduce to `root` (see `circulant_reduce`).
+#[no_mangle]
+pub extern "C" fn circulant_reduce_init(
+    comm: *const Comm,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: usize,
+    dtype: c_int,
+    op: c_int,
+    root: c_int,
+    request: *mut *mut Pending,
+) -> c_int {
+    persistent(comm, "reduce_init", request, |_| {
+        let root = rank_arg(root, "root")?;
+        reducing(Reducing::To(root), send, recv, count, dtype, op)
+    })
+}

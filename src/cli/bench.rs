@@ -63,6 +63,11 @@ pub struct Args {
     #[arg(long)]
     pub nonblocking: bool,
 
+    /// Measure persistent requests (`bcast_init`, `allgatherv_init`, …): one request per
+    /// algorithm and size, made before its warm-up calls, each repetition one start and wait.
+    #[arg(long, conflicts_with = "nonblocking")]
+    pub persistent: bool,
+
     /// No progress bar on stderr.
     #[arg(long)]
     pub no_progress: bool,

@@ -5,9 +5,9 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use circulant::comm::{Choice, CommError, Communicator, Side};
+use circulant::comm::{Buffer, Choice, CommError, Communicator, Persistent, Side};
 use circulant::plan::distribution::Distribution;
-use circulant::plan::{displacements, registry, Problem, ReduceOp};
+use circulant::plan::{registry, Dtype, Problem, ReduceOp, Reduction};
 use circulant::sim::cases::{self, Case, CaseData, RankData, Scope};
 
 use super::CliResult;
@@ -386,15 +386,47 @@ fn scatterv(
 /// A check of a whole feature.
 type Extra = fn(&mut Communicator) -> Outcome;
 
-/// Persistent broadcast and allgatherv (separate and in place) with every algorithm that
-/// applies, the shared segment's and the node phases' included: several starts, each with
-/// data of another generation; at some of the broadcast's, the odd ranks call the blocking
-/// form instead, which the persistent one must match.
+/// Persistent requests of every kind with every algorithm that applies, the shared
+/// segment's and the node phases' included: several starts, each with data of another
+/// generation; at some starts the odd ranks call the blocking form instead, which the
+/// persistent one must match.
 fn persistent(comm: &mut Communicator) -> Outcome {
+    let p = comm.size();
+    if let Some(wrong) = persistent_barrier(comm)? {
+        return Ok(Some(wrong));
+    }
     if let Some(wrong) = persistent_bcast(comm)? {
         return Ok(Some(wrong));
     }
-    persistent_allgatherv(comm)
+    let separate = [
+        Problem::Allgather { p, block: 333 },
+        Problem::Allgatherv {
+            counts: Distribution::Mod3.counts(p, 1000),
+        },
+        Problem::Allreduce {
+            p,
+            reduction: Reduction {
+                dtype: Dtype::I64,
+                op: ReduceOp::Sum,
+            },
+            bytes: 8 * 131,
+        },
+        Problem::Reduce {
+            p,
+            root: p - 1,
+            reduction: Reduction {
+                dtype: Dtype::U32,
+                op: ReduceOp::Max,
+            },
+            bytes: 4 * 1001,
+        },
+    ];
+    for problem in separate {
+        if let Some(wrong) = persistent_separate(comm, problem)? {
+            return Ok(Some(wrong));
+        }
+    }
+    persistent_in_place(comm)
 }
 
 /// The algorithms a persistent request of `problem` can use: every one that applies.
@@ -409,6 +441,27 @@ fn persistent_algorithms(
         .collect())
 }
 
+/// Whether this rank calls the blocking form instead at `step`: the odd ranks at odd steps.
+fn blocking_instead(rank: usize, step: u64) -> bool {
+    step % 2 == 1 && rank % 2 == 1
+}
+
+fn persistent_barrier(comm: &mut Communicator) -> Outcome {
+    let rank = comm.rank();
+    let mut request = comm.barrier_init()?;
+    for step in 0..4 {
+        if blocking_instead(rank, step) {
+            request.comm()?.barrier()?;
+        } else {
+            request.run()?;
+        }
+    }
+    if request.buffer().is_ok() {
+        return Ok(Some("a persistent barrier lends a buffer".into()));
+    }
+    Ok(None)
+}
+
 fn persistent_bcast(comm: &mut Communicator) -> Outcome {
     let (rank, p) = (comm.rank(), comm.size());
     let bytes = 4096 + 3;
@@ -419,7 +472,7 @@ fn persistent_bcast(comm: &mut Communicator) -> Outcome {
         let mut request = comm.bcast_init_using(&mut buf, root, Choice::Named(name))?;
         for step in 0..4 {
             let data = CaseData::generation(problem.clone(), step);
-            if step % 2 == 1 && rank % 2 == 1 {
+            if blocking_instead(rank, step) {
                 // The blocking form of the same call, beside the others' persistent starts.
                 let mut plain = data.recv_initial(rank);
                 let comm = request.comm()?;
@@ -444,41 +497,132 @@ fn persistent_bcast(comm: &mut Communicator) -> Outcome {
     Ok(None)
 }
 
-fn persistent_allgatherv(comm: &mut Communicator) -> Outcome {
-    let (rank, p) = (comm.rank(), comm.size());
-    let counts = Distribution::Mod3.counts(p, 1000);
-    let total: usize = counts.iter().sum();
-    let mine = displacements(&counts)[rank]..displacements(&counts)[rank] + counts[rank];
-    let problem = Problem::Allgatherv {
-        counts: counts.clone(),
-    };
+/// The persistent request of `problem` (an allgather, allgatherv, allreduce or reduce) on
+/// separate send and receive buffers.
+fn separate_request<'c, 'b>(
+    comm: &'c mut Communicator,
+    problem: &Problem,
+    send: &'b mut Buffer,
+    recv: &'b mut Buffer,
+    choice: Choice<'_>,
+) -> Result<Persistent<'c, 'b>, CommError> {
+    match problem {
+        Problem::Allgather { .. } => comm.allgather_init_using(send, recv, choice),
+        Problem::Allgatherv { counts } => comm.allgatherv_init_using(send, recv, counts, choice),
+        Problem::Allreduce { reduction, .. } => {
+            comm.allreduce_init_bytes(send, recv, *reduction, choice)
+        }
+        Problem::Reduce {
+            reduction, root, ..
+        } => comm.reduce_init_bytes(send, recv, *reduction, *root, choice),
+        _ => Err(CommError::Request {
+            op: "selftest",
+            what: "no persistent request on separate buffers for this problem",
+        }),
+    }
+}
+
+/// The blocking form of [`separate_request`]'s call, on plain memory.
+fn blocking_separate(
+    comm: &mut Communicator,
+    problem: &Problem,
+    me: &RankData,
+    choice: Choice<'_>,
+) -> Outcome {
+    let send = &me.send[..];
+    let mut recv = me.recv_initial.clone();
+    match problem {
+        Problem::Allgather { .. } => comm.allgather_using(send, &mut recv[..], choice)?,
+        Problem::Allgatherv { counts } => {
+            comm.allgatherv_using(send, &mut recv[..], counts, choice)?
+        }
+        _ => return reduction(comm, problem, me, choice),
+    }
+    Ok(verdict(me, &recv))
+}
+
+/// Every rank's receive buffer starts with the case's initial bytes (a reduce's non-roots
+/// must leave theirs alone), so each start refills it.
+fn persistent_separate(comm: &mut Communicator, problem: Problem) -> Outcome {
+    let rank = comm.rank();
+    let op = op_name(&problem);
     for name in persistent_algorithms(comm, &problem)? {
-        let mut send = comm.alloc(counts[rank])?;
-        let mut recv = comm.alloc(total)?;
+        let first = CaseData::new(problem.clone());
+        let mut send = comm.alloc(first.send(rank).len())?;
+        let mut recv = comm.alloc(first.recv_len(rank))?;
         let mut request =
-            comm.allgatherv_init_using(&mut send, &mut recv, &counts, Choice::Named(name))?;
-        for step in 0..3 {
+            separate_request(comm, &problem, &mut send, &mut recv, Choice::Named(name))?;
+        for step in 0..4 {
             let data = CaseData::generation(problem.clone(), step);
-            request.send_buffer_mut()?.copy_from_slice(&data.send(rank));
+            let me = data.for_rank(rank);
+            if blocking_instead(rank, step) {
+                let choice = Choice::Named(name);
+                if let Some(wrong) = blocking_separate(request.comm()?, &problem, &me, choice)? {
+                    return Ok(Some(format!("{op} [{name}] blocking at {step}: {wrong}")));
+                }
+                continue;
+            }
+            request.send_buffer_mut()?.copy_from_slice(&me.send);
+            request.buffer_mut()?.copy_from_slice(&me.recv_initial);
             request.run()?;
-            if let Some(wrong) = verdict(&data.for_rank(rank), request.buffer()?) {
-                return Ok(Some(format!("allgatherv [{name}] start {step}: {wrong}")));
+            if let Some(wrong) = verdict(&me, request.buffer()?) {
+                return Ok(Some(format!("{op} [{name}] start {step}: {wrong}")));
             }
         }
-        drop(request);
-        let mut recv = comm.alloc(total)?;
-        let mut request =
-            comm.allgatherv_in_place_init_using(&mut recv, &counts, Choice::Named(name))?;
-        for step in 0..3 {
-            // Generations after those of the separate buffers: stale data shows.
-            let data = CaseData::generation(problem.clone(), 3 + step);
-            request.buffer_mut()?[mine.clone()].copy_from_slice(&data.send(rank));
-            request.start()?;
-            request.wait()?;
-            if let Some(wrong) = verdict(&data.for_rank(rank), request.buffer()?) {
-                return Ok(Some(format!(
-                    "allgatherv in place [{name}] start {step}: {wrong}"
-                )));
+    }
+    Ok(None)
+}
+
+/// The collective `problem` is a case of, for messages.
+fn op_name(problem: &Problem) -> &'static str {
+    match problem {
+        Problem::Allgather { .. } => "allgather",
+        Problem::Allgatherv { .. } => "allgatherv",
+        Problem::Allreduce { .. } => "allreduce",
+        Problem::Reduce { .. } => "reduce",
+        _ => "collective",
+    }
+}
+
+/// Persistent allgather and allgatherv in place: this rank's part written to its place in
+/// the receive buffer before each start.
+fn persistent_in_place(comm: &mut Communicator) -> Outcome {
+    let (rank, p) = (comm.rank(), comm.size());
+    let counts = Distribution::Mod3.counts(p, 1000);
+    let problems = [
+        Problem::Allgather { p, block: 333 },
+        Problem::Allgatherv { counts },
+    ];
+    for problem in problems {
+        let op = op_name(&problem);
+        let names = match &problem {
+            // The in-place allgather has no forced form: the automatic choice.
+            Problem::Allgather { .. } => vec!["auto"],
+            _ => persistent_algorithms(comm, &problem)?,
+        };
+        for name in names {
+            let first = CaseData::new(problem.clone());
+            let mut recv = comm.alloc(first.recv_len(rank))?;
+            let mut request = match &problem {
+                Problem::Allgatherv { counts } => {
+                    comm.allgatherv_in_place_init_using(&mut recv, counts, Choice::Named(name))?
+                }
+                _ => comm.allgather_in_place_init(&mut recv)?,
+            };
+            for step in 0..3 {
+                let data = CaseData::generation(problem.clone(), 4 + step);
+                let me = data.for_rank(rank);
+                let Some(initial) = &me.in_place_initial else {
+                    return Ok(Some(format!("{op}: the case has no in-place data")));
+                };
+                request.buffer_mut()?.copy_from_slice(initial);
+                request.start()?;
+                request.wait()?;
+                if let Some(wrong) = verdict(&me, request.buffer()?) {
+                    return Ok(Some(format!(
+                        "{op} in place [{name}] start {step}: {wrong}"
+                    )));
+                }
             }
         }
     }

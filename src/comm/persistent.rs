@@ -32,15 +32,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::fabric::Access;
+use crate::plan::{ReduceOp, Reduction};
 use crate::transport::{OpStats, Operation};
 
+use super::arguments::typed;
 use super::call::Call;
 use super::calls::Lengths;
 use super::detached::Detached;
 use super::plan_cache::Planned;
 use super::staging::ensure;
 use super::start::{Kept, Persisted};
-use super::{Buffer, Choice, CommError, Communicator, Executed, Payload, Result};
+use super::{Buffer, Choice, CommError, Communicator, Element, Executed, Payload, Result};
 
 /// A collective set up once and run many times. It borrows the communicator, so no other
 /// collective can run while it exists; [`Self::comm`] lends the communicator back between
@@ -49,8 +51,9 @@ pub struct Persistent<'c, 'b> {
     comm: &'c mut Communicator,
     /// The call and its plan, made once by the pipeline of every call.
     persisted: Persisted,
-    recv: &'b mut Buffer,
-    /// The separate send buffer (allgatherv); `None` for broadcast and in place.
+    /// The broadcast buffer or the receive buffer; `None` for a barrier.
+    recv: Option<&'b mut Buffer>,
+    /// The separate send buffer; `None` for a broadcast, a barrier and in place.
     send: Option<&'b mut Buffer>,
     /// The started operation and its [`Executed::overhead`].
     active: Option<(Active, Duration)>,
@@ -79,6 +82,12 @@ impl std::fmt::Debug for Persistent<'_, '_> {
 }
 
 impl Communicator {
+    /// A persistent barrier (see [`Self::barrier`]).
+    pub fn barrier_init(&mut self) -> Result<Persistent<'_, 'static>> {
+        let call = self.barrier_call();
+        Persistent::new(self, call, None, None)
+    }
+
     /// A persistent broadcast of `buf` from `root` (see [`Self::bcast`]).
     pub fn bcast_init<'c, 'b>(
         &'c mut self,
@@ -96,7 +105,38 @@ impl Communicator {
         choice: Choice<'_>,
     ) -> Result<Persistent<'c, 'b>> {
         let call = self.bcast_call(buf.len(), root, choice);
-        Persistent::new(self, call, buf, None)
+        Persistent::new(self, call, Some(buf), None)
+    }
+
+    /// A persistent allgather (see [`Self::allgather`]); both buffers stay with the request
+    /// ([`Persistent::send_buffer_mut`], [`Persistent::buffer`]).
+    pub fn allgather_init<'c, 'b>(
+        &'c mut self,
+        send: &'b mut Buffer,
+        recv: &'b mut Buffer,
+    ) -> Result<Persistent<'c, 'b>> {
+        self.allgather_init_using(send, recv, Choice::Auto)
+    }
+
+    /// [`Communicator::allgather_init`] with a forced or configured algorithm choice.
+    pub fn allgather_init_using<'c, 'b>(
+        &'c mut self,
+        send: &'b mut Buffer,
+        recv: &'b mut Buffer,
+        choice: Choice<'_>,
+    ) -> Result<Persistent<'c, 'b>> {
+        let call = self.allgather_call(buffer_lengths(send, recv), choice);
+        Persistent::new(self, call, Some(recv), Some(send))
+    }
+
+    /// A persistent in-place allgather (see [`Self::allgather_in_place`]): this rank's block
+    /// is written to its place in the request's buffer before each start.
+    pub fn allgather_in_place_init<'c, 'b>(
+        &'c mut self,
+        recv: &'b mut Buffer,
+    ) -> Result<Persistent<'c, 'b>> {
+        let call = self.allgather_in_place_call(recv.len());
+        Persistent::new(self, call, Some(recv), None)
     }
 
     /// A persistent allgatherv (see [`Self::allgatherv`]); both buffers stay with the request
@@ -118,12 +158,8 @@ impl Communicator {
         counts: &[usize],
         choice: Choice<'_>,
     ) -> Result<Persistent<'c, 'b>> {
-        let len = Lengths {
-            send: send.len(),
-            recv: recv.len(),
-        };
-        let call = self.allgatherv_call(len, counts, choice);
-        Persistent::new(self, call, recv, Some(send))
+        let call = self.allgatherv_call(buffer_lengths(send, recv), counts, choice);
+        Persistent::new(self, call, Some(recv), Some(send))
     }
 
     /// A persistent in-place allgatherv (see [`Self::allgatherv_in_place`]): this rank's
@@ -144,7 +180,65 @@ impl Communicator {
         choice: Choice<'_>,
     ) -> Result<Persistent<'c, 'b>> {
         let call = self.allgatherv_in_place_call(recv.len(), counts, choice);
-        Persistent::new(self, call, recv, None)
+        Persistent::new(self, call, Some(recv), None)
+    }
+
+    /// A persistent allreduce (see [`Self::allreduce`]) of elements of type `T` held in
+    /// registered buffers: `recv` = `op` over all ranks' `send`, elementwise.
+    pub fn allreduce_init<'c, 'b, T: Element>(
+        &'c mut self,
+        send: &'b mut Buffer,
+        recv: &'b mut Buffer,
+        op: ReduceOp,
+    ) -> Result<Persistent<'c, 'b>> {
+        self.allreduce_init_bytes(send, recv, typed::<T>(op), Choice::Auto)
+    }
+
+    /// [`Communicator::allreduce_init`] with the element type and operation as a
+    /// [`Reduction`], and a forced or configured algorithm choice.
+    pub fn allreduce_init_bytes<'c, 'b>(
+        &'c mut self,
+        send: &'b mut Buffer,
+        recv: &'b mut Buffer,
+        reduction: Reduction,
+        choice: Choice<'_>,
+    ) -> Result<Persistent<'c, 'b>> {
+        let call = self.allreduce_call(buffer_lengths(send, recv), reduction, choice);
+        Persistent::new(self, call, Some(recv), Some(send))
+    }
+
+    /// A persistent reduce (see [`Self::reduce`]) of elements of type `T`: the root's `recv`
+    /// = `op` over all ranks' `send`; the other ranks' `recv` is not touched (it may be
+    /// empty there).
+    pub fn reduce_init<'c, 'b, T: Element>(
+        &'c mut self,
+        send: &'b mut Buffer,
+        recv: &'b mut Buffer,
+        op: ReduceOp,
+        root: usize,
+    ) -> Result<Persistent<'c, 'b>> {
+        self.reduce_init_bytes(send, recv, typed::<T>(op), root, Choice::Auto)
+    }
+
+    /// [`Communicator::reduce_init`] with the element type and operation as a [`Reduction`],
+    /// and a forced or configured algorithm choice.
+    pub fn reduce_init_bytes<'c, 'b>(
+        &'c mut self,
+        send: &'b mut Buffer,
+        recv: &'b mut Buffer,
+        reduction: Reduction,
+        root: usize,
+        choice: Choice<'_>,
+    ) -> Result<Persistent<'c, 'b>> {
+        let call = self.reduce_call(buffer_lengths(send, recv), reduction, root, choice);
+        Persistent::new(self, call, Some(recv), Some(send))
+    }
+}
+
+fn buffer_lengths(send: &Buffer, recv: &Buffer) -> Lengths {
+    Lengths {
+        send: send.len(),
+        recv: recv.len(),
     }
 }
 
@@ -157,10 +251,10 @@ impl<'c, 'b> Persistent<'c, 'b> {
     fn new(
         comm: &'c mut Communicator,
         call: Call<'_>,
-        recv: &'b mut Buffer,
+        recv: Option<&'b mut Buffer>,
         send: Option<&'b mut Buffer>,
     ) -> Result<Self> {
-        let persisted = comm.persist(call, send.as_deref(), Some(&*recv))?;
+        let persisted = comm.persist(call, send.as_deref(), recv.as_deref())?;
         if let Kept::Plan(planned) = persisted.kept() {
             let need = planned.prepared.buffers;
             let Communicator {
@@ -197,15 +291,15 @@ impl<'c, 'b> Persistent<'c, 'b> {
                     &self.persisted,
                     planned,
                     self.send.as_deref(),
-                    self.recv,
+                    self.recv.as_deref_mut(),
                 )?;
                 (Active::Plan(operation, Arc::clone(planned)), overhead)
             }
             Kept::Call(_) => {
                 let call = self.persisted.call();
-                let request = self
-                    .comm
-                    .start(call, self.send.as_deref(), Some(&mut *self.recv))?;
+                let request =
+                    self.comm
+                        .start(call, self.send.as_deref(), self.recv.as_deref_mut())?;
                 let (algorithm, overhead) = (request.algorithm(), request.overhead());
                 (Active::Call(request.detach()?, algorithm), overhead)
             }
@@ -227,7 +321,7 @@ impl<'c, 'b> Persistent<'c, 'b> {
                     &planned,
                     operation,
                     self.send.as_deref(),
-                    self.recv,
+                    self.recv.as_deref_mut(),
                 )?;
                 (self.persisted.algorithm(), stats)
             }
@@ -237,7 +331,7 @@ impl<'c, 'b> Persistent<'c, 'b> {
                     op,
                     &mut detached,
                     self.send.as_deref(),
-                    Some(&mut *self.recv),
+                    self.recv.as_deref_mut(),
                     true,
                 )?;
                 (algorithm, OpStats::default())
@@ -282,12 +376,15 @@ impl<'c, 'b> Persistent<'c, 'b> {
         self.comm.size()
     }
 
-    /// The broadcast buffer, or the allgatherv receive buffer (not while active).
+    /// The broadcast buffer, or the receive buffer (not while active; a barrier has none).
     pub fn buffer(&self) -> Result<&[u8]> {
         if self.active.is_some() {
             return Err(self.misuse("the buffer is in use until wait returns"));
         }
-        Ok(self.recv.bytes())
+        match self.recv.as_deref() {
+            Some(recv) => Ok(recv.bytes()),
+            None => Err(self.misuse("this operation has no buffer")),
+        }
     }
 
     /// The broadcast buffer (the root writes its data here before a start), or the receive
@@ -296,10 +393,17 @@ impl<'c, 'b> Persistent<'c, 'b> {
         if self.active.is_some() {
             return Err(self.misuse("the buffer is in use until wait returns"));
         }
-        Ok(&mut self.recv[..])
+        let op = self.persisted.op();
+        match self.recv.as_deref_mut() {
+            Some(recv) => Ok(&mut recv[..]),
+            None => Err(CommError::Request {
+                op,
+                what: "this operation has no buffer",
+            }),
+        }
     }
 
-    /// The send buffer of an allgatherv that is not in place.
+    /// The send buffer of an allgather, allgatherv, allreduce or reduce that is not in place.
     pub fn send_buffer_mut(&mut self) -> Result<&mut [u8]> {
         if self.active.is_some() {
             return Err(self.misuse("the buffer is in use until wait returns"));

@@ -272,11 +272,11 @@ impl Communicator {
         persisted: &Persisted,
         planned: &Planned,
         send: Option<&Buffer>,
-        recv: &mut Buffer,
+        recv: Option<&mut Buffer>,
     ) -> Result<(Operation, Duration)> {
         let key = persisted.key.view();
         self.check_start(key.op, key.problem, persisted.algorithm())?;
-        match self.place_and_start(entered, key, planned, send, Some(recv)) {
+        match self.place_and_start(entered, key, planned, send, recv) {
             Ok(started) => Ok((started.operation, started.overhead)),
             Err(err) => {
                 self.comm_refused(key.op, &err);
@@ -294,10 +294,10 @@ impl Communicator {
         planned: &Planned,
         operation: Operation,
         send: Option<&Buffer>,
-        recv: &mut Buffer,
+        recv: Option<&mut Buffer>,
     ) -> Result<OpStats> {
         let need = planned.prepared.buffers;
-        let placement = self.place(persisted.key.view(), need, send, Some(recv))?;
+        let placement = self.place(persisted.key.view(), need, send, recv)?;
         let (transport, owned) = split(self);
         Ok(transport.finish(operation, placement.views(owned))?)
     }

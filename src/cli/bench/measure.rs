@@ -16,7 +16,8 @@
 //!
 //! The library plans every call (algorithm choice and this rank's rounds); `plan_s` is that
 //! time alone, measured outside the call (median over the repetitions of the slowest rank's
-//! time); it is part of the measured time of each call.
+//! time); it is part of the measured time of each call, except with `--persistent`, whose
+//! request is made (and planned) once before its warm-up calls.
 //!
 //! `overhead_s` is the software overhead of the timed calls themselves: from the entry into
 //! the collective to its first post to the fabric ([`circulant::comm::Executed::overhead`]),
@@ -25,7 +26,7 @@
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
-use circulant::comm::{Buffer, Carried, Choice, CommError, Communicator, Traffic};
+use circulant::comm::{Buffer, Carried, Choice, CommError, Communicator, Persistent, Traffic};
 use circulant::plan::distribution::{Distribution, UnknownDistribution};
 use circulant::plan::{registry, CostModel, Dtype, Problem, ReduceOp, Reduction};
 use circulant::report::compare::{format_bytes, format_seconds};
@@ -165,6 +166,7 @@ pub fn run(args: Args) -> CliResult {
     let total: u64 = cells.iter().map(|c| c.algorithms.len() as u64).sum();
     let progress = Progress::new(me == 0 && !args.no_progress, total);
 
+    let form = Form::of(&args);
     let mut send = comm.alloc(1)?;
     let mut recv = comm.alloc(1)?;
     let mut results = Vec::new();
@@ -182,34 +184,26 @@ pub fn run(args: Args) -> CliResult {
         for &name in &cell.algorithms {
             progress.start(cell, name);
             data.fill_recv(me, &mut recv);
-            let form = Form(args.nonblocking);
-            call(
-                &mut comm, cell.op, &send, &mut recv, &counts, args.root, name, form,
-            )?;
-            let wrong = data.wrong(me, &recv);
-            // The automatic choice is named by what it took (alike on every rank).
-            let taken = match comm.last() {
-                Some(executed) if name == AUTO => executed.algorithm,
-                _ => name,
+            let repeated = Repeated {
+                op: cell.op,
+                counts: &counts,
+                root: args.root,
+                name,
+                warmup: args.warmup,
+                reps: args.reps,
             };
-            let mut run = |c: &mut Communicator| {
-                call(c, cell.op, &send, &mut recv, &counts, args.root, name, form)
+            let timed = match form {
+                Form::Persistent => {
+                    repeated.persistent(&mut comm, &mut window, &mut send, &mut recv, &data)?
+                }
+                _ => repeated.calls(&mut comm, &mut window, &send, &mut recv, &data, form)?,
             };
-            for _ in 1..args.warmup {
-                run(&mut comm)?;
-            }
-            let mut times = Vec::with_capacity(args.reps as usize);
-            let mut overheads = Vec::with_capacity(args.reps as usize);
-            for _ in 0..args.reps {
-                // The window's own collectives run before and after the call: its overhead is
-                // read as soon as it returns.
-                let mut timed = |c: &mut Communicator| {
-                    run(c)?;
-                    overheads.extend(c.last().map(|e| e.overhead.as_secs_f64()));
-                    Ok(())
-                };
-                times.push(window.time(&mut comm, &mut timed)?);
-            }
+            let Timed {
+                wrong,
+                taken,
+                mut times,
+                mut overheads,
+            } = timed;
             let mut plan_times = Vec::with_capacity(args.reps as usize);
             for _ in 0..args.reps {
                 plan_times.push(plan_time(&comm, &cell.problem, taken, me)?);
@@ -250,7 +244,6 @@ pub fn run(args: Args) -> CliResult {
     if me == 0 {
         let ab = AlphaBeta::new(model.alpha, model.beta);
         if let Some(path) = &args.csv {
-            let form = Form(args.nonblocking);
             let text = render_csv(&comm, &model, form, window.late, &results, &traffic);
             std::fs::write(path, text).map_err(|source| MeasureError::Write {
                 path: path.clone(),
@@ -266,7 +259,7 @@ pub fn run(args: Args) -> CliResult {
                 "beta_s_per_byte": model.beta,
                 "o_s": model.o,
                 "late_repetitions": window.late,
-                "forms": Form(args.nonblocking).name(),
+                "forms": form.name(),
                 "node_provider": comm.node_provider(),
                 "traffic": {
                     "network": {"writes": traffic.network.writes, "bytes": traffic.network.bytes},
@@ -277,14 +270,8 @@ pub fn run(args: Args) -> CliResult {
             });
             format!("{doc}\n")
         } else {
-            render_table(
-                &comm,
-                &model,
-                ab,
-                Form(args.nonblocking),
-                window.late,
-                &results,
-            ) + &traffic_line(&comm, &traffic, "")
+            render_table(&comm, &model, ab, form, window.late, &results)
+                + &traffic_line(&comm, &traffic, "")
         };
         let mut stdout = std::io::stdout().lock();
         match stdout.write_all(text.as_bytes()) {
@@ -408,52 +395,186 @@ fn fit(comm: &Communicator, buf: &mut Buffer, len: usize) -> Result<(), CommErro
     Ok(())
 }
 
-/// Which form of the collectives a bench measures: the blocking calls, or (`Form(true)`)
-/// the nonblocking ones, started and then waited for.
-#[derive(Clone, Copy)]
-struct Form(bool);
+/// Which form of the collectives a bench measures.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// The blocking calls.
+    Blocking,
+    /// The nonblocking ones, started and then waited for.
+    Nonblocking,
+    /// A persistent request per algorithm and size, made once and run at each repetition.
+    Persistent,
+}
 
 impl Form {
-    fn name(self) -> &'static str {
-        if self.0 {
-            "nonblocking"
+    fn of(args: &Args) -> Self {
+        if args.persistent {
+            Form::Persistent
+        } else if args.nonblocking {
+            Form::Nonblocking
         } else {
-            "blocking"
+            Form::Blocking
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Form::Blocking => "blocking",
+            Form::Nonblocking => "nonblocking",
+            Form::Persistent => "persistent",
+        }
+    }
+
+    /// Where the planning time is.
+    fn plan(self) -> &'static str {
+        match self {
+            Form::Persistent => "made once per request, before the repetitions",
+            _ => "included in the time",
         }
     }
 }
 
-/// One call of the operation with algorithm `name`, in `form`.
-#[allow(clippy::too_many_arguments)]
-fn call(
-    comm: &mut Communicator,
+/// The repetitions of one algorithm on one cell.
+struct Repeated<'a> {
     op: Op,
-    send: &Buffer,
-    recv: &mut Buffer,
-    counts: &[usize],
+    counts: &'a [usize],
     root: usize,
-    name: &str,
-    form: Form,
-) -> Result<(), CommError> {
-    let choice = if name == AUTO {
-        Choice::Auto
-    } else {
-        Choice::Named(name)
-    };
-    if form.0 {
-        let request = match op {
-            Op::Bcast => comm.ibcast_using(recv, root, choice),
-            Op::Allgather => comm.iallgather_using(send, recv, choice),
-            Op::Allgatherv => comm.iallgatherv_using(send, recv, counts, choice),
-            Op::Allreduce => comm.iallreduce_bytes(send, recv, int32_sum(), choice),
-        };
-        return request?.wait();
+    name: &'static str,
+    warmup: u32,
+    reps: u32,
+}
+
+/// What the repetitions of one algorithm gave on this rank.
+struct Timed {
+    /// Wrong bytes (or elements) of the first call.
+    wrong: u64,
+    /// The algorithm the call took (the automatic choice's, where it was asked for).
+    taken: &'static str,
+    times: Vec<f64>,
+    overheads: Vec<f64>,
+}
+
+impl Repeated<'_> {
+    fn choice(&self) -> Choice<'static> {
+        if self.name == AUTO {
+            Choice::Auto
+        } else {
+            Choice::Named(self.name)
+        }
     }
-    match op {
-        Op::Bcast => comm.bcast_using(recv, root, choice),
-        Op::Allgather => comm.allgather_using(send, recv, choice),
-        Op::Allgatherv => comm.allgatherv_using(send, recv, counts, choice),
-        Op::Allreduce => comm.allreduce_bytes(send, recv, int32_sum(), choice),
+
+    /// The automatic choice is named by what it took (alike on every rank).
+    fn taken(&self, comm: &Communicator) -> &'static str {
+        match comm.last() {
+            Some(executed) if self.name == AUTO => executed.algorithm,
+            _ => self.name,
+        }
+    }
+
+    /// One call per repetition, blocking or nonblocking.
+    fn calls(
+        &self,
+        comm: &mut Communicator,
+        window: &mut Window,
+        send: &Buffer,
+        recv: &mut Buffer,
+        data: &CaseData,
+        form: Form,
+    ) -> Result<Timed, CommError> {
+        let me = comm.rank();
+        self.call(comm, send, recv, form)?;
+        let taken = self.taken(comm);
+        let wrong = data.wrong(me, recv);
+        let mut run = |c: &mut Communicator| self.call(c, send, recv, form);
+        for _ in 1..self.warmup {
+            run(comm)?;
+        }
+        let mut times = Vec::with_capacity(self.reps as usize);
+        let mut overheads = Vec::with_capacity(self.reps as usize);
+        for _ in 0..self.reps {
+            // The window's own collectives run before and after the call: its overhead is
+            // read as soon as it returns.
+            let mut timed = |c: &mut Communicator| {
+                run(c)?;
+                overheads.extend(c.last().map(|e| e.overhead.as_secs_f64()));
+                Ok(())
+            };
+            times.push(window.time(comm, &mut timed)?);
+        }
+        Ok(Timed {
+            wrong,
+            taken,
+            times,
+            overheads,
+        })
+    }
+
+    /// One persistent request, made once (outside the timing, as a program makes it before
+    /// its loop) and run at each repetition.
+    fn persistent(
+        &self,
+        comm: &mut Communicator,
+        window: &mut Window,
+        send: &mut Buffer,
+        recv: &mut Buffer,
+        data: &CaseData,
+    ) -> Result<Timed, CommError> {
+        let me = comm.rank();
+        let choice = self.choice();
+        let mut request = match self.op {
+            Op::Bcast => comm.bcast_init_using(recv, self.root, choice),
+            Op::Allgather => comm.allgather_init_using(send, recv, choice),
+            Op::Allgatherv => comm.allgatherv_init_using(send, recv, self.counts, choice),
+            Op::Allreduce => comm.allreduce_init_bytes(send, recv, int32_sum(), choice),
+        }?;
+        request.run()?;
+        let wrong = data.wrong(me, request.buffer()?);
+        let taken = self.taken(request.comm()?);
+        for _ in 1..self.warmup {
+            request.run()?;
+        }
+        let mut times = Vec::with_capacity(self.reps as usize);
+        let mut overheads = Vec::with_capacity(self.reps as usize);
+        for _ in 0..self.reps {
+            let mut timed = |r: &mut Persistent<'_, '_>| {
+                r.run()?;
+                overheads.extend(r.comm()?.last().map(|e| e.overhead.as_secs_f64()));
+                Ok(())
+            };
+            times.push(window.time(&mut request, &mut timed)?);
+        }
+        Ok(Timed {
+            wrong,
+            taken,
+            times,
+            overheads,
+        })
+    }
+
+    /// One call of the operation, in `form` (blocking or nonblocking).
+    fn call(
+        &self,
+        comm: &mut Communicator,
+        send: &Buffer,
+        recv: &mut Buffer,
+        form: Form,
+    ) -> Result<(), CommError> {
+        let (root, counts, choice) = (self.root, self.counts, self.choice());
+        if form == Form::Nonblocking {
+            let request = match self.op {
+                Op::Bcast => comm.ibcast_using(recv, root, choice),
+                Op::Allgather => comm.iallgather_using(send, recv, choice),
+                Op::Allgatherv => comm.iallgatherv_using(send, recv, counts, choice),
+                Op::Allreduce => comm.iallreduce_bytes(send, recv, int32_sum(), choice),
+            };
+            return request?.wait();
+        }
+        match self.op {
+            Op::Bcast => comm.bcast_using(recv, root, choice),
+            Op::Allgather => comm.allgather_using(send, recv, choice),
+            Op::Allgatherv => comm.allgatherv_using(send, recv, counts, choice),
+            Op::Allreduce => comm.allreduce_bytes(send, recv, int32_sum(), choice),
+        }
     }
 }
 
@@ -670,9 +791,10 @@ fn render_table(
         ));
     }
     out.push_str(&format!(
-        "times: {} repetitions of the {} calls, each the slowest rank's time from a common start; min and median over them; plan: included in the time; overhead: entry to first post, median{}\n",
+        "times: {} repetitions of the {} calls, each the slowest rank's time from a common start; min and median over them; plan: {}; overhead: entry to first post, median{}\n",
         rows.first().map_or(0, |r| r.record.reps),
         form.name(),
+        form.plan(),
         if late > 0 {
             format!("; {late} repetitions late")
         } else {

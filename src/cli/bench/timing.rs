@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use circulant::comm::{Choice, CommError, Communicator, Config};
+use circulant::comm::{Choice, CommError, Communicator, Config, Persistent};
 use circulant::plan::{ceil_log2, CostModel, ReduceOp};
 
 /// The common-start timing of `circulant bench`'s method (also the demo's).
@@ -26,25 +26,26 @@ impl Window {
         }
     }
 
-    /// The slowest rank's time of one call, all ranks started at one instant.
-    pub(in crate::cli) fn time(
+    /// The slowest rank's time of one call on `on` (a communicator, or a persistent request
+    /// on one), all ranks started at one instant.
+    pub(in crate::cli) fn time<X: OnComm + ?Sized>(
         &mut self,
-        comm: &mut Communicator,
-        call: &mut impl FnMut(&mut Communicator) -> Result<(), CommError>,
+        on: &mut X,
+        call: &mut impl FnMut(&mut X) -> Result<(), CommError>,
     ) -> Result<f64, CommError> {
         loop {
             let mut start = (now_ns() + self.ahead_ns).to_le_bytes();
-            comm.bcast(&mut start[..], 0)?;
+            on.on_comm()?.bcast(&mut start[..], 0)?;
             let start = u64::from_le_bytes(start);
             let late = now_ns() > start;
             wait_until(start);
-            call(comm)?;
+            call(on)?;
             let mine = [
                 now_ns().saturating_sub(start) as f64 * 1e-9,
                 f64::from(u8::from(late)),
             ];
             let mut all = [0.0f64; 2];
-            comm.allreduce(&mine, &mut all, ReduceOp::Max)?;
+            on.on_comm()?.allreduce(&mine, &mut all, ReduceOp::Max)?;
             if all[1] == 0.0 {
                 return Ok(all[0]);
             }
@@ -54,6 +55,24 @@ impl Window {
             }
             self.ahead_ns = (self.ahead_ns * 2).min(Self::MOST_NS);
         }
+    }
+}
+
+/// What a timed call runs on: a communicator, or a persistent request, which lends its
+/// communicator for the window's own collectives between its operations.
+pub(in crate::cli) trait OnComm {
+    fn on_comm(&mut self) -> Result<&mut Communicator, CommError>;
+}
+
+impl OnComm for Communicator {
+    fn on_comm(&mut self) -> Result<&mut Communicator, CommError> {
+        Ok(self)
+    }
+}
+
+impl OnComm for Persistent<'_, '_> {
+    fn on_comm(&mut self) -> Result<&mut Communicator, CommError> {
+        self.comm()
     }
 }
 
