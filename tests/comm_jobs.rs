@@ -533,6 +533,23 @@ fn persistent(comm: &mut Communicator) {
         assert_eq!(got, root as f64 * 1.5);
     }
     drop(reduce);
+    // A persistent call on the shared segment reports what it did, as the blocking one does.
+    let mut small = comm.alloc(64).unwrap();
+    let segment = Choice::Named("segment-bcast");
+    comm.bcast_using(&mut small, 0, segment).unwrap();
+    let blocking = comm.last().unwrap().stats;
+    let mut bcast = comm.bcast_init_using(&mut small, 0, segment).unwrap();
+    bcast.run().unwrap();
+    let executed = bcast.comm().unwrap().last().unwrap();
+    assert_eq!(executed.algorithm, "segment-bcast");
+    assert_eq!(executed.stats, blocking);
+    if rank != 0 {
+        assert_eq!(
+            executed.stats.bytes_copied, 64,
+            "a reader copies the part out"
+        );
+    }
+    drop(bcast);
     let mut barrier = comm.barrier_init().unwrap();
     misuse(barrier.buffer(), "the buffer of a barrier");
     misuse(barrier.send_buffer_mut(), "a send buffer of a barrier");

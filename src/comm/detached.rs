@@ -6,7 +6,7 @@
 //! the start gave the transport.
 
 use crate::transport::segment::{Run, Source};
-use crate::transport::Operation;
+use crate::transport::{OpStats, Operation};
 
 use super::call::Call;
 use super::phased::PhasedCall;
@@ -17,6 +17,8 @@ use super::{Buffer, Communicator, Result};
 /// A started call without its buffers.
 pub(super) struct Detached {
     state: Running,
+    /// What the call did, once it completed (node phases count nothing here).
+    stats: OpStats,
 }
 
 // Kept inline, as a request keeps its operation: one step runs at a time.
@@ -44,6 +46,7 @@ impl Detached {
     pub(super) fn plan(operation: Operation, shape: Shape) -> Self {
         Detached {
             state: Running::Plan(Some(operation), shape),
+            stats: OpStats::default(),
         }
     }
 
@@ -55,19 +58,27 @@ impl Detached {
         };
         Detached {
             state: Running::Segment(Some(call.run), send),
+            stats: OpStats::default(),
         }
     }
 
     pub(super) fn phases(call: Box<PhasedCall>) -> Self {
         Detached {
             state: Running::Phases(call),
+            stats: OpStats::default(),
         }
     }
 
     pub(super) fn done() -> Self {
         Detached {
             state: Running::Done,
+            stats: OpStats::default(),
         }
+    }
+
+    /// What the call did: known once it completed.
+    pub(super) fn stats(&self) -> OpStats {
+        self.stats
     }
 }
 
@@ -92,7 +103,8 @@ impl Communicator {
         recv: Option<&mut Buffer>,
         wait: bool,
     ) -> Result<bool> {
-        match &mut detached.state {
+        let Detached { state, stats } = detached;
+        match state {
             Running::Done => Ok(true),
             Running::Phases(call) => {
                 let mut empty: [u8; 0] = [];
@@ -111,7 +123,7 @@ impl Communicator {
                     }
                 }
                 if let Some(running) = operation.take() {
-                    transport.finish(running, placement.views(owned))?;
+                    *stats = transport.finish(running, placement.views(owned))?;
                 }
                 Ok(true)
             }
@@ -139,7 +151,7 @@ impl Communicator {
                     return Ok(false);
                 }
                 // Counted in the traffic, as a call of its own would be.
-                self.segment_done(&call);
+                *stats = self.segment_done(&call);
                 Ok(true)
             }
         }

@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use crate::fabric::Access;
 use crate::plan::{ReduceOp, Reduction};
-use crate::transport::{OpStats, Operation};
+use crate::transport::Operation;
 
 use super::arguments::typed;
 use super::call::Call;
@@ -280,12 +280,12 @@ impl<'c, 'b> Persistent<'c, 'b> {
     /// collectives. Until [`Self::wait`] returns, the buffers must not be touched (the
     /// accessors refuse).
     pub fn start(&mut self) -> Result<()> {
-        let entered = std::time::Instant::now();
         if self.active.is_some() {
             return Err(self.misuse("started again before wait"));
         }
         let active = match self.persisted.kept() {
             Kept::Plan(planned) => {
+                let entered = std::time::Instant::now();
                 let (operation, overhead) = self.comm.restart_kept(
                     entered,
                     &self.persisted,
@@ -334,7 +334,7 @@ impl<'c, 'b> Persistent<'c, 'b> {
                     self.recv.as_deref_mut(),
                     true,
                 )?;
-                (algorithm, OpStats::default())
+                (algorithm, detached.stats())
             }
         };
         self.comm.last = Some(Executed {
