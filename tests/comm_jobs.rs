@@ -502,9 +502,20 @@ fn persistent(comm: &mut Communicator) {
     // Typed reductions on registered buffers; a reduce's non-roots may pass an empty one.
     let mut send = comm.alloc(8 * 3).unwrap();
     let mut sum = comm.alloc(8 * 3).unwrap();
+    // A forced algorithm: the last that applies (the automatic choice takes the first).
+    let problem = Problem::Allreduce {
+        p,
+        reduction: circulant::plan::Reduction {
+            dtype: circulant::plan::Dtype::I64,
+            op: ReduceOp::Sum,
+        },
+        bytes: 8 * 3,
+    };
+    let forced = comm.algorithms(&problem).unwrap().last().unwrap().0;
     let mut allreduce = comm
-        .allreduce_init::<i64>(&mut send, &mut sum, ReduceOp::Sum)
+        .allreduce_init_using::<i64>(&mut send, &mut sum, ReduceOp::Sum, Choice::Named(forced))
         .unwrap();
+    assert_eq!(allreduce.algorithm(), forced);
     for step in 0..3i64 {
         let mine = [rank as i64, step, -(rank as i64) * step];
         allreduce
@@ -517,6 +528,13 @@ fn persistent(comm: &mut Communicator) {
         assert_eq!(got, [ranks, step * p as i64, -ranks * step], "step {step}");
     }
     drop(allreduce);
+    let mut most = comm
+        .allreduce_init::<i64>(&mut send, &mut sum, ReduceOp::Max)
+        .unwrap();
+    most.run().unwrap();
+    let got: &[i64] = bytemuck::cast_slice(most.buffer().unwrap());
+    assert_eq!(got, [p as i64 - 1, 2, 0], "the last step's data, maximum");
+    drop(most);
     let root = p - 1;
     let mut send = comm.alloc(8).unwrap();
     let mut most = comm.alloc(if rank == root { 8 } else { 0 }).unwrap();

@@ -6,7 +6,9 @@
 //! ready tokens), so a fast rank never writes into a buffer a slow one still forwards from.
 //! What a start saves is the algorithm choice, the schedule and plan construction, and the
 //! staging and registration of plain memory: persistent requests work on registered
-//! [`Buffer`]s only. A call that the shared segment or the node phases serve has no plan: its
+//! [`Buffer`]s only. (A blocking call repeated with the same arguments takes its plan from
+//! the plan cache, so the saving over it is small: docs/performance.md, "Persistent
+//! requests".) A call that the shared segment or the node phases serve has no plan: its
 //! request starts it anew each time, as the `i*` form would, so that ranks that call one
 //! form and ranks that call another still run it alike.
 //!
@@ -191,11 +193,22 @@ impl Communicator {
         recv: &'b mut Buffer,
         op: ReduceOp,
     ) -> Result<Persistent<'c, 'b>> {
-        self.allreduce_init_bytes(send, recv, typed::<T>(op), Choice::Auto)
+        self.allreduce_init_using::<T>(send, recv, op, Choice::Auto)
     }
 
-    /// [`Communicator::allreduce_init`] with the element type and operation as a
-    /// [`Reduction`], and a forced or configured algorithm choice.
+    /// [`Communicator::allreduce_init`] with a forced or configured algorithm choice.
+    pub fn allreduce_init_using<'c, 'b, T: Element>(
+        &'c mut self,
+        send: &'b mut Buffer,
+        recv: &'b mut Buffer,
+        op: ReduceOp,
+        choice: Choice<'_>,
+    ) -> Result<Persistent<'c, 'b>> {
+        self.allreduce_init_bytes(send, recv, typed::<T>(op), choice)
+    }
+
+    /// [`Communicator::allreduce_init_using`] with the element type and operation as a
+    /// [`Reduction`] (over raw bytes).
     pub fn allreduce_init_bytes<'c, 'b>(
         &'c mut self,
         send: &'b mut Buffer,
@@ -217,11 +230,23 @@ impl Communicator {
         op: ReduceOp,
         root: usize,
     ) -> Result<Persistent<'c, 'b>> {
-        self.reduce_init_bytes(send, recv, typed::<T>(op), root, Choice::Auto)
+        self.reduce_init_using::<T>(send, recv, op, root, Choice::Auto)
     }
 
-    /// [`Communicator::reduce_init`] with the element type and operation as a [`Reduction`],
-    /// and a forced or configured algorithm choice.
+    /// [`Communicator::reduce_init`] with a forced or configured algorithm choice.
+    pub fn reduce_init_using<'c, 'b, T: Element>(
+        &'c mut self,
+        send: &'b mut Buffer,
+        recv: &'b mut Buffer,
+        op: ReduceOp,
+        root: usize,
+        choice: Choice<'_>,
+    ) -> Result<Persistent<'c, 'b>> {
+        self.reduce_init_bytes(send, recv, typed::<T>(op), root, choice)
+    }
+
+    /// [`Communicator::reduce_init_using`] with the element type and operation as a
+    /// [`Reduction`] (over raw bytes).
     pub fn reduce_init_bytes<'c, 'b>(
         &'c mut self,
         send: &'b mut Buffer,
