@@ -451,7 +451,11 @@ fn pingpong_example() -> PathBuf {
 fn the_pingpong_example_prints_a_broadcast_time_and_refuses_one_rank() {
     let example = pingpong_example();
     let example = example.to_str().expect("utf-8 path");
-    for provider in ["shm", "tcp;ofi_rxm"] {
+    let forms = [None, Some("nonblocking"), Some("persistent")];
+    for (provider, form) in ["shm", "tcp;ofi_rxm"]
+        .into_iter()
+        .flat_map(|p| forms.map(|f| (p, f)))
+    {
         let out = Command::new(BIN)
             .args([
                 "run",
@@ -464,14 +468,16 @@ fn the_pingpong_example_prints_a_broadcast_time_and_refuses_one_rank() {
                 "--",
             ])
             .args([example, "200", "8"])
+            .args(form)
             .output()
             .expect("circulant run starts");
         let all = text(&out);
-        assert!(out.status.success(), "{provider}: {all}");
+        assert!(out.status.success(), "{provider} {form:?}: {all}");
+        let named = format!(", {}: ", form.unwrap_or("blocking"));
         let line = all
             .lines()
-            .find(|l| l.starts_with("bcast of 8 B, p = 2,"))
-            .unwrap_or_else(|| panic!("{provider}: {all}"));
+            .find(|l| l.starts_with("bcast of 8 B, p = 2,") && l.contains(&named))
+            .unwrap_or_else(|| panic!("{provider} {form:?}: {all}"));
         let us: f64 = line
             .split(": ")
             .nth(1)
@@ -480,6 +486,23 @@ fn the_pingpong_example_prints_a_broadcast_time_and_refuses_one_rank() {
             .unwrap_or_else(|| panic!("a time in {line}"));
         assert!(us.is_finite() && us > 0.0, "{line}");
     }
+    let out = Command::new(BIN)
+        .args([
+            "run",
+            "-n",
+            "2",
+            "--timeout",
+            "60",
+            "--",
+            example,
+            "10",
+            "8",
+            "eager",
+        ])
+        .output()
+        .expect("circulant run starts");
+    assert!(!out.status.success());
+    assert!(text(&out).contains("unknown form"), "{}", text(&out));
     let out = Command::new(BIN)
         .args(["run", "-n", "1", "--timeout", "60", "--", example])
         .output()
