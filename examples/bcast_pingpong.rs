@@ -2,7 +2,9 @@
 //! and 1 broadcast in turn (root 0, then root 1), so each broadcast starts as soon as the
 //! previous one arrived, with warm caches and no common start. Prints the mean time of one
 //! broadcast on rank 0. FORM is `blocking` (the default), `nonblocking` (`ibcast` and
-//! `wait`) or `persistent` (two requests, one per root, made before the loop).
+//! `wait`) or `persistent` (two requests, one per root, made before the loop; as a request
+//! borrows its communicator, the second runs on a copy of it, so this form alternates two
+//! communicators where the others use one).
 //!
 //! ```sh
 //! cargo build --release --example bcast_pingpong
@@ -24,6 +26,9 @@ fn main() -> Outcome {
     let rounds: usize = args.next().map_or(Ok(10_000), |a| a.parse())?;
     let bytes: usize = args.next().map_or(Ok(8), |a| a.parse())?;
     let form = args.next().unwrap_or_else(|| "blocking".into());
+    if !["blocking", "nonblocking", "persistent"].contains(&form.as_str()) {
+        return Err(format!("unknown form {form:?}: blocking, nonblocking or persistent").into());
+    }
     let mut comm = Communicator::init()?;
     if comm.size() < 2 {
         return Err("run it with two ranks or more: circulant run -n 2 -- ...".into());

@@ -388,21 +388,20 @@ type Extra = fn(&mut Communicator) -> Outcome;
 
 /// Persistent requests of every kind with every algorithm that applies, the shared
 /// segment's and the node phases' included: several starts, each with data of another
-/// generation; at some starts the odd ranks call the blocking form instead, which the
-/// persistent one must match.
+/// generation; at some starts of the requests on separate buffers the odd ranks call the
+/// blocking form instead, which the persistent one must match. A rank that sees wrong data
+/// goes on with the same calls as its peers and reports the first it saw at the end.
 fn persistent(comm: &mut Communicator) -> Outcome {
     let p = comm.size();
-    if let Some(wrong) = persistent_barrier(comm)? {
-        return Ok(Some(wrong));
-    }
-    if let Some(wrong) = persistent_bcast(comm)? {
-        return Ok(Some(wrong));
-    }
+    let mut first = persistent_barrier(comm)?;
+    first = first.or(persistent_bcast(comm)?);
+    let allgather = Problem::Allgather { p, block: 333 };
+    let allgatherv = Problem::Allgatherv {
+        counts: Distribution::Mod3.counts(p, 1000),
+    };
     let separate = [
-        Problem::Allgather { p, block: 333 },
-        Problem::Allgatherv {
-            counts: Distribution::Mod3.counts(p, 1000),
-        },
+        allgather.clone(),
+        allgatherv.clone(),
         Problem::Allreduce {
             p,
             reduction: Reduction {
@@ -422,11 +421,12 @@ fn persistent(comm: &mut Communicator) -> Outcome {
         },
     ];
     for problem in separate {
-        if let Some(wrong) = persistent_separate(comm, problem)? {
-            return Ok(Some(wrong));
-        }
+        first = first.or(persistent_separate(comm, problem)?);
     }
-    persistent_in_place(comm)
+    for problem in [allgather, allgatherv] {
+        first = first.or(persistent_in_place(comm, problem)?);
+    }
+    Ok(first)
 }
 
 /// The algorithms a persistent request of `problem` can use: every one that applies.
@@ -456,10 +456,10 @@ fn persistent_barrier(comm: &mut Communicator) -> Outcome {
             request.run()?;
         }
     }
-    if request.buffer().is_ok() {
-        return Ok(Some("a persistent barrier lends a buffer".into()));
-    }
-    Ok(None)
+    Ok(request
+        .buffer()
+        .is_ok()
+        .then(|| "a persistent barrier lends a buffer".into()))
 }
 
 fn persistent_bcast(comm: &mut Communicator) -> Outcome {
@@ -467,34 +467,34 @@ fn persistent_bcast(comm: &mut Communicator) -> Outcome {
     let bytes = 4096 + 3;
     let root = p / 2;
     let problem = Problem::Broadcast { p, root, bytes };
+    let mut first = None;
     for name in persistent_algorithms(comm, &problem)? {
         let mut buf = comm.alloc(bytes)?;
         let mut request = comm.bcast_init_using(&mut buf, root, Choice::Named(name))?;
         for step in 0..4 {
             let data = CaseData::generation(problem.clone(), step);
-            if blocking_instead(rank, step) {
+            let wrong = if blocking_instead(rank, step) {
                 // The blocking form of the same call, beside the others' persistent starts.
                 let mut plain = data.recv_initial(rank);
                 let comm = request.comm()?;
                 comm.bcast_using(&mut plain[..], root, Choice::Named(name))?;
-                if let Some(wrong) = verdict(&data.for_rank(rank), &plain) {
-                    return Ok(Some(format!("bcast [{name}] blocking at {step}: {wrong}")));
+                verdict(&data.for_rank(rank), &plain)
+                    .map(|w| format!("bcast [{name}] blocking at {step}: {w}"))
+            } else {
+                if rank == root {
+                    request
+                        .buffer_mut()?
+                        .copy_from_slice(&data.recv_initial(rank));
                 }
-                continue;
-            }
-            if rank == root {
-                request
-                    .buffer_mut()?
-                    .copy_from_slice(&data.recv_initial(rank));
-            }
-            request.start()?;
-            request.wait()?;
-            if let Some(wrong) = verdict(&data.for_rank(rank), request.buffer()?) {
-                return Ok(Some(format!("bcast [{name}] start {step}: {wrong}")));
-            }
+                request.start()?;
+                request.wait()?;
+                verdict(&data.for_rank(rank), request.buffer()?)
+                    .map(|w| format!("bcast [{name}] start {step}: {w}"))
+            };
+            first = first.or(wrong);
         }
     }
-    Ok(None)
+    Ok(first)
 }
 
 /// The persistent request of `problem` (an allgather, allgatherv, allreduce or reduce) on
@@ -545,88 +545,69 @@ fn blocking_separate(
 /// must leave theirs alone), so each start refills it.
 fn persistent_separate(comm: &mut Communicator, problem: Problem) -> Outcome {
     let rank = comm.rank();
-    let op = op_name(&problem);
+    let op = cases::collective(&problem);
+    let mut first = None;
     for name in persistent_algorithms(comm, &problem)? {
-        let first = CaseData::new(problem.clone());
-        let mut send = comm.alloc(first.send(rank).len())?;
-        let mut recv = comm.alloc(first.recv_len(rank))?;
-        let mut request =
-            separate_request(comm, &problem, &mut send, &mut recv, Choice::Named(name))?;
+        let initial = CaseData::new(problem.clone());
+        let mut send = comm.alloc(initial.send(rank).len())?;
+        let mut recv = comm.alloc(initial.recv_len(rank))?;
+        let choice = Choice::Named(name);
+        let mut request = separate_request(comm, &problem, &mut send, &mut recv, choice)?;
         for step in 0..4 {
             let data = CaseData::generation(problem.clone(), step);
             let me = data.for_rank(rank);
-            if blocking_instead(rank, step) {
-                let choice = Choice::Named(name);
-                if let Some(wrong) = blocking_separate(request.comm()?, &problem, &me, choice)? {
-                    return Ok(Some(format!("{op} [{name}] blocking at {step}: {wrong}")));
-                }
-                continue;
-            }
-            request.send_buffer_mut()?.copy_from_slice(&me.send);
-            request.buffer_mut()?.copy_from_slice(&me.recv_initial);
-            request.run()?;
-            if let Some(wrong) = verdict(&me, request.buffer()?) {
-                return Ok(Some(format!("{op} [{name}] start {step}: {wrong}")));
-            }
-        }
-    }
-    Ok(None)
-}
-
-/// The collective `problem` is a case of, for messages.
-fn op_name(problem: &Problem) -> &'static str {
-    match problem {
-        Problem::Allgather { .. } => "allgather",
-        Problem::Allgatherv { .. } => "allgatherv",
-        Problem::Allreduce { .. } => "allreduce",
-        Problem::Reduce { .. } => "reduce",
-        _ => "collective",
-    }
-}
-
-/// Persistent allgather and allgatherv in place: this rank's part written to its place in
-/// the receive buffer before each start.
-fn persistent_in_place(comm: &mut Communicator) -> Outcome {
-    let (rank, p) = (comm.rank(), comm.size());
-    let counts = Distribution::Mod3.counts(p, 1000);
-    let problems = [
-        Problem::Allgather { p, block: 333 },
-        Problem::Allgatherv { counts },
-    ];
-    for problem in problems {
-        let op = op_name(&problem);
-        let names = match &problem {
-            // The in-place allgather has no forced form: the automatic choice.
-            Problem::Allgather { .. } => vec!["auto"],
-            _ => persistent_algorithms(comm, &problem)?,
-        };
-        for name in names {
-            let first = CaseData::new(problem.clone());
-            let mut recv = comm.alloc(first.recv_len(rank))?;
-            let mut request = match &problem {
-                Problem::Allgatherv { counts } => {
-                    comm.allgatherv_in_place_init_using(&mut recv, counts, Choice::Named(name))?
-                }
-                _ => comm.allgather_in_place_init(&mut recv)?,
+            let wrong = if blocking_instead(rank, step) {
+                blocking_separate(request.comm()?, &problem, &me, choice)?
+                    .map(|w| format!("{op} [{name}] blocking at {step}: {w}"))
+            } else {
+                request.send_buffer_mut()?.copy_from_slice(&me.send);
+                request.buffer_mut()?.copy_from_slice(&me.recv_initial);
+                request.run()?;
+                verdict(&me, request.buffer()?).map(|w| format!("{op} [{name}] start {step}: {w}"))
             };
-            for step in 0..3 {
-                let data = CaseData::generation(problem.clone(), 4 + step);
-                let me = data.for_rank(rank);
-                let Some(initial) = &me.in_place_initial else {
-                    return Ok(Some(format!("{op}: the case has no in-place data")));
-                };
-                request.buffer_mut()?.copy_from_slice(initial);
-                request.start()?;
-                request.wait()?;
-                if let Some(wrong) = verdict(&me, request.buffer()?) {
-                    return Ok(Some(format!(
-                        "{op} in place [{name}] start {step}: {wrong}"
-                    )));
-                }
-            }
+            first = first.or(wrong);
         }
     }
-    Ok(None)
+    Ok(first)
+}
+
+/// A persistent allgather or allgatherv in place: this rank's part written to its place in
+/// the receive buffer before each start (every rank starts the request each time).
+fn persistent_in_place(comm: &mut Communicator, problem: Problem) -> Outcome {
+    let rank = comm.rank();
+    let op = cases::collective(&problem);
+    let names = match &problem {
+        // The in-place allgather has no forced form: the automatic choice.
+        Problem::Allgather { .. } => vec!["auto"],
+        _ => persistent_algorithms(comm, &problem)?,
+    };
+    let mut first = None;
+    for name in names {
+        let initial = CaseData::new(problem.clone());
+        let mut recv = comm.alloc(initial.recv_len(rank))?;
+        let mut request = match &problem {
+            Problem::Allgatherv { counts } => {
+                comm.allgatherv_in_place_init_using(&mut recv, counts, Choice::Named(name))?
+            }
+            _ => comm.allgather_in_place_init(&mut recv)?,
+        };
+        for step in 0..3 {
+            // Generations after those of the separate buffers: stale data shows.
+            let data = CaseData::generation(problem.clone(), 4 + step);
+            let me = data.for_rank(rank);
+            if let Some(initial) = &me.in_place_initial {
+                request.buffer_mut()?.copy_from_slice(initial);
+            }
+            request.start()?;
+            request.wait()?;
+            let wrong = match &me.in_place_initial {
+                None => Some("the case has no in-place data".to_string()),
+                Some(_) => verdict(&me, request.buffer()?),
+            };
+            first = first.or(wrong.map(|w| format!("{op} in place [{name}] start {step}: {w}")));
+        }
+    }
+    Ok(first)
 }
 
 /// `split(rank % 2, p − rank)`: each group ordered by descending old rank, then an allgather

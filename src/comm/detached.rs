@@ -70,9 +70,14 @@ impl Detached {
     }
 
     pub(super) fn done() -> Self {
+        Self::completed(OpStats::default())
+    }
+
+    /// A call that completed before it was detached, having done `stats`.
+    pub(super) fn completed(stats: OpStats) -> Self {
         Detached {
             state: Running::Done,
-            stats: OpStats::default(),
+            stats,
         }
     }
 

@@ -157,7 +157,8 @@ impl<'a> Request<'a> {
                 None => {
                     self.state = State::Running(operation);
                     self.complete()?;
-                    Ok(Detached::done())
+                    let stats = self.comm.last.as_ref().map(|e| e.stats);
+                    Ok(Detached::completed(stats.unwrap_or_default()))
                 }
             },
             State::Segment(call) => Ok(Detached::segment(call)),

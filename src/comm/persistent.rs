@@ -39,8 +39,8 @@ use crate::transport::Operation;
 
 use super::arguments::typed;
 use super::call::Call;
-use super::calls::Lengths;
 use super::detached::Detached;
+use super::nonblocking::lengths;
 use super::plan_cache::Planned;
 use super::staging::ensure;
 use super::start::{Kept, Persisted};
@@ -127,12 +127,13 @@ impl Communicator {
         recv: &'b mut Buffer,
         choice: Choice<'_>,
     ) -> Result<Persistent<'c, 'b>> {
-        let call = self.allgather_call(buffer_lengths(send, recv), choice);
+        let call = self.allgather_call(lengths(send, recv), choice);
         Persistent::new(self, call, Some(recv), Some(send))
     }
 
-    /// A persistent in-place allgather (see [`Self::allgather_in_place`]): this rank's block
-    /// is written to its place in the request's buffer before each start.
+    /// A persistent in-place allgather (see [`Self::allgather_in_place`]): before each start
+    /// the caller writes this rank's block to its place in the request's buffer
+    /// ([`Persistent::buffer_mut`], at `rank × block`).
     pub fn allgather_in_place_init<'c, 'b>(
         &'c mut self,
         recv: &'b mut Buffer,
@@ -160,7 +161,7 @@ impl Communicator {
         counts: &[usize],
         choice: Choice<'_>,
     ) -> Result<Persistent<'c, 'b>> {
-        let call = self.allgatherv_call(buffer_lengths(send, recv), counts, choice);
+        let call = self.allgatherv_call(lengths(send, recv), counts, choice);
         Persistent::new(self, call, Some(recv), Some(send))
     }
 
@@ -216,7 +217,7 @@ impl Communicator {
         reduction: Reduction,
         choice: Choice<'_>,
     ) -> Result<Persistent<'c, 'b>> {
-        let call = self.allreduce_call(buffer_lengths(send, recv), reduction, choice);
+        let call = self.allreduce_call(lengths(send, recv), reduction, choice);
         Persistent::new(self, call, Some(recv), Some(send))
     }
 
@@ -255,15 +256,8 @@ impl Communicator {
         root: usize,
         choice: Choice<'_>,
     ) -> Result<Persistent<'c, 'b>> {
-        let call = self.reduce_call(buffer_lengths(send, recv), reduction, root, choice);
+        let call = self.reduce_call(lengths(send, recv), reduction, root, choice);
         Persistent::new(self, call, Some(recv), Some(send))
-    }
-}
-
-fn buffer_lengths(send: &Buffer, recv: &Buffer) -> Lengths {
-    Lengths {
-        send: send.len(),
-        recv: recv.len(),
     }
 }
 
@@ -413,7 +407,8 @@ impl<'c, 'b> Persistent<'c, 'b> {
     }
 
     /// The broadcast buffer (the root writes its data here before a start), or the receive
-    /// buffer (in place: this rank's contribution goes to its place here).
+    /// buffer (in place: this rank's contribution goes to its place here); an error while
+    /// active, and for a barrier, which has none.
     pub fn buffer_mut(&mut self) -> Result<&mut [u8]> {
         if self.active.is_some() {
             return Err(self.misuse("the buffer is in use until wait returns"));

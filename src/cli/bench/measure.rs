@@ -37,7 +37,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use super::levels::measure_levels;
-use super::timing::{now_ns, Window};
+use super::timing::{now_ns, OnComm, Window};
 use super::Args;
 use crate::cli::CliResult;
 
@@ -192,12 +192,8 @@ pub fn run(args: Args) -> CliResult {
                 warmup: args.warmup,
                 reps: args.reps,
             };
-            let timed = match form {
-                Form::Persistent => {
-                    repeated.persistent(&mut comm, &mut window, &mut send, &mut recv, &data)?
-                }
-                _ => repeated.calls(&mut comm, &mut window, &send, &mut recv, &data, form)?,
-            };
+            let buffers = (&mut send, &mut recv);
+            let timed = repeated.measure(&mut comm, &mut window, buffers, &data, form)?;
             let Timed {
                 wrong,
                 taken,
@@ -454,6 +450,65 @@ struct Timed {
     overheads: Vec<f64>,
 }
 
+/// What one repetition runs: a call of each form, on the communicator or a persistent
+/// request.
+trait Target: OnComm {
+    /// One call (or start and wait).
+    fn call(&mut self, cell: &Repeated<'_>) -> Result<(), CommError>;
+    /// The receive buffer (the broadcast's buffer).
+    fn received(&self) -> Result<&[u8], CommError>;
+}
+
+/// The blocking or nonblocking calls on the communicator.
+struct Calls<'a> {
+    comm: &'a mut Communicator,
+    send: &'a Buffer,
+    recv: &'a mut Buffer,
+    nonblocking: bool,
+}
+
+impl OnComm for Calls<'_> {
+    fn on_comm(&mut self) -> Result<&mut Communicator, CommError> {
+        Ok(self.comm)
+    }
+}
+
+impl Target for Calls<'_> {
+    fn call(&mut self, cell: &Repeated<'_>) -> Result<(), CommError> {
+        let (comm, send, recv) = (&mut *self.comm, self.send, &mut *self.recv);
+        let (root, counts, choice) = (cell.root, cell.counts, cell.choice());
+        if self.nonblocking {
+            let request = match cell.op {
+                Op::Bcast => comm.ibcast_using(recv, root, choice),
+                Op::Allgather => comm.iallgather_using(send, recv, choice),
+                Op::Allgatherv => comm.iallgatherv_using(send, recv, counts, choice),
+                Op::Allreduce => comm.iallreduce_bytes(send, recv, int32_sum(), choice),
+            };
+            return request?.wait();
+        }
+        match cell.op {
+            Op::Bcast => comm.bcast_using(recv, root, choice),
+            Op::Allgather => comm.allgather_using(send, recv, choice),
+            Op::Allgatherv => comm.allgatherv_using(send, recv, counts, choice),
+            Op::Allreduce => comm.allreduce_bytes(send, recv, int32_sum(), choice),
+        }
+    }
+
+    fn received(&self) -> Result<&[u8], CommError> {
+        Ok(self.recv)
+    }
+}
+
+impl Target for Persistent<'_, '_> {
+    fn call(&mut self, _: &Repeated<'_>) -> Result<(), CommError> {
+        self.run()
+    }
+
+    fn received(&self) -> Result<&[u8], CommError> {
+        self.buffer()
+    }
+}
+
 impl Repeated<'_> {
     fn choice(&self) -> Choice<'static> {
         if self.name == AUTO {
@@ -463,43 +518,70 @@ impl Repeated<'_> {
         }
     }
 
-    /// The automatic choice is named by what it took (alike on every rank).
-    fn taken(&self, comm: &Communicator) -> &'static str {
-        match comm.last() {
-            Some(executed) if self.name == AUTO => executed.algorithm,
-            _ => self.name,
-        }
-    }
-
-    /// One call per repetition, blocking or nonblocking.
-    fn calls(
+    /// Every repetition in `form`: a persistent request is made first (outside the timing,
+    /// as a program makes it before its loop), then run at each repetition.
+    fn measure(
         &self,
         comm: &mut Communicator,
         window: &mut Window,
-        send: &Buffer,
-        recv: &mut Buffer,
+        (send, recv): (&mut Buffer, &mut Buffer),
         data: &CaseData,
         form: Form,
     ) -> Result<Timed, CommError> {
+        let nonblocking = match form {
+            Form::Persistent => {
+                let choice = self.choice();
+                let mut request = match self.op {
+                    Op::Bcast => comm.bcast_init_using(recv, self.root, choice),
+                    Op::Allgather => comm.allgather_init_using(send, recv, choice),
+                    Op::Allgatherv => comm.allgatherv_init_using(send, recv, self.counts, choice),
+                    Op::Allreduce => comm.allreduce_init_bytes(send, recv, int32_sum(), choice),
+                }?;
+                return self.repeat(&mut request, window, data);
+            }
+            Form::Blocking => false,
+            Form::Nonblocking => true,
+        };
+        let mut calls = Calls {
+            comm,
+            send,
+            recv,
+            nonblocking,
+        };
+        self.repeat(&mut calls, window, data)
+    }
+
+    /// The first call (its data checked, the algorithm it took read), the warm-up calls,
+    /// then the timed repetitions.
+    fn repeat<X: Target>(
+        &self,
+        target: &mut X,
+        window: &mut Window,
+        data: &CaseData,
+    ) -> Result<Timed, CommError> {
+        target.call(self)?;
+        let comm = target.on_comm()?;
         let me = comm.rank();
-        self.call(comm, send, recv, form)?;
-        let taken = self.taken(comm);
-        let wrong = data.wrong(me, recv);
-        let mut run = |c: &mut Communicator| self.call(c, send, recv, form);
+        // The automatic choice is named by what it took (alike on every rank).
+        let taken = match comm.last() {
+            Some(executed) if self.name == AUTO => executed.algorithm,
+            _ => self.name,
+        };
+        let wrong = data.wrong(me, target.received()?);
         for _ in 1..self.warmup {
-            run(comm)?;
+            target.call(self)?;
         }
         let mut times = Vec::with_capacity(self.reps as usize);
         let mut overheads = Vec::with_capacity(self.reps as usize);
         for _ in 0..self.reps {
             // The window's own collectives run before and after the call: its overhead is
             // read as soon as it returns.
-            let mut timed = |c: &mut Communicator| {
-                run(c)?;
-                overheads.extend(c.last().map(|e| e.overhead.as_secs_f64()));
+            let mut timed = |x: &mut X| {
+                x.call(self)?;
+                overheads.extend(x.on_comm()?.last().map(|e| e.overhead.as_secs_f64()));
                 Ok(())
             };
-            times.push(window.time(comm, &mut timed)?);
+            times.push(window.time(target, &mut timed)?);
         }
         Ok(Timed {
             wrong,
@@ -507,74 +589,6 @@ impl Repeated<'_> {
             times,
             overheads,
         })
-    }
-
-    /// One persistent request, made once (outside the timing, as a program makes it before
-    /// its loop) and run at each repetition.
-    fn persistent(
-        &self,
-        comm: &mut Communicator,
-        window: &mut Window,
-        send: &mut Buffer,
-        recv: &mut Buffer,
-        data: &CaseData,
-    ) -> Result<Timed, CommError> {
-        let me = comm.rank();
-        let choice = self.choice();
-        let mut request = match self.op {
-            Op::Bcast => comm.bcast_init_using(recv, self.root, choice),
-            Op::Allgather => comm.allgather_init_using(send, recv, choice),
-            Op::Allgatherv => comm.allgatherv_init_using(send, recv, self.counts, choice),
-            Op::Allreduce => comm.allreduce_init_bytes(send, recv, int32_sum(), choice),
-        }?;
-        request.run()?;
-        let wrong = data.wrong(me, request.buffer()?);
-        let taken = self.taken(request.comm()?);
-        for _ in 1..self.warmup {
-            request.run()?;
-        }
-        let mut times = Vec::with_capacity(self.reps as usize);
-        let mut overheads = Vec::with_capacity(self.reps as usize);
-        for _ in 0..self.reps {
-            let mut timed = |r: &mut Persistent<'_, '_>| {
-                r.run()?;
-                overheads.extend(r.comm()?.last().map(|e| e.overhead.as_secs_f64()));
-                Ok(())
-            };
-            times.push(window.time(&mut request, &mut timed)?);
-        }
-        Ok(Timed {
-            wrong,
-            taken,
-            times,
-            overheads,
-        })
-    }
-
-    /// One call of the operation, in `form` (blocking or nonblocking).
-    fn call(
-        &self,
-        comm: &mut Communicator,
-        send: &Buffer,
-        recv: &mut Buffer,
-        form: Form,
-    ) -> Result<(), CommError> {
-        let (root, counts, choice) = (self.root, self.counts, self.choice());
-        if form == Form::Nonblocking {
-            let request = match self.op {
-                Op::Bcast => comm.ibcast_using(recv, root, choice),
-                Op::Allgather => comm.iallgather_using(send, recv, choice),
-                Op::Allgatherv => comm.iallgatherv_using(send, recv, counts, choice),
-                Op::Allreduce => comm.iallreduce_bytes(send, recv, int32_sum(), choice),
-            };
-            return request?.wait();
-        }
-        match self.op {
-            Op::Bcast => comm.bcast_using(recv, root, choice),
-            Op::Allgather => comm.allgather_using(send, recv, choice),
-            Op::Allgatherv => comm.allgatherv_using(send, recv, counts, choice),
-            Op::Allreduce => comm.allreduce_bytes(send, recv, int32_sum(), choice),
-        }
     }
 }
 
