@@ -421,6 +421,65 @@ int circulant_reduce_init(const circulant_comm *comm,
                           int root,
                           circulant_request **request);
 
+// A persistent inclusive scan (see `circulant_scan`).
+int circulant_scan_init(const circulant_comm *comm,
+                        const void *send,
+                        void *recv,
+                        size_t count,
+                        int dtype,
+                        int op,
+                        circulant_request **request);
+
+// A persistent exclusive scan (see `circulant_exscan`).
+int circulant_exscan_init(const circulant_comm *comm,
+                          const void *send,
+                          void *recv,
+                          size_t count,
+                          int dtype,
+                          int op,
+                          circulant_request **request);
+
+// A persistent gather (see `circulant_gather`).
+int circulant_gather_init(const circulant_comm *comm,
+                          const void *send,
+                          size_t send_bytes,
+                          void *recv,
+                          int root,
+                          circulant_request **request);
+
+// A persistent gatherv (see `circulant_gatherv`; the counts are copied).
+int circulant_gatherv_init(const circulant_comm *comm,
+                           const void *send,
+                           size_t send_bytes,
+                           void *recv,
+                           const size_t *counts,
+                           int root,
+                           circulant_request **request);
+
+// A persistent scatter (see `circulant_scatter`).
+int circulant_scatter_init(const circulant_comm *comm,
+                           const void *send,
+                           void *recv,
+                           size_t recv_bytes,
+                           int root,
+                           circulant_request **request);
+
+// A persistent scatterv (see `circulant_scatterv`; the counts are copied).
+int circulant_scatterv_init(const circulant_comm *comm,
+                            const void *send,
+                            const size_t *counts,
+                            void *recv,
+                            size_t recv_bytes,
+                            int root,
+                            circulant_request **request);
+
+// A persistent all-to-all (see `circulant_alltoall`).
+int circulant_alltoall_init(const circulant_comm *comm,
+                            const void *send,
+                            void *recv,
+                            size_t block_bytes,
+                            circulant_request **request);
+
 // The text of a status code (a static string; never NULL).
 const char *circulant_strerror(int code);
 

@@ -268,6 +268,62 @@ static void requests(circulant_comm *comm) {
   }
   CALL(comm, circulant_request_free(req));
 
+  /* Persistent exclusive scan, gather, scatterv and all-to-all: each start runs the call on
+     the data then in the buffers. */
+  int32_t term = 0, before = -1;
+  CALL(comm, circulant_exscan_init(comm, &term, &before, 1, CIRCULANT_INT32, CIRCULANT_SUM, &req));
+  for (int step = 1; step <= 2; step++) {
+    term = step;
+    CALL(comm, circulant_start(req));
+    CALL(comm, circulant_wait(req));
+    if (rank > 0) CHECK(before == rank * step, "persistent exscan step %d: %d", step, before);
+    else CHECK(before == -1, "persistent exscan step %d wrote rank 0's buffer", step);
+  }
+  CALL(comm, circulant_request_free(req));
+
+  int32_t mine32 = 0, gathered[64] = {0};
+  CALL(comm, circulant_gather_init(comm, &mine32, sizeof mine32, gathered, 0, &req));
+  for (int step = 1; step <= 2; step++) {
+    mine32 = rank * 10 + step;
+    CALL(comm, circulant_start(req));
+    CALL(comm, circulant_wait(req));
+    if (rank == 0) {
+      int ok = 1;
+      for (int r = 0; r < size; r++) ok &= gathered[r] == r * 10 + step;
+      CHECK(ok, "persistent gather step %d", step);
+    }
+  }
+  CALL(comm, circulant_request_free(req));
+
+  size_t pieces[64], whole_bytes = 0;
+  for (int r = 0; r < size; r++) whole_bytes += pieces[r] = count_of(r);
+  unsigned char *source = calloc(whole_bytes + 1, 1), piece[64];
+  CALL(comm, circulant_scatterv_init(comm, source, pieces, piece, pieces[rank], size - 1, &req));
+  for (int step = 1; step <= 2; step++) {
+    if (rank == size - 1)
+      for (int r = 0, at = 0; r < size; at += (int)pieces[r], r++)
+        for (size_t i = 0; i < pieces[r]; i++) source[at + i] = (unsigned char)(byte_of(r, i) + step);
+    CALL(comm, circulant_start(req));
+    CALL(comm, circulant_wait(req));
+    int ok = 1;
+    for (size_t i = 0; i < pieces[rank]; i++) ok &= piece[i] == (unsigned char)(byte_of(rank, i) + step);
+    CHECK(ok, "persistent scatterv step %d", step);
+  }
+  CALL(comm, circulant_request_free(req));
+  free(source);
+
+  int32_t out[64], in[64];
+  CALL(comm, circulant_alltoall_init(comm, out, in, sizeof(int32_t), &req));
+  for (int step = 1; step <= 2; step++) {
+    for (int r = 0; r < size; r++) out[r] = rank * 1000 + r + step;
+    CALL(comm, circulant_start(req));
+    CALL(comm, circulant_wait(req));
+    int ok = 1;
+    for (int r = 0; r < size; r++) ok &= in[r] == r * 1000 + rank + step;
+    CHECK(ok, "persistent alltoall step %d", step);
+  }
+  CALL(comm, circulant_request_free(req));
+
   /* Persistent allgather in place. */
   int32_t ring[64];
   ring[rank] = 0;

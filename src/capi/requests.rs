@@ -472,3 +472,115 @@ pub extern "C" fn circulant_reduce_init(
         reducing(Reducing::To(root), send, recv, count, dtype, op)
     })
 }
+
+/// A persistent inclusive scan (see `circulant_scan`).
+#[no_mangle]
+pub extern "C" fn circulant_scan_init(
+    comm: *const Comm,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: usize,
+    dtype: c_int,
+    op: c_int,
+    request: *mut *mut Pending,
+) -> c_int {
+    persistent(comm, "scan_init", request, |_| {
+        reducing(Reducing::Scan, send, recv, count, dtype, op)
+    })
+}
+
+/// A persistent exclusive scan (see `circulant_exscan`).
+#[no_mangle]
+pub extern "C" fn circulant_exscan_init(
+    comm: *const Comm,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: usize,
+    dtype: c_int,
+    op: c_int,
+    request: *mut *mut Pending,
+) -> c_int {
+    persistent(comm, "exscan_init", request, |_| {
+        reducing(Reducing::Exscan, send, recv, count, dtype, op)
+    })
+}
+
+/// A persistent gather (see `circulant_gather`).
+#[no_mangle]
+pub extern "C" fn circulant_gather_init(
+    comm: *const Comm,
+    send: *const c_void,
+    send_bytes: usize,
+    recv: *mut c_void,
+    root: c_int,
+    request: *mut *mut Pending,
+) -> c_int {
+    persistent(comm, "gather_init", request, |_| {
+        gather(send, send_bytes, recv, root)
+    })
+}
+
+/// A persistent gatherv (see `circulant_gatherv`; the counts are copied).
+#[no_mangle]
+pub extern "C" fn circulant_gatherv_init(
+    comm: *const Comm,
+    send: *const c_void,
+    send_bytes: usize,
+    recv: *mut c_void,
+    counts: *const usize,
+    root: c_int,
+    request: *mut *mut Pending,
+) -> c_int {
+    persistent(comm, "gatherv_init", request, |c| {
+        gatherv(c, send, send_bytes, recv, counts, root)
+    })
+}
+
+/// A persistent scatter (see `circulant_scatter`).
+#[no_mangle]
+pub extern "C" fn circulant_scatter_init(
+    comm: *const Comm,
+    send: *const c_void,
+    recv: *mut c_void,
+    recv_bytes: usize,
+    root: c_int,
+    request: *mut *mut Pending,
+) -> c_int {
+    persistent(comm, "scatter_init", request, |_| {
+        scatter(send, recv, recv_bytes, root)
+    })
+}
+
+/// A persistent scatterv (see `circulant_scatterv`; the counts are copied).
+#[no_mangle]
+pub extern "C" fn circulant_scatterv_init(
+    comm: *const Comm,
+    send: *const c_void,
+    counts: *const usize,
+    recv: *mut c_void,
+    recv_bytes: usize,
+    root: c_int,
+    request: *mut *mut Pending,
+) -> c_int {
+    persistent(comm, "scatterv_init", request, |c| {
+        scatterv(c, send, counts, recv, recv_bytes, root)
+    })
+}
+
+/// A persistent all-to-all (see `circulant_alltoall`).
+#[no_mangle]
+pub extern "C" fn circulant_alltoall_init(
+    comm: *const Comm,
+    send: *const c_void,
+    recv: *mut c_void,
+    block_bytes: usize,
+    request: *mut *mut Pending,
+) -> c_int {
+    persistent(comm, "alltoall_init", request, |_| {
+        Ok(Collective::Alltoall {
+            send,
+            recv,
+            block: block_bytes,
+        })
+    })
+}

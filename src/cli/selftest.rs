@@ -419,6 +419,43 @@ fn persistent(comm: &mut Communicator) -> Outcome {
             },
             bytes: 4 * 1001,
         },
+        Problem::Scan {
+            p,
+            reduction: Reduction {
+                dtype: Dtype::F64,
+                op: ReduceOp::Min,
+            },
+            bytes: 8 * 77,
+            exclusive: false,
+        },
+        Problem::Scan {
+            p,
+            reduction: Reduction {
+                dtype: Dtype::I32,
+                op: ReduceOp::Sum,
+            },
+            bytes: 4 * 77,
+            exclusive: true,
+        },
+        Problem::Gather {
+            p,
+            root: p / 2,
+            block: 101,
+        },
+        Problem::Scatter {
+            p,
+            root: p - 1,
+            block: 101,
+        },
+        Problem::Gatherv {
+            root: 0,
+            counts: Distribution::Mod3.counts(p, 500),
+        },
+        Problem::Scatterv {
+            root: p / 2,
+            counts: Distribution::Mod3.counts(p, 500),
+        },
+        Problem::Alltoall { p, block: 57 },
     ];
     for problem in separate {
         first = first.or(persistent_separate(comm, problem)?);
@@ -497,8 +534,7 @@ fn persistent_bcast(comm: &mut Communicator) -> Outcome {
     Ok(first)
 }
 
-/// The persistent request of `problem` (an allgather, allgatherv, allreduce or reduce) on
-/// separate send and receive buffers.
+/// The persistent request of `problem` on separate send and receive buffers.
 fn separate_request<'c, 'b>(
     comm: &'c mut Communicator,
     problem: &Problem,
@@ -515,6 +551,20 @@ fn separate_request<'c, 'b>(
         Problem::Reduce {
             reduction, root, ..
         } => comm.reduce_init_bytes(send, recv, *reduction, *root, choice),
+        Problem::Scan {
+            reduction,
+            exclusive,
+            ..
+        } => comm.scan_init_bytes(send, recv, *reduction, *exclusive, choice),
+        Problem::Gather { root, .. } => comm.gather_init_using(send, recv, *root, choice),
+        Problem::Scatter { root, .. } => comm.scatter_init_using(send, recv, *root, choice),
+        Problem::Gatherv { root, counts } => {
+            comm.gatherv_init_using(send, recv, counts, *root, choice)
+        }
+        Problem::Scatterv { root, counts } => {
+            comm.scatterv_init_using(send, recv, counts, *root, choice)
+        }
+        Problem::Alltoall { .. } => comm.alltoall_init_using(send, recv, choice),
         _ => Err(CommError::Request {
             op: "selftest",
             what: "no persistent request on separate buffers for this problem",
@@ -522,27 +572,25 @@ fn separate_request<'c, 'b>(
     }
 }
 
-/// The blocking form of [`separate_request`]'s call, on plain memory.
+/// The blocking form of [`separate_request`]'s call: one call, as [`check`] makes of
+/// every collective but the allgatherv (which it also runs in place).
 fn blocking_separate(
     comm: &mut Communicator,
     problem: &Problem,
     me: &RankData,
-    choice: Choice<'_>,
+    name: &'static str,
 ) -> Outcome {
-    let send = &me.send[..];
+    let Problem::Allgatherv { counts } = problem else {
+        return check(comm, problem, me, name);
+    };
     let mut recv = me.recv_initial.clone();
-    match problem {
-        Problem::Allgather { .. } => comm.allgather_using(send, &mut recv[..], choice)?,
-        Problem::Allgatherv { counts } => {
-            comm.allgatherv_using(send, &mut recv[..], counts, choice)?
-        }
-        _ => return reduction(comm, problem, me, choice),
-    }
+    comm.allgatherv_using(&me.send[..], &mut recv[..], counts, Choice::Named(name))?;
     Ok(verdict(me, &recv))
 }
 
-/// Every rank's receive buffer starts with the case's initial bytes (a reduce's non-roots
-/// must leave theirs alone), so each start refills it.
+/// Every rank's receive buffer starts with the case's initial bytes (the non-roots of a
+/// reduce or gather and rank 0 of an exclusive scan must leave theirs alone), so each start
+/// refills it.
 fn persistent_separate(comm: &mut Communicator, problem: Problem) -> Outcome {
     let rank = comm.rank();
     let op = cases::collective(&problem);
@@ -557,7 +605,7 @@ fn persistent_separate(comm: &mut Communicator, problem: Problem) -> Outcome {
             let data = CaseData::generation(problem.clone(), step);
             let me = data.for_rank(rank);
             let wrong = if blocking_instead(rank, step) {
-                blocking_separate(request.comm()?, &problem, &me, choice)?
+                blocking_separate(request.comm()?, &problem, &me, name)?
                     .map(|w| format!("{op} [{name}] blocking at {step}: {w}"))
             } else {
                 request.send_buffer_mut()?.copy_from_slice(&me.send);

@@ -22,11 +22,10 @@
 //! [`scatter`](Communicator::scatter), [`scatterv`](Communicator::scatterv),
 //! [`alltoall`](Communicator::alltoall); the non-reducing ones have a `*_using` form that
 //! forces an algorithm, the reducing ones take a choice in their `*_bytes` form.
-//! Persistent barrier, broadcast, allgather(v) (separate and in place), allreduce and reduce
-//! ([`Communicator::barrier_init`], [`Communicator::bcast_init`],
-//! [`Communicator::allgather_init`], [`Communicator::allgatherv_init`],
-//! [`Communicator::allreduce_init`], [`Communicator::reduce_init`], …, [`Persistent`])
-//! choose, plan and register once and are then started many times (calls on the shared segment or as node phases, which have no
+//! The persistent form of every collective ([`Communicator::barrier_init`],
+//! [`Communicator::bcast_init`], [`Communicator::allgatherv_init`],
+//! [`Communicator::allreduce_init`], …, [`Persistent`]) chooses, plans and registers once
+//! and is then started many times (calls on the shared segment or as node phases, which have no
 //! plan, are started anew each time). [`Communicator::split`] makes sub-communicators,
 //! [`Communicator::split_by_node`] the one of the ranks on this rank's node (every
 //! communicator knows the node of each of its ranks: [`Communicator::node_map`]),
@@ -57,6 +56,7 @@ mod locality;
 mod node_phases;
 mod nonblocking;
 mod persistent;
+mod persistent_init;
 mod phased;
 mod plan_cache;
 mod provider;

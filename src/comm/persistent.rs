@@ -34,17 +34,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::fabric::Access;
-use crate::plan::{ReduceOp, Reduction};
 use crate::transport::Operation;
 
-use super::arguments::typed;
 use super::call::Call;
 use super::detached::Detached;
-use super::nonblocking::lengths;
 use super::plan_cache::Planned;
 use super::staging::ensure;
 use super::start::{Kept, Persisted};
-use super::{Buffer, Choice, CommError, Communicator, Element, Executed, Payload, Result};
+use super::{Buffer, CommError, Communicator, Executed, Payload, Result};
 
 /// A collective set up once and run many times. It borrows the communicator, so no other
 /// collective can run while it exists; [`Self::comm`] lends the communicator back between
@@ -83,191 +80,13 @@ impl std::fmt::Debug for Persistent<'_, '_> {
     }
 }
 
-impl Communicator {
-    /// A persistent barrier (see [`Self::barrier`]).
-    pub fn barrier_init(&mut self) -> Result<Persistent<'_, 'static>> {
-        let call = self.barrier_call();
-        Persistent::new(self, call, None, None)
-    }
-
-    /// A persistent broadcast of `buf` from `root` (see [`Self::bcast`]).
-    pub fn bcast_init<'c, 'b>(
-        &'c mut self,
-        buf: &'b mut Buffer,
-        root: usize,
-    ) -> Result<Persistent<'c, 'b>> {
-        self.bcast_init_using(buf, root, Choice::Auto)
-    }
-
-    /// [`Communicator::bcast_init`] with a forced or configured algorithm choice.
-    pub fn bcast_init_using<'c, 'b>(
-        &'c mut self,
-        buf: &'b mut Buffer,
-        root: usize,
-        choice: Choice<'_>,
-    ) -> Result<Persistent<'c, 'b>> {
-        let call = self.bcast_call(buf.len(), root, choice);
-        Persistent::new(self, call, Some(buf), None)
-    }
-
-    /// A persistent allgather (see [`Self::allgather`]); both buffers stay with the request
-    /// ([`Persistent::send_buffer_mut`], [`Persistent::buffer`]).
-    pub fn allgather_init<'c, 'b>(
-        &'c mut self,
-        send: &'b mut Buffer,
-        recv: &'b mut Buffer,
-    ) -> Result<Persistent<'c, 'b>> {
-        self.allgather_init_using(send, recv, Choice::Auto)
-    }
-
-    /// [`Communicator::allgather_init`] with a forced or configured algorithm choice.
-    pub fn allgather_init_using<'c, 'b>(
-        &'c mut self,
-        send: &'b mut Buffer,
-        recv: &'b mut Buffer,
-        choice: Choice<'_>,
-    ) -> Result<Persistent<'c, 'b>> {
-        let call = self.allgather_call(lengths(send, recv), choice);
-        Persistent::new(self, call, Some(recv), Some(send))
-    }
-
-    /// A persistent in-place allgather (see [`Self::allgather_in_place`]): before each start
-    /// the caller writes this rank's block to its place in the request's buffer
-    /// ([`Persistent::buffer_mut`], at `rank × block`).
-    pub fn allgather_in_place_init<'c, 'b>(
-        &'c mut self,
-        recv: &'b mut Buffer,
-    ) -> Result<Persistent<'c, 'b>> {
-        let call = self.allgather_in_place_call(recv.len());
-        Persistent::new(self, call, Some(recv), None)
-    }
-
-    /// A persistent allgatherv (see [`Self::allgatherv`]); both buffers stay with the request
-    /// ([`Persistent::send_buffer_mut`], [`Persistent::buffer`]).
-    pub fn allgatherv_init<'c, 'b>(
-        &'c mut self,
-        send: &'b mut Buffer,
-        recv: &'b mut Buffer,
-        counts: &[usize],
-    ) -> Result<Persistent<'c, 'b>> {
-        self.allgatherv_init_using(send, recv, counts, Choice::Auto)
-    }
-
-    /// [`Communicator::allgatherv_init`] with a forced or configured algorithm choice.
-    pub fn allgatherv_init_using<'c, 'b>(
-        &'c mut self,
-        send: &'b mut Buffer,
-        recv: &'b mut Buffer,
-        counts: &[usize],
-        choice: Choice<'_>,
-    ) -> Result<Persistent<'c, 'b>> {
-        let call = self.allgatherv_call(lengths(send, recv), counts, choice);
-        Persistent::new(self, call, Some(recv), Some(send))
-    }
-
-    /// A persistent in-place allgatherv (see [`Self::allgatherv_in_place`]): this rank's
-    /// contribution is written into the request's buffer before each start.
-    pub fn allgatherv_in_place_init<'c, 'b>(
-        &'c mut self,
-        recv: &'b mut Buffer,
-        counts: &[usize],
-    ) -> Result<Persistent<'c, 'b>> {
-        self.allgatherv_in_place_init_using(recv, counts, Choice::Auto)
-    }
-
-    /// [`Communicator::allgatherv_in_place_init`] with a forced or configured algorithm choice.
-    pub fn allgatherv_in_place_init_using<'c, 'b>(
-        &'c mut self,
-        recv: &'b mut Buffer,
-        counts: &[usize],
-        choice: Choice<'_>,
-    ) -> Result<Persistent<'c, 'b>> {
-        let call = self.allgatherv_in_place_call(recv.len(), counts, choice);
-        Persistent::new(self, call, Some(recv), None)
-    }
-
-    /// A persistent allreduce (see [`Self::allreduce`]) of elements of type `T` held in
-    /// registered buffers: `recv` = `op` over all ranks' `send`, elementwise.
-    pub fn allreduce_init<'c, 'b, T: Element>(
-        &'c mut self,
-        send: &'b mut Buffer,
-        recv: &'b mut Buffer,
-        op: ReduceOp,
-    ) -> Result<Persistent<'c, 'b>> {
-        self.allreduce_init_using::<T>(send, recv, op, Choice::Auto)
-    }
-
-    /// [`Communicator::allreduce_init`] with a forced or configured algorithm choice.
-    pub fn allreduce_init_using<'c, 'b, T: Element>(
-        &'c mut self,
-        send: &'b mut Buffer,
-        recv: &'b mut Buffer,
-        op: ReduceOp,
-        choice: Choice<'_>,
-    ) -> Result<Persistent<'c, 'b>> {
-        self.allreduce_init_bytes(send, recv, typed::<T>(op), choice)
-    }
-
-    /// [`Communicator::allreduce_init_using`] with the element type and operation as a
-    /// [`Reduction`] (over raw bytes).
-    pub fn allreduce_init_bytes<'c, 'b>(
-        &'c mut self,
-        send: &'b mut Buffer,
-        recv: &'b mut Buffer,
-        reduction: Reduction,
-        choice: Choice<'_>,
-    ) -> Result<Persistent<'c, 'b>> {
-        let call = self.allreduce_call(lengths(send, recv), reduction, choice);
-        Persistent::new(self, call, Some(recv), Some(send))
-    }
-
-    /// A persistent reduce (see [`Self::reduce`]) of elements of type `T`: the root's `recv`
-    /// = `op` over all ranks' `send`; the other ranks' `recv` is not touched (it may be
-    /// empty there).
-    pub fn reduce_init<'c, 'b, T: Element>(
-        &'c mut self,
-        send: &'b mut Buffer,
-        recv: &'b mut Buffer,
-        op: ReduceOp,
-        root: usize,
-    ) -> Result<Persistent<'c, 'b>> {
-        self.reduce_init_using::<T>(send, recv, op, root, Choice::Auto)
-    }
-
-    /// [`Communicator::reduce_init`] with a forced or configured algorithm choice.
-    pub fn reduce_init_using<'c, 'b, T: Element>(
-        &'c mut self,
-        send: &'b mut Buffer,
-        recv: &'b mut Buffer,
-        op: ReduceOp,
-        root: usize,
-        choice: Choice<'_>,
-    ) -> Result<Persistent<'c, 'b>> {
-        self.reduce_init_bytes(send, recv, typed::<T>(op), root, choice)
-    }
-
-    /// [`Communicator::reduce_init_using`] with the element type and operation as a
-    /// [`Reduction`] (over raw bytes).
-    pub fn reduce_init_bytes<'c, 'b>(
-        &'c mut self,
-        send: &'b mut Buffer,
-        recv: &'b mut Buffer,
-        reduction: Reduction,
-        root: usize,
-        choice: Choice<'_>,
-    ) -> Result<Persistent<'c, 'b>> {
-        let call = self.reduce_call(lengths(send, recv), reduction, root, choice);
-        Persistent::new(self, call, Some(recv), Some(send))
-    }
-}
-
 impl<'c, 'b> Persistent<'c, 'b> {
     /// Sets up `call` on `recv` (and `send`) through the pipeline of every call
     /// ([`Communicator::persist`]), and makes sure the communicator's scratch memory is large
     /// enough for the plan (it only grows, so no start registers memory). A request refused
     /// here gives up the first start on every rank, as a refused call does
     /// ([`crate::transport::Transport::abandon`]): the peers count on it.
-    fn new(
+    pub(super) fn new(
         comm: &'c mut Communicator,
         call: Call<'_>,
         recv: Option<&'b mut Buffer>,
