@@ -1,7 +1,11 @@
 ! circulant: collective communication over libfabric, the Fortran 2008 module.
 !
 ! Interfaces (iso_c_binding) to the C API of include/circulant.h for init, finalize, rank,
-! size, barrier, bcast, allgatherv and allreduce. Buffers are passed as C addresses
+! size, barrier, bcast, allgatherv and allreduce, in their blocking, nonblocking (i*) and
+! persistent (*_init, then circulant_start) forms, and the requests' circulant_test,
+! circulant_wait, circulant_start and circulant_request_free (a request is a type(c_ptr);
+! the buffers of a request must stay valid, and have the target attribute, until it is
+! complete, or freed if it is persistent). Buffers are passed as C addresses
 ! (c_loc(x) of a variable with the target attribute); sizes are in bytes (c_size_t) except
 ! the element count of allreduce. Every function returns CIRCULANT_SUCCESS (0) or an error
 ! code; circulant_error_message(comm) gives the message of the last failed call.
@@ -44,6 +48,10 @@ module circulant
   public :: circulant_init, circulant_finalize, circulant_rank, circulant_size
   public :: circulant_barrier, circulant_bcast, circulant_allgatherv, circulant_allreduce
   public :: circulant_error_message
+  public :: circulant_ibarrier, circulant_ibcast, circulant_iallgatherv, circulant_iallreduce
+  public :: circulant_barrier_init, circulant_bcast_init, circulant_allgatherv_init
+  public :: circulant_allreduce_init
+  public :: circulant_start, circulant_test, circulant_wait, circulant_request_free
 
   interface
     integer(c_int) function circulant_init(comm) bind(C, name="circulant_init")
@@ -95,6 +103,96 @@ module circulant
       type(c_ptr), value :: comm, send, recv
       integer(c_size_t), value :: count
       integer(c_int), value :: dtype, op
+    end function
+
+    integer(c_int) function circulant_ibarrier(comm, request) bind(C, name="circulant_ibarrier")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: comm
+      type(c_ptr), intent(out) :: request
+    end function
+
+    integer(c_int) function circulant_ibcast(comm, buf, bytes, root, request) &
+         bind(C, name="circulant_ibcast")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: comm, buf
+      integer(c_size_t), value :: bytes
+      integer(c_int), value :: root
+      type(c_ptr), intent(out) :: request
+    end function
+
+    integer(c_int) function circulant_iallgatherv(comm, send, send_bytes, recv, counts, request) &
+         bind(C, name="circulant_iallgatherv")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: comm, send, recv
+      integer(c_size_t), value :: send_bytes
+      integer(c_size_t), intent(in) :: counts(*)
+      type(c_ptr), intent(out) :: request
+    end function
+
+    integer(c_int) function circulant_iallreduce(comm, send, recv, count, dtype, op, request) &
+         bind(C, name="circulant_iallreduce")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: comm, send, recv
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype, op
+      type(c_ptr), intent(out) :: request
+    end function
+
+    integer(c_int) function circulant_barrier_init(comm, request) &
+         bind(C, name="circulant_barrier_init")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: comm
+      type(c_ptr), intent(out) :: request
+    end function
+
+    integer(c_int) function circulant_bcast_init(comm, buf, bytes, root, request) &
+         bind(C, name="circulant_bcast_init")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: comm, buf
+      integer(c_size_t), value :: bytes
+      integer(c_int), value :: root
+      type(c_ptr), intent(out) :: request
+    end function
+
+    integer(c_int) function circulant_allgatherv_init(comm, send, send_bytes, recv, counts, &
+         request) bind(C, name="circulant_allgatherv_init")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: comm, send, recv
+      integer(c_size_t), value :: send_bytes
+      integer(c_size_t), intent(in) :: counts(*)
+      type(c_ptr), intent(out) :: request
+    end function
+
+    integer(c_int) function circulant_allreduce_init(comm, send, recv, count, dtype, op, &
+         request) bind(C, name="circulant_allreduce_init")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: comm, send, recv
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype, op
+      type(c_ptr), intent(out) :: request
+    end function
+
+    integer(c_int) function circulant_start(request) bind(C, name="circulant_start")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: request
+    end function
+
+    ! done = 1 once the request is complete, else 0.
+    integer(c_int) function circulant_test(request, done) bind(C, name="circulant_test")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: request
+      integer(c_int), intent(out) :: done
+    end function
+
+    integer(c_int) function circulant_wait(request) bind(C, name="circulant_wait")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: request
+    end function
+
+    integer(c_int) function circulant_request_free(request) &
+         bind(C, name="circulant_request_free")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: request
     end function
 
     type(c_ptr) function c_last_error(comm) bind(C, name="circulant_last_error")

@@ -244,7 +244,8 @@ fn fortran_module_under_run_n4() {
         &["-std=f2008", "-Wall", &module_dir],
     );
     let out = run_job(4, &exe);
-    assert_every_rank_passed(&out, 4, 8);
+    // Blocking, nonblocking and persistent checks, and the refused call's two.
+    assert_every_rank_passed(&out, 4, 13);
 }
 
 #[test]

@@ -1,4 +1,5 @@
-! bcast, allgatherv, allreduce and barrier from Fortran through the circulant module:
+! bcast, allgatherv, allreduce and barrier from Fortran through the circulant module, blocking,
+! nonblocking and persistent:
 !   gfortran $(pkg-config --cflags circulant) PREFIX/include/circulant.f90 collectives.f90 \
 !       $(pkg-config --libs circulant) -o collectives
 !   circulant run -n 4 -- ./collectives
@@ -13,7 +14,10 @@ program collectives
   integer(c_int), allocatable, target :: gathered(:)
   integer(c_size_t), allocatable :: counts(:)
   real(c_double), target :: x, total
-  integer :: passed = 0, failed = 0, i, at
+  type(c_ptr) :: request
+  integer(c_int) :: done
+  integer(c_int), target :: part, partial
+  integer :: passed = 0, failed = 0, i, at, step
 
   call check_rc(circulant_init(comm), "circulant_init")
   call check_rc(circulant_rank(comm, rank), "circulant_rank")
@@ -50,6 +54,40 @@ program collectives
   call check(expect == (nranks - 1) * 10, "allreduce max")
 
   call check_rc(circulant_barrier(comm), "circulant_barrier")
+
+  ! nonblocking bcast from rank 0, progressed by circulant_test
+  data = 0
+  if (rank == 0) data = [(i * 7, i = 1, 100)]
+  call check_rc(circulant_ibcast(comm, c_loc(data), int(size(data) * 4, c_size_t), 0_c_int, &
+       request), "circulant_ibcast")
+  done = 0
+  do while (done == 0)
+    call check_rc(circulant_test(request, done), "circulant_test")
+  end do
+  call check_rc(circulant_request_free(request), "circulant_request_free")
+  call check(all(data == [(i * 7, i = 1, 100)]), "ibcast")
+
+  ! persistent allreduce, started three times on new data
+  call check_rc(circulant_allreduce_init(comm, c_loc(part), c_loc(partial), 1_c_size_t, &
+       CIRCULANT_INT32, CIRCULANT_SUM, request), "circulant_allreduce_init")
+  do step = 1, 3
+    part = rank * step
+    call check_rc(circulant_start(request), "circulant_start")
+    call check_rc(circulant_wait(request), "circulant_wait")
+    call check(partial == step * nranks * (nranks - 1) / 2, "persistent allreduce")
+  end do
+  call check_rc(circulant_request_free(request), "circulant_request_free")
+
+  ! persistent barrier, and a nonblocking one
+  call check_rc(circulant_barrier_init(comm, request), "circulant_barrier_init")
+  do step = 1, 2
+    call check_rc(circulant_start(request), "circulant_start")
+    call check_rc(circulant_wait(request), "circulant_wait")
+  end do
+  call check_rc(circulant_request_free(request), "circulant_request_free")
+  call check_rc(circulant_ibarrier(comm, request), "circulant_ibarrier")
+  call check_rc(circulant_wait(request), "circulant_wait")
+  call check_rc(circulant_request_free(request), "circulant_request_free")
 
   ! bad input gives a code and a message; the call is given up on every rank, and the
   ! communicator is unusable afterwards
