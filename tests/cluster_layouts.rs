@@ -38,13 +38,14 @@ fn hydra(layout: &str, n: usize, program: &[&str]) -> Command {
 }
 
 /// A short selftest that exercises the node map (the `nodes` check splits by node) and moves
-/// data within and across nodes, naming every check it passes.
+/// data within and across nodes, naming every check it passes; the persistent requests of
+/// every collective run there too, beside the blocking form (the node phases' among them).
 const SELFTEST: [&str; 5] = [
     "selftest",
     "--quick",
     "--verbose",
     "--only",
-    "nodes,bcast,allgatherv",
+    "nodes,bcast,allgatherv,persistent",
 ];
 
 /// The selftest passed, and its node map is `per_node` ranks on each node, rank r on node
@@ -58,6 +59,7 @@ fn selftest_saw(done: &Finished, per_node: &[usize], node_of: &[usize]) {
             per_node.len()
         ),
         format!("selftest: node of each rank {node_of:?}"),
+        "ok   persistent".to_owned(),
         " passed, 0 failed".to_owned(),
     ];
     // Nodes of several ranks and several nodes: the node-aware algorithms are among those run.
