@@ -268,36 +268,40 @@ fn the_automatic_choice_is_measured_under_the_algorithm_it_took() {
     assert_eq!(binomial, 7);
 }
 
-/// `--nonblocking` measures the `i*` forms (started, then waited for): every operation's
-/// data checked, and the output says which forms it measured.
-#[test]
-fn the_nonblocking_forms_are_measured_and_named() {
-    let csv = scratch("nonblocking.csv");
-    let out = bench_job(
-        3,
-        &[
-            "--nonblocking",
-            "--algorithms",
-            "auto,binomial-bcast,ring-allgather",
-            "--max-bytes",
-            "10000",
-            "--reps",
-            "2",
-            "--no-progress",
-            "--csv",
-            csv.to_str().expect("utf-8 path"),
-        ],
-    );
+/// A bench job of 3 ranks in `form` (`--nonblocking`, `--persistent`) with `more`
+/// arguments: every operation measured, no wrong data, and the printed table and the CSV
+/// name the form; the printed text and the CSV's records.
+fn measured_in_form(form: &str, more: &[&str]) -> (String, circulant::report::csv::Measurements) {
+    let name = form.trim_start_matches("--");
+    let csv = scratch(&format!("{name}.csv"));
+    let args = [
+        &[form, "--algorithms", "auto,binomial-bcast,ring-allgather"][..],
+        more,
+        &["--no-progress", "--csv", csv.to_str().expect("utf-8 path")],
+    ]
+    .concat();
+    let out = bench_job(3, &args);
     assert!(out.status.success(), "{}", text(&out));
     let printed = text(&out);
     assert!(!printed.contains("WRONG"), "{printed}");
-    assert!(printed.contains("of the nonblocking calls"), "{printed}");
+    assert!(
+        printed.contains(&format!("of the {name} calls")),
+        "{printed}"
+    );
     let written = std::fs::read_to_string(&csv).expect("the CSV");
-    assert!(written.contains("nonblocking calls"), "{written}");
+    assert!(written.contains(&format!("{name} calls")), "{written}");
     let m = read_file(&csv).expect("the CSV parses");
     for op in ["bcast", "allgather", "allgatherv", "allreduce"] {
         assert!(m.records.iter().any(|r| r.op == op), "{op} missing");
     }
+    (printed, m)
+}
+
+/// `--nonblocking` measures the `i*` forms (started, then waited for): every operation's
+/// data checked, and the output says which forms it measured.
+#[test]
+fn the_nonblocking_forms_are_measured_and_named() {
+    measured_in_form("--nonblocking", &["--max-bytes", "10000", "--reps", "2"]);
     let json = bench_job(
         2,
         &[
@@ -325,34 +329,18 @@ fn the_nonblocking_forms_are_measured_and_named() {
 /// took, and the output says which forms it measured; it excludes `--nonblocking`.
 #[test]
 fn the_persistent_forms_are_measured_and_named() {
-    let csv = scratch("persistent.csv");
-    let out = bench_job(
-        3,
-        &[
-            "--persistent",
-            "--algorithms",
-            "auto,binomial-bcast,ring-allgather",
-            "--dist",
-            "spike,regular",
-            "--max-bytes",
-            "20000",
-            "--reps",
-            "3",
-            "--warmup",
-            "2",
-            "--no-progress",
-            "--csv",
-            csv.to_str().expect("utf-8 path"),
-        ],
-    );
-    assert!(out.status.success(), "{}", text(&out));
-    let printed = text(&out);
-    assert!(!printed.contains("WRONG"), "{printed}");
-    assert!(printed.contains("of the persistent calls"), "{printed}");
+    let more = [
+        "--dist",
+        "spike,regular",
+        "--max-bytes",
+        "20000",
+        "--reps",
+        "3",
+        "--warmup",
+        "2",
+    ];
+    let (printed, m) = measured_in_form("--persistent", &more);
     assert!(printed.contains("plan: made once per request"), "{printed}");
-    let written = std::fs::read_to_string(&csv).expect("the CSV");
-    assert!(written.contains("persistent calls"), "{written}");
-    let m = read_file(&csv).expect("the CSV parses");
     for op in ["bcast", "allgather", "allgatherv", "allreduce"] {
         assert!(
             m.records

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use super::CliResult;
 
 mod compare;
+mod forms;
 pub(super) mod levels;
 pub(super) mod measure;
 pub(super) mod timing;
@@ -64,7 +65,8 @@ pub struct Args {
     pub nonblocking: bool,
 
     /// Measure persistent requests (`bcast_init`, `allgatherv_init`, …): one request per
-    /// algorithm and size, made before its warm-up calls, each repetition one start and wait.
+    /// operation, distribution, size and algorithm, made before its warm-up calls, each
+    /// repetition one start and wait.
     #[arg(long, conflicts_with = "nonblocking")]
     pub persistent: bool,
 
