@@ -1,9 +1,11 @@
 /* circulant-mpi: the MPI profiling-interface layer.
  *
  * Loaded before the MPI library (LD_PRELOAD, or linked ahead of it), it defines the MPI
- * collectives listed in `struct op_name` below and serves them with circulant where it can
- * and where the thresholds say circulant is faster; every other call, and every call it does
- * not serve, goes to the PMPI_ function unchanged.
+ * collectives listed in `op_names` below and serves them with circulant where it can and
+ * where the thresholds say circulant is faster; every other call, and every call it does not
+ * serve, goes to the PMPI_ function unchanged. This file: settings, communicators, the served
+ * calls and the blocking entry points; nonblocking.c the nonblocking and persistent ones;
+ * requests.c the layer's requests and the MPI calls that take requests.
  *
  * Built once per MPI implementation by ci/mpi-layer:
  *   target/mpi/libcirculant-mpi-mpich.so, target/mpi/libcirculant-mpi-openmpi.so
@@ -20,54 +22,17 @@
  *     decision and counts with circulant (one small broadcast).
  */
 #define _GNU_SOURCE
-#include <mpi.h>
+#include "layer.h"
 
-#include <circulant.h>
 #include <errno.h>
 #include <limits.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(OPEN_MPI)
-#define LAYER_MPI "openmpi"
-#elif defined(MPICH)
-#define LAYER_MPI "mpich"
-#else
-#define LAYER_MPI "mpi"
-#endif
-
-/* MPI-4 large-count forms (MPI_Bcast_c, ...) where the MPI declares them. */
-#if defined(MPI_VERSION) && MPI_VERSION >= 4
-#define LAYER_LARGE_COUNT 1
-#else
-#define LAYER_LARGE_COUNT 0
-#endif
-
-/* MPI 3 has no PMPI_Pack_c: packing there is limited to int sizes. */
-#define PASS (-1)
-
 /* ---------------------------------------------------------------- collectives, reasons */
 
-enum op {
-  OP_BARRIER,
-  OP_BCAST,
-  OP_ALLGATHER,
-  OP_ALLGATHERV,
-  OP_ALLREDUCE,
-  OP_REDUCE,
-  OP_GATHER,
-  OP_GATHERV,
-  OP_SCATTER,
-  OP_SCATTERV,
-  OP_ALLTOALL,
-  OP_SCAN,
-  OP_EXSCAN,
-  OP_COUNT
-};
-
-static const char *const op_names[OP_COUNT] = {
+const char *const op_names[OP_COUNT] = {
     "barrier", "bcast",    "allgather", "allgatherv", "allreduce", "reduce", "gather",
     "gatherv", "scatter", "scatterv",  "alltoall",   "scan",      "exscan"};
 
@@ -76,188 +41,20 @@ static const char *const mpi_names[OP_COUNT] = {
     "MPI_Reduce",  "MPI_Gather",   "MPI_Gatherv",   "MPI_Scatter",    "MPI_Scatterv",
     "MPI_Alltoall", "MPI_Scan",    "MPI_Exscan"};
 
-enum reason {
-  WHY_SERVED,
-  WHY_OFF,             /* CIRCULANT_MPI=off */
-  WHY_THREADS,         /* MPI_THREAD_MULTIPLE */
-  WHY_INTER,           /* an intercommunicator */
-  WHY_THRESHOLD,       /* below the threshold (auto) */
-  WHY_DATATYPE,        /* a reduction's datatype circulant has no type for */
-  WHY_OPERATION,       /* a user-defined operation or one circulant lacks */
-  WHY_ARGUMENT,        /* an argument MPI must judge (negative count, bad root, NULL comm) */
-  WHY_SIZE,            /* too large to pack with this MPI (int sizes) */
-  WHY_START,           /* circulant could not start on this communicator */
-  WHY_FAILED,          /* circulant failed on this communicator before */
-  WHY_INACTIVE,        /* outside MPI_Init .. MPI_Finalize */
-  WHY_COUNT
-};
-
 static const char *const why_names[WHY_COUNT] = {
     "served",          "off",        "thread-multiple",       "intercommunicator",
     "below-threshold", "datatype",   "operation",             "argument",
-    "too-large",       "start-failed", "failed-before",       "outside-init"};
+    "too-large",       "start-failed", "failed-before",       "outside-init",
+    "not-mirrored",    "rooted-v"};
 
-/* Calls per collective (classic and large-count form) and reason, this rank. */
-static unsigned long long g_stats[OP_COUNT][2][WHY_COUNT];
+/* Calls per collective, form (enum variant) and reason, this rank. */
+unsigned long long g_stats[OP_COUNT][VAR_COUNT][WHY_COUNT];
 
-/* ---------------------------------------------------------------- settings */
-
-enum mode { MODE_OFF, MODE_ON, MODE_AUTO };
-static enum mode g_mode = MODE_AUTO;
-static int g_print_stats;
-static int g_active;       /* between our MPI_Init and MPI_Finalize */
+int g_active;              /* between our MPI_Init and MPI_Finalize */
 static int g_threads;      /* MPI_THREAD_MULTIPLE was given */
 static int g_comm_keyval = MPI_KEYVAL_INVALID;
 
-#define NEVER UINT64_MAX
-/* Per collective: the byte ranges auto serves, [from, to] each (to NEVER: no end); none: no
- * call. */
-enum { MAX_RANGES = 16 };
-struct ranges {
-  int n;
-  uint64_t from[MAX_RANGES], to[MAX_RANGES];
-};
-static struct ranges g_threshold[OP_COUNT];
-
-/* Whether auto serves a call of `bytes` bytes of collective `op`. */
-static int in_ranges(int op, uint64_t bytes) {
-  const struct ranges *r = &g_threshold[op];
-  for (int i = 0; i < r->n; i++)
-    if (bytes >= r->from[i] && bytes <= r->to[i]) return 1;
-  return 0;
-}
-static const char *g_threshold_source = "built-in (mpi/thresholds-" LAYER_MPI ".txt)";
-
-/* Built-in thresholds: the file mpi/thresholds-MPI.txt that circulant-mpi-calibrate wrote on
- * the 2-core machine of docs/performance.md, compiled in by ci/mpi-layer as the string
- * LAYER_THRESHOLDS (in the same format as a CIRCULANT_MPI_THRESHOLDS file). */
-#ifndef LAYER_THRESHOLDS
-#error "build with ci/mpi-layer, which defines LAYER_THRESHOLDS from mpi/thresholds-MPI.txt"
-#endif
-
-static void die(const char *fmt, const char *a, const char *b) {
-  fprintf(stderr, "circulant-mpi: ");
-  fprintf(stderr, fmt, a, b);
-  fprintf(stderr, "\n");
-  PMPI_Abort(MPI_COMM_WORLD, 1);
-  exit(1);
-}
-
-/* One byte count of a thresholds line; dies naming `where` unless `text` is one. */
-static uint64_t parse_bytes(const char *text, const char *where) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(text, &end, 10);
-  if (errno || *end || !*text || text[0] == '-' || text[0] == '+' || v == NEVER)
-    die("%s: `%s` is not a byte count", where, text);
-  return v;
-}
-
-/* Thresholds text: lines `COLLECTIVE RANGE...` or `COLLECTIVE never`, `#` comments, where a
- * range is `A-B` (A to B bytes), `A-` or `A` (A bytes and more); each line sets the ranges of
- * its collective. `source` names the text in messages. */
-static void parse_thresholds(const char *text, const char *source) {
-  int number = 0;
-  while (*text) {
-    char line[512];
-    size_t len = strcspn(text, "\n");
-    number++;
-    if (len >= sizeof line) {
-      char where[600];
-      snprintf(where, sizeof where, "%s line %d", source, number);
-      die("%s: a line longer than 511 characters%s", where, "");
-    }
-    memcpy(line, text, len);
-    line[len] = 0;
-    text += len + (text[len] == '\n');
-    char *hash = strchr(line, '#');
-    if (hash) *hash = 0;
-    char *save = NULL, *name = strtok_r(line, " \t\r", &save);
-    if (!name) continue;
-    char where[600];
-    snprintf(where, sizeof where, "%s line %d", source, number);
-    int op = -1;
-    for (int i = 0; i < OP_COUNT; i++)
-      if (strcmp(name, op_names[i]) == 0) op = i;
-    if (op < 0) die("%s: unknown collective `%s`", where, name);
-    struct ranges r = {0};
-    int never = 0, words = 0;
-    for (char *w = strtok_r(NULL, " \t\r", &save); w; w = strtok_r(NULL, " \t\r", &save)) {
-      words++;
-      if (strcmp(w, "never") == 0) {
-        never = 1;
-        continue;
-      }
-      if (r.n == MAX_RANGES) die("%s: more than 16 ranges%s", where, "");
-      char range[64];
-      snprintf(range, sizeof range, "%s", w);
-      char *dash = strchr(w, '-');
-      if (dash) *dash = 0;
-      r.from[r.n] = parse_bytes(w, where);
-      r.to[r.n] = dash && dash[1] ? parse_bytes(dash + 1, where) : NEVER;
-      if (r.to[r.n] < r.from[r.n]) die("%s: `%s`, a range that ends before it begins", where, range);
-      r.n++;
-    }
-    if (words == 0 || (never && words != 1))
-      die("%s: expected `COLLECTIVE never` or `COLLECTIVE` and byte ranges (`A-B`, `A-`, `A`)%s",
-          where, "");
-    g_threshold[op] = r;
-  }
-}
-
-static void read_thresholds(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f) die("cannot read CIRCULANT_MPI_THRESHOLDS=%s: %s", path, strerror(errno));
-  size_t cap = 4096, len = 0;
-  char *text = malloc(cap);
-  while (text) {
-    size_t got = fread(text + len, 1, cap - len - 1, f);
-    len += got;
-    if (got == 0) break;
-    if (len + 1 == cap) text = realloc(text, cap *= 2);
-  }
-  int failed = ferror(f);
-  fclose(f);
-  if (!text || failed) die("cannot read CIRCULANT_MPI_THRESHOLDS=%s%s", path, "");
-  text[len] = 0;
-  if (strlen(text) != len) die("CIRCULANT_MPI_THRESHOLDS=%s: not a text file%s", path, "");
-  parse_thresholds(text, path);
-  free(text);
-  g_threshold_source = path;
-}
-
-static void read_settings(void) {
-  const char *mode = getenv("CIRCULANT_MPI");
-  if (!mode || !*mode || strcmp(mode, "auto") == 0)
-    g_mode = MODE_AUTO;
-  else if (strcmp(mode, "on") == 0)
-    g_mode = MODE_ON;
-  else if (strcmp(mode, "off") == 0)
-    g_mode = MODE_OFF;
-  else
-    die("CIRCULANT_MPI=%s: expected off, on or auto%s", mode, "");
-  const char *stats = getenv("CIRCULANT_MPI_STATS");
-  if (stats && *stats) {
-    if (strcmp(stats, "1") == 0)
-      g_print_stats = 1;
-    else if (strcmp(stats, "0") != 0)
-      die("CIRCULANT_MPI_STATS=%s: expected 0 or 1%s", stats, "");
-  }
-  for (int i = 0; i < OP_COUNT; i++) g_threshold[i].n = 0;
-  parse_thresholds(LAYER_THRESHOLDS, "the built-in thresholds");
-  const char *file = getenv("CIRCULANT_MPI_THRESHOLDS");
-  if (file && *file) read_thresholds(file);
-}
-
 /* ---------------------------------------------------------------- communicators */
-
-struct mirror {
-  circulant_comm *cc; /* NULL: circulant could not start on this communicator */
-  int failed;         /* a call failed: the communicator is given up */
-  int rank, size;
-  MPI_Comm comm;
-  struct mirror *prev, *next;
-};
 
 static struct mirror *g_mirrors; /* every live mirror, released at MPI_Finalize */
 
@@ -267,7 +64,12 @@ static int oob_allgather(const void *send, void *recv, size_t bytes, void *ctx) 
   return PMPI_Allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, comm);
 }
 
+/* Releases `m` now, or with its last request where requests still use it. */
 static void release(struct mirror *m) {
+  if (m->requests > 0) {
+    m->orphaned = 1;
+    return;
+  }
   if (m->prev)
     m->prev->next = m->next;
   else if (g_mirrors == m)
@@ -275,6 +77,10 @@ static void release(struct mirror *m) {
   if (m->next) m->next->prev = m->prev;
   if (m->cc) circulant_finalize(m->cc);
   free(m);
+}
+
+void layer_release_mirror(struct mirror *m) {
+  if (--m->requests == 0 && m->orphaned) release(m);
 }
 
 static int delete_mirror(MPI_Comm comm, int keyval, void *value, void *extra) {
@@ -339,24 +145,19 @@ static struct mirror *mirror_of(MPI_Comm comm) {
 
 /* ---------------------------------------------------------------- one call */
 
-struct call {
-  enum op op;
-  int large;
-  MPI_Comm comm;
-  struct mirror *m;
-};
-
 static int pass(struct call *c, enum reason why) {
-  g_stats[c->op][c->large][why]++;
+  g_stats[c->op][c->variant][why]++;
   return PASS;
 }
 
+int layer_pass(struct call *c, enum reason why) { return pass(c, why); }
+
 /* Whether `comm` may be served at all; PASS (with its reason counted) if not. */
-static int begin(struct call *c, enum op op, int large, MPI_Comm comm) {
+static int begin(struct call *c, enum op op, int variant, MPI_Comm comm) {
+  memset(c, 0, sizeof *c);
   c->op = op;
-  c->large = large;
+  c->variant = variant;
   c->comm = comm;
-  c->m = NULL;
   if (!g_active) return pass(c, WHY_INACTIVE);
   if (g_mode == MODE_OFF) return pass(c, WHY_OFF);
   if (g_threads) return pass(c, WHY_THREADS);
@@ -367,11 +168,26 @@ static int begin(struct call *c, enum op op, int large, MPI_Comm comm) {
   return 0;
 }
 
+int layer_begin(struct call *c, enum op op, int variant, MPI_Comm comm) {
+  return begin(c, op, variant, comm);
+}
+
+/* The communicator's mirror, made now for a blocking call. A nonblocking one must not wait
+ * for its peers, as making a mirror does: it takes one a blocking call made, else NULL. */
+static struct mirror *mirror_for(struct call *c) {
+  if (!variant_nonblocking(c->variant)) return mirror_of(c->comm);
+  void *value;
+  int found = 0;
+  PMPI_Comm_get_attr(c->comm, g_comm_keyval, &value, &found);
+  return found ? value : NULL;
+}
+
 /* The threshold, then the communicator's mirror: 0 to serve, else PASS. */
 static int decide(struct call *c, uint64_t bytes) {
   if (g_mode == MODE_AUTO && !in_ranges(c->op, bytes))
     return pass(c, WHY_THRESHOLD);
-  c->m = mirror_of(c->comm);
+  c->m = mirror_for(c);
+  if (!c->m) return pass(c, WHY_UNMIRRORED);
   if (!c->m->cc) return pass(c, WHY_START);
   if (c->m->failed) return pass(c, WHY_FAILED);
   return 0;
@@ -385,8 +201,10 @@ static int failed(struct call *c, int rc) {
   snprintf(message, sizeof message, "circulant %s (%s): %s", op_names[c->op],
            circulant_strerror(rc), circulant_last_error(c->m->cc));
   c->m->failed = 1;
+  /* A request completed after its communicator was freed reports on MPI_COMM_WORLD. */
+  MPI_Comm comm = c->m->orphaned ? MPI_COMM_WORLD : c->comm;
   MPI_Errhandler handler = MPI_ERRHANDLER_NULL;
-  PMPI_Comm_get_errhandler(c->comm, &handler);
+  PMPI_Comm_get_errhandler(comm, &handler);
   int fatal = handler == MPI_ERRORS_ARE_FATAL;
 #if LAYER_LARGE_COUNT && defined(MPI_ERRORS_ABORT)
   fatal = fatal || handler == MPI_ERRORS_ABORT;
@@ -395,20 +213,25 @@ static int failed(struct call *c, int rc) {
   if (fatal) {
     fprintf(stderr, "circulant-mpi: rank %d: %s\n", c->m->rank, message);
     fflush(stderr);
-    PMPI_Abort(c->comm, 1);
+    PMPI_Abort(comm, 1);
   }
   int slot = rc >= 0 && rc <= CIRCULANT_ERR_INTERNAL ? rc : CIRCULANT_ERR_INTERNAL;
   if (!error_classes[slot] && PMPI_Add_error_class(&error_classes[slot]) != MPI_SUCCESS)
     error_classes[slot] = MPI_ERR_OTHER;
   int code = error_classes[slot];
   if (code != MPI_ERR_OTHER) PMPI_Add_error_string(code, message);
-  PMPI_Comm_call_errhandler(c->comm, code);
+  PMPI_Comm_call_errhandler(comm, code);
   return code;
 }
 
+int layer_failed(struct call *c, int rc) { return failed(c, rc); }
+
+static int settle(struct call *c, const struct ccall *x, struct later *l);
+static int run_now(struct call *c, const struct ccall *x);
+
 static int done(struct call *c, int rc) {
   if (rc != CIRCULANT_SUCCESS) return failed(c, rc);
-  g_stats[c->op][c->large][WHY_SERVED]++;
+  g_stats[c->op][c->variant][WHY_SERVED]++;
   return MPI_SUCCESS;
 }
 
@@ -454,17 +277,6 @@ static MPI_Aint type_extent(MPI_Datatype type) {
   PMPI_Type_get_extent_x(type, &lb, &extent);
   return (MPI_Aint)extent;
 }
-
-/* One side of a call: `count` elements of `type` at `buf`, seen by circulant as `bytes`
- * contiguous bytes at `at` (the buffer itself, or a packed copy). */
-struct side {
-  void *buf;
-  MPI_Count count;
-  MPI_Datatype type;
-  uint64_t bytes;
-  void *at;
-  void *tmp;
-};
 
 static int pack_into(void *dst, uint64_t bytes, const void *buf, MPI_Count count,
                      MPI_Datatype type, MPI_Comm comm) {
@@ -571,9 +383,7 @@ static int circulant_op(MPI_Op op, int dtype) {
   return -1;
 }
 
-enum reducing { RED_ALL, RED_ROOT, RED_SCAN, RED_EXSCAN };
-
-static int serve_reduce(struct call *c, enum reducing which, const void *send, void *recv,
+int serve_reduce(struct call *c, enum reducing which, const void *send, void *recv,
                         MPI_Count count, MPI_Datatype type, MPI_Op op, int root) {
   int size;
   PMPI_Comm_size(c->comm, &size);
@@ -587,33 +397,23 @@ static int serve_reduce(struct call *c, enum reducing which, const void *send, v
   if (decide(c, bytes)) return PASS;
   const void *s = send == MPI_IN_PLACE ? CIRCULANT_IN_PLACE : (bytes ? send : g_empty);
   void *r = bytes ? recv : g_empty;
-  int rc;
-  switch (which) {
-  case RED_ALL:
-    rc = circulant_allreduce(c->m->cc, s, r, (size_t)count, dtype, cop);
-    break;
-  case RED_ROOT:
-    if (c->m->rank != root) r = NULL;
-    rc = circulant_reduce(c->m->cc, s, r, (size_t)count, dtype, cop, root);
-    break;
-  case RED_SCAN:
-    rc = circulant_scan(c->m->cc, s, r, (size_t)count, dtype, cop);
-    break;
-  default:
-    rc = circulant_exscan(c->m->cc, s, r, (size_t)count, dtype, cop);
-    break;
-  }
-  return done(c, rc);
+  struct ccall x = {.op = c->op, .send = s, .recv = r, .count = (size_t)count, .dtype = dtype,
+                    .cop = cop, .root = root};
+  if (which == RED_ROOT && c->m->rank != root) x.recv = NULL;
+  struct later l = {0};
+  return settle(c, &x, &l);
 }
 
 /* ---------------------------------------------------------------- data movement */
 
-static int serve_barrier(struct call *c) {
+int serve_barrier(struct call *c) {
   if (decide(c, 0)) return PASS;
-  return done(c, circulant_barrier(c->m->cc));
+  struct later l = {0};
+  struct ccall x = {.op = OP_BARRIER};
+  return settle(c, &x, &l);
 }
 
-static int serve_bcast(struct call *c, void *buf, MPI_Count count, MPI_Datatype type, int root) {
+int serve_bcast(struct call *c, void *buf, MPI_Count count, MPI_Datatype type, int root) {
   int size;
   PMPI_Comm_size(c->comm, &size);
   /* Outside the ranges a call passes before its datatype is looked at: a passed call costs
@@ -628,14 +428,15 @@ static int serve_bcast(struct call *c, void *buf, MPI_Count count, MPI_Datatype 
   int rank = c->m->rank;
   int rc = side_open(&s, rank == root, c->comm);
   if (rc != MPI_SUCCESS) return side_close(&s, 0, rc, c->comm);
-  int crc = circulant_bcast(c->m->cc, s.at, s.bytes, root);
-  return side_close(&s, rank != root, done(c, crc), c->comm);
+  struct later l = {0};
+  l.out = s;
+  l.unpack = rank != root;
+  struct ccall x = {.op = OP_BCAST, .recv = s.at, .bytes = s.bytes, .root = root};
+  return settle(c, &x, &l);
 }
 
 /* Allgather, gather, scatter, alltoall: blocks of `block` bytes, `size` of them. */
-enum blocks { BL_ALLGATHER, BL_GATHER, BL_SCATTER, BL_ALLTOALL };
-
-static int serve_blocks(struct call *c, enum blocks kind, const void *sendbuf, MPI_Count scount,
+int serve_blocks(struct call *c, enum blocks kind, const void *sendbuf, MPI_Count scount,
                         MPI_Datatype stype, void *recvbuf, MPI_Count rcount, MPI_Datatype rtype,
                         int root) {
   int size, rank;
@@ -669,21 +470,25 @@ static int serve_blocks(struct call *c, enum blocks kind, const void *sendbuf, M
   struct side s, r;
   memset(&s, 0, sizeof s);
   memset(&r, 0, sizeof r);
-  int rc = MPI_SUCCESS, crc;
+  struct later l = {0};
+  int rc = MPI_SUCCESS;
+  struct ccall x = {.op = c->op, .bytes = block, .root = root};
+  const void *sat; /* the send side as circulant takes it */
   MPI_Aint rext = type_extent(rtype);
   switch (kind) {
   case BL_ALLGATHER:
     side_of(&r, recvbuf, rcount * size, rtype);
     if (sendbuf == MPI_IN_PLACE) {
-      if ((rc = side_open(&r, 1, c->comm)) != MPI_SUCCESS) break;
-      crc = circulant_allgather(c->m->cc, CIRCULANT_IN_PLACE, block, r.at);
+      if ((rc = side_open(&r, 1, c->comm)) != MPI_SUCCESS) goto fail;
+      sat = CIRCULANT_IN_PLACE;
     } else {
       side_of(&s, sendbuf, scount, stype);
-      if ((rc = side_open(&s, 1, c->comm)) != MPI_SUCCESS) break;
-      if ((rc = side_open(&r, 0, c->comm)) != MPI_SUCCESS) break;
-      crc = circulant_allgather(c->m->cc, s.at, block, r.at);
+      if ((rc = side_open(&s, 1, c->comm)) != MPI_SUCCESS) goto fail;
+      if ((rc = side_open(&r, 0, c->comm)) != MPI_SUCCESS) goto fail;
+      sat = s.at;
     }
-    rc = side_close(&r, 1, done(c, crc), c->comm);
+    x.send = sat;
+    l.unpack = 1;
     break;
   case BL_ALLTOALL:
     side_of(&r, recvbuf, rcount * size, rtype);
@@ -693,73 +498,75 @@ static int serve_blocks(struct call *c, enum blocks kind, const void *sendbuf, M
       s.tmp = malloc(total ? total : 1);
       if (!s.tmp) {
         rc = MPI_ERR_NO_MEM;
-        break;
+        goto fail;
       }
       s.at = s.tmp;
       if (total && (rc = pack_into(s.tmp, total, recvbuf, rcount * size, rtype, c->comm)) != MPI_SUCCESS)
-        break;
+        goto fail;
     } else {
       side_of(&s, sendbuf, scount * size, stype);
-      if ((rc = side_open(&s, 1, c->comm)) != MPI_SUCCESS) break;
+      if ((rc = side_open(&s, 1, c->comm)) != MPI_SUCCESS) goto fail;
     }
-    if ((rc = side_open(&r, 0, c->comm)) != MPI_SUCCESS) break;
-    crc = circulant_alltoall(c->m->cc, s.at, r.at, block);
-    rc = side_close(&r, 1, done(c, crc), c->comm);
+    if ((rc = side_open(&r, 0, c->comm)) != MPI_SUCCESS) goto fail;
+    x.send = s.at;
+    l.unpack = 1;
     break;
   case BL_GATHER:
     if (rank == root) {
       side_of(&r, recvbuf, rcount * size, rtype);
-      if ((rc = side_open(&r, 0, c->comm)) != MPI_SUCCESS) break;
+      if ((rc = side_open(&r, 0, c->comm)) != MPI_SUCCESS) goto fail;
       if (sendbuf == MPI_IN_PLACE) {
         /* The root's block is in place: circulant takes it from a copy. */
         s.tmp = malloc(block ? block : 1);
         if (!s.tmp) {
           rc = MPI_ERR_NO_MEM;
-          break;
+          goto fail;
         }
         s.at = s.tmp;
         if (block &&
             (rc = pack_into(s.tmp, block, (char *)recvbuf + (MPI_Aint)root * rcount * rext, rcount,
                             rtype, c->comm)) != MPI_SUCCESS)
-          break;
+          goto fail;
       } else {
         side_of(&s, sendbuf, scount, stype);
-        if ((rc = side_open(&s, 1, c->comm)) != MPI_SUCCESS) break;
+        if ((rc = side_open(&s, 1, c->comm)) != MPI_SUCCESS) goto fail;
       }
     } else {
       side_of(&s, sendbuf, scount, stype);
-      if ((rc = side_open(&s, 1, c->comm)) != MPI_SUCCESS) break;
-      r.at = NULL;
+      if ((rc = side_open(&s, 1, c->comm)) != MPI_SUCCESS) goto fail;
+      r.at = g_empty;
     }
-    crc = circulant_gather(c->m->cc, s.at, block, rank == root ? r.at : g_empty, root);
-    rc = side_close(&r, rank == root, done(c, crc), c->comm);
+    x.send = s.at;
+    l.unpack = rank == root;
     break;
   default: /* BL_SCATTER */
     if (rank == root) {
       side_of(&s, sendbuf, scount * size, stype);
-      if ((rc = side_open(&s, 1, c->comm)) != MPI_SUCCESS) break;
-      if (recvbuf == MPI_IN_PLACE) {
-        r.tmp = malloc(block ? block : 1); /* the root's own block stays where it is */
-        if (!r.tmp) {
-          rc = MPI_ERR_NO_MEM;
-          break;
-        }
-        r.at = r.tmp;
-        crc = circulant_scatter(c->m->cc, s.at, r.at, block, root);
-        free(r.tmp);
-        r.tmp = NULL;
-        rc = done(c, crc);
-        break;
-      }
+      if ((rc = side_open(&s, 1, c->comm)) != MPI_SUCCESS) goto fail;
     } else {
       s.at = g_empty;
     }
-    side_of(&r, recvbuf, rcount, rtype);
-    if ((rc = side_open(&r, 0, c->comm)) != MPI_SUCCESS) break;
-    crc = circulant_scatter(c->m->cc, s.at, r.at, block, root);
-    rc = side_close(&r, 1, done(c, crc), c->comm);
+    if (rank == root && recvbuf == MPI_IN_PLACE) {
+      r.tmp = malloc(block ? block : 1); /* the root's own block stays where it is */
+      if (!r.tmp) {
+        rc = MPI_ERR_NO_MEM;
+        goto fail;
+      }
+      r.at = r.tmp;
+      l.unpack = 0;
+    } else {
+      side_of(&r, recvbuf, rcount, rtype);
+      if ((rc = side_open(&r, 0, c->comm)) != MPI_SUCCESS) goto fail;
+      l.unpack = 1;
+    }
+    x.send = s.at;
     break;
   }
+  x.recv = r.at;
+  l.out = r;
+  l.owned[0] = s.tmp;
+  return settle(c, &x, &l);
+fail:
   free(s.tmp);
   free(r.tmp);
   return rc;
@@ -801,9 +608,81 @@ static int blocks_copy(int into_packed, unsigned char *packed, const uint64_t *b
   return MPI_SUCCESS;
 }
 
-enum vkind { V_ALLGATHERV, V_GATHERV, V_SCATTERV };
+/* What a call does once circulant completed it; `rc` the call's result so far. */
+int layer_finish(struct later *l, int rc, MPI_Comm comm) {
+  if (l->unpack)
+    rc = side_close(&l->out, 1, rc, comm);
+  else
+    free(l->out.tmp);
+  struct vcopy *v = &l->v;
+  if (v->area && rc == MPI_SUCCESS)
+    rc = blocks_copy(0, v->area, v->bytes, v->size, v->buf, v->counts, v->displs, v->type,
+                     v->skip, comm);
+  free(v->bytes);
+  free(v->counts);
+  free(v->displs);
+  for (int i = 0; i < 3; i++) free(l->owned[i]);
+  memset(l, 0, sizeof *l);
+  return rc;
+}
 
-static int serve_v(struct call *c, enum vkind kind, const void *sendbuf, MPI_Count scount,
+int ccall_run(circulant_comm *cc, const struct ccall *x, circulant_request **req) {
+  const void *s = x->send;
+  void *r = x->recv;
+  switch (x->op) {
+  case OP_BARRIER:
+    return req ? circulant_ibarrier(cc, req) : circulant_barrier(cc);
+  case OP_BCAST:
+    return req ? circulant_ibcast(cc, r, x->bytes, x->root, req)
+               : circulant_bcast(cc, r, x->bytes, x->root);
+  case OP_ALLGATHER:
+    return req ? circulant_iallgather(cc, s, x->bytes, r, req) : circulant_allgather(cc, s, x->bytes, r);
+  case OP_ALLGATHERV:
+    return req ? circulant_iallgatherv(cc, s, x->bytes, r, x->counts, req)
+               : circulant_allgatherv(cc, s, x->bytes, r, x->counts);
+  case OP_ALLREDUCE:
+    return req ? circulant_iallreduce(cc, s, r, x->count, x->dtype, x->cop, req)
+               : circulant_allreduce(cc, s, r, x->count, x->dtype, x->cop);
+  case OP_REDUCE:
+    return req ? circulant_ireduce(cc, s, r, x->count, x->dtype, x->cop, x->root, req)
+               : circulant_reduce(cc, s, r, x->count, x->dtype, x->cop, x->root);
+  case OP_SCAN:
+    return req ? circulant_iscan(cc, s, r, x->count, x->dtype, x->cop, req)
+               : circulant_scan(cc, s, r, x->count, x->dtype, x->cop);
+  case OP_EXSCAN:
+    return req ? circulant_iexscan(cc, s, r, x->count, x->dtype, x->cop, req)
+               : circulant_exscan(cc, s, r, x->count, x->dtype, x->cop);
+  case OP_GATHER:
+    return req ? circulant_igather(cc, s, x->bytes, r, x->root, req)
+               : circulant_gather(cc, s, x->bytes, r, x->root);
+  case OP_GATHERV:
+    return req ? circulant_igatherv(cc, s, x->bytes, r, x->counts, x->root, req)
+               : circulant_gatherv(cc, s, x->bytes, r, x->counts, x->root);
+  case OP_SCATTER:
+    return req ? circulant_iscatter(cc, s, r, x->bytes, x->root, req)
+               : circulant_scatter(cc, s, r, x->bytes, x->root);
+  case OP_SCATTERV:
+    return req ? circulant_iscatterv(cc, s, x->counts, r, x->bytes, x->root, req)
+               : circulant_scatterv(cc, s, x->counts, r, x->bytes, x->root);
+  default:
+    return req ? circulant_ialltoall(cc, s, r, x->bytes, req) : circulant_alltoall(cc, s, r, x->bytes);
+  }
+}
+
+/* A blocking circulant call on `c`'s communicator, after the layer's nonblocking ones there. */
+static int run_now(struct call *c, const struct ccall *x) {
+  requests_drain(c->m);
+  return ccall_run(c->m->cc, x, NULL);
+}
+
+/* A circulant call made. A blocking one runs now, and what it does after is done now. A
+ * nonblocking one becomes the program's request, which does that at its completion. */
+static int settle(struct call *c, const struct ccall *x, struct later *l) {
+  if (variant_nonblocking(c->variant)) return request_started(c, x, l);
+  return layer_finish(l, done(c, run_now(c, x)), c->comm);
+}
+
+int serve_v(struct call *c, enum vkind kind, const void *sendbuf, MPI_Count scount,
                    MPI_Datatype stype, void *recvbuf, const MPI_Count *counts,
                    const MPI_Aint *displs, MPI_Count rcount, MPI_Datatype rtype, int root) {
   int size, rank;
@@ -857,7 +736,9 @@ static int serve_v(struct call *c, enum vkind kind, const void *sendbuf, MPI_Cou
       else if (g_mode == MODE_AUTO && !in_ranges(c->op, total)) why = WHY_THRESHOLD;
       bytes[size] = (uint64_t)why;
     }
-    int crc = circulant_bcast(c->m->cc, bytes, ((size_t)size + 1) * sizeof *bytes, root);
+    struct ccall decision = {.op = OP_BCAST, .recv = bytes,
+                             .bytes = ((size_t)size + 1) * sizeof *bytes, .root = root};
+    int crc = run_now(c, &decision);
     if (crc != CIRCULANT_SUCCESS) {
       rc = failed(c, crc);
       goto out;
@@ -887,23 +768,44 @@ static int serve_v(struct call *c, enum vkind kind, const void *sendbuf, MPI_Cou
   unsigned char *area = direct ? (total ? (unsigned char *)(kind == V_SCATTERV ? (void *)sendbuf : recvbuf) : g_empty)
                                : (packed ? packed : g_empty);
   switch (kind) {
-  case V_ALLGATHERV:
+  case V_ALLGATHERV: {
+    struct later l = {0};
+    const void *own_at = CIRCULANT_IN_PLACE;
+    size_t own_bytes = cbytes[rank];
     if (sendbuf == MPI_IN_PLACE) {
       if (!direct && (rc = blocks_copy(1, area, bytes, size, recvbuf, counts, displs, rtype, -1,
                                        c->comm)) != MPI_SUCCESS)
         break;
-      crc = circulant_allgatherv(c->m->cc, CIRCULANT_IN_PLACE, cbytes[rank], area, cbytes);
     } else {
       side_of(&own, sendbuf, scount, stype);
-      if ((rc = side_open(&own, 1, c->comm)) != MPI_SUCCESS) break;
-      crc = circulant_allgatherv(c->m->cc, own.at, own.bytes, area, cbytes);
-      side_close(&own, 0, MPI_SUCCESS, c->comm);
+      if ((rc = side_open(&own, 1, c->comm)) != MPI_SUCCESS) {
+        free(own.tmp);
+        break;
+      }
+      own_at = own.at;
+      own_bytes = own.bytes;
+      l.owned[0] = own.tmp;
     }
-    rc = done(c, crc);
-    if (rc == MPI_SUCCESS && !direct)
-      rc = blocks_copy(0, area, bytes, size, recvbuf, counts, displs, rtype,
-                       sendbuf == MPI_IN_PLACE ? rank : -1, c->comm);
+    if (!direct) {
+      /* The blocks go from the packed area to their places once the call is complete. */
+      MPI_Count *vcounts = malloc(sizeof *vcounts * (size_t)size);
+      MPI_Aint *vdispls = malloc(sizeof *vdispls * (size_t)size);
+      if (!vcounts || !vdispls) die("out of memory%s%s", "", "");
+      memcpy(vcounts, counts, sizeof *vcounts * (size_t)size);
+      memcpy(vdispls, displs, sizeof *vdispls * (size_t)size);
+      l.v = (struct vcopy){area, bytes, size, recvbuf, vcounts, vdispls, rtype,
+                           sendbuf == MPI_IN_PLACE ? rank : -1};
+      bytes = NULL;
+    }
+    l.owned[1] = packed;
+    l.owned[2] = cbytes; /* circulant's counts, kept until the call is complete */
+    packed = NULL;
+    cbytes = NULL;
+    struct ccall x = {.op = OP_ALLGATHERV, .send = own_at, .bytes = own_bytes, .recv = area,
+                      .counts = l.owned[2]};
+    rc = settle(c, &x, &l);
     break;
+  }
   case V_GATHERV: {
     unsigned char *mine_copy = NULL;
     const void *mine;
@@ -921,13 +823,16 @@ static int serve_v(struct call *c, enum vkind kind, const void *sendbuf, MPI_Cou
         break;
       }
       mine = mine_copy;
-      crc = circulant_gatherv(c->m->cc, mine, cbytes[rank], area, cbytes, root);
+      struct ccall x = {.op = OP_GATHERV, .send = mine, .bytes = cbytes[rank], .recv = area,
+                        .counts = cbytes, .root = root};
+      crc = run_now(c, &x);
       free(mine_copy);
     } else {
       side_of(&own, sendbuf, scount, stype);
       if ((rc = side_open(&own, 1, c->comm)) != MPI_SUCCESS) break;
-      crc = circulant_gatherv(c->m->cc, own.at, own.bytes, rank == root ? area : g_empty, cbytes,
-                              root);
+      struct ccall x = {.op = OP_GATHERV, .send = own.at, .bytes = own.bytes,
+                        .recv = rank == root ? area : g_empty, .counts = cbytes, .root = root};
+      crc = run_now(c, &x);
       side_close(&own, 0, MPI_SUCCESS, c->comm);
     }
     rc = done(c, crc);
@@ -947,14 +852,17 @@ static int serve_v(struct call *c, enum vkind kind, const void *sendbuf, MPI_Cou
         rc = MPI_ERR_NO_MEM;
         break;
       }
-      crc = circulant_scatterv(c->m->cc, area, cbytes, scratch, cbytes[rank], root);
+      struct ccall x = {.op = OP_SCATTERV, .send = area, .counts = cbytes, .recv = scratch,
+                        .bytes = cbytes[rank], .root = root};
+      crc = run_now(c, &x);
       free(scratch);
       rc = done(c, crc);
     } else {
       side_of(&own, recvbuf, rcount, rtype);
       if ((rc = side_open(&own, 0, c->comm)) != MPI_SUCCESS) break;
-      crc = circulant_scatterv(c->m->cc, rank == root ? area : g_empty, cbytes, own.at,
-                               own.bytes, root);
+      struct ccall x = {.op = OP_SCATTERV, .send = rank == root ? area : g_empty,
+                        .counts = cbytes, .recv = own.at, .bytes = own.bytes, .root = root};
+      crc = run_now(c, &x);
       rc = side_close(&own, 1, done(c, crc), c->comm);
     }
     break;
@@ -966,17 +874,11 @@ out:
   return rc;
 }
 
-/* int counts and displacements as MPI_Count and MPI_Aint (NULL where not significant). */
-struct varrays {
-  MPI_Count *counts;
-  MPI_Aint *displs;
-};
-
 /* In auto mode, whether an allgatherv's bytes (its counts, of `int`s or of `MPI_Count`s where
  * `large`, times the size of `type`) fall outside its ranges: then it passes (counted) before
  * its arrays are copied or checked, so that a passed call costs a sum. Undecided (0) where a
  * count or size is out of the ordinary: the full path checks those. */
-static int allgatherv_outside(struct call *c, const void *counts, int large, MPI_Datatype type) {
+int allgatherv_outside(struct call *c, const void *counts, int large, MPI_Datatype type) {
   MPI_Count size;
   int n;
   if (g_mode != MODE_AUTO || PMPI_Type_size_x(type, &size) != MPI_SUCCESS || size < 0 ||
@@ -991,27 +893,6 @@ static int allgatherv_outside(struct call *c, const void *counts, int large, MPI
   if (in_ranges(c->op, total)) return 0;
   pass(c, WHY_THRESHOLD);
   return 1;
-}
-
-static int widen(struct varrays *v, MPI_Comm comm, const int *counts, const int *displs) {
-  v->counts = NULL;
-  v->displs = NULL;
-  if (!counts || !displs) return 1;
-  int size;
-  PMPI_Comm_size(comm, &size);
-  v->counts = malloc(sizeof *v->counts * (size_t)size);
-  v->displs = malloc(sizeof *v->displs * (size_t)size);
-  if (!v->counts || !v->displs) return 0;
-  for (int j = 0; j < size; j++) {
-    v->counts[j] = counts[j];
-    v->displs[j] = displs[j];
-  }
-  return 1;
-}
-
-static void unwiden(struct varrays *v) {
-  free(v->counts);
-  free(v->displs);
 }
 
 /* ---------------------------------------------------------------- init and finalize */
@@ -1045,29 +926,41 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
   return rc;
 }
 
+/* The MPI name of collective `op` in `variant`: MPI_Bcast, MPI_Ibcast_c, MPI_Bcast_init, ... */
+static void variant_name(char *out, size_t cap, int op, int variant) {
+  const char *name = mpi_names[op] + 4; /* after "MPI_" */
+  const char *large = variant_large(variant) ? "_c" : "";
+  if (variant == VAR_NB || variant == VAR_NB_C)
+    snprintf(out, cap, "MPI_I%c%s%s", name[0] - 'A' + 'a', name + 1, large);
+  else
+    snprintf(out, cap, "MPI_%s%s%s", name, variant >= VAR_INIT ? "_init" : "", large);
+}
+
 static void print_stats(void) {
-  unsigned long long total[OP_COUNT][2][WHY_COUNT];
+  unsigned long long total[OP_COUNT][VAR_COUNT][WHY_COUNT];
   int rank;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  PMPI_Reduce(g_stats, total, OP_COUNT * 2 * WHY_COUNT, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0,
+  PMPI_Reduce(g_stats, total, OP_COUNT * VAR_COUNT * WHY_COUNT, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0,
               MPI_COMM_WORLD);
   if (rank != 0) return;
   const char *mode = g_mode == MODE_OFF ? "off" : g_mode == MODE_ON ? "on" : "auto";
   fprintf(stderr, "circulant-mpi: stats (%s, CIRCULANT_MPI=%s, thresholds %s; calls summed over the ranks)\n",
           LAYER_MPI, mode, g_threshold_source);
   for (int op = 0; op < OP_COUNT; op++)
-    for (int large = 0; large < 2; large++) {
+    for (int v = 0; v < VAR_COUNT; v++) {
       unsigned long long passed = 0;
-      for (int w = 1; w < WHY_COUNT; w++) passed += total[op][large][w];
-      if (!passed && !total[op][large][WHY_SERVED]) continue;
+      for (int w = 1; w < WHY_COUNT; w++) passed += total[op][v][w];
+      if (!passed && !total[op][v][WHY_SERVED]) continue;
       char reasons[512] = "";
       size_t at = 0;
       for (int w = 1; w < WHY_COUNT; w++)
-        if (total[op][large][w] && at < sizeof reasons)
+        if (total[op][v][w] && at < sizeof reasons)
           at += (size_t)snprintf(reasons + at, sizeof reasons - at, " %s=%llu", why_names[w],
-                                 total[op][large][w]);
-      fprintf(stderr, "circulant-mpi: %s%s served %llu passed %llu%s\n", mpi_names[op],
-              large ? "_c" : "", total[op][large][WHY_SERVED], passed, reasons);
+                                 total[op][v][w]);
+      char name[64];
+      variant_name(name, sizeof name, op, v);
+      fprintf(stderr, "circulant-mpi: %s served %llu passed %llu%s\n", name,
+              total[op][v][WHY_SERVED], passed, reasons);
     }
   fflush(stderr);
 }
@@ -1075,6 +968,8 @@ static void print_stats(void) {
 int MPI_Finalize(void) {
   if (g_active) {
     if (g_print_stats) print_stats();
+    /* Requests the program left: completed, then released before their communicators. */
+    requests_finalize();
     g_active = 0;
     /* Releases what the program did not free, MPI_COMM_WORLD's communicator included. */
     while (g_mirrors) {
@@ -1086,251 +981,3 @@ int MPI_Finalize(void) {
   }
   return PMPI_Finalize();
 }
-
-/* ---------------------------------------------------------------- the MPI entry points */
-
-int MPI_Barrier(MPI_Comm comm) {
-  struct call c;
-  int rc = begin(&c, OP_BARRIER, 0, comm);
-  if (rc != PASS) rc = serve_barrier(&c);
-  return rc == PASS ? PMPI_Barrier(comm) : rc;
-}
-
-int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
-  struct call c;
-  int rc = begin(&c, OP_BCAST, 0, comm);
-  if (rc != PASS) rc = serve_bcast(&c, buf, count, type, root);
-  return rc == PASS ? PMPI_Bcast(buf, count, type, root, comm) : rc;
-}
-
-int MPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount,
-                  MPI_Datatype rt, MPI_Comm comm) {
-  struct call c;
-  int rc = begin(&c, OP_ALLGATHER, 0, comm);
-  if (rc != PASS) rc = serve_blocks(&c, BL_ALLGATHER, sb, sc, st, rb, rcount, rt, 0);
-  return rc == PASS ? PMPI_Allgather(sb, sc, st, rb, rcount, rt, comm) : rc;
-}
-
-int MPI_Gather(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
-               int root, MPI_Comm comm) {
-  struct call c;
-  int rc = begin(&c, OP_GATHER, 0, comm);
-  if (rc != PASS) rc = serve_blocks(&c, BL_GATHER, sb, sc, st, rb, rcount, rt, root);
-  return rc == PASS ? PMPI_Gather(sb, sc, st, rb, rcount, rt, root, comm) : rc;
-}
-
-int MPI_Scatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
-                int root, MPI_Comm comm) {
-  struct call c;
-  int rc = begin(&c, OP_SCATTER, 0, comm);
-  if (rc != PASS) rc = serve_blocks(&c, BL_SCATTER, sb, sc, st, rb, rcount, rt, root);
-  return rc == PASS ? PMPI_Scatter(sb, sc, st, rb, rcount, rt, root, comm) : rc;
-}
-
-int MPI_Alltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
-                 MPI_Comm comm) {
-  struct call c;
-  int rc = begin(&c, OP_ALLTOALL, 0, comm);
-  if (rc != PASS) rc = serve_blocks(&c, BL_ALLTOALL, sb, sc, st, rb, rcount, rt, 0);
-  return rc == PASS ? PMPI_Alltoall(sb, sc, st, rb, rcount, rt, comm) : rc;
-}
-
-int MPI_Allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rcounts[],
-                   const int displs[], MPI_Datatype rt, MPI_Comm comm) {
-  struct call c;
-  int rc = begin(&c, OP_ALLGATHERV, 0, comm);
-  if (rc != PASS && rcounts && displs && allgatherv_outside(&c, rcounts, 0, rt)) rc = PASS;
-  if (rc != PASS) {
-    struct varrays v;
-    if (!rcounts || !displs || !widen(&v, comm, rcounts, displs))
-      rc = pass(&c, WHY_ARGUMENT);
-    else
-      rc = serve_v(&c, V_ALLGATHERV, sb, sc, st, rb, v.counts, v.displs, 0, rt, 0);
-    if (rcounts && displs) unwiden(&v);
-  }
-  return rc == PASS ? PMPI_Allgatherv(sb, sc, st, rb, rcounts, displs, rt, comm) : rc;
-}
-
-static int is_root(MPI_Comm comm, int root) {
-  int rank;
-  return PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS && rank == root;
-}
-
-int MPI_Gatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rcounts[],
-                const int displs[], MPI_Datatype rt, int root, MPI_Comm comm) {
-  struct call c;
-  int rc = begin(&c, OP_GATHERV, 0, comm);
-  if (rc != PASS) {
-    struct varrays v = {NULL, NULL};
-    int root_here = is_root(comm, root);
-    if (root_here && (!rcounts || !displs || !widen(&v, comm, rcounts, displs)))
-      rc = pass(&c, WHY_ARGUMENT); /* (a bad root's arguments: MPI reports it) */
-    else
-      rc = serve_v(&c, V_GATHERV, sb, sc, st, rb, v.counts, v.displs, 0, rt, root);
-    unwiden(&v);
-  }
-  return rc == PASS ? PMPI_Gatherv(sb, sc, st, rb, rcounts, displs, rt, root, comm) : rc;
-}
-
-int MPI_Scatterv(const void *sb, const int scounts[], const int displs[], MPI_Datatype st,
-                 void *rb, int rcount, MPI_Datatype rt, int root, MPI_Comm comm) {
-  struct call c;
-  int rc = begin(&c, OP_SCATTERV, 0, comm);
-  if (rc != PASS) {
-    struct varrays v = {NULL, NULL};
-    int root_here = is_root(comm, root);
-    if (root_here && (!scounts || !displs || !widen(&v, comm, scounts, displs)))
-      rc = pass(&c, WHY_ARGUMENT);
-    else
-      rc = serve_v(&c, V_SCATTERV, sb, 0, st, rb, v.counts, v.displs, rcount, rt, root);
-    unwiden(&v);
-  }
-  return rc == PASS ? PMPI_Scatterv(sb, scounts, displs, st, rb, rcount, rt, root, comm) : rc;
-}
-
-int MPI_Allreduce(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm) {
-  struct call c;
-  int rc = begin(&c, OP_ALLREDUCE, 0, comm);
-  if (rc != PASS) rc = serve_reduce(&c, RED_ALL, sb, rb, count, t, op, 0);
-  return rc == PASS ? PMPI_Allreduce(sb, rb, count, t, op, comm) : rc;
-}
-
-int MPI_Reduce(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, int root,
-               MPI_Comm comm) {
-  struct call c;
-  int rc = begin(&c, OP_REDUCE, 0, comm);
-  if (rc != PASS) rc = serve_reduce(&c, RED_ROOT, sb, rb, count, t, op, root);
-  return rc == PASS ? PMPI_Reduce(sb, rb, count, t, op, root, comm) : rc;
-}
-
-int MPI_Scan(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm) {
-  struct call c;
-  int rc = begin(&c, OP_SCAN, 0, comm);
-  if (rc != PASS) rc = serve_reduce(&c, RED_SCAN, sb, rb, count, t, op, 0);
-  return rc == PASS ? PMPI_Scan(sb, rb, count, t, op, comm) : rc;
-}
-
-int MPI_Exscan(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm) {
-  struct call c;
-  int rc = begin(&c, OP_EXSCAN, 0, comm);
-  if (rc != PASS) rc = serve_reduce(&c, RED_EXSCAN, sb, rb, count, t, op, 0);
-  return rc == PASS ? PMPI_Exscan(sb, rb, count, t, op, comm) : rc;
-}
-
-#if LAYER_LARGE_COUNT
-/* ---------------------------------------------------------------- MPI-4 large counts */
-
-int MPI_Bcast_c(void *buf, MPI_Count count, MPI_Datatype type, int root, MPI_Comm comm) {
-  struct call c;
-  int rc = begin(&c, OP_BCAST, 1, comm);
-  if (rc != PASS) rc = serve_bcast(&c, buf, count, type, root);
-  return rc == PASS ? PMPI_Bcast_c(buf, count, type, root, comm) : rc;
-}
-
-int MPI_Allgather_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
-                    MPI_Datatype rt, MPI_Comm comm) {
-  struct call c;
-  int rc = begin(&c, OP_ALLGATHER, 1, comm);
-  if (rc != PASS) rc = serve_blocks(&c, BL_ALLGATHER, sb, sc, st, rb, rcount, rt, 0);
-  return rc == PASS ? PMPI_Allgather_c(sb, sc, st, rb, rcount, rt, comm) : rc;
-}
-
-int MPI_Gather_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
-                 MPI_Datatype rt, int root, MPI_Comm comm) {
-  struct call c;
-  int rc = begin(&c, OP_GATHER, 1, comm);
-  if (rc != PASS) rc = serve_blocks(&c, BL_GATHER, sb, sc, st, rb, rcount, rt, root);
-  return rc == PASS ? PMPI_Gather_c(sb, sc, st, rb, rcount, rt, root, comm) : rc;
-}
-
-int MPI_Scatter_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
-                  MPI_Datatype rt, int root, MPI_Comm comm) {
-  struct call c;
-  int rc = begin(&c, OP_SCATTER, 1, comm);
-  if (rc != PASS) rc = serve_blocks(&c, BL_SCATTER, sb, sc, st, rb, rcount, rt, root);
-  return rc == PASS ? PMPI_Scatter_c(sb, sc, st, rb, rcount, rt, root, comm) : rc;
-}
-
-int MPI_Alltoall_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
-                   MPI_Datatype rt, MPI_Comm comm) {
-  struct call c;
-  int rc = begin(&c, OP_ALLTOALL, 1, comm);
-  if (rc != PASS) rc = serve_blocks(&c, BL_ALLTOALL, sb, sc, st, rb, rcount, rt, 0);
-  return rc == PASS ? PMPI_Alltoall_c(sb, sc, st, rb, rcount, rt, comm) : rc;
-}
-
-int MPI_Allgatherv_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb,
-                     const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rt,
-                     MPI_Comm comm) {
-  struct call c;
-  int rc = begin(&c, OP_ALLGATHERV, 1, comm);
-  if (rc != PASS && rcounts && displs && allgatherv_outside(&c, rcounts, 1, rt)) rc = PASS;
-  if (rc != PASS) {
-    if (!rcounts || !displs)
-      rc = pass(&c, WHY_ARGUMENT);
-    else
-      rc = serve_v(&c, V_ALLGATHERV, sb, sc, st, rb, rcounts, displs, 0, rt, 0);
-  }
-  return rc == PASS ? PMPI_Allgatherv_c(sb, sc, st, rb, rcounts, displs, rt, comm) : rc;
-}
-
-int MPI_Gatherv_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb,
-                  const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rt, int root,
-                  MPI_Comm comm) {
-  struct call c;
-  int rc = begin(&c, OP_GATHERV, 1, comm);
-  if (rc != PASS) {
-    if (is_root(comm, root) && (!rcounts || !displs))
-      rc = pass(&c, WHY_ARGUMENT);
-    else
-      rc = serve_v(&c, V_GATHERV, sb, sc, st, rb, rcounts, displs, 0, rt, root);
-  }
-  return rc == PASS ? PMPI_Gatherv_c(sb, sc, st, rb, rcounts, displs, rt, root, comm) : rc;
-}
-
-int MPI_Scatterv_c(const void *sb, const MPI_Count scounts[], const MPI_Aint displs[],
-                   MPI_Datatype st, void *rb, MPI_Count rcount, MPI_Datatype rt, int root,
-                   MPI_Comm comm) {
-  struct call c;
-  int rc = begin(&c, OP_SCATTERV, 1, comm);
-  if (rc != PASS) {
-    if (is_root(comm, root) && (!scounts || !displs))
-      rc = pass(&c, WHY_ARGUMENT);
-    else
-      rc = serve_v(&c, V_SCATTERV, sb, 0, st, rb, scounts, displs, rcount, rt, root);
-  }
-  return rc == PASS ? PMPI_Scatterv_c(sb, scounts, displs, st, rb, rcount, rt, root, comm) : rc;
-}
-
-int MPI_Allreduce_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op,
-                    MPI_Comm comm) {
-  struct call c;
-  int rc = begin(&c, OP_ALLREDUCE, 1, comm);
-  if (rc != PASS) rc = serve_reduce(&c, RED_ALL, sb, rb, count, t, op, 0);
-  return rc == PASS ? PMPI_Allreduce_c(sb, rb, count, t, op, comm) : rc;
-}
-
-int MPI_Reduce_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op, int root,
-                 MPI_Comm comm) {
-  struct call c;
-  int rc = begin(&c, OP_REDUCE, 1, comm);
-  if (rc != PASS) rc = serve_reduce(&c, RED_ROOT, sb, rb, count, t, op, root);
-  return rc == PASS ? PMPI_Reduce_c(sb, rb, count, t, op, root, comm) : rc;
-}
-
-int MPI_Scan_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op,
-               MPI_Comm comm) {
-  struct call c;
-  int rc = begin(&c, OP_SCAN, 1, comm);
-  if (rc != PASS) rc = serve_reduce(&c, RED_SCAN, sb, rb, count, t, op, 0);
-  return rc == PASS ? PMPI_Scan_c(sb, rb, count, t, op, comm) : rc;
-}
-
-int MPI_Exscan_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op,
-                 MPI_Comm comm) {
-  struct call c;
-  int rc = begin(&c, OP_EXSCAN, 1, comm);
-  if (rc != PASS) rc = serve_reduce(&c, RED_EXSCAN, sb, rb, count, t, op, 0);
-  return rc == PASS ? PMPI_Exscan_c(sb, rb, count, t, op, comm) : rc;
-}
-#endif

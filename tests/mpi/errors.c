@@ -6,7 +6,10 @@
  *                   ranks disagree on the size (run with CIRCULANT_CHECK=1) returns an error
  *                   code; MPI_Error_string gives circulant's message; the next broadcast on
  *                   that communicator goes to MPI and is correct. Prints "rank R: error
- *                   class C: MESSAGE" and "rank R: after the error ok".
+ *                   class C: MESSAGE" and "rank R: after the error ok"; then the same
+ *                   with MPI_Ibcast on another duplicate, the error returned by its
+ *                   MPI_Wait ("rank R: nonblocking error class C: MESSAGE", "rank R: after
+ *                   the nonblocking error ok").
  *   errors fatal    the same broadcast on MPI_COMM_WORLD (MPI_ERRORS_ARE_FATAL): the job
  *                   is aborted with circulant's message. */
 #include <mpi.h>
@@ -50,6 +53,32 @@ int main(int argc, char **argv) {
   printf("rank %d: after the error %s\n", rank, ok ? "ok" : "wrong");
   fflush(stdout);
   MPI_Comm_free(&comm);
+  if (!fatal) {
+    /* The nonblocking form: the error comes with the call's completion. */
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    MPI_Barrier(comm); /* circulant starts on it */
+    MPI_Request req;
+    rc = MPI_Ibcast(buf, rank == 0 ? 4 : 8, MPI_INT, 0, comm, &req);
+    if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS) {
+      printf("rank %d: the mismatched nonblocking broadcast succeeded\n", rank);
+      MPI_Finalize();
+      return 1;
+    }
+    MPI_Error_class(rc, &cls);
+    MPI_Error_string(rc, text, &len);
+    printf("rank %d: nonblocking error class %d: %s\n", rank, cls, text);
+    for (int i = 0; i < 8; i++) buf[i] = rank == 2 ? 200 + i : -1;
+    rc = MPI_Ibcast(buf, 8, MPI_INT, 2, comm, &req); /* (run on 3 ranks) */
+    if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    int ok2 = rc == MPI_SUCCESS;
+    for (int i = 0; i < 8; i++) ok2 = ok2 && buf[i] == 200 + i;
+    printf("rank %d: after the nonblocking error %s\n", rank, ok2 ? "ok" : "wrong");
+    fflush(stdout);
+    MPI_Comm_free(&comm);
+    ok = ok && ok2;
+  }
   MPI_Finalize();
   return ok ? 0 : 1;
 }

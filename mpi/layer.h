@@ -1,0 +1,230 @@
+/* circulant-mpi: what the layer's files share (circulant_mpi.c: communicators and the served
+ * calls; settings.c: the settings and thresholds; blocking.c and nonblocking.c: the MPI entry
+ * points of the collectives; requests.c: the layer's requests and the MPI request calls).
+ * Nothing here is exported from the library. */
+#ifndef CIRCULANT_MPI_LAYER_H
+#define CIRCULANT_MPI_LAYER_H
+
+#include <mpi.h>
+
+#include <circulant.h>
+#include <stdint.h>
+
+#define HIDDEN __attribute__((visibility("hidden")))
+
+/* MPI-4 large-count forms (MPI_Bcast_c, ...) and persistent collectives (MPI_Bcast_init, ...)
+ * where the MPI declares them. */
+#if defined(MPI_VERSION) && MPI_VERSION >= 4
+#define LAYER_LARGE_COUNT 1
+#else
+#define LAYER_LARGE_COUNT 0
+#endif
+
+#if defined(OPEN_MPI)
+#define LAYER_MPI "openmpi"
+#elif defined(MPICH)
+#define LAYER_MPI "mpich"
+#else
+#define LAYER_MPI "mpi"
+#endif
+
+/* A call that goes to the PMPI_ function. */
+#define PASS (-1)
+
+enum op {
+  OP_BARRIER,
+  OP_BCAST,
+  OP_ALLGATHER,
+  OP_ALLGATHERV,
+  OP_ALLREDUCE,
+  OP_REDUCE,
+  OP_GATHER,
+  OP_GATHERV,
+  OP_SCATTER,
+  OP_SCATTERV,
+  OP_ALLTOALL,
+  OP_SCAN,
+  OP_EXSCAN,
+  OP_COUNT
+};
+
+enum reason {
+  WHY_SERVED,
+  WHY_OFF,             /* CIRCULANT_MPI=off */
+  WHY_THREADS,         /* MPI_THREAD_MULTIPLE */
+  WHY_INTER,           /* an intercommunicator */
+  WHY_THRESHOLD,       /* below the threshold (auto) */
+  WHY_DATATYPE,        /* a reduction's datatype circulant has no type for */
+  WHY_OPERATION,       /* a user-defined operation or one circulant lacks */
+  WHY_ARGUMENT,        /* an argument MPI must judge (negative count, bad root, NULL comm) */
+  WHY_SIZE,            /* too large to pack with this MPI (int sizes) */
+  WHY_START,           /* circulant could not start on this communicator */
+  WHY_FAILED,          /* circulant failed on this communicator before */
+  WHY_INACTIVE,        /* outside MPI_Init .. MPI_Finalize */
+  WHY_UNMIRRORED,      /* nonblocking: no collective has started circulant on it yet */
+  WHY_ROOTED_V,        /* nonblocking gatherv, scatterv: only the root knows the counts */
+  WHY_COUNT
+};
+
+/* The form of a call: its MPI name and statistics line. */
+enum variant {
+  VAR_BLOCKING,   /* MPI_Bcast */
+  VAR_BLOCKING_C, /* MPI_Bcast_c */
+  VAR_NB,         /* MPI_Ibcast */
+  VAR_NB_C,       /* MPI_Ibcast_c */
+  VAR_INIT,       /* MPI_Bcast_init (each start counts) */
+  VAR_INIT_C,     /* MPI_Bcast_init_c */
+  VAR_COUNT
+};
+
+static inline int variant_large(int variant) { return variant & 1; }
+static inline int variant_nonblocking(int variant) { return variant >= VAR_NB; }
+
+struct lreq;
+
+/* A communicator's circulant communicator. */
+struct mirror {
+  circulant_comm *cc; /* NULL: circulant could not start on this communicator */
+  int failed;         /* a call failed: the communicator is given up */
+  int rank, size;
+  MPI_Comm comm;
+  int requests;       /* requests of the layer still using `cc` */
+  /* Its nonblocking calls not complete yet, in the order they were made: circulant runs one
+   * call at a time on a communicator, so the first is in flight and the others wait. */
+  struct lreq *first, *last;
+  int orphaned;       /* the MPI communicator is freed: released with its last request */
+  struct mirror *prev, *next;
+};
+
+/* One collective call. */
+struct call {
+  enum op op;
+  int variant;
+  MPI_Comm comm;
+  struct mirror *m;
+  MPI_Request *req;      /* nonblocking: where the program's request goes */
+};
+
+/* One side of a call: `count` elements of `type` at `buf`, seen by circulant as `bytes`
+ * contiguous bytes at `at` (the buffer itself, or a packed copy `tmp`). */
+struct side {
+  void *buf;
+  MPI_Count count;
+  MPI_Datatype type;
+  uint64_t bytes;
+  void *at;
+  void *tmp;
+};
+
+/* The blocks of an allgatherv to copy out of a packed area into the program's buffer. */
+struct vcopy {
+  unsigned char *area; /* NULL: nothing to copy */
+  uint64_t *bytes;
+  int size;
+  void *buf;
+  MPI_Count *counts;
+  MPI_Aint *displs;
+  MPI_Datatype type;
+  int skip;
+};
+
+/* One circulant collective: `op` with the arguments it takes (the others unused). `bytes`:
+ * a broadcast's bytes, the block of allgather, gather and alltoall, this rank's bytes of
+ * allgatherv and gatherv, the received bytes of scatter and scatterv. */
+struct ccall {
+  enum op op;
+  const void *send;
+  void *recv;
+  size_t bytes, count;
+  const size_t *counts;
+  int dtype, cop, root;
+};
+
+/* Runs `x` on `cc`: blocking where `req` is NULL, else started into `*req`. */
+HIDDEN int ccall_run(circulant_comm *cc, const struct ccall *x, circulant_request **req);
+
+/* What a call does once circulant completed it: unpack its receive side, copy its blocks
+ * out, free its copies. A blocking call does it at once; a nonblocking one at its completion. */
+struct later {
+  struct side out;
+  int unpack;
+  struct vcopy v;
+  void *owned[3];
+};
+
+/* settings.c: CIRCULANT_MPI, CIRCULANT_MPI_STATS and the thresholds. */
+enum mode { MODE_OFF, MODE_ON, MODE_AUTO };
+extern HIDDEN enum mode g_mode;
+extern HIDDEN int g_print_stats;
+#define NEVER UINT64_MAX
+/* Per collective: the byte ranges auto serves, [from, to] each (to NEVER: no end); none: no
+ * call. */
+enum { MAX_RANGES = 16 };
+struct ranges {
+  int n;
+  uint64_t from[MAX_RANGES], to[MAX_RANGES];
+};
+extern HIDDEN struct ranges g_threshold[OP_COUNT];
+extern HIDDEN const char *g_threshold_source;
+/* Whether auto serves a call of `bytes` bytes of collective `op`. */
+HIDDEN int in_ranges(int op, uint64_t bytes);
+HIDDEN void read_settings(void);
+/* Prints "circulant-mpi: " and the message, and aborts the job. */
+HIDDEN void die(const char *fmt, const char *a, const char *b);
+
+extern HIDDEN const char *const op_names[OP_COUNT]; /* "bcast", ... (thresholds' names) */
+extern HIDDEN int g_active;
+extern HIDDEN unsigned long long g_stats[OP_COUNT][VAR_COUNT][WHY_COUNT];
+
+HIDDEN int layer_begin(struct call *c, enum op op, int variant, MPI_Comm comm);
+HIDDEN int layer_pass(struct call *c, enum reason why);
+HIDDEN int layer_failed(struct call *c, int rc);
+HIDDEN int layer_finish(struct later *l, int rc, MPI_Comm comm);
+HIDDEN void layer_release_mirror(struct mirror *m);
+
+HIDDEN int serve_barrier(struct call *c);
+HIDDEN int serve_bcast(struct call *c, void *buf, MPI_Count count, MPI_Datatype type, int root);
+enum blocks { BL_ALLGATHER, BL_GATHER, BL_SCATTER, BL_ALLTOALL };
+HIDDEN int serve_blocks(struct call *c, enum blocks kind, const void *sendbuf, MPI_Count scount,
+                        MPI_Datatype stype, void *recvbuf, MPI_Count rcount, MPI_Datatype rtype,
+                        int root);
+enum vkind { V_ALLGATHERV, V_GATHERV, V_SCATTERV };
+HIDDEN int serve_v(struct call *c, enum vkind kind, const void *sendbuf, MPI_Count scount,
+                   MPI_Datatype stype, void *recvbuf, const MPI_Count *counts,
+                   const MPI_Aint *displs, MPI_Count rcount, MPI_Datatype rtype, int root);
+HIDDEN int allgatherv_outside(struct call *c, const void *counts, int large, MPI_Datatype type);
+enum reducing { RED_ALL, RED_ROOT, RED_SCAN, RED_EXSCAN };
+HIDDEN int serve_reduce(struct call *c, enum reducing which, const void *send, void *recv,
+                        MPI_Count count, MPI_Datatype type, MPI_Op op, int root);
+
+/* The arguments of a nonblocking or persistent call, kept by a persistent request. Buffers,
+ * counts and types as the program gave them; `counts` and `displs` are `int`s, or `MPI_Count`s
+ * and `MPI_Aint`s in the large-count forms. A broadcast's buffer is `recv`; a reduction's
+ * element count `rcount` and type `rtype`; a scatterv's counts are its send counts. */
+struct args {
+  enum op op;
+  const void *send;
+  MPI_Count scount;
+  MPI_Datatype stype;
+  void *recv;
+  MPI_Count rcount;
+  MPI_Datatype rtype;
+  const void *counts, *displs;
+  int root;
+  MPI_Op reduction;
+  MPI_Comm comm;
+};
+
+/* nonblocking.c: a nonblocking call of `variant` (an `I` or `_init` variant), served by
+ * circulant or given to the PMPI_ nonblocking function; `*req` the program's request. */
+HIDDEN int layer_issue(const struct args *a, int variant, MPI_Request *req);
+
+/* requests.c: a nonblocking call circulant started, as the program's request; a persistent
+ * request of the layer; the requests left at MPI_Finalize. */
+HIDDEN int request_started(struct call *c, const struct ccall *x, struct later *l);
+/* Completes the layer's nonblocking calls on `m` (a blocking call runs after them). */
+HIDDEN void requests_drain(struct mirror *m);
+HIDDEN int request_persistent(const struct args *a, int variant, MPI_Request *req);
+HIDDEN void requests_finalize(void);
+
+#endif

@@ -1,0 +1,583 @@
+/* circulant-mpi: the nonblocking collectives (MPI_Ibcast, ...) and MPI-4's persistent ones
+ * (MPI_Bcast_init, ...), with their large-count forms where the MPI has them.
+ *
+ * A nonblocking call is served as the blocking one is (the same rules and thresholds), with
+ * two differences: it never waits for its peers before it returns, so it is served only on a
+ * communicator a blocking call has already given a circulant communicator (MPI_COMM_WORLD from
+ * MPI_Init; making one is collective), and MPI_Igatherv and MPI_Iscatterv pass (only the root
+ * knows their counts, and telling the others would wait for the root). A persistent request
+ * keeps its arguments; each start issues the nonblocking call.
+ */
+#define _GNU_SOURCE
+#include "layer.h"
+
+#include <stdlib.h>
+
+/* int counts and displacements as MPI_Count and MPI_Aint. */
+static int widened(int n, const void *counts, const void *displs, MPI_Count **c, MPI_Aint **d) {
+  *c = malloc(sizeof **c * (size_t)(n ? n : 1));
+  *d = malloc(sizeof **d * (size_t)(n ? n : 1));
+  if (!*c || !*d) return 0;
+  for (int j = 0; j < n; j++) {
+    (*c)[j] = ((const int *)counts)[j];
+    (*d)[j] = ((const int *)displs)[j];
+  }
+  return 1;
+}
+
+static int serve_allgatherv(struct call *c, const struct args *a, int large) {
+  if (!a->counts || !a->displs) return layer_pass(c, WHY_ARGUMENT);
+  if (allgatherv_outside(c, a->counts, large, a->rtype)) return PASS;
+  if (large)
+    return serve_v(c, V_ALLGATHERV, a->send, a->scount, a->stype, a->recv, a->counts, a->displs,
+                   0, a->rtype, 0);
+  int n;
+  PMPI_Comm_size(c->comm, &n);
+  MPI_Count *counts = NULL;
+  MPI_Aint *displs = NULL;
+  int rc = widened(n, a->counts, a->displs, &counts, &displs)
+               ? serve_v(c, V_ALLGATHERV, a->send, a->scount, a->stype, a->recv, counts, displs,
+                         0, a->rtype, 0)
+               : layer_pass(c, WHY_ARGUMENT);
+  free(counts);
+  free(displs);
+  return rc;
+}
+
+/* The MPI's own nonblocking call. */
+static int mpi_nonblocking(const struct args *a, int large, MPI_Request *req) {
+  const struct args *x = a;
+#if LAYER_LARGE_COUNT
+  if (large) switch (x->op) {
+    case OP_BARRIER:
+      return PMPI_Ibarrier(x->comm, req);
+    case OP_BCAST:
+      return PMPI_Ibcast_c(x->recv, x->rcount, x->rtype, x->root, x->comm, req);
+    case OP_ALLGATHER:
+      return PMPI_Iallgather_c(x->send, x->scount, x->stype, x->recv, x->rcount, x->rtype, x->comm, req);
+    case OP_ALLGATHERV:
+      return PMPI_Iallgatherv_c(x->send, x->scount, x->stype, x->recv, x->counts, x->displs,
+                                x->rtype, x->comm, req);
+    case OP_ALLREDUCE:
+      return PMPI_Iallreduce_c(x->send, x->recv, x->rcount, x->rtype, x->reduction, x->comm, req);
+    case OP_REDUCE:
+      return PMPI_Ireduce_c(x->send, x->recv, x->rcount, x->rtype, x->reduction, x->root, x->comm,
+                            req);
+    case OP_GATHER:
+      return PMPI_Igather_c(x->send, x->scount, x->stype, x->recv, x->rcount, x->rtype, x->root,
+                            x->comm, req);
+    case OP_GATHERV:
+      return PMPI_Igatherv_c(x->send, x->scount, x->stype, x->recv, x->counts, x->displs,
+                             x->rtype, x->root, x->comm, req);
+    case OP_SCATTER:
+      return PMPI_Iscatter_c(x->send, x->scount, x->stype, x->recv, x->rcount, x->rtype, x->root,
+                             x->comm, req);
+    case OP_SCATTERV:
+      return PMPI_Iscatterv_c(x->send, x->counts, x->displs, x->stype, x->recv, x->rcount,
+                              x->rtype, x->root, x->comm, req);
+    case OP_ALLTOALL:
+      return PMPI_Ialltoall_c(x->send, x->scount, x->stype, x->recv, x->rcount, x->rtype, x->comm, req);
+    case OP_SCAN:
+      return PMPI_Iscan_c(x->send, x->recv, x->rcount, x->rtype, x->reduction, x->comm, req);
+    default:
+      return PMPI_Iexscan_c(x->send, x->recv, x->rcount, x->rtype, x->reduction, x->comm, req);
+    }
+#else
+  (void)large;
+#endif
+  int sc = (int)x->scount, rc = (int)x->rcount;
+  switch (x->op) {
+  case OP_BARRIER:
+    return PMPI_Ibarrier(x->comm, req);
+  case OP_BCAST:
+    return PMPI_Ibcast(x->recv, rc, x->rtype, x->root, x->comm, req);
+  case OP_ALLGATHER:
+    return PMPI_Iallgather(x->send, sc, x->stype, x->recv, rc, x->rtype, x->comm, req);
+  case OP_ALLGATHERV:
+    return PMPI_Iallgatherv(x->send, sc, x->stype, x->recv, x->counts, x->displs, x->rtype, x->comm,
+                            req);
+  case OP_ALLREDUCE:
+    return PMPI_Iallreduce(x->send, x->recv, rc, x->rtype, x->reduction, x->comm, req);
+  case OP_REDUCE:
+    return PMPI_Ireduce(x->send, x->recv, rc, x->rtype, x->reduction, x->root, x->comm, req);
+  case OP_GATHER:
+    return PMPI_Igather(x->send, sc, x->stype, x->recv, rc, x->rtype, x->root, x->comm, req);
+  case OP_GATHERV:
+    return PMPI_Igatherv(x->send, sc, x->stype, x->recv, x->counts, x->displs, x->rtype, x->root,
+                         x->comm, req);
+  case OP_SCATTER:
+    return PMPI_Iscatter(x->send, sc, x->stype, x->recv, rc, x->rtype, x->root, x->comm, req);
+  case OP_SCATTERV:
+    return PMPI_Iscatterv(x->send, x->counts, x->displs, x->stype, x->recv, rc, x->rtype, x->root,
+                          x->comm, req);
+  case OP_ALLTOALL:
+    return PMPI_Ialltoall(x->send, sc, x->stype, x->recv, rc, x->rtype, x->comm, req);
+  case OP_SCAN:
+    return PMPI_Iscan(x->send, x->recv, rc, x->rtype, x->reduction, x->comm, req);
+  default:
+    return PMPI_Iexscan(x->send, x->recv, rc, x->rtype, x->reduction, x->comm, req);
+  }
+}
+
+int layer_issue(const struct args *a, int variant, MPI_Request *req) {
+  struct call c;
+  int large = variant_large(variant);
+  int rc = layer_begin(&c, a->op, variant, a->comm);
+  c.req = req;
+  if (rc != PASS) switch (a->op) {
+    case OP_BARRIER:
+      rc = serve_barrier(&c);
+      break;
+    case OP_BCAST:
+      rc = serve_bcast(&c, a->recv, a->rcount, a->rtype, a->root);
+      break;
+    case OP_ALLGATHER:
+      rc = serve_blocks(&c, BL_ALLGATHER, a->send, a->scount, a->stype, a->recv, a->rcount,
+                        a->rtype, 0);
+      break;
+    case OP_GATHER:
+      rc = serve_blocks(&c, BL_GATHER, a->send, a->scount, a->stype, a->recv, a->rcount, a->rtype,
+                        a->root);
+      break;
+    case OP_SCATTER:
+      rc = serve_blocks(&c, BL_SCATTER, a->send, a->scount, a->stype, a->recv, a->rcount, a->rtype,
+                        a->root);
+      break;
+    case OP_ALLTOALL:
+      rc = serve_blocks(&c, BL_ALLTOALL, a->send, a->scount, a->stype, a->recv, a->rcount,
+                        a->rtype, 0);
+      break;
+    case OP_ALLGATHERV:
+      rc = serve_allgatherv(&c, a, large);
+      break;
+    case OP_GATHERV:
+    case OP_SCATTERV:
+      rc = layer_pass(&c, WHY_ROOTED_V);
+      break;
+    case OP_ALLREDUCE:
+      rc = serve_reduce(&c, RED_ALL, a->send, a->recv, a->rcount, a->rtype, a->reduction, 0);
+      break;
+    case OP_REDUCE:
+      rc = serve_reduce(&c, RED_ROOT, a->send, a->recv, a->rcount, a->rtype, a->reduction, a->root);
+      break;
+    case OP_SCAN:
+      rc = serve_reduce(&c, RED_SCAN, a->send, a->recv, a->rcount, a->rtype, a->reduction, 0);
+      break;
+    default:
+      rc = serve_reduce(&c, RED_EXSCAN, a->send, a->recv, a->rcount, a->rtype, a->reduction, 0);
+      break;
+    }
+  return rc == PASS ? mpi_nonblocking(a, large, req) : rc;
+}
+
+/* ---------------------------------------------------------------- MPI_I... */
+
+#define ISSUE(VARIANT, ...)                                                                        \
+  do {                                                                                             \
+    struct args a = {__VA_ARGS__};                                                                 \
+    return layer_issue(&a, VARIANT, req);                                                          \
+  } while (0)
+
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req) { ISSUE(VAR_NB, .op = OP_BARRIER, .comm = comm); }
+
+int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request *req) {
+  ISSUE(VAR_NB, .op = OP_BCAST, .recv = buf, .rcount = count, .rtype = type, .root = root,
+        .comm = comm);
+}
+
+int MPI_Iallgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
+                   MPI_Comm comm, MPI_Request *req) {
+  ISSUE(VAR_NB, .op = OP_ALLGATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
+        .rcount = rcount, .rtype = rt, .comm = comm);
+}
+
+int MPI_Igather(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
+                int root, MPI_Comm comm, MPI_Request *req) {
+  ISSUE(VAR_NB, .op = OP_GATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
+        .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
+}
+
+int MPI_Iscatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
+                 int root, MPI_Comm comm, MPI_Request *req) {
+  ISSUE(VAR_NB, .op = OP_SCATTER, .send = sb, .scount = sc, .stype = st, .recv = rb,
+        .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
+}
+
+int MPI_Ialltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
+                  MPI_Comm comm, MPI_Request *req) {
+  ISSUE(VAR_NB, .op = OP_ALLTOALL, .send = sb, .scount = sc, .stype = st, .recv = rb,
+        .rcount = rcount, .rtype = rt, .comm = comm);
+}
+
+int MPI_Iallgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rcounts[],
+                    const int displs[], MPI_Datatype rt, MPI_Comm comm, MPI_Request *req) {
+  ISSUE(VAR_NB, .op = OP_ALLGATHERV, .send = sb, .scount = sc, .stype = st, .recv = rb,
+        .counts = rcounts, .displs = displs, .rtype = rt, .comm = comm);
+}
+
+int MPI_Igatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rcounts[],
+                 const int displs[], MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request *req) {
+  ISSUE(VAR_NB, .op = OP_GATHERV, .send = sb, .scount = sc, .stype = st, .recv = rb,
+        .counts = rcounts, .displs = displs, .rtype = rt, .root = root, .comm = comm);
+}
+
+int MPI_Iscatterv(const void *sb, const int scounts[], const int displs[], MPI_Datatype st,
+                  void *rb, int rcount, MPI_Datatype rt, int root, MPI_Comm comm,
+                  MPI_Request *req) {
+  ISSUE(VAR_NB, .op = OP_SCATTERV, .send = sb, .counts = scounts, .displs = displs, .stype = st,
+        .recv = rb, .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
+}
+
+int MPI_Iallreduce(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
+                   MPI_Request *req) {
+  ISSUE(VAR_NB, .op = OP_ALLREDUCE, .send = sb, .recv = rb, .rcount = count, .rtype = t,
+        .reduction = op, .comm = comm);
+}
+
+int MPI_Ireduce(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, int root,
+                MPI_Comm comm, MPI_Request *req) {
+  ISSUE(VAR_NB, .op = OP_REDUCE, .send = sb, .recv = rb, .rcount = count, .rtype = t,
+        .reduction = op, .root = root, .comm = comm);
+}
+
+int MPI_Iscan(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
+              MPI_Request *req) {
+  ISSUE(VAR_NB, .op = OP_SCAN, .send = sb, .recv = rb, .rcount = count, .rtype = t,
+        .reduction = op, .comm = comm);
+}
+
+int MPI_Iexscan(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
+                MPI_Request *req) {
+  ISSUE(VAR_NB, .op = OP_EXSCAN, .send = sb, .recv = rb, .rcount = count, .rtype = t,
+        .reduction = op, .comm = comm);
+}
+
+#if LAYER_LARGE_COUNT
+/* ---------------------------------------------------------------- MPI_I..._c */
+
+int MPI_Ibcast_c(void *buf, MPI_Count count, MPI_Datatype type, int root, MPI_Comm comm,
+                 MPI_Request *req) {
+  ISSUE(VAR_NB_C, .op = OP_BCAST, .recv = buf, .rcount = count, .rtype = type, .root = root,
+        .comm = comm);
+}
+
+int MPI_Iallgather_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
+                     MPI_Datatype rt, MPI_Comm comm, MPI_Request *req) {
+  ISSUE(VAR_NB_C, .op = OP_ALLGATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
+        .rcount = rcount, .rtype = rt, .comm = comm);
+}
+
+int MPI_Igather_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
+                  MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request *req) {
+  ISSUE(VAR_NB_C, .op = OP_GATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
+        .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
+}
+
+int MPI_Iscatter_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
+                   MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request *req) {
+  ISSUE(VAR_NB_C, .op = OP_SCATTER, .send = sb, .scount = sc, .stype = st, .recv = rb,
+        .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
+}
+
+int MPI_Ialltoall_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
+                    MPI_Datatype rt, MPI_Comm comm, MPI_Request *req) {
+  ISSUE(VAR_NB_C, .op = OP_ALLTOALL, .send = sb, .scount = sc, .stype = st, .recv = rb,
+        .rcount = rcount, .rtype = rt, .comm = comm);
+}
+
+int MPI_Iallgatherv_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb,
+                      const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rt,
+                      MPI_Comm comm, MPI_Request *req) {
+  ISSUE(VAR_NB_C, .op = OP_ALLGATHERV, .send = sb, .scount = sc, .stype = st, .recv = rb,
+        .counts = rcounts, .displs = displs, .rtype = rt, .comm = comm);
+}
+
+int MPI_Igatherv_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb,
+                   const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rt, int root,
+                   MPI_Comm comm, MPI_Request *req) {
+  ISSUE(VAR_NB_C, .op = OP_GATHERV, .send = sb, .scount = sc, .stype = st, .recv = rb,
+        .counts = rcounts, .displs = displs, .rtype = rt, .root = root, .comm = comm);
+}
+
+int MPI_Iscatterv_c(const void *sb, const MPI_Count scounts[], const MPI_Aint displs[],
+                    MPI_Datatype st, void *rb, MPI_Count rcount, MPI_Datatype rt, int root,
+                    MPI_Comm comm, MPI_Request *req) {
+  ISSUE(VAR_NB_C, .op = OP_SCATTERV, .send = sb, .counts = scounts, .displs = displs, .stype = st,
+        .recv = rb, .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
+}
+
+int MPI_Iallreduce_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op,
+                     MPI_Comm comm, MPI_Request *req) {
+  ISSUE(VAR_NB_C, .op = OP_ALLREDUCE, .send = sb, .recv = rb, .rcount = count, .rtype = t,
+        .reduction = op, .comm = comm);
+}
+
+int MPI_Ireduce_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op, int root,
+                  MPI_Comm comm, MPI_Request *req) {
+  ISSUE(VAR_NB_C, .op = OP_REDUCE, .send = sb, .recv = rb, .rcount = count, .rtype = t,
+        .reduction = op, .root = root, .comm = comm);
+}
+
+int MPI_Iscan_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op,
+                MPI_Comm comm, MPI_Request *req) {
+  ISSUE(VAR_NB_C, .op = OP_SCAN, .send = sb, .recv = rb, .rcount = count, .rtype = t,
+        .reduction = op, .comm = comm);
+}
+
+int MPI_Iexscan_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op,
+                  MPI_Comm comm, MPI_Request *req) {
+  ISSUE(VAR_NB_C, .op = OP_EXSCAN, .send = sb, .recv = rb, .rcount = count, .rtype = t,
+        .reduction = op, .comm = comm);
+}
+
+/* ---------------------------------------------------------------- MPI-4 persistent */
+
+/* The MPI's own persistent request. */
+static int mpi_init(const struct args *x, int large, MPI_Info info, MPI_Request *req) {
+  int sc = (int)x->scount, rc = (int)x->rcount;
+  if (large) switch (x->op) {
+    case OP_BCAST:
+      return PMPI_Bcast_init_c(x->recv, x->rcount, x->rtype, x->root, x->comm, info, req);
+    case OP_ALLGATHER:
+      return PMPI_Allgather_init_c(x->send, x->scount, x->stype, x->recv, x->rcount, x->rtype,
+                                   x->comm, info, req);
+    case OP_ALLGATHERV:
+      return PMPI_Allgatherv_init_c(x->send, x->scount, x->stype, x->recv, x->counts, x->displs,
+                                    x->rtype, x->comm, info, req);
+    case OP_ALLREDUCE:
+      return PMPI_Allreduce_init_c(x->send, x->recv, x->rcount, x->rtype, x->reduction, x->comm,
+                                   info, req);
+    case OP_REDUCE:
+      return PMPI_Reduce_init_c(x->send, x->recv, x->rcount, x->rtype, x->reduction, x->root,
+                                x->comm, info, req);
+    case OP_GATHER:
+      return PMPI_Gather_init_c(x->send, x->scount, x->stype, x->recv, x->rcount, x->rtype,
+                                x->root, x->comm, info, req);
+    case OP_GATHERV:
+      return PMPI_Gatherv_init_c(x->send, x->scount, x->stype, x->recv, x->counts, x->displs,
+                                 x->rtype, x->root, x->comm, info, req);
+    case OP_SCATTER:
+      return PMPI_Scatter_init_c(x->send, x->scount, x->stype, x->recv, x->rcount, x->rtype,
+                                 x->root, x->comm, info, req);
+    case OP_SCATTERV:
+      return PMPI_Scatterv_init_c(x->send, x->counts, x->displs, x->stype, x->recv, x->rcount,
+                                  x->rtype, x->root, x->comm, info, req);
+    case OP_ALLTOALL:
+      return PMPI_Alltoall_init_c(x->send, x->scount, x->stype, x->recv, x->rcount, x->rtype,
+                                  x->comm, info, req);
+    case OP_SCAN:
+      return PMPI_Scan_init_c(x->send, x->recv, x->rcount, x->rtype, x->reduction, x->comm, info,
+                              req);
+    case OP_EXSCAN:
+      return PMPI_Exscan_init_c(x->send, x->recv, x->rcount, x->rtype, x->reduction, x->comm,
+                                info, req);
+    default:
+      break;
+    }
+  switch (x->op) {
+  case OP_BARRIER:
+    return PMPI_Barrier_init(x->comm, info, req);
+  case OP_BCAST:
+    return PMPI_Bcast_init(x->recv, rc, x->rtype, x->root, x->comm, info, req);
+  case OP_ALLGATHER:
+    return PMPI_Allgather_init(x->send, sc, x->stype, x->recv, rc, x->rtype, x->comm, info, req);
+  case OP_ALLGATHERV:
+    return PMPI_Allgatherv_init(x->send, sc, x->stype, x->recv, x->counts, x->displs, x->rtype,
+                                x->comm, info, req);
+  case OP_ALLREDUCE:
+    return PMPI_Allreduce_init(x->send, x->recv, rc, x->rtype, x->reduction, x->comm, info, req);
+  case OP_REDUCE:
+    return PMPI_Reduce_init(x->send, x->recv, rc, x->rtype, x->reduction, x->root, x->comm, info,
+                            req);
+  case OP_GATHER:
+    return PMPI_Gather_init(x->send, sc, x->stype, x->recv, rc, x->rtype, x->root, x->comm, info,
+                            req);
+  case OP_GATHERV:
+    return PMPI_Gatherv_init(x->send, sc, x->stype, x->recv, x->counts, x->displs, x->rtype,
+                             x->root, x->comm, info, req);
+  case OP_SCATTER:
+    return PMPI_Scatter_init(x->send, sc, x->stype, x->recv, rc, x->rtype, x->root, x->comm, info,
+                             req);
+  case OP_SCATTERV:
+    return PMPI_Scatterv_init(x->send, x->counts, x->displs, x->stype, x->recv, rc, x->rtype,
+                              x->root, x->comm, info, req);
+  case OP_ALLTOALL:
+    return PMPI_Alltoall_init(x->send, sc, x->stype, x->recv, rc, x->rtype, x->comm, info, req);
+  case OP_SCAN:
+    return PMPI_Scan_init(x->send, x->recv, rc, x->rtype, x->reduction, x->comm, info, req);
+  default:
+    return PMPI_Exscan_init(x->send, x->recv, rc, x->rtype, x->reduction, x->comm, info, req);
+  }
+}
+
+/* A persistent request: the layer's own where the layer may serve on the communicator at all
+ * (each start then decides as a nonblocking call does), else the MPI's. */
+static int persistent(const struct args *a, int variant, MPI_Info info, MPI_Request *req) {
+  struct call c;
+  if (layer_begin(&c, a->op, variant, a->comm) == PASS)
+    return mpi_init(a, variant_large(variant), info, req);
+  return request_persistent(a, variant, req);
+}
+
+#define INIT(VARIANT, ...)                                                                         \
+  do {                                                                                             \
+    struct args a = {__VA_ARGS__};                                                                 \
+    return persistent(&a, VARIANT, info, req);                                                     \
+  } while (0)
+
+int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+  INIT(VAR_INIT, .op = OP_BARRIER, .comm = comm);
+}
+
+int MPI_Bcast_init(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Info info,
+                   MPI_Request *req) {
+  INIT(VAR_INIT, .op = OP_BCAST, .recv = buf, .rcount = count, .rtype = type, .root = root,
+       .comm = comm);
+}
+
+int MPI_Allgather_init(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount,
+                       MPI_Datatype rt, MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+  INIT(VAR_INIT, .op = OP_ALLGATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
+       .rcount = rcount, .rtype = rt, .comm = comm);
+}
+
+int MPI_Gather_init(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount,
+                    MPI_Datatype rt, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+  INIT(VAR_INIT, .op = OP_GATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
+       .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
+}
+
+int MPI_Scatter_init(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount,
+                     MPI_Datatype rt, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+  INIT(VAR_INIT, .op = OP_SCATTER, .send = sb, .scount = sc, .stype = st, .recv = rb,
+       .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
+}
+
+int MPI_Alltoall_init(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount,
+                      MPI_Datatype rt, MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+  INIT(VAR_INIT, .op = OP_ALLTOALL, .send = sb, .scount = sc, .stype = st, .recv = rb,
+       .rcount = rcount, .rtype = rt, .comm = comm);
+}
+
+int MPI_Allgatherv_init(const void *sb, int sc, MPI_Datatype st, void *rb, const int rcounts[],
+                        const int displs[], MPI_Datatype rt, MPI_Comm comm, MPI_Info info,
+                        MPI_Request *req) {
+  INIT(VAR_INIT, .op = OP_ALLGATHERV, .send = sb, .scount = sc, .stype = st, .recv = rb,
+       .counts = rcounts, .displs = displs, .rtype = rt, .comm = comm);
+}
+
+int MPI_Gatherv_init(const void *sb, int sc, MPI_Datatype st, void *rb, const int rcounts[],
+                     const int displs[], MPI_Datatype rt, int root, MPI_Comm comm, MPI_Info info,
+                     MPI_Request *req) {
+  INIT(VAR_INIT, .op = OP_GATHERV, .send = sb, .scount = sc, .stype = st, .recv = rb,
+       .counts = rcounts, .displs = displs, .rtype = rt, .root = root, .comm = comm);
+}
+
+int MPI_Scatterv_init(const void *sb, const int scounts[], const int displs[], MPI_Datatype st,
+                      void *rb, int rcount, MPI_Datatype rt, int root, MPI_Comm comm,
+                      MPI_Info info, MPI_Request *req) {
+  INIT(VAR_INIT, .op = OP_SCATTERV, .send = sb, .counts = scounts, .displs = displs, .stype = st,
+       .recv = rb, .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
+}
+
+int MPI_Allreduce_init(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op,
+                       MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+  INIT(VAR_INIT, .op = OP_ALLREDUCE, .send = sb, .recv = rb, .rcount = count, .rtype = t,
+       .reduction = op, .comm = comm);
+}
+
+int MPI_Reduce_init(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, int root,
+                    MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+  INIT(VAR_INIT, .op = OP_REDUCE, .send = sb, .recv = rb, .rcount = count, .rtype = t,
+       .reduction = op, .root = root, .comm = comm);
+}
+
+int MPI_Scan_init(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
+                  MPI_Info info, MPI_Request *req) {
+  INIT(VAR_INIT, .op = OP_SCAN, .send = sb, .recv = rb, .rcount = count, .rtype = t,
+       .reduction = op, .comm = comm);
+}
+
+int MPI_Exscan_init(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
+                    MPI_Info info, MPI_Request *req) {
+  INIT(VAR_INIT, .op = OP_EXSCAN, .send = sb, .recv = rb, .rcount = count, .rtype = t,
+       .reduction = op, .comm = comm);
+}
+
+int MPI_Bcast_init_c(void *buf, MPI_Count count, MPI_Datatype type, int root, MPI_Comm comm,
+                     MPI_Info info, MPI_Request *req) {
+  INIT(VAR_INIT_C, .op = OP_BCAST, .recv = buf, .rcount = count, .rtype = type, .root = root,
+       .comm = comm);
+}
+
+int MPI_Allgather_init_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb,
+                         MPI_Count rcount, MPI_Datatype rt, MPI_Comm comm, MPI_Info info,
+                         MPI_Request *req) {
+  INIT(VAR_INIT_C, .op = OP_ALLGATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
+       .rcount = rcount, .rtype = rt, .comm = comm);
+}
+
+int MPI_Gather_init_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
+                      MPI_Datatype rt, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+  INIT(VAR_INIT_C, .op = OP_GATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
+       .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
+}
+
+int MPI_Scatter_init_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
+                       MPI_Datatype rt, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+  INIT(VAR_INIT_C, .op = OP_SCATTER, .send = sb, .scount = sc, .stype = st, .recv = rb,
+       .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
+}
+
+int MPI_Alltoall_init_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb,
+                        MPI_Count rcount, MPI_Datatype rt, MPI_Comm comm, MPI_Info info,
+                        MPI_Request *req) {
+  INIT(VAR_INIT_C, .op = OP_ALLTOALL, .send = sb, .scount = sc, .stype = st, .recv = rb,
+       .rcount = rcount, .rtype = rt, .comm = comm);
+}
+
+int MPI_Allgatherv_init_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb,
+                          const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rt,
+                          MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+  INIT(VAR_INIT_C, .op = OP_ALLGATHERV, .send = sb, .scount = sc, .stype = st, .recv = rb,
+       .counts = rcounts, .displs = displs, .rtype = rt, .comm = comm);
+}
+
+int MPI_Gatherv_init_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb,
+                       const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rt,
+                       int root, MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+  INIT(VAR_INIT_C, .op = OP_GATHERV, .send = sb, .scount = sc, .stype = st, .recv = rb,
+       .counts = rcounts, .displs = displs, .rtype = rt, .root = root, .comm = comm);
+}
+
+int MPI_Scatterv_init_c(const void *sb, const MPI_Count scounts[], const MPI_Aint displs[],
+                        MPI_Datatype st, void *rb, MPI_Count rcount, MPI_Datatype rt, int root,
+                        MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+  INIT(VAR_INIT_C, .op = OP_SCATTERV, .send = sb, .counts = scounts, .displs = displs,
+       .stype = st, .recv = rb, .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
+}
+
+int MPI_Allreduce_init_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op,
+                         MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+  INIT(VAR_INIT_C, .op = OP_ALLREDUCE, .send = sb, .recv = rb, .rcount = count, .rtype = t,
+       .reduction = op, .comm = comm);
+}
+
+int MPI_Reduce_init_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op,
+                      int root, MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+  INIT(VAR_INIT_C, .op = OP_REDUCE, .send = sb, .recv = rb, .rcount = count, .rtype = t,
+       .reduction = op, .root = root, .comm = comm);
+}
+
+int MPI_Scan_init_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op,
+                    MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+  INIT(VAR_INIT_C, .op = OP_SCAN, .send = sb, .recv = rb, .rcount = count, .rtype = t,
+       .reduction = op, .comm = comm);
+}
+
+int MPI_Exscan_init_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op,
+                      MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+  INIT(VAR_INIT_C, .op = OP_EXSCAN, .send = sb, .recv = rb, .rcount = count, .rtype = t,
+       .reduction = op, .comm = comm);
+}
+#endif

@@ -1,0 +1,428 @@
+/* circulant-mpi: the requests of the nonblocking and persistent collectives the layer serves.
+ *
+ * A nonblocking call circulant serves gives the program a generalized request
+ * (MPI_Grequest_start): a handle the MPI knows, which only the layer completes. The MPI calls
+ * that take requests (wait and test with their all, any and some forms, MPI_Request_free,
+ * MPI_Request_get_status, MPI_Start, MPI_Startall, MPI_Cancel) are defined here: a request
+ * of the layer is progressed with circulant_test, the others go to the PMPI_ function. While a
+ * call waits for a request of the layer it keeps the MPI progressing too (MPI_Iprobe), as a
+ * peer may need this rank's MPI messages before it joins the collective.
+ *
+ * circulant runs one call at a time on a communicator, and MPI lets a program start several:
+ * the nonblocking calls of a communicator wait in the order they were made, the first one in
+ * flight, and each starts as the one before completes (every rank starts them in the same
+ * order, as MPI has every rank make them). A blocking call completes them first.
+ *
+ * A persistent collective (MPI-4's MPI_Bcast_init, ...) of the layer keeps its arguments; each
+ * start issues the nonblocking call, which circulant serves or the MPI's nonblocking function
+ * runs, as that call alone would be.
+ */
+#define _GNU_SOURCE
+#include "layer.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum kind { NONBLOCKING, PERSISTENT };
+
+struct lreq {
+  MPI_Request handle; /* the program's request */
+  enum kind kind;
+  /* NONBLOCKING: the call, circulant's part of it and its request once started, what it does
+   * at completion, and once complete its result; the next call of its communicator. */
+  struct call c;
+  struct ccall x;
+  circulant_request *cr;
+  struct later l;
+  int started, complete, result;
+  struct lreq *queue_next;
+  /* PERSISTENT: the arguments, the variant, and the started call (MPI_REQUEST_NULL when
+   * inactive). */
+  struct args a;
+  int variant;
+  MPI_Request inner;
+  struct lreq *prev, *next;
+};
+
+static struct lreq *g_requests; /* every request of the layer */
+
+static struct lreq *find(MPI_Request r) {
+  if (!g_requests || r == MPI_REQUEST_NULL) return NULL;
+  for (struct lreq *q = g_requests; q; q = q->next)
+    if (q->handle == r) return q;
+  return NULL;
+}
+
+static int any_of_ours(int n, const MPI_Request *rs) {
+  if (!g_requests) return 0;
+  for (int i = 0; i < n; i++)
+    if (find(rs[i])) return 1;
+  return 0;
+}
+
+/* A completed collective's status: no source, no tag, no elements. */
+static void empty_status(MPI_Status *st, int error) {
+  if (st == MPI_STATUS_IGNORE) return;
+  st->MPI_SOURCE = MPI_ANY_SOURCE;
+  st->MPI_TAG = MPI_ANY_TAG;
+  st->MPI_ERROR = error;
+  PMPI_Status_set_elements(st, MPI_BYTE, 0);
+  PMPI_Status_set_cancelled(st, 0);
+}
+
+static int query_fn(void *extra, MPI_Status *st) {
+  (void)extra;
+  empty_status(st, MPI_SUCCESS);
+  return MPI_SUCCESS;
+}
+static int free_fn(void *extra) {
+  (void)extra;
+  return MPI_SUCCESS;
+}
+static int cancel_fn(void *extra, int complete) {
+  (void)extra;
+  (void)complete;
+  return MPI_SUCCESS;
+}
+
+/* Between tests while waiting: the core goes to the other ranks, and every 32nd time the MPI
+ * progresses (a peer may wait for this rank's messages; a probe each time cost Open MPI 4 µs
+ * a turn, twice a served call's time). */
+static void keep_progressing(int yield) {
+  static unsigned turns;
+  if (++turns % 32 == 0) {
+    int flag;
+    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+  }
+  if (yield) sched_yield();
+}
+
+static struct lreq *made(enum kind kind) {
+  struct lreq *q = calloc(1, sizeof *q);
+  if (!q || PMPI_Grequest_start(query_fn, free_fn, cancel_fn, q, &q->handle) != MPI_SUCCESS) {
+    fprintf(stderr, "circulant-mpi: cannot make a request\n");
+    PMPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  q->kind = kind;
+  q->inner = MPI_REQUEST_NULL;
+  q->next = g_requests;
+  if (g_requests) g_requests->prev = q;
+  g_requests = q;
+  return q;
+}
+
+static void drop(struct lreq *q) {
+  if (q->prev)
+    q->prev->next = q->next;
+  else
+    g_requests = q->next;
+  if (q->next) q->next->prev = q->prev;
+  MPI_Request h = q->handle;
+  PMPI_Grequest_complete(h);
+  PMPI_Request_free(&h);
+  free(q);
+}
+
+static void step(struct mirror *m);
+
+int request_started(struct call *c, const struct ccall *x, struct later *l) {
+  struct lreq *q = made(NONBLOCKING);
+  struct mirror *m = c->m;
+  q->c = *c;
+  q->x = *x;
+  q->l = *l;
+  m->requests++;
+  if (m->last)
+    m->last->queue_next = q;
+  else
+    m->first = q;
+  m->last = q;
+  *c->req = q->handle;
+  step(m);
+  return MPI_SUCCESS;
+}
+
+int request_persistent(const struct args *a, int variant, MPI_Request *req) {
+  struct lreq *q = made(PERSISTENT);
+  q->a = *a;
+  q->variant = variant;
+  *req = q->handle;
+  return MPI_SUCCESS;
+}
+
+/* Completes `q` with circulant's status `rc`: the call's work after circulant is done. */
+static void complete(struct lreq *q, int rc) {
+  MPI_Comm comm = q->c.m->orphaned ? MPI_COMM_WORLD : q->c.comm;
+  q->result = layer_finish(&q->l, rc == CIRCULANT_SUCCESS ? MPI_SUCCESS : layer_failed(&q->c, rc),
+                           comm);
+  q->complete = 1;
+  if (rc == CIRCULANT_SUCCESS) g_stats[q->c.op][q->c.variant][WHY_SERVED]++;
+  if (q->cr) circulant_request_free(q->cr);
+  q->cr = NULL;
+}
+
+/* Progresses the nonblocking calls of `m` without blocking: the one in flight is tested, and
+ * as each completes the next starts. `m` may be released here with its last request. */
+static void step(struct mirror *m) {
+  while (m->first) {
+    struct lreq *q = m->first;
+    if (!q->started) {
+      q->started = 1;
+      int rc = ccall_run(m->cc, &q->x, &q->cr);
+      if (rc != CIRCULANT_SUCCESS) complete(q, rc);
+    }
+    if (!q->complete) {
+      int done = 0, rc = circulant_test(q->cr, &done);
+      if (rc == CIRCULANT_SUCCESS && !done) return;
+      complete(q, rc);
+    }
+    struct lreq *next = q->queue_next;
+    m->first = next;
+    if (!next) m->last = NULL;
+    layer_release_mirror(m);
+    if (!next) return;
+  }
+}
+
+static void progress(struct lreq *q) {
+  if (!q->complete) step(q->c.m);
+}
+
+void requests_drain(struct mirror *m) {
+  while (m->first) {
+    step(m);
+    if (m->first) keep_progressing(1);
+  }
+}
+
+/* Tests `*r` (any request). `consume`: as MPI_Test (a completed nonblocking request is freed,
+ * a persistent one made inactive); else as MPI_Request_get_status. */
+static int test_one(MPI_Request *r, int *flag, MPI_Status *st, int consume) {
+  struct lreq *q = find(*r);
+  if (!q) return consume ? PMPI_Test(r, flag, st) : PMPI_Request_get_status(*r, flag, st);
+  if (q->kind == NONBLOCKING) {
+    progress(q);
+    *flag = q->complete;
+    if (!q->complete) return MPI_SUCCESS;
+    int rc = q->result;
+    empty_status(st, rc);
+    if (consume) {
+      drop(q);
+      *r = MPI_REQUEST_NULL;
+    }
+    return rc;
+  }
+  if (q->inner == MPI_REQUEST_NULL) { /* inactive */
+    *flag = 1;
+    empty_status(st, MPI_SUCCESS);
+    return MPI_SUCCESS;
+  }
+  int rc = test_one(&q->inner, flag, st, consume);
+  if (*flag && consume) q->inner = MPI_REQUEST_NULL;
+  return rc;
+}
+
+/* Whether `r` is a request of the layer that is not complete yet or is an active
+ * persistent one (one that wait, any and some forms must still wait for). */
+static int active_of_ours(MPI_Request r) {
+  struct lreq *q = find(r);
+  return q && (q->kind == NONBLOCKING || q->inner != MPI_REQUEST_NULL);
+}
+
+int MPI_Wait(MPI_Request *r, MPI_Status *st) {
+  if (!find(*r)) return PMPI_Wait(r, st);
+  for (;;) {
+    int flag = 0, rc = test_one(r, &flag, st, 1);
+    if (flag || rc != MPI_SUCCESS) return rc;
+    keep_progressing(1);
+  }
+}
+
+int MPI_Test(MPI_Request *r, int *flag, MPI_Status *st) {
+  if (!find(*r)) return PMPI_Test(r, flag, st);
+  int rc = test_one(r, flag, st, 1);
+  if (!*flag) keep_progressing(0);
+  return rc;
+}
+
+int MPI_Request_get_status(MPI_Request r, int *flag, MPI_Status *st) {
+  if (!find(r)) return PMPI_Request_get_status(r, flag, st);
+  int rc = test_one(&r, flag, st, 0);
+  if (!*flag) keep_progressing(0);
+  return rc;
+}
+
+static MPI_Status *status_at(MPI_Status *sts, int i) {
+  return sts == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &sts[i];
+}
+
+int MPI_Waitall(int n, MPI_Request rs[], MPI_Status sts[]) {
+  if (!any_of_ours(n, rs)) return PMPI_Waitall(n, rs, sts);
+  char *done = calloc((size_t)n, 1);
+  if (!done) return MPI_ERR_NO_MEM;
+  int left = n, first_error = MPI_SUCCESS;
+  while (left) {
+    for (int i = 0; i < n; i++) {
+      if (done[i]) continue;
+      int flag = 0, rc = test_one(&rs[i], &flag, status_at(sts, i), 1);
+      if (!flag && rc == MPI_SUCCESS) continue;
+      done[i] = 1;
+      left--;
+      if (sts != MPI_STATUSES_IGNORE) sts[i].MPI_ERROR = rc;
+      if (rc != MPI_SUCCESS && first_error == MPI_SUCCESS) first_error = rc;
+    }
+    if (left) keep_progressing(1);
+  }
+  free(done);
+  if (first_error == MPI_SUCCESS) return MPI_SUCCESS;
+  return sts == MPI_STATUSES_IGNORE ? first_error : MPI_ERR_IN_STATUS;
+}
+
+int MPI_Testall(int n, MPI_Request rs[], int *flag, MPI_Status sts[]) {
+  if (!any_of_ours(n, rs)) return PMPI_Testall(n, rs, flag, sts);
+  /* Nothing is freed unless everything is complete. */
+  for (int i = 0; i < n; i++) {
+    int f = 0;
+    test_one(&rs[i], &f, MPI_STATUS_IGNORE, 0);
+    if (!f) {
+      *flag = 0;
+      keep_progressing(0);
+      return MPI_SUCCESS;
+    }
+  }
+  *flag = 1;
+  return MPI_Waitall(n, rs, sts);
+}
+
+/* The MPI's own requests of `rs`, with those of the layer as MPI_REQUEST_NULL. */
+static MPI_Request *theirs(int n, const MPI_Request *rs) {
+  MPI_Request *copy = malloc(sizeof *copy * (size_t)(n ? n : 1));
+  if (!copy) return NULL;
+  for (int i = 0; i < n; i++) copy[i] = find(rs[i]) ? MPI_REQUEST_NULL : rs[i];
+  return copy;
+}
+
+static int testany(int n, MPI_Request rs[], int *idx, int *flag, MPI_Status *st) {
+  int ours = 0;
+  for (int i = 0; i < n; i++) {
+    if (!active_of_ours(rs[i])) continue;
+    ours++;
+    int f = 0, rc = test_one(&rs[i], &f, st, 1);
+    if (f) {
+      *idx = i;
+      *flag = 1;
+      return rc;
+    }
+  }
+  MPI_Request *copy = theirs(n, rs);
+  if (!copy) return MPI_ERR_NO_MEM;
+  int rc = PMPI_Testany(n, copy, idx, flag, st);
+  if (*flag && *idx != MPI_UNDEFINED)
+    rs[*idx] = copy[*idx];
+  else if (*flag && ours)
+    *flag = 0; /* none of the MPI's is active, but some of the layer's are */
+  free(copy);
+  return rc;
+}
+
+int MPI_Testany(int n, MPI_Request rs[], int *idx, int *flag, MPI_Status *st) {
+  if (!any_of_ours(n, rs)) return PMPI_Testany(n, rs, idx, flag, st);
+  return testany(n, rs, idx, flag, st);
+}
+
+int MPI_Waitany(int n, MPI_Request rs[], int *idx, MPI_Status *st) {
+  if (!any_of_ours(n, rs)) return PMPI_Waitany(n, rs, idx, st);
+  for (;;) {
+    int flag = 0, rc = testany(n, rs, idx, &flag, st);
+    if (flag || rc != MPI_SUCCESS) return rc;
+    keep_progressing(1);
+  }
+}
+
+static int testsome(int n, MPI_Request rs[], int *outcount, int indices[], MPI_Status sts[]) {
+  int out = 0, ours = 0, error = 0;
+  for (int i = 0; i < n; i++) {
+    if (!active_of_ours(rs[i])) continue;
+    ours++;
+    int f = 0, rc = test_one(&rs[i], &f, status_at(sts, out), 1);
+    if (!f) continue;
+    if (rc != MPI_SUCCESS) error = rc;
+    indices[out++] = i;
+  }
+  MPI_Request *copy = theirs(n, rs);
+  if (!copy) return MPI_ERR_NO_MEM;
+  int more = 0;
+  int rc = PMPI_Testsome(n, copy, &more, indices + out,
+                         sts == MPI_STATUSES_IGNORE ? MPI_STATUSES_IGNORE : sts + out);
+  int none_active = more == MPI_UNDEFINED && !ours; /* neither the MPI's nor the layer's */
+  if (more == MPI_UNDEFINED) more = 0;
+  for (int k = 0; k < more; k++) rs[indices[out + k]] = copy[indices[out + k]];
+  free(copy);
+  *outcount = none_active ? MPI_UNDEFINED : out + more;
+  if (error) return sts == MPI_STATUSES_IGNORE ? error : MPI_ERR_IN_STATUS;
+  return rc;
+}
+
+int MPI_Testsome(int n, MPI_Request rs[], int *outcount, int indices[], MPI_Status sts[]) {
+  if (!any_of_ours(n, rs)) return PMPI_Testsome(n, rs, outcount, indices, sts);
+  return testsome(n, rs, outcount, indices, sts);
+}
+
+int MPI_Waitsome(int n, MPI_Request rs[], int *outcount, int indices[], MPI_Status sts[]) {
+  if (!any_of_ours(n, rs)) return PMPI_Waitsome(n, rs, outcount, indices, sts);
+  for (;;) {
+    int rc = testsome(n, rs, outcount, indices, sts);
+    if (*outcount != 0 || rc != MPI_SUCCESS) return rc;
+    keep_progressing(1);
+  }
+}
+
+int MPI_Request_free(MPI_Request *r) {
+  struct lreq *q = find(*r);
+  if (!q) return PMPI_Request_free(r);
+  /* A started call still runs on the peers: it is completed before it is let go. */
+  int rc = MPI_SUCCESS;
+  if (q->kind == PERSISTENT && q->inner != MPI_REQUEST_NULL)
+    rc = MPI_Wait(&q->inner, MPI_STATUS_IGNORE);
+  if (q->kind == NONBLOCKING) {
+    while (!q->complete) {
+      progress(q);
+      if (!q->complete) keep_progressing(1);
+    }
+  }
+  drop(q);
+  *r = MPI_REQUEST_NULL;
+  return rc;
+}
+
+static int start_one(MPI_Request *r) {
+  struct lreq *q = find(*r);
+  if (!q) return PMPI_Start(r);
+  if (q->kind != PERSISTENT || q->inner != MPI_REQUEST_NULL) return MPI_ERR_REQUEST;
+  return layer_issue(&q->a, q->variant, &q->inner);
+}
+
+int MPI_Start(MPI_Request *r) { return start_one(r); }
+
+int MPI_Startall(int n, MPI_Request rs[]) {
+  if (!any_of_ours(n, rs)) return PMPI_Startall(n, rs);
+  for (int i = 0; i < n; i++) {
+    int rc = start_one(&rs[i]);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  return MPI_SUCCESS;
+}
+
+int MPI_Cancel(MPI_Request *r) {
+  if (!find(*r)) return PMPI_Cancel(r);
+  return MPI_ERR_REQUEST; /* a collective cannot be cancelled */
+}
+
+void requests_finalize(void) {
+  while (g_requests) {
+    MPI_Request r = g_requests->handle;
+    MPI_Request_free(&r);
+  }
+}

@@ -1,0 +1,144 @@
+/* circulant-mpi: the settings (CIRCULANT_MPI, CIRCULANT_MPI_STATS) and the thresholds of
+ * auto mode (built in, or from CIRCULANT_MPI_THRESHOLDS). */
+#define _GNU_SOURCE
+#include "layer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum mode g_mode = MODE_AUTO;
+int g_print_stats;
+
+struct ranges g_threshold[OP_COUNT];
+
+/* Whether auto serves a call of `bytes` bytes of collective `op`. */
+int in_ranges(int op, uint64_t bytes) {
+  const struct ranges *r = &g_threshold[op];
+  for (int i = 0; i < r->n; i++)
+    if (bytes >= r->from[i] && bytes <= r->to[i]) return 1;
+  return 0;
+}
+const char *g_threshold_source = "built-in (mpi/thresholds-" LAYER_MPI ".txt)";
+
+/* Built-in thresholds: the file mpi/thresholds-MPI.txt that circulant-mpi-calibrate wrote on
+ * the 2-core machine of docs/performance.md, compiled in by ci/mpi-layer as the string
+ * LAYER_THRESHOLDS (in the same format as a CIRCULANT_MPI_THRESHOLDS file). */
+#ifndef LAYER_THRESHOLDS
+#error "build with ci/mpi-layer, which defines LAYER_THRESHOLDS from mpi/thresholds-MPI.txt"
+#endif
+
+void die(const char *fmt, const char *a, const char *b) {
+  fprintf(stderr, "circulant-mpi: ");
+  fprintf(stderr, fmt, a, b);
+  fprintf(stderr, "\n");
+  PMPI_Abort(MPI_COMM_WORLD, 1);
+  exit(1);
+}
+
+/* One byte count of a thresholds line; dies naming `where` unless `text` is one. */
+static uint64_t parse_bytes(const char *text, const char *where) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (errno || *end || !*text || text[0] == '-' || text[0] == '+' || v == NEVER)
+    die("%s: `%s` is not a byte count", where, text);
+  return v;
+}
+
+/* Thresholds text: lines `COLLECTIVE RANGE...` or `COLLECTIVE never`, `#` comments, where a
+ * range is `A-B` (A to B bytes), `A-` or `A` (A bytes and more); each line sets the ranges of
+ * its collective. `source` names the text in messages. */
+static void parse_thresholds(const char *text, const char *source) {
+  int number = 0;
+  while (*text) {
+    char line[512];
+    size_t len = strcspn(text, "\n");
+    number++;
+    if (len >= sizeof line) {
+      char where[600];
+      snprintf(where, sizeof where, "%s line %d", source, number);
+      die("%s: a line longer than 511 characters%s", where, "");
+    }
+    memcpy(line, text, len);
+    line[len] = 0;
+    text += len + (text[len] == '\n');
+    char *hash = strchr(line, '#');
+    if (hash) *hash = 0;
+    char *save = NULL, *name = strtok_r(line, " \t\r", &save);
+    if (!name) continue;
+    char where[600];
+    snprintf(where, sizeof where, "%s line %d", source, number);
+    int op = -1;
+    for (int i = 0; i < OP_COUNT; i++)
+      if (strcmp(name, op_names[i]) == 0) op = i;
+    if (op < 0) die("%s: unknown collective `%s`", where, name);
+    struct ranges r = {0};
+    int never = 0, words = 0;
+    for (char *w = strtok_r(NULL, " \t\r", &save); w; w = strtok_r(NULL, " \t\r", &save)) {
+      words++;
+      if (strcmp(w, "never") == 0) {
+        never = 1;
+        continue;
+      }
+      if (r.n == MAX_RANGES) die("%s: more than 16 ranges%s", where, "");
+      char range[64];
+      snprintf(range, sizeof range, "%s", w);
+      char *dash = strchr(w, '-');
+      if (dash) *dash = 0;
+      r.from[r.n] = parse_bytes(w, where);
+      r.to[r.n] = dash && dash[1] ? parse_bytes(dash + 1, where) : NEVER;
+      if (r.to[r.n] < r.from[r.n]) die("%s: `%s`, a range that ends before it begins", where, range);
+      r.n++;
+    }
+    if (words == 0 || (never && words != 1))
+      die("%s: expected `COLLECTIVE never` or `COLLECTIVE` and byte ranges (`A-B`, `A-`, `A`)%s",
+          where, "");
+    g_threshold[op] = r;
+  }
+}
+
+static void read_thresholds(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) die("cannot read CIRCULANT_MPI_THRESHOLDS=%s: %s", path, strerror(errno));
+  size_t cap = 4096, len = 0;
+  char *text = malloc(cap);
+  while (text) {
+    size_t got = fread(text + len, 1, cap - len - 1, f);
+    len += got;
+    if (got == 0) break;
+    if (len + 1 == cap) text = realloc(text, cap *= 2);
+  }
+  int failed = ferror(f);
+  fclose(f);
+  if (!text || failed) die("cannot read CIRCULANT_MPI_THRESHOLDS=%s%s", path, "");
+  text[len] = 0;
+  if (strlen(text) != len) die("CIRCULANT_MPI_THRESHOLDS=%s: not a text file%s", path, "");
+  parse_thresholds(text, path);
+  free(text);
+  g_threshold_source = path;
+}
+
+void read_settings(void) {
+  const char *mode = getenv("CIRCULANT_MPI");
+  if (!mode || !*mode || strcmp(mode, "auto") == 0)
+    g_mode = MODE_AUTO;
+  else if (strcmp(mode, "on") == 0)
+    g_mode = MODE_ON;
+  else if (strcmp(mode, "off") == 0)
+    g_mode = MODE_OFF;
+  else
+    die("CIRCULANT_MPI=%s: expected off, on or auto%s", mode, "");
+  const char *stats = getenv("CIRCULANT_MPI_STATS");
+  if (stats && *stats) {
+    if (strcmp(stats, "1") == 0)
+      g_print_stats = 1;
+    else if (strcmp(stats, "0") != 0)
+      die("CIRCULANT_MPI_STATS=%s: expected 0 or 1%s", stats, "");
+  }
+  for (int i = 0; i < OP_COUNT; i++) g_threshold[i].n = 0;
+  parse_thresholds(LAYER_THRESHOLDS, "the built-in thresholds");
+  const char *file = getenv("CIRCULANT_MPI_THRESHOLDS");
+  if (file && *file) read_thresholds(file);
+}

@@ -1,0 +1,341 @@
+/* The nonblocking collectives (and MPI-4's persistent ones, where the MPI has them) through
+ * MPI_ (the layer, when it is preloaded), results compared with the blocking PMPI_ call on the
+ * same data: several calls outstanding at once on one communicator, with point-to-point
+ * requests among them, completed by every wait and test form in turn; a blocking call made
+ * while they are outstanding; MPI_IN_PLACE, scattered displacements, a non-contiguous
+ * datatype on some ranks; dup and split communicators (one freed while its call is
+ * outstanding). Prints "rank R: N passed, M failed"; exits non-zero on a failure.
+ *
+ *   nonblocking [ROUNDS]   (seeded alike on every rank) */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* MPICH's MPI_STATUSES_IGNORE is the address 1, which GCC takes for an empty array. */
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+
+static int passed, failures, me;
+static uint64_t seed = 4242;
+
+static uint64_t next(void) {
+  seed ^= seed << 13;
+  seed ^= seed >> 7;
+  seed ^= seed << 17;
+  return seed;
+}
+static int pick(int n) { return (int)(next() % (uint64_t)n); }
+static int some(int max) { return pick(5) == 0 ? 0 : 1 + pick(max); }
+
+static void check(int ok, const char *what, int round) {
+  if (ok) {
+    passed++;
+  } else {
+    failures++;
+    fprintf(stderr, "rank %d: %s differs (round %d)\n", me, what, round);
+  }
+}
+
+static void fill(int *x, long n, int salt) {
+  for (long i = 0; i < n; i++) x[i] = (int)((i * 7 + salt * 131 + me * 1009) % 1000) - 300;
+}
+
+static int *ints(size_t n) { return calloc(n + 1, sizeof(int)); }
+
+enum { OPS = 16, MAXREQ = OPS + 2 };
+
+/* Completes `n` requests in the way `style` names. */
+static void complete(int style, int n, MPI_Request *rs) {
+  switch (style) {
+  case 0:
+    MPI_Waitall(n, rs, MPI_STATUSES_IGNORE);
+    break;
+  case 1: {
+    int flag = 0;
+    MPI_Status st[MAXREQ];
+    while (!flag) MPI_Testall(n, rs, &flag, st);
+    break;
+  }
+  case 2:
+    for (;;) {
+      int idx;
+      MPI_Status st;
+      MPI_Waitany(n, rs, &idx, &st);
+      if (idx == MPI_UNDEFINED) break;
+      if (rs[idx] != MPI_REQUEST_NULL) failures++, fprintf(stderr, "rank %d: waitany left a request\n", me);
+    }
+    break;
+  case 3:
+    for (;;) {
+      int out, idx[MAXREQ];
+      MPI_Status st[MAXREQ];
+      MPI_Waitsome(n, rs, &out, idx, st);
+      if (out == MPI_UNDEFINED) break;
+    }
+    break;
+  case 4:
+    for (int i = n - 1; i >= 0; i--) MPI_Wait(&rs[i], MPI_STATUS_IGNORE);
+    break;
+  default:
+    for (int left = n; left;) {
+      left = 0;
+      for (int i = 0; i < n; i++) {
+        if (rs[i] == MPI_REQUEST_NULL) continue;
+        int flag = 0;
+        MPI_Test(&rs[i], &flag, MPI_STATUS_IGNORE);
+        if (!flag) left++;
+      }
+      if (left) {
+        int flag, idx;
+        MPI_Testany(n, rs, &idx, &flag, MPI_STATUS_IGNORE);
+        int out, ids[MAXREQ];
+        MPI_Testsome(n, rs, &out, ids, MPI_STATUSES_IGNORE);
+      }
+    }
+    break;
+  }
+  for (int i = 0; i < n; i++)
+    if (rs[i] != MPI_REQUEST_NULL) {
+      failures++;
+      fprintf(stderr, "rank %d: request %d not freed by style %d\n", me, i, style);
+    }
+}
+
+/* One round on `comm`: every nonblocking collective started, then completed together. */
+static void round_on(MPI_Comm comm, int round, int big) {
+  int p, r;
+  seed = 4242 + 7919 * (uint64_t)round;
+  MPI_Comm_size(comm, &p);
+  MPI_Comm_rank(comm, &r);
+  int n = some(big), root = pick(p), style = round % 6;
+  size_t cap = (size_t)(big + 1) * (size_t)p * 2 + 16;
+  int *counts = ints((size_t)p), *displs = ints((size_t)p), total = 0;
+  for (int j = 0; j < p; j++) {
+    counts[j] = some(big);
+    displs[j] = total + j % 3;
+    total = displs[j] + counts[j];
+  }
+  int *in[OPS], *out[OPS], *want[OPS];
+  for (int k = 0; k < OPS; k++) {
+    in[k] = ints(cap + (size_t)total);
+    out[k] = ints(cap + (size_t)total);
+    want[k] = ints(cap + (size_t)total);
+    fill(in[k], (long)cap + total, round * 31 + k);
+  }
+  MPI_Op ops[] = {MPI_SUM, MPI_MAX, MPI_MIN, MPI_BXOR};
+  MPI_Op op = ops[pick(4)];
+  MPI_Datatype strided; /* n ints, every other one: the same signature as n MPI_INTs */
+  MPI_Type_vector(n ? n : 1, 1, 2, MPI_INT, &strided);
+  MPI_Type_commit(&strided);
+
+  /* The references, from the MPI itself. */
+  memcpy(want[0], in[0], (size_t)n * sizeof(int));
+  PMPI_Bcast(want[0], n, MPI_INT, root, comm);
+  PMPI_Allgather(in[1], n, MPI_INT, want[1], n, MPI_INT, comm);
+  PMPI_Allgatherv(in[2], counts[r], MPI_INT, want[2], counts, displs, MPI_INT, comm);
+  memcpy(want[3], in[3], (size_t)total * sizeof(int));
+  PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, want[3], counts, displs, MPI_INT, comm);
+  PMPI_Allreduce(in[4], want[4], n, MPI_INT, op, comm);
+  memcpy(want[5], in[5], (size_t)n * sizeof(int));
+  PMPI_Allreduce(MPI_IN_PLACE, want[5], n, MPI_INT, MPI_SUM, comm);
+  PMPI_Reduce(in[6], want[6], n, MPI_INT, MPI_SUM, root, comm);
+  PMPI_Scan(in[7], want[7], n, MPI_INT, op, comm);
+  PMPI_Exscan(in[8], want[8], n, MPI_INT, MPI_SUM, comm);
+  PMPI_Gather(in[9], n, MPI_INT, want[9], n, MPI_INT, root, comm);
+  PMPI_Scatter(in[10], n, MPI_INT, want[10], n, MPI_INT, root, comm);
+  PMPI_Alltoall(in[11], n, MPI_INT, want[11], n, MPI_INT, comm);
+  PMPI_Gatherv(in[12], counts[r], MPI_INT, want[12], counts, displs, MPI_INT, root, comm);
+  PMPI_Scatterv(in[13], counts, displs, MPI_INT, want[13], counts[r], MPI_INT, root, comm);
+  /* 14: a barrier. 15: a broadcast received into a strided buffer on odd ranks. */
+  memcpy(want[15], in[15], (size_t)n * sizeof(int));
+  PMPI_Bcast(want[15], n, MPI_INT, root, comm);
+  if (r == root) memcpy(out[0], in[0], (size_t)n * sizeof(int));
+  memcpy(out[3], in[3], (size_t)total * sizeof(int));
+  memcpy(out[5], in[5], (size_t)n * sizeof(int));
+  int odd = r % 2 == 1;
+  if (r == root) {
+    if (odd)
+      for (int i = 0; i < n; i++) out[15][2 * i] = in[15][i];
+    else
+      memcpy(out[15], in[15], (size_t)n * sizeof(int));
+  }
+
+  MPI_Request rs[MAXREQ];
+  MPI_Ibcast(out[0], n, MPI_INT, root, comm, &rs[0]);
+  MPI_Iallgather(in[1], n, MPI_INT, out[1], n, MPI_INT, comm, &rs[1]);
+  MPI_Iallgatherv(in[2], counts[r], MPI_INT, out[2], counts, displs, MPI_INT, comm, &rs[2]);
+  MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out[3], counts, displs, MPI_INT, comm, &rs[3]);
+  MPI_Iallreduce(in[4], out[4], n, MPI_INT, op, comm, &rs[4]);
+  MPI_Iallreduce(MPI_IN_PLACE, out[5], n, MPI_INT, MPI_SUM, comm, &rs[5]);
+  MPI_Ireduce(in[6], out[6], n, MPI_INT, MPI_SUM, root, comm, &rs[6]);
+  MPI_Iscan(in[7], out[7], n, MPI_INT, op, comm, &rs[7]);
+  MPI_Iexscan(in[8], out[8], n, MPI_INT, MPI_SUM, comm, &rs[8]);
+  MPI_Igather(in[9], n, MPI_INT, out[9], n, MPI_INT, root, comm, &rs[9]);
+  MPI_Iscatter(in[10], n, MPI_INT, out[10], n, MPI_INT, root, comm, &rs[10]);
+  MPI_Ialltoall(in[11], n, MPI_INT, out[11], n, MPI_INT, comm, &rs[11]);
+  MPI_Igatherv(in[12], counts[r], MPI_INT, out[12], counts, displs, MPI_INT, root, comm, &rs[12]);
+  MPI_Iscatterv(in[13], counts, displs, MPI_INT, out[13], counts[r], MPI_INT, root, comm, &rs[13]);
+  MPI_Ibarrier(comm, &rs[14]);
+  if (odd)
+    MPI_Ibcast(out[15], n ? 1 : 0, strided, root, comm, &rs[15]);
+  else
+    MPI_Ibcast(out[15], n, MPI_INT, root, comm, &rs[15]);
+  /* A ring of point-to-point messages among them. */
+  int token = round * 1000 + r, got = -1;
+  MPI_Irecv(&got, 1, MPI_INT, (r + p - 1) % p, 77, comm, &rs[OPS]);
+  MPI_Isend(&token, 1, MPI_INT, (r + 1) % p, 77, comm, &rs[OPS + 1]);
+
+  /* A blocking call while they are outstanding. */
+  int sum = 0;
+  MPI_Allreduce(&r, &sum, 1, MPI_INT, MPI_SUM, comm);
+  check(sum == p * (p - 1) / 2, "blocking allreduce among nonblocking calls", round);
+
+  complete(style, MAXREQ, rs);
+
+  check(!memcmp(out[0], want[0], (size_t)n * sizeof(int)), "ibcast", round);
+  check(!memcmp(out[1], want[1], (size_t)n * p * sizeof(int)), "iallgather", round);
+  int ok2 = 1, ok3 = 1, ok12 = 1;
+  for (int j = 0; j < p; j++) {
+    size_t at = (size_t)displs[j], len = (size_t)counts[j] * sizeof(int);
+    ok2 = ok2 && !memcmp(out[2] + at, want[2] + at, len);
+    ok3 = ok3 && !memcmp(out[3] + at, want[3] + at, len);
+    ok12 = ok12 && !memcmp(out[12] + at, want[12] + at, len);
+  }
+  check(ok2, "iallgatherv", round);
+  check(ok3, "iallgatherv in place", round);
+  check(!memcmp(out[4], want[4], (size_t)n * sizeof(int)), "iallreduce", round);
+  check(!memcmp(out[5], want[5], (size_t)n * sizeof(int)), "iallreduce in place", round);
+  check(r != root || !memcmp(out[6], want[6], (size_t)n * sizeof(int)), "ireduce", round);
+  check(!memcmp(out[7], want[7], (size_t)n * sizeof(int)), "iscan", round);
+  check(r == 0 || !memcmp(out[8], want[8], (size_t)n * sizeof(int)), "iexscan", round);
+  check(r != root || !memcmp(out[9], want[9], (size_t)n * p * sizeof(int)), "igather", round);
+  check(!memcmp(out[10], want[10], (size_t)n * sizeof(int)), "iscatter", round);
+  check(!memcmp(out[11], want[11], (size_t)n * p * sizeof(int)), "ialltoall", round);
+  check(r != root || ok12, "igatherv", round);
+  check(!memcmp(out[13], want[13], (size_t)counts[r] * sizeof(int)), "iscatterv", round);
+  int ok15 = 1;
+  for (int i = 0; i < n; i++) ok15 = ok15 && out[15][odd ? 2 * i : i] == want[15][i];
+  check(ok15, "ibcast, strided on odd ranks", round);
+  check(got == round * 1000 + (r + p - 1) % p, "point-to-point among them", round);
+
+  MPI_Type_free(&strided);
+  for (int k = 0; k < OPS; k++) {
+    free(in[k]);
+    free(out[k]);
+    free(want[k]);
+  }
+  free(counts);
+  free(displs);
+}
+
+#if MPI_VERSION >= 4
+/* Persistent requests started three times with new data, by MPI_Start and MPI_Startall. */
+static void persistent_on(MPI_Comm comm, int big) {
+  int p, r;
+  MPI_Comm_size(comm, &p);
+  MPI_Comm_rank(comm, &r);
+  seed = 99;
+  int n = 1 + pick(big), root = pick(p);
+  int *counts = ints((size_t)p), *displs = ints((size_t)p), total = 0;
+  for (int j = 0; j < p; j++) {
+    counts[j] = some(big);
+    displs[j] = total + j % 2;
+    total = displs[j] + counts[j];
+  }
+  int *b = ints((size_t)n), *bw = ints((size_t)n), *s = ints((size_t)n), *a = ints((size_t)n),
+      *aw = ints((size_t)n), *v = ints((size_t)total), *vs = ints((size_t)counts[r]),
+      *vw = ints((size_t)total);
+  MPI_Request rs[4];
+  MPI_Bcast_init(b, n, MPI_INT, root, comm, MPI_INFO_NULL, &rs[0]);
+  MPI_Allreduce_init(s, a, n, MPI_INT, MPI_SUM, comm, MPI_INFO_NULL, &rs[1]);
+  MPI_Allgatherv_init(vs, counts[r], MPI_INT, v, counts, displs, MPI_INT, comm, MPI_INFO_NULL,
+                      &rs[2]);
+  MPI_Barrier_init(comm, MPI_INFO_NULL, &rs[3]);
+  for (int start = 0; start < 3; start++) {
+    fill(b, n, 50 + start);
+    memcpy(bw, b, (size_t)n * sizeof(int));
+    fill(s, n, 60 + start);
+    fill(vs, counts[r], 70 + start);
+    PMPI_Bcast(bw, n, MPI_INT, root, comm);
+    PMPI_Allreduce(s, aw, n, MPI_INT, MPI_SUM, comm);
+    PMPI_Allgatherv(vs, counts[r], MPI_INT, vw, counts, displs, MPI_INT, comm);
+    if (start == 1) {
+      for (int i = 0; i < 4; i++) MPI_Start(&rs[i]);
+      for (int i = 0; i < 4; i++) MPI_Wait(&rs[i], MPI_STATUS_IGNORE);
+    } else {
+      MPI_Startall(4, rs);
+      MPI_Waitall(4, rs, MPI_STATUSES_IGNORE);
+    }
+    int ok = 1;
+    for (int j = 0; j < p; j++)
+      ok = ok && !memcmp(v + displs[j], vw + displs[j], (size_t)counts[j] * sizeof(int));
+    check(!memcmp(b, bw, (size_t)n * sizeof(int)), "persistent bcast", start);
+    check(!memcmp(a, aw, (size_t)n * sizeof(int)), "persistent allreduce", start);
+    check(ok, "persistent allgatherv", start);
+    int flag = 0;
+    MPI_Request_get_status(rs[0], &flag, MPI_STATUS_IGNORE);
+    check(flag && rs[0] != MPI_REQUEST_NULL, "persistent request stays, inactive", start);
+  }
+  for (int i = 0; i < 4; i++) MPI_Request_free(&rs[i]);
+  check(rs[0] == MPI_REQUEST_NULL, "persistent request freed", 0);
+  free(b), free(bw), free(s), free(a), free(aw), free(v), free(vs), free(vw);
+  free(counts);
+  free(displs);
+}
+#endif
+
+int main(int argc, char **argv) {
+  int rounds = argc > 1 ? atoi(argv[1]) : 6;
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  for (int round = 0; round < rounds; round++)
+    round_on(MPI_COMM_WORLD, round, round % 4 == 3 ? 20000 : 300);
+
+  /* A new communicator: its first nonblocking call passes (no blocking call has started
+   * circulant on it), a blocking one starts circulant, the nonblocking ones after are served. */
+  MPI_Comm dup;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  int x = me, y = -1;
+  MPI_Request q;
+  MPI_Ibcast(&x, 1, MPI_INT, 0, dup, &q);
+  MPI_Wait(&q, MPI_STATUS_IGNORE);
+  check(x == 0, "ibcast on a new communicator", 0);
+  MPI_Barrier(dup);
+  for (int round = 0; round < 3; round++) round_on(dup, 100 + round, 300);
+
+  MPI_Comm split;
+  MPI_Comm_split(MPI_COMM_WORLD, me % 2, -me, &split);
+  MPI_Barrier(split);
+  round_on(split, 200, 300);
+  MPI_Comm_free(&split);
+
+  /* Freed while a call on it is outstanding. MPICH 4.0.2 itself fails this on a communicator
+   * of one rank, Open MPI 4.1 (its libnbc) on any: only where the MPI's own call works. */
+  int size;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+#if defined(OPEN_MPI)
+  int freed_pending = 0;
+#else
+  int freed_pending = size > 1;
+#endif
+  if (freed_pending) {
+    MPI_Comm other;
+    MPI_Comm_dup(MPI_COMM_WORLD, &other);
+    MPI_Barrier(other);
+    MPI_Iallreduce(&me, &y, 1, MPI_INT, MPI_MAX, other, &q);
+    MPI_Comm_free(&other);
+    MPI_Wait(&q, MPI_STATUS_IGNORE);
+    check(y == size - 1, "iallreduce on a communicator freed before its wait", 0);
+  }
+
+#if MPI_VERSION >= 4
+  persistent_on(MPI_COMM_WORLD, 300);
+  persistent_on(dup, 5000);
+#endif
+  MPI_Comm_free(&dup);
+
+  printf("rank %d: %d passed, %d failed\n", me, passed, failures);
+  MPI_Finalize();
+  return failures ? 1 : 0;
+}
