@@ -136,6 +136,10 @@ static struct mirror *mirror_of(MPI_Comm comm) {
     circulant_finalize(m->cc);
     m->cc = NULL;
   }
+  /* circulant splits a communicator of several nodes at its first call that runs as node
+   * phases, and waits for its peers there even in a nonblocking call, which must not: a
+   * barrier (which runs so) makes them now. A failure there fails on every rank. */
+  if (m->cc && circulant_barrier(m->cc) != CIRCULANT_SUCCESS) m->failed = m->given_up = 1;
   m->next = g_mirrors;
   if (g_mirrors) g_mirrors->prev = m;
   g_mirrors = m;
@@ -182,26 +186,52 @@ static struct mirror *mirror_for(struct call *c) {
   return found ? value : NULL;
 }
 
+/* Whether circulant may serve `c` on its mirror (else its reason is counted). A nonblocking
+ * call learns of a failure when a test notices it, at a different time on each rank: so the
+ * decision takes only the failures all ranks agree on (`given_up`). A blocking call first
+ * completes the mirror's nonblocking calls, which gives every rank the same failures. */
+static int usable(struct call *c) {
+  struct mirror *m = c->m;
+  if (!m->cc) return pass(c, WHY_START), 0;
+  if (!variant_nonblocking(c->variant)) {
+    requests_drain(m);
+    if (m->failed) m->given_up = 1;
+  }
+  if (m->given_up) return pass(c, WHY_FAILED), 0;
+  return 1;
+}
+
 /* The threshold, then the communicator's mirror: 0 to serve, else PASS. */
 static int decide(struct call *c, uint64_t bytes) {
   if (g_mode == MODE_AUTO && !in_ranges(c->op, bytes))
     return pass(c, WHY_THRESHOLD);
   c->m = mirror_for(c);
   if (!c->m) return pass(c, WHY_UNMIRRORED);
-  if (!c->m->cc) return pass(c, WHY_START);
-  if (c->m->failed) return pass(c, WHY_FAILED);
-  return 0;
+  return usable(c) ? 0 : PASS;
 }
 
 static int error_classes[CIRCULANT_ERR_INTERNAL + 1];
 
-/* A failed circulant call, to the communicator's error handler. */
-static int failed(struct call *c, int rc) {
-  char message[1200];
-  snprintf(message, sizeof message, "circulant %s (%s): %s", op_names[c->op],
-           circulant_strerror(rc), circulant_last_error(c->m->cc));
+/* A failed circulant call: the communicator marked failed (given up at once after a blocking
+ * call, which fails on every rank alike), and an error class whose string is the message,
+ * which `message` (of `cap` bytes) gets too. The error class is returned. */
+int layer_error(struct call *c, int rc, char *message, size_t cap) {
+  snprintf(message, cap, "circulant %s (%s): %s", op_names[c->op], circulant_strerror(rc),
+           circulant_last_error(c->m->cc));
   c->m->failed = 1;
-  /* A request completed after its communicator was freed reports on MPI_COMM_WORLD. */
+  if (!variant_nonblocking(c->variant)) c->m->given_up = 1;
+  int slot = rc >= 0 && rc <= CIRCULANT_ERR_INTERNAL ? rc : CIRCULANT_ERR_INTERNAL;
+  if (!error_classes[slot] && PMPI_Add_error_class(&error_classes[slot]) != MPI_SUCCESS)
+    error_classes[slot] = MPI_ERR_OTHER;
+  int code = error_classes[slot];
+  if (code != MPI_ERR_OTHER) PMPI_Add_error_string(code, message);
+  return code;
+}
+
+/* Error `code` of call `c` to its communicator's error handler: a fatal one aborts the job
+ * with `message`. A request completed after its communicator was freed reports on
+ * MPI_COMM_WORLD. */
+void layer_raise(struct call *c, int code, const char *message) {
   MPI_Comm comm = c->m->orphaned ? MPI_COMM_WORLD : c->comm;
   MPI_Errhandler handler = MPI_ERRHANDLER_NULL;
   PMPI_Comm_get_errhandler(comm, &handler);
@@ -215,16 +245,16 @@ static int failed(struct call *c, int rc) {
     fflush(stderr);
     PMPI_Abort(comm, 1);
   }
-  int slot = rc >= 0 && rc <= CIRCULANT_ERR_INTERNAL ? rc : CIRCULANT_ERR_INTERNAL;
-  if (!error_classes[slot] && PMPI_Add_error_class(&error_classes[slot]) != MPI_SUCCESS)
-    error_classes[slot] = MPI_ERR_OTHER;
-  int code = error_classes[slot];
-  if (code != MPI_ERR_OTHER) PMPI_Add_error_string(code, message);
   PMPI_Comm_call_errhandler(comm, code);
+}
+
+static int failed(struct call *c, int rc) {
+  char message[1200];
+  int code = layer_error(c, rc, message, sizeof message);
+  layer_raise(c, code, message);
   return code;
 }
 
-int layer_failed(struct call *c, int rc) { return failed(c, rc); }
 
 static int settle(struct call *c, const struct ccall *x, struct later *l);
 static int run_now(struct call *c, const struct ccall *x);
@@ -622,6 +652,7 @@ int layer_finish(struct later *l, int rc, MPI_Comm comm) {
   free(v->counts);
   free(v->displs);
   for (int i = 0; i < 3; i++) free(l->owned[i]);
+  for (int i = 0; i < l->ntypes; i++) PMPI_Type_free(&l->types[i]);
   memset(l, 0, sizeof *l);
   return rc;
 }
@@ -669,16 +700,32 @@ int ccall_run(circulant_comm *cc, const struct ccall *x, circulant_request **req
   }
 }
 
-/* A blocking circulant call on `c`'s communicator, after the layer's nonblocking ones there. */
+/* A blocking circulant call on `c`'s communicator, after the layer's nonblocking ones there.
+ * Where the layer has calls outstanding on other communicators, the call is started and
+ * waited for by the layer, which keeps those going: a peer may wait for one of them. */
 static int run_now(struct call *c, const struct ccall *x) {
   requests_drain(c->m);
-  return ccall_run(c->m->cc, x, NULL);
+  return requests_pending() ? requests_run(c->m, x) : ccall_run(c->m->cc, x, NULL);
+}
+
+int type_kept(MPI_Datatype type, MPI_Datatype *owned) {
+  int ni, na, nd, combiner;
+  if (type == MPI_DATATYPE_NULL || PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS ||
+      combiner == MPI_COMBINER_NAMED)
+    return 0;
+  return PMPI_Type_dup(type, owned) == MPI_SUCCESS;
 }
 
 /* A circulant call made. A blocking one runs now, and what it does after is done now. A
  * nonblocking one becomes the program's request, which does that at its completion. */
 static int settle(struct call *c, const struct ccall *x, struct later *l) {
-  if (variant_nonblocking(c->variant)) return request_started(c, x, l);
+  if (variant_nonblocking(c->variant)) {
+    /* The datatypes used at completion stay valid if the program frees its own. */
+    if (l->unpack && l->out.tmp && type_kept(l->out.type, &l->types[l->ntypes]))
+      l->out.type = l->types[l->ntypes++];
+    if (l->v.area && type_kept(l->v.type, &l->types[l->ntypes])) l->v.type = l->types[l->ntypes++];
+    return request_started(c, x, l);
+  }
   return layer_finish(l, done(c, run_now(c, x)), c->comm);
 }
 
@@ -726,8 +773,8 @@ int serve_v(struct call *c, enum vkind kind, const void *sendbuf, MPI_Count scou
       goto out;
     }
     c->m = mirror_of(c->comm);
-    if (!c->m->cc || c->m->failed) {
-      rc = pass(c, c->m->cc ? WHY_FAILED : WHY_START);
+    if (!usable(c)) {
+      rc = PASS;
       goto out;
     }
     if (rank == root) {

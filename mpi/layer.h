@@ -85,7 +85,9 @@ struct lreq;
 /* A communicator's circulant communicator. */
 struct mirror {
   circulant_comm *cc; /* NULL: circulant could not start on this communicator */
-  int failed;         /* a call failed: the communicator is given up */
+  int failed;         /* a call failed on this rank: the communicator is unusable */
+  int given_up;       /* ... and every rank knows it (calls pass, reason failed-before) */
+  unsigned stepped;   /* requests.c: the turn its nonblocking calls were last progressed */
   int rank, size;
   MPI_Comm comm;
   int requests;       /* requests of the layer still using `cc` */
@@ -150,6 +152,9 @@ struct later {
   int unpack;
   struct vcopy v;
   void *owned[3];
+  /* Duplicates of derived datatypes used at completion (a program may free its own before). */
+  MPI_Datatype types[2];
+  int ntypes;
 };
 
 /* settings.c: CIRCULANT_MPI, CIRCULANT_MPI_STATS and the thresholds. */
@@ -178,7 +183,8 @@ extern HIDDEN unsigned long long g_stats[OP_COUNT][VAR_COUNT][WHY_COUNT];
 
 HIDDEN int layer_begin(struct call *c, enum op op, int variant, MPI_Comm comm);
 HIDDEN int layer_pass(struct call *c, enum reason why);
-HIDDEN int layer_failed(struct call *c, int rc);
+HIDDEN int layer_error(struct call *c, int rc, char *message, size_t cap);
+HIDDEN void layer_raise(struct call *c, int code, const char *message);
 HIDDEN int layer_finish(struct later *l, int rc, MPI_Comm comm);
 HIDDEN void layer_release_mirror(struct mirror *m);
 
@@ -213,6 +219,9 @@ struct args {
   int root;
   MPI_Op reduction;
   MPI_Comm comm;
+  /* A persistent request's duplicates of derived datatypes, freed with it. */
+  MPI_Datatype types[2];
+  int ntypes;
 };
 
 /* nonblocking.c: a nonblocking call of `variant` (an `I` or `_init` variant), served by
@@ -224,6 +233,12 @@ HIDDEN int layer_issue(const struct args *a, int variant, MPI_Request *req);
 HIDDEN int request_started(struct call *c, const struct ccall *x, struct later *l);
 /* Completes the layer's nonblocking calls on `m` (a blocking call runs after them). */
 HIDDEN void requests_drain(struct mirror *m);
+/* Whether some nonblocking call of the layer is not complete; `x` run on `m` as a started call
+ * waited for by the layer (which progresses the others meanwhile). */
+HIDDEN int requests_pending(void);
+HIDDEN int requests_run(struct mirror *m, const struct ccall *x);
+/* Whether `type` is derived (a program may free it); `*owned` a duplicate of it. */
+HIDDEN int type_kept(MPI_Datatype type, MPI_Datatype *owned);
 HIDDEN int request_persistent(const struct args *a, int variant, MPI_Request *req);
 HIDDEN void requests_finalize(void);
 

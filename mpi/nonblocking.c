@@ -410,13 +410,57 @@ static int mpi_init(const struct args *x, int large, MPI_Info info, MPI_Request 
   }
 }
 
+static int predefined_op(MPI_Op op) {
+  return op == MPI_SUM || op == MPI_PROD || op == MPI_MIN || op == MPI_MAX || op == MPI_LAND ||
+         op == MPI_LOR || op == MPI_LXOR || op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR ||
+         op == MPI_MINLOC || op == MPI_MAXLOC || op == MPI_REPLACE || op == MPI_NO_OP;
+}
+
 /* A persistent request: the layer's own where the layer may serve on the communicator at all
- * (each start then decides as a nonblocking call does), else the MPI's. */
+ * (each start then decides as a nonblocking call does), else the MPI's. A reduction with a
+ * user's operation is the MPI's (the layer never serves it, and the program may free the
+ * operation while the request lives); a derived datatype is kept as a duplicate. */
 static int persistent(const struct args *a, int variant, MPI_Info info, MPI_Request *req) {
   struct call c;
+  int reduction = a->op == OP_ALLREDUCE || a->op == OP_REDUCE || a->op == OP_SCAN ||
+                  a->op == OP_EXSCAN;
   if (layer_begin(&c, a->op, variant, a->comm) == PASS)
     return mpi_init(a, variant_large(variant), info, req);
-  return request_persistent(a, variant, req);
+  if (reduction && !predefined_op(a->reduction)) {
+    layer_pass(&c, WHY_OPERATION);
+    return mpi_init(a, variant_large(variant), info, req);
+  }
+  /* Only the datatypes MPI says are significant on this rank are looked at. */
+  int rank;
+  PMPI_Comm_rank(a->comm, &rank);
+  int root = rank == a->root, sends = 0, receives = 0;
+  switch (a->op) {
+  case OP_BARRIER:
+    break;
+  case OP_ALLGATHER:
+  case OP_ALLGATHERV:
+  case OP_ALLTOALL:
+    sends = a->send != MPI_IN_PLACE;
+    receives = 1;
+    break;
+  case OP_GATHER:
+  case OP_GATHERV:
+    sends = !(root && a->send == MPI_IN_PLACE);
+    receives = root;
+    break;
+  case OP_SCATTER:
+  case OP_SCATTERV:
+    sends = root;
+    receives = !(root && a->recv == MPI_IN_PLACE);
+    break;
+  default: /* bcast and the reductions: one datatype */
+    receives = 1;
+    break;
+  }
+  struct args kept = *a;
+  if (sends && type_kept(a->stype, &kept.types[kept.ntypes])) kept.stype = kept.types[kept.ntypes++];
+  if (receives && type_kept(a->rtype, &kept.types[kept.ntypes])) kept.rtype = kept.types[kept.ntypes++];
+  return request_persistent(&kept, variant, req);
 }
 
 #define INIT(VARIANT, ...)                                                                         \

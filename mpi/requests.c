@@ -37,6 +37,8 @@ struct lreq {
   circulant_request *cr;
   struct later l;
   int started, complete, result;
+  char *message; /* the error's message, raised when the program learns of it */
+  int raised;
   struct lreq *queue_next;
   /* PERSISTENT: the arguments, the variant, and the started call (MPI_REQUEST_NULL when
    * inactive). */
@@ -87,11 +89,14 @@ static int cancel_fn(void *extra, int complete) {
   return MPI_SUCCESS;
 }
 
-/* Between tests while waiting: the core goes to the other ranks, and every 32nd time the MPI
- * progresses (a peer may wait for this rank's messages; a probe each time cost Open MPI 4 µs
+/* Between tests while waiting: the layer's calls on every communicator progress, the core
+ * goes to the other ranks, and every 32nd time the MPI progresses (a peer may wait for this rank's messages; a probe each time cost Open MPI 4 µs
  * a turn, twice a served call's time). */
+static void step_all(void);
+
 static void keep_progressing(int yield) {
   static unsigned turns;
+  step_all();
   if (++turns % 32 == 0) {
     int flag;
     PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
@@ -122,6 +127,9 @@ static void drop(struct lreq *q) {
   MPI_Request h = q->handle;
   PMPI_Grequest_complete(h);
   PMPI_Request_free(&h);
+  if (q->kind == NONBLOCKING) layer_release_mirror(q->c.m);
+  for (int i = 0; i < q->a.ntypes; i++) PMPI_Type_free(&q->a.types[i]);
+  free(q->message);
   free(q);
 }
 
@@ -152,19 +160,32 @@ int request_persistent(const struct args *a, int variant, MPI_Request *req) {
   return MPI_SUCCESS;
 }
 
-/* Completes `q` with circulant's status `rc`: the call's work after circulant is done. */
+/* Completes `q` with circulant's status `rc`: the call's work after circulant is done. An
+ * error goes to the error handler only when the program learns of it (`raise_once`), so no
+ * program code runs while the layer progresses its calls. */
 static void complete(struct lreq *q, int rc) {
-  MPI_Comm comm = q->c.m->orphaned ? MPI_COMM_WORLD : q->c.comm;
-  q->result = layer_finish(&q->l, rc == CIRCULANT_SUCCESS ? MPI_SUCCESS : layer_failed(&q->c, rc),
-                           comm);
   q->complete = 1;
-  if (rc == CIRCULANT_SUCCESS) g_stats[q->c.op][q->c.variant][WHY_SERVED]++;
   if (q->cr) circulant_request_free(q->cr);
   q->cr = NULL;
+  MPI_Comm comm = q->c.m->orphaned ? MPI_COMM_WORLD : q->c.comm;
+  int result = MPI_SUCCESS;
+  if (rc != CIRCULANT_SUCCESS) {
+    char message[1200];
+    result = layer_error(&q->c, rc, message, sizeof message);
+    q->message = strdup(message);
+  }
+  q->result = layer_finish(&q->l, result, comm);
+  if (rc == CIRCULANT_SUCCESS) g_stats[q->c.op][q->c.variant][WHY_SERVED]++;
+}
+
+static void raise_once(struct lreq *q) {
+  if (q->result == MPI_SUCCESS || q->raised) return;
+  q->raised = 1;
+  layer_raise(&q->c, q->result, q->message ? q->message : "circulant-mpi: a nonblocking call failed");
 }
 
 /* Progresses the nonblocking calls of `m` without blocking: the one in flight is tested, and
- * as each completes the next starts. `m` may be released here with its last request. */
+ * as each completes the next starts. (Each request holds `m` until it is freed.) */
 static void step(struct mirror *m) {
   while (m->first) {
     struct lreq *q = m->first;
@@ -178,12 +199,38 @@ static void step(struct mirror *m) {
       if (rc == CIRCULANT_SUCCESS && !done) return;
       complete(q, rc);
     }
-    struct lreq *next = q->queue_next;
-    m->first = next;
-    if (!next) m->last = NULL;
-    layer_release_mirror(m);
-    if (!next) return;
+    m->first = q->queue_next;
+    if (!m->first) m->last = NULL;
   }
+}
+
+/* Progresses the nonblocking calls of every communicator once: a rank that waits for one call
+ * keeps its others going, which its peers may be waiting for. */
+static void step_all(void) {
+  static unsigned turn;
+  turn++;
+  for (struct lreq *q = g_requests; q; q = q->next)
+    if (q->kind == NONBLOCKING && !q->complete && q->c.m->stepped != turn) {
+      q->c.m->stepped = turn;
+      step(q->c.m);
+    }
+}
+
+int requests_pending(void) {
+  for (struct lreq *q = g_requests; q; q = q->next)
+    if (q->kind == NONBLOCKING && !q->complete) return 1;
+  return 0;
+}
+
+int requests_run(struct mirror *m, const struct ccall *x) {
+  circulant_request *req = NULL;
+  int rc = ccall_run(m->cc, x, &req);
+  for (int done = 0; rc == CIRCULANT_SUCCESS && !done;) {
+    rc = circulant_test(req, &done);
+    if (rc == CIRCULANT_SUCCESS && !done) keep_progressing(1);
+  }
+  if (req) circulant_request_free(req);
+  return rc;
 }
 
 static void progress(struct lreq *q) {
@@ -206,6 +253,7 @@ static int test_one(MPI_Request *r, int *flag, MPI_Status *st, int consume) {
     progress(q);
     *flag = q->complete;
     if (!q->complete) return MPI_SUCCESS;
+    raise_once(q);
     int rc = q->result;
     empty_status(st, rc);
     if (consume) {
@@ -357,6 +405,8 @@ static int testsome(int n, MPI_Request rs[], int *outcount, int indices[], MPI_S
   int rc = PMPI_Testsome(n, copy, &more, indices + out,
                          sts == MPI_STATUSES_IGNORE ? MPI_STATUSES_IGNORE : sts + out);
   int none_active = more == MPI_UNDEFINED && !ours; /* neither the MPI's nor the layer's */
+  if (error && rc == MPI_SUCCESS && sts != MPI_STATUSES_IGNORE)
+    for (int k = 0; k < (more == MPI_UNDEFINED ? 0 : more); k++) sts[out + k].MPI_ERROR = MPI_SUCCESS;
   if (more == MPI_UNDEFINED) more = 0;
   for (int k = 0; k < more; k++) rs[indices[out + k]] = copy[indices[out + k]];
   free(copy);
@@ -421,8 +471,13 @@ int MPI_Cancel(MPI_Request *r) {
 }
 
 void requests_finalize(void) {
-  while (g_requests) {
-    MPI_Request r = g_requests->handle;
-    MPI_Request_free(&r);
-  }
+  /* The persistent ones first: each completes the call it started, which may be one of ours. */
+  for (int kind = PERSISTENT; kind >= NONBLOCKING; kind--)
+    for (struct lreq *q = g_requests, *next; q; q = next) {
+      next = q->next;
+      if ((int)q->kind != kind) continue;
+      MPI_Request r = q->handle;
+      MPI_Request_free(&r);
+      next = g_requests; /* freeing may have dropped others: start over */
+    }
 }

@@ -569,12 +569,14 @@ fn errors(mpi: Mpi) {
             "{done:?}"
         );
     }
+    // The first section's broadcast and the one after the nonblocking errors.
     assert_eq!(
         reason(&done.stderr, "MPI_Bcast", "failed-before"),
-        3,
+        6,
         "{done:?}"
     );
-    // The nonblocking broadcast: its error at its MPI_Wait, the next one passed and correct.
+    // The nonblocking broadcast: its error at its MPI_Wait; the next one fails too (not every
+    // rank need know of the failure yet); after a blocking call, one passes and is correct.
     for rank in 0..3 {
         let line = done
             .stdout
@@ -585,7 +587,9 @@ fn errors(mpi: Mpi) {
             line.contains("circulant bcast") && line.contains("different arguments"),
             "{line}"
         );
+        let next = format!("rank {rank}: next nonblocking call failed");
         let after = format!("rank {rank}: after the nonblocking error ok");
+        assert!(done.stdout.contains(&next), "{done:?}");
         assert!(done.stdout.contains(&after), "{done:?}");
     }
     assert_eq!(

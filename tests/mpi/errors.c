@@ -8,8 +8,11 @@
  *                   that communicator goes to MPI and is correct. Prints "rank R: error
  *                   class C: MESSAGE" and "rank R: after the error ok"; then the same
  *                   with MPI_Ibcast on another duplicate, the error returned by its
- *                   MPI_Wait ("rank R: nonblocking error class C: MESSAGE", "rank R: after
- *                   the nonblocking error ok").
+ *                   MPI_Wait ("rank R: nonblocking error class C: MESSAGE"); the next
+ *                   MPI_Ibcast fails too (circulant's communicator is unusable, and not every
+ *                   rank may know yet: "rank R: next nonblocking call failed"); a blocking
+ *                   broadcast then passes to MPI, and so does the nonblocking one after it
+ *                   ("rank R: after the nonblocking error ok").
  *   errors fatal    the same broadcast on MPI_COMM_WORLD (MPI_ERRORS_ARE_FATAL): the job
  *                   is aborted with circulant's message. */
 #include <mpi.h>
@@ -69,11 +72,18 @@ int main(int argc, char **argv) {
     MPI_Error_class(rc, &cls);
     MPI_Error_string(rc, text, &len);
     printf("rank %d: nonblocking error class %d: %s\n", rank, cls, text);
-    for (int i = 0; i < 8; i++) buf[i] = rank == 2 ? 200 + i : -1;
     rc = MPI_Ibcast(buf, 8, MPI_INT, 2, comm, &req); /* (run on 3 ranks) */
     if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    printf("rank %d: next nonblocking call %s\n", rank, rc == MPI_SUCCESS ? "succeeded" : "failed");
+    for (int i = 0; i < 8; i++) buf[i] = rank == 2 ? 200 + i : -1;
+    rc = MPI_Bcast(buf, 8, MPI_INT, 2, comm);
     int ok2 = rc == MPI_SUCCESS;
     for (int i = 0; i < 8; i++) ok2 = ok2 && buf[i] == 200 + i;
+    for (int i = 0; i < 8; i++) buf[i] = rank == 0 ? 300 + i : -1;
+    rc = MPI_Ibcast(buf, 8, MPI_INT, 0, comm, &req);
+    if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    ok2 = ok2 && rc == MPI_SUCCESS;
+    for (int i = 0; i < 8; i++) ok2 = ok2 && buf[i] == 300 + i;
     printf("rank %d: after the nonblocking error %s\n", rank, ok2 ? "ok" : "wrong");
     fflush(stdout);
     MPI_Comm_free(&comm);

@@ -3,8 +3,11 @@
  * same data: several calls outstanding at once on one communicator, with point-to-point
  * requests among them, completed by every wait and test form in turn; a blocking call made
  * while they are outstanding; MPI_IN_PLACE, scattered displacements, a non-contiguous
- * datatype on some ranks; dup and split communicators (one freed while its call is
- * outstanding). Prints "rank R: N passed, M failed"; exits non-zero on a failure.
+ * datatype on some ranks (freed before the wait); dup and split communicators (one freed while
+ * its call is outstanding); calls on two communicators waited for in opposite orders on
+ * different ranks, and a blocking call on one while the other's is outstanding; a
+ * nonblocking barrier that returns while a peer still waits for this rank's message.
+ * Prints "rank R: N passed, M failed"; exits non-zero on a failure.
  *
  *   nonblocking [ROUNDS]   (seeded alike on every rank) */
 #include <mpi.h>
@@ -229,6 +232,82 @@ static void round_on(MPI_Comm comm, int round, int big) {
   free(displs);
 }
 
+/* Calls on two communicators: the ranks wait for them in opposite orders, or make a blocking
+ * call on the second before they wait for the first, so each rank needs the others to keep
+ * the call it is not waiting for going. */
+static void two_communicators(int n) {
+  MPI_Comm a, b;
+  MPI_Comm_dup(MPI_COMM_WORLD, &a);
+  MPI_Comm_dup(MPI_COMM_WORLD, &b);
+  MPI_Barrier(a);
+  MPI_Barrier(b);
+  int p;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  int *x = ints((size_t)n), *y = ints((size_t)n), *u = ints((size_t)n), *v = ints((size_t)n);
+  for (int i = 0; i < n; i++) x[i] = u[i] = me + i;
+  MPI_Request rs[2];
+  MPI_Iallreduce(x, y, n, MPI_INT, MPI_SUM, a, &rs[0]);
+  MPI_Iallreduce(u, v, n, MPI_INT, MPI_SUM, b, &rs[1]);
+  if (me % 2) {
+    MPI_Wait(&rs[0], MPI_STATUS_IGNORE);
+    MPI_Wait(&rs[1], MPI_STATUS_IGNORE);
+  } else {
+    MPI_Wait(&rs[1], MPI_STATUS_IGNORE);
+    MPI_Wait(&rs[0], MPI_STATUS_IGNORE);
+  }
+  int ok = 1;
+  for (int i = 0; i < n; i++) ok = ok && y[i] == p * (p - 1) / 2 + p * i && v[i] == y[i];
+  check(ok, "iallreduce on two communicators, waited in opposite orders", 0);
+
+  for (int i = 0; i < n; i++) u[i] = me == 0 ? 7 * i : -1;
+  MPI_Iallreduce(x, y, n, MPI_INT, MPI_MAX, a, &rs[0]);
+  if (me % 2) {
+    MPI_Wait(&rs[0], MPI_STATUS_IGNORE);
+    MPI_Bcast(u, n, MPI_INT, 0, b);
+  } else {
+    MPI_Bcast(u, n, MPI_INT, 0, b);
+    MPI_Wait(&rs[0], MPI_STATUS_IGNORE);
+  }
+  ok = 1;
+  for (int i = 0; i < n; i++) ok = ok && y[i] == p - 1 + i && u[i] == 7 * i;
+  check(ok, "a blocking bcast on one communicator while another's call is outstanding", 0);
+  free(x), free(y), free(u), free(v);
+  MPI_Comm_free(&a);
+  MPI_Comm_free(&b);
+}
+
+/* A derived datatype freed right after the call that uses it, before the call completes. */
+static void freed_datatype(int n) {
+  MPI_Datatype strided;
+  MPI_Type_vector(n, 1, 2, MPI_INT, &strided);
+  MPI_Type_commit(&strided);
+  int *buf = ints(2 * (size_t)n);
+  for (int i = 0; i < n; i++) buf[2 * i] = me == 0 ? 3 * i + 1 : 0;
+  MPI_Request r;
+  MPI_Ibcast(buf, 1, strided, 0, MPI_COMM_WORLD, &r);
+  MPI_Type_free(&strided);
+  MPI_Wait(&r, MPI_STATUS_IGNORE);
+  int ok = 1;
+  for (int i = 0; i < n; i++) ok = ok && buf[2 * i] == 3 * i + 1 && buf[2 * i + 1] == 0;
+  check(ok, "ibcast of a datatype freed before its wait", 0);
+#if MPI_VERSION >= 4
+  MPI_Type_vector(n, 1, 2, MPI_INT, &strided);
+  MPI_Type_commit(&strided);
+  MPI_Bcast_init(buf, 1, strided, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &r);
+  MPI_Type_free(&strided);
+  for (int start = 0; start < 2; start++) {
+    for (int i = 0; i < n; i++) buf[2 * i] = me == 0 ? 5 * i + start : 0;
+    MPI_Start(&r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    ok = 1;
+    for (int i = 0; i < n; i++) ok = ok && buf[2 * i] == 5 * i + start && buf[2 * i + 1] == 0;
+    check(ok, "persistent bcast of a datatype freed after its init", start);
+  }
+  MPI_Request_free(&r);
+#endif
+  free(buf);
+}
+
 #if MPI_VERSION >= 4
 /* Persistent requests started three times with new data, by MPI_Start and MPI_Startall. */
 static void persistent_on(MPI_Comm comm, int big) {
@@ -289,6 +368,19 @@ int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 6;
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  int size;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  /* The first collective: a nonblocking barrier that rank 0 starts before it sends to rank 1,
+   * and rank 1 after it received: the barrier's start must not wait for rank 1. */
+  {
+    int token = 0;
+    MPI_Request b;
+    if (me == 1) MPI_Recv(&token, 1, MPI_INT, 0, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Ibarrier(MPI_COMM_WORLD, &b);
+    if (me == 0 && size > 1) MPI_Send(&(int){42}, 1, MPI_INT, 1, 5, MPI_COMM_WORLD);
+    MPI_Wait(&b, MPI_STATUS_IGNORE);
+    check(me != 1 || token == 42, "ibarrier started before a send its peer waits for", 0);
+  }
   for (int round = 0; round < rounds; round++)
     round_on(MPI_COMM_WORLD, round, round % 4 == 3 ? 20000 : 300);
 
@@ -310,10 +402,11 @@ int main(int argc, char **argv) {
   round_on(split, 200, 300);
   MPI_Comm_free(&split);
 
+  two_communicators(30000);
+  freed_datatype(5000);
+
   /* Freed while a call on it is outstanding. MPICH 4.0.2 itself fails this on a communicator
    * of one rank, Open MPI 4.1 (its libnbc) on any: only where the MPI's own call works. */
-  int size;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
 #if defined(OPEN_MPI)
   int freed_pending = 0;
 #else
