@@ -132,14 +132,20 @@ static struct mirror *mirror_of(MPI_Comm comm) {
     m->cc = NULL;
   }
   PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+  /* circulant splits a communicator of several nodes at its first call that runs as node
+   * phases, and waits for its peers there even in a nonblocking call, which must not: a
+   * barrier (which runs so) makes them now, and whether it succeeded is agreed too. */
+  if (all_ok) {
+    ok = circulant_barrier(m->cc) == CIRCULANT_SUCCESS;
+    if (!ok)
+      fprintf(stderr, "circulant-mpi: rank %d: circulant's first barrier on a communicator of %d failed: %s\n",
+              m->rank, m->size, circulant_last_error(m->cc));
+    PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+  }
   if (!all_ok && m->cc) {
     circulant_finalize(m->cc);
     m->cc = NULL;
   }
-  /* circulant splits a communicator of several nodes at its first call that runs as node
-   * phases, and waits for its peers there even in a nonblocking call, which must not: a
-   * barrier (which runs so) makes them now. A failure there fails on every rank. */
-  if (m->cc && circulant_barrier(m->cc) != CIRCULANT_SUCCESS) m->failed = m->given_up = 1;
   m->next = g_mirrors;
   if (g_mirrors) g_mirrors->prev = m;
   g_mirrors = m;
@@ -223,8 +229,12 @@ int layer_error(struct call *c, int rc, char *message, size_t cap) {
   int slot = rc >= 0 && rc <= CIRCULANT_ERR_INTERNAL ? rc : CIRCULANT_ERR_INTERNAL;
   if (!error_classes[slot] && PMPI_Add_error_class(&error_classes[slot]) != MPI_SUCCESS)
     error_classes[slot] = MPI_ERR_OTHER;
+  /* A code of its own for each failure, so that its string stays this call's message. */
   int code = error_classes[slot];
-  if (code != MPI_ERR_OTHER) PMPI_Add_error_string(code, message);
+  if (code != MPI_ERR_OTHER && PMPI_Add_error_code(error_classes[slot], &code) == MPI_SUCCESS)
+    PMPI_Add_error_string(code, message);
+  else
+    code = error_classes[slot];
   return code;
 }
 

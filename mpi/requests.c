@@ -253,10 +253,10 @@ static int test_one(MPI_Request *r, int *flag, MPI_Status *st, int consume) {
     progress(q);
     *flag = q->complete;
     if (!q->complete) return MPI_SUCCESS;
-    raise_once(q);
     int rc = q->result;
     empty_status(st, rc);
     if (consume) {
+      raise_once(q);
       drop(q);
       *r = MPI_REQUEST_NULL;
     }
