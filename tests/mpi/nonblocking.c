@@ -6,7 +6,9 @@
  * datatype on some ranks (freed before the wait); dup and split communicators (one freed while
  * its call is outstanding); calls on two communicators waited for in opposite orders on
  * different ranks, and a blocking call on one while the other's is outstanding; a
- * nonblocking barrier that returns while a peer still waits for this rank's message.
+ * nonblocking barrier that returns while a peer still waits for this rank's message;
+ * MPI_Testall that frees nothing before all are complete; MPI_Cancel refused (with
+ * CIRCULANT_MPI=on).
  * Prints "rank R: N passed, M failed"; exits non-zero on a failure.
  *
  *   nonblocking [ROUNDS]   (seeded alike on every rank) */
@@ -55,9 +57,18 @@ static void complete(int style, int n, MPI_Request *rs) {
     MPI_Waitall(n, rs, MPI_STATUSES_IGNORE);
     break;
   case 1: {
+    /* MPI_Testall frees nothing until everything is complete. */
     int flag = 0;
     MPI_Status st[MAXREQ];
-    while (!flag) MPI_Testall(n, rs, &flag, st);
+    MPI_Request before[MAXREQ];
+    while (!flag) {
+      memcpy(before, rs, sizeof *rs * (size_t)n);
+      MPI_Testall(n, rs, &flag, st);
+      if (!flag && memcmp(before, rs, sizeof *rs * (size_t)n)) {
+        failures++;
+        fprintf(stderr, "rank %d: MPI_Testall changed requests without completing all\n", me);
+      }
+    }
     break;
   }
   case 2:
@@ -404,6 +415,19 @@ int main(int argc, char **argv) {
 
   two_communicators(30000);
   freed_datatype(5000);
+
+  /* A served call cannot be cancelled (with CIRCULANT_MPI=on, where the layer serves it). */
+  const char *mode = getenv("CIRCULANT_MPI");
+  if (mode && !strcmp(mode, "on")) {
+    int v = me;
+    MPI_Request c;
+    MPI_Ibcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD, &c);
+    int rc = MPI_Cancel(&c), cls = MPI_SUCCESS;
+    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+    check(cls == MPI_ERR_REQUEST && c != MPI_REQUEST_NULL, "MPI_Cancel refused", 0);
+    MPI_Wait(&c, MPI_STATUS_IGNORE);
+    check(v == 0, "ibcast after a refused cancel", 0);
+  }
 
   /* Freed while a call on it is outstanding. MPICH 4.0.2 itself fails this on a communicator
    * of one rank, Open MPI 4.1 (its libnbc) on any: only where the MPI's own call works. */
