@@ -8,7 +8,7 @@
  * different ranks, and a blocking call on one while the other's is outstanding; a
  * nonblocking barrier that returns while a peer still waits for this rank's message;
  * MPI_Testall that frees nothing before all are complete; MPI_Cancel refused (with
- * CIRCULANT_MPI=on).
+ * CIRCULANT_MPI=on); with MPI 4, the large-count forms.
  * Prints "rank R: N passed, M failed"; exits non-zero on a failure.
  *
  *   nonblocking [ROUNDS]   (seeded alike on every rank) */
@@ -320,6 +320,54 @@ static void freed_datatype(int n) {
 }
 
 #if MPI_VERSION >= 4
+/* The large-count forms: MPI_Ibcast_c, MPI_Iallgatherv_c, MPI_Iallreduce_c and a persistent
+ * MPI_Bcast_init_c, against the PMPI_ calls on the same data. */
+static void large_count_forms(int n) {
+  int p, r;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  MPI_Count *counts = calloc((size_t)p, sizeof *counts);
+  MPI_Aint *displs = calloc((size_t)p, sizeof *displs);
+  int *icounts = ints((size_t)p), *idispls = ints((size_t)p), total = 0;
+  for (int j = 0; j < p; j++) {
+    icounts[j] = (int)(counts[j] = (j * 37 + n) % (n + 1));
+    idispls[j] = (int)(displs[j] = total + j % 2);
+    total = idispls[j] + icounts[j];
+  }
+  int *b = ints((size_t)n), *bw = ints((size_t)n), *s = ints((size_t)n), *a = ints((size_t)n),
+      *aw = ints((size_t)n), *v = ints((size_t)total), *vw = ints((size_t)total);
+  fill(b, n, 11);
+  memcpy(bw, b, (size_t)n * sizeof(int));
+  fill(s, n, 12);
+  PMPI_Bcast(bw, n, MPI_INT, p - 1, MPI_COMM_WORLD);
+  PMPI_Allreduce(s, aw, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  PMPI_Allgatherv(s, icounts[r], MPI_INT, vw, icounts, idispls, MPI_INT, MPI_COMM_WORLD);
+  MPI_Request rs[3];
+  MPI_Ibcast_c(b, n, MPI_INT, p - 1, MPI_COMM_WORLD, &rs[0]);
+  MPI_Iallreduce_c(s, a, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rs[1]);
+  MPI_Iallgatherv_c(s, counts[r], MPI_INT, v, counts, displs, MPI_INT, MPI_COMM_WORLD, &rs[2]);
+  MPI_Waitall(3, rs, MPI_STATUSES_IGNORE);
+  int ok = 1;
+  for (int j = 0; j < p; j++)
+    ok = ok && !memcmp(v + idispls[j], vw + idispls[j], (size_t)icounts[j] * sizeof(int));
+  check(!memcmp(b, bw, (size_t)n * sizeof(int)), "ibcast_c", 0);
+  check(!memcmp(a, aw, (size_t)n * sizeof(int)), "iallreduce_c", 0);
+  check(ok, "iallgatherv_c", 0);
+  MPI_Request q;
+  MPI_Bcast_init_c(b, n, MPI_INT, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &q);
+  for (int start = 0; start < 2; start++) {
+    fill(b, n, 20 + start);
+    memcpy(bw, b, (size_t)n * sizeof(int));
+    PMPI_Bcast(bw, n, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Start(&q);
+    MPI_Wait(&q, MPI_STATUS_IGNORE);
+    check(!memcmp(b, bw, (size_t)n * sizeof(int)), "persistent bcast_c", start);
+  }
+  MPI_Request_free(&q);
+  free(b), free(bw), free(s), free(a), free(aw), free(v), free(vw);
+  free(counts), free(displs), free(icounts), free(idispls);
+}
+
 /* Persistent requests started three times with new data, by MPI_Start and MPI_Startall. */
 static void persistent_on(MPI_Comm comm, int big) {
   int p, r;
@@ -447,6 +495,7 @@ int main(int argc, char **argv) {
   }
 
 #if MPI_VERSION >= 4
+  large_count_forms(3000);
   persistent_on(MPI_COMM_WORLD, 300);
   persistent_on(dup, 5000);
 #endif
