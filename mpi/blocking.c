@@ -5,13 +5,7 @@
 
 #include <stdlib.h>
 
-/* int counts and displacements as MPI_Count and MPI_Aint (NULL where not significant). */
-struct varrays {
-  MPI_Count *counts;
-  MPI_Aint *displs;
-};
-
-static int widen(struct varrays *v, MPI_Comm comm, const int *counts, const int *displs) {
+int widen(struct varrays *v, MPI_Comm comm, const int *counts, const int *displs) {
   v->counts = NULL;
   v->displs = NULL;
   if (!counts || !displs) return 1;
@@ -27,7 +21,7 @@ static int widen(struct varrays *v, MPI_Comm comm, const int *counts, const int 
   return 1;
 }
 
-static void unwiden(struct varrays *v) {
+void unwiden(struct varrays *v) {
   free(v->counts);
   free(v->displs);
 }

@@ -228,6 +228,15 @@ struct args {
  * circulant or given to the PMPI_ nonblocking function; `*req` the program's request. */
 HIDDEN int layer_issue(const struct args *a, int variant, MPI_Request *req);
 
+/* blocking.c: `int` counts and displacements as MPI_Count and MPI_Aint (NULL where
+ * `counts` or `displs` is NULL); 0 when out of memory. */
+struct varrays {
+  MPI_Count *counts;
+  MPI_Aint *displs;
+};
+HIDDEN int widen(struct varrays *v, MPI_Comm comm, const int *counts, const int *displs);
+HIDDEN void unwiden(struct varrays *v);
+
 /* requests.c: a nonblocking call circulant started, as the program's request; a persistent
  * request of the layer; the requests left at MPI_Finalize. */
 HIDDEN int request_started(struct call *c, const struct ccall *x, struct later *l);

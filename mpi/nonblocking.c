@@ -13,34 +13,18 @@
 
 #include <stdlib.h>
 
-/* int counts and displacements as MPI_Count and MPI_Aint. */
-static int widened(int n, const void *counts, const void *displs, MPI_Count **c, MPI_Aint **d) {
-  *c = malloc(sizeof **c * (size_t)(n ? n : 1));
-  *d = malloc(sizeof **d * (size_t)(n ? n : 1));
-  if (!*c || !*d) return 0;
-  for (int j = 0; j < n; j++) {
-    (*c)[j] = ((const int *)counts)[j];
-    (*d)[j] = ((const int *)displs)[j];
-  }
-  return 1;
-}
-
 static int serve_allgatherv(struct call *c, const struct args *a, int large) {
   if (!a->counts || !a->displs) return layer_pass(c, WHY_ARGUMENT);
   if (allgatherv_outside(c, a->counts, large, a->rtype)) return PASS;
   if (large)
     return serve_v(c, V_ALLGATHERV, a->send, a->scount, a->stype, a->recv, a->counts, a->displs,
                    0, a->rtype, 0);
-  int n;
-  PMPI_Comm_size(c->comm, &n);
-  MPI_Count *counts = NULL;
-  MPI_Aint *displs = NULL;
-  int rc = widened(n, a->counts, a->displs, &counts, &displs)
-               ? serve_v(c, V_ALLGATHERV, a->send, a->scount, a->stype, a->recv, counts, displs,
-                         0, a->rtype, 0)
+  struct varrays v;
+  int rc = widen(&v, c->comm, a->counts, a->displs)
+               ? serve_v(c, V_ALLGATHERV, a->send, a->scount, a->stype, a->recv, v.counts,
+                         v.displs, 0, a->rtype, 0)
                : layer_pass(c, WHY_ARGUMENT);
-  free(counts);
-  free(displs);
+  unwiden(&v);
   return rc;
 }
 

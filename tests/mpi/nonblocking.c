@@ -50,6 +50,13 @@ static int *ints(size_t n) { return calloc(n + 1, sizeof(int)); }
 
 enum { OPS = 16, MAXREQ = OPS + 2 };
 
+#if MPI_VERSION >= 4
+static void user_sum(void *in, void *inout, int *len, MPI_Datatype *type) {
+  (void)type;
+  for (int i = 0; i < *len; i++) ((int *)inout)[i] += ((int *)in)[i];
+}
+#endif
+
 /* Completes `n` requests in the way `style` names. */
 static void complete(int style, int n, MPI_Request *rs) {
   switch (style) {
@@ -496,6 +503,19 @@ int main(int argc, char **argv) {
 
 #if MPI_VERSION >= 4
   large_count_forms(3000);
+  { /* A persistent reduction with a user's operation: MPI's own request. */
+    MPI_Op mine;
+    MPI_Op_create(user_sum, 1, &mine);
+    int in[4] = {me, 1, 2 * me, 3}, out[4] = {0}, want[4];
+    PMPI_Allreduce(in, want, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Request q;
+    MPI_Allreduce_init(in, out, 4, MPI_INT, mine, MPI_COMM_WORLD, MPI_INFO_NULL, &q);
+    MPI_Op_free(&mine);
+    MPI_Start(&q);
+    MPI_Wait(&q, MPI_STATUS_IGNORE);
+    check(!memcmp(out, want, sizeof out), "persistent allreduce of a user's operation", 0);
+    MPI_Request_free(&q);
+  }
   persistent_on(MPI_COMM_WORLD, 300);
   persistent_on(dup, 5000);
 #endif
