@@ -1,6 +1,7 @@
 /* circulant-mpi: what the layer's files share (circulant_mpi.c: communicators and the served
  * calls; settings.c: the settings and thresholds; blocking.c and nonblocking.c: the MPI entry
- * points of the collectives; requests.c: the layer's requests and the MPI request calls).
+ * points of the collectives; requests.c: the layer's requests and the MPI request calls;
+ * point_to_point.c: MPI's blocking point-to-point calls while the layer has calls outstanding).
  * Nothing here is exported from the library. */
 #ifndef CIRCULANT_MPI_LAYER_H
 #define CIRCULANT_MPI_LAYER_H
@@ -245,6 +246,12 @@ HIDDEN void requests_drain(struct mirror *m);
 /* Whether some nonblocking call of the layer is not complete; `x` run on `m` as a started call
  * waited for by the layer (which progresses the others meanwhile). */
 HIDDEN int requests_pending(void);
+/* One turn of a wait: the layer's calls on every communicator are stepped, every 32nd turn
+ * the MPI's too, and with `yield` the core goes to another process. */
+HIDDEN void keep_progressing(int yield);
+/* Waits for the MPI's own request `*r`, keeping the layer's calls moving while some are
+ * outstanding (the rest of the wait is PMPI_Wait). */
+HIDDEN int wait_moving(MPI_Request *r, MPI_Status *st);
 HIDDEN int requests_run(struct mirror *m, const struct ccall *x);
 /* Whether `type` is derived (a program may free it); `*owned` a duplicate of it. */
 HIDDEN int type_kept(MPI_Datatype type, MPI_Datatype *owned);

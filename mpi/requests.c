@@ -6,7 +6,10 @@
  * MPI_Request_get_status, MPI_Start, MPI_Startall, MPI_Cancel) are defined here: a request
  * of the layer is progressed with circulant_test, the others go to the PMPI_ function. While a
  * call waits for a request of the layer it keeps the MPI progressing too (MPI_Iprobe), as a
- * peer may need this rank's MPI messages before it joins the collective.
+ * peer may need this rank's MPI messages before it joins the collective. While some call of
+ * the layer is outstanding, a wait for the MPI's own requests alone (and point_to_point.c's
+ * blocking calls) keeps the layer's calls moving too: a peer may need them before it sends
+ * what the program waits for.
  *
  * circulant runs one call at a time on a communicator, and MPI lets a program start several:
  * the nonblocking calls of a communicator wait in the order they were made, the first one in
@@ -94,7 +97,7 @@ static int cancel_fn(void *extra, int complete) {
  * a turn, twice a served call's time). */
 static void step_all(void);
 
-static void keep_progressing(int yield) {
+void keep_progressing(int yield) {
   static unsigned turns;
   step_all();
   if (++turns % 32 == 0) {
@@ -279,8 +282,17 @@ static int active_of_ours(MPI_Request r) {
   return q && (q->kind == NONBLOCKING || q->inner != MPI_REQUEST_NULL);
 }
 
+int wait_moving(MPI_Request *r, MPI_Status *st) {
+  for (;;) {
+    if (!requests_pending()) return PMPI_Wait(r, st);
+    int flag = 0, rc = PMPI_Test(r, &flag, st);
+    if (flag || rc != MPI_SUCCESS) return rc;
+    keep_progressing(1);
+  }
+}
+
 int MPI_Wait(MPI_Request *r, MPI_Status *st) {
-  if (!find(*r)) return PMPI_Wait(r, st);
+  if (!find(*r)) return wait_moving(r, st);
   for (;;) {
     int flag = 0, rc = test_one(r, &flag, st, 1);
     if (flag || rc != MPI_SUCCESS) return rc;
@@ -307,7 +319,7 @@ static MPI_Status *status_at(MPI_Status *sts, int i) {
 }
 
 int MPI_Waitall(int n, MPI_Request rs[], MPI_Status sts[]) {
-  if (!any_of_ours(n, rs)) return PMPI_Waitall(n, rs, sts);
+  if (!any_of_ours(n, rs) && !requests_pending()) return PMPI_Waitall(n, rs, sts);
   char *done = calloc((size_t)n, 1);
   if (!done) return MPI_ERR_NO_MEM;
   int left = n, first_error = MPI_SUCCESS;
@@ -381,7 +393,7 @@ int MPI_Testany(int n, MPI_Request rs[], int *idx, int *flag, MPI_Status *st) {
 }
 
 int MPI_Waitany(int n, MPI_Request rs[], int *idx, MPI_Status *st) {
-  if (!any_of_ours(n, rs)) return PMPI_Waitany(n, rs, idx, st);
+  if (!any_of_ours(n, rs) && !requests_pending()) return PMPI_Waitany(n, rs, idx, st);
   for (;;) {
     int flag = 0, rc = testany(n, rs, idx, &flag, st);
     if (flag || rc != MPI_SUCCESS) return rc;
@@ -421,7 +433,7 @@ int MPI_Testsome(int n, MPI_Request rs[], int *outcount, int indices[], MPI_Stat
 }
 
 int MPI_Waitsome(int n, MPI_Request rs[], int *outcount, int indices[], MPI_Status sts[]) {
-  if (!any_of_ours(n, rs)) return PMPI_Waitsome(n, rs, outcount, indices, sts);
+  if (!any_of_ours(n, rs) && !requests_pending()) return PMPI_Waitsome(n, rs, outcount, indices, sts);
   for (;;) {
     int rc = testsome(n, rs, outcount, indices, sts);
     if (*outcount != 0 || rc != MPI_SUCCESS) return rc;

@@ -349,8 +349,10 @@ const SERVED_NONBLOCKING: [&str; 11] = [
 /// tests/mpi/nonblocking.c at p = 1, 2, 3, 4, 8 with CIRCULANT_MPI=on: every check passes;
 /// every nonblocking collective but the rooted `v` ones was served, those passed through; the
 /// first call on a new communicator passed (no blocking call had started circulant on it);
-/// under MPICH the persistent collectives and the large-count forms were served. With auto
-/// every check passes; with off nothing is served.
+/// under MPICH the persistent collectives and the large-count forms were served; ranks that
+/// wait in MPI's blocking point-to-point calls (and in `MPI_Wait` on a receive) for a peer
+/// whose served broadcast needs them keep it going (p ≥ 3). With auto every check passes; with
+/// off nothing is served.
 fn nonblocking(mpi: Mpi) {
     let Some(lib) = layer(mpi) else { return };
     let exe = program(mpi, "nonblocking.c");

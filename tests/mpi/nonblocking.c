@@ -7,7 +7,8 @@
  * its call is outstanding); calls on two communicators waited for in opposite orders on
  * different ranks, and a blocking call on one while the other's is outstanding; a
  * nonblocking barrier that returns while a peer still waits for this rank's message;
- * MPI_Testall that frees nothing before all are complete; MPI_Cancel refused (with
+ * MPI_Testall that frees nothing before all are complete; a rank inside MPI's own blocking
+ * point-to-point calls while a call its peers need is outstanding; MPI_Cancel refused (with
  * CIRCULANT_MPI=on); with MPI 4, the large-count forms.
  * Prints "rank R: N passed, M failed"; exits non-zero on a failure.
  *
@@ -294,6 +295,68 @@ static void two_communicators(int n) {
   MPI_Comm_free(&b);
 }
 
+/* A rank inside MPI's own blocking point-to-point calls keeps the layer's calls going. The
+ * last rank sends to each other rank only after its broadcast completed, which needs those
+ * ranks (the root's later blocks, the forwarding): they wait for its message first, in
+ * MPI_Recv, MPI_Probe, MPI_Sendrecv, MPI_Mprobe, MPI_Sendrecv_replace and MPI_Wait on a
+ * receive, in turn. */
+static void inside_point_to_point(int n) {
+  int p;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  if (p < 3) return;
+  const int last = p - 1, tag = 77;
+  for (int form = 0; form < 6; form++) {
+    int *x = ints((size_t)n);
+    for (int i = 0; i < n; i++) x[i] = me == 0 ? form * n + i : -1;
+    MPI_Request r;
+    MPI_Ibcast(x, n, MPI_INT, 0, MPI_COMM_WORLD, &r);
+    int token = -1, mine = 1000 * form + me;
+    if (me == last) {
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+      for (int j = 0; j < last; j++) {
+        int back = -1;
+        if (form == 1)
+          MPI_Ssend(&mine, 1, MPI_INT, j, tag, MPI_COMM_WORLD);
+        else if (form == 2 || form == 4)
+          MPI_Sendrecv(&mine, 1, MPI_INT, j, tag, &back, 1, MPI_INT, j, tag, MPI_COMM_WORLD,
+                       MPI_STATUS_IGNORE);
+        else
+          MPI_Send(&mine, 1, MPI_INT, j, tag, MPI_COMM_WORLD);
+        check(form != 2 && form != 4 ? 1 : back == 1000 * form + j, "reply to the last rank", form);
+      }
+    } else {
+      MPI_Status st;
+      if (form == 0) {
+        MPI_Recv(&token, 1, MPI_INT, last, tag, MPI_COMM_WORLD, &st);
+      } else if (form == 1) {
+        MPI_Probe(last, tag, MPI_COMM_WORLD, &st);
+        MPI_Recv(&token, 1, MPI_INT, last, tag, MPI_COMM_WORLD, &st);
+      } else if (form == 2) {
+        MPI_Sendrecv(&mine, 1, MPI_INT, last, tag, &token, 1, MPI_INT, last, tag, MPI_COMM_WORLD,
+                     &st);
+      } else if (form == 3) {
+        MPI_Message msg;
+        MPI_Mprobe(last, tag, MPI_COMM_WORLD, &msg, &st);
+        MPI_Mrecv(&token, 1, MPI_INT, &msg, &st);
+      } else if (form == 4) {
+        token = mine;
+        MPI_Sendrecv_replace(&token, 1, MPI_INT, last, tag, last, tag, MPI_COMM_WORLD, &st);
+      } else {
+        MPI_Request rr;
+        MPI_Irecv(&token, 1, MPI_INT, last, tag, MPI_COMM_WORLD, &rr);
+        MPI_Wait(&rr, &st);
+      }
+      check(token == 1000 * form + last && st.MPI_SOURCE == last, "message from the last rank",
+            form);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+    int ok = 1;
+    for (int i = 0; i < n; i++) ok = ok && x[i] == form * n + i;
+    check(ok, "ibcast completed around point-to-point calls", form);
+    free(x);
+  }
+}
+
 /* A derived datatype freed right after the call that uses it, before the call completes. */
 static void freed_datatype(int n) {
   MPI_Datatype strided;
@@ -469,6 +532,7 @@ int main(int argc, char **argv) {
   MPI_Comm_free(&split);
 
   two_communicators(30000);
+  inside_point_to_point(300000);
   freed_datatype(5000);
 
   /* A served call cannot be cancelled (with CIRCULANT_MPI=on, where the layer serves it). */
