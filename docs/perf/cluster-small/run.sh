@@ -2,7 +2,9 @@
 # Below 100 kB on the emulated cluster (300 Mbit/s): circulant's automatic choice against every
 # flat and node-aware algorithm, bcast and allgatherv (broadcast, spike, regular), 1 B - 100 kB,
 # 2 nodes x 4 ranks and 4 x 2 by blocks, ROUNDS rounds (default 3), 20 repetitions.
-# Brings a 4-node cluster up and down; needs a release build.
+# Brings a 4-node cluster up and down; needs a release build. LAYOUTS (default
+# "blocks:4 blocks:2"), MIN_BYTES and MAX_BYTES (1 and 100000) narrow the run; CLUSTER_BURST
+# sets the links' token bucket (ci/cluster; default 32kb).
 #
 #   docs/perf/cluster-small/run.sh OUT
 #   python3 docs/perf/cluster-small/summary.py OUT
@@ -18,10 +20,10 @@ A+=,hier-circulant-bcast,lane-circulant-bcast,recursive-doubling-allgather,bruck
 A+=,circulant-allgather,circulant-allgatherv,ring-allgather,pipelined-ring-allgatherv
 A+=,hier-circulant-allgatherv,lane-circulant-allgatherv
 for r in $(seq 1 "${ROUNDS:-3}"); do
-  for layout in blocks:4 blocks:2; do
+  for layout in ${LAYOUTS:-blocks:4 blocks:2}; do
     CLUSTER_LAYOUT=$layout CIRCULANT_PROVIDER='tcp;ofi_rxm' "$bin" run -n 8 --timeout 900 -- \
       "$root/ci/cluster" rank "$bin" bench --op bcast,allgatherv --dist broadcast,spike,regular \
-      --min-bytes 1 --max-bytes 100000 --reps 20 --algorithms "$A" --no-progress \
+      --min-bytes "${MIN_BYTES:-1}" --max-bytes "${MAX_BYTES:-100000}" --reps 20 --algorithms "$A" --no-progress \
       --csv "$out/${layout/:/-}-r$r.csv" > "$out/${layout/:/-}-r$r.txt" 2>&1
     echo "$layout round $r: exit $?"
   done
