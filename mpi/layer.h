@@ -243,8 +243,7 @@ HIDDEN void unwiden(struct varrays *v);
 HIDDEN int request_started(struct call *c, const struct ccall *x, struct later *l);
 /* Completes the layer's nonblocking calls on `m` (a blocking call runs after them). */
 HIDDEN void requests_drain(struct mirror *m);
-/* Whether some nonblocking call of the layer is not complete; `x` run on `m` as a started call
- * waited for by the layer (which progresses the others meanwhile). */
+/* Whether some nonblocking call of the layer is not complete. */
 HIDDEN int requests_pending(void);
 /* One turn of a wait: the layer's calls on every communicator are stepped, every 32nd turn
  * the MPI's too, and with `yield` the core goes to another process. */
@@ -252,6 +251,8 @@ HIDDEN void keep_progressing(int yield);
 /* Waits for the MPI's own request `*r`, keeping the layer's calls moving while some are
  * outstanding (the rest of the wait is PMPI_Wait). */
 HIDDEN int wait_moving(MPI_Request *r, MPI_Status *st);
+/* `x` run on `m` as a started call waited for by the layer (which progresses the others
+ * meanwhile). */
 HIDDEN int requests_run(struct mirror *m, const struct ccall *x);
 /* Whether `type` is derived (a program may free it); `*owned` a duplicate of it. */
 HIDDEN int type_kept(MPI_Datatype type, MPI_Datatype *owned);

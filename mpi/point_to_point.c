@@ -6,8 +6,8 @@
  * completed would never send: the program would stop where MPI's own nonblocking collectives,
  * which progress inside every MPI call, let it go on. So while some call of the layer is not
  * complete, the blocking point-to-point calls are made as their nonblocking forms, waited for
- * with the layer's calls moving (requests.c, `wait_moving`). Otherwise they go to the PMPI_
- * function at once. A send and a receive match alike in either form, so ranks may differ in
+ * with the layer's calls moving (requests.c, `wait_moving`), and a probe or test that finds
+ * nothing moves them once. Otherwise they go to the PMPI_ function at once. A send and a receive match alike in either form, so ranks may differ in
  * which one they take; blocking and nonblocking collectives do not match each other, so the
  * collectives MPI runs stay as the program made them.
  */
@@ -29,11 +29,12 @@ static int wait_pair(MPI_Request rs[2], MPI_Status *st) {
 }
 
 /* The receive `rs[1]` is posted and `rc` is how the send's start went: waits for both, or
- * withdraws the receive. */
+ * withdraws the receive (waited for: it may have matched a message already, which must not
+ * land in the buffer after the call returned). */
 static int pair_started(int rc, MPI_Request rs[2], MPI_Status *st) {
   if (rc == MPI_SUCCESS) return wait_pair(rs, st);
   PMPI_Cancel(&rs[1]);
-  PMPI_Request_free(&rs[1]);
+  PMPI_Wait(&rs[1], MPI_STATUS_IGNORE);
   return rc;
 }
 
@@ -84,14 +85,17 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest, int 
                          int source, int rtag, MPI_Comm comm, MPI_Status *st) {
   if (!requests_pending())
     return PMPI_Sendrecv_replace(buf, count, type, dest, stag, source, rtag, comm, st);
+  /* Where it cannot be packed (out of memory, a size beyond an int), MPI's own call. */
   int size = 0, at = 0;
-  int rc = PMPI_Pack_size(count, type, comm, &size);
-  if (rc != MPI_SUCCESS) return rc;
-  void *packed = malloc(size > 0 ? (size_t)size : 1);
-  if (!packed) return PMPI_Sendrecv_replace(buf, count, type, dest, stag, source, rtag, comm, st);
-  rc = PMPI_Pack(buf, count, type, packed, size, &at, comm);
+  void *packed = NULL;
+  if (PMPI_Pack_size(count, type, comm, &size) != MPI_SUCCESS ||
+      !(packed = malloc(size > 0 ? (size_t)size : 1)) ||
+      PMPI_Pack(buf, count, type, packed, size, &at, comm) != MPI_SUCCESS) {
+    free(packed);
+    return PMPI_Sendrecv_replace(buf, count, type, dest, stag, source, rtag, comm, st);
+  }
   MPI_Request rs[2];
-  if (rc == MPI_SUCCESS) rc = PMPI_Irecv(buf, count, type, source, rtag, comm, &rs[1]);
+  int rc = PMPI_Irecv(buf, count, type, source, rtag, comm, &rs[1]);
   if (rc == MPI_SUCCESS)
     rc = pair_started(PMPI_Isend(packed, at, MPI_PACKED, dest, stag, comm, &rs[0]), rs, st);
   free(packed);
@@ -114,6 +118,19 @@ int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *msg, MPI_Status 
     if (rc != MPI_SUCCESS || flag) return rc;
     keep_progressing(1);
   }
+}
+
+/* A program that polls with MPI_Iprobe (or MPI_Test, requests.c) moves the layer's calls too. */
+int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *st) {
+  int rc = PMPI_Iprobe(source, tag, comm, flag, st);
+  if (rc == MPI_SUCCESS && !*flag && requests_pending()) keep_progressing(0);
+  return rc;
+}
+
+int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *msg, MPI_Status *st) {
+  int rc = PMPI_Improbe(source, tag, comm, flag, msg, st);
+  if (rc == MPI_SUCCESS && !*flag && requests_pending()) keep_progressing(0);
+  return rc;
 }
 
 int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *msg, MPI_Status *st) {
@@ -173,14 +190,15 @@ int MPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype type, int de
   if (!requests_pending())
     return PMPI_Sendrecv_replace_c(buf, count, type, dest, stag, source, rtag, comm, st);
   MPI_Count size = 0, at = 0;
-  int rc = PMPI_Pack_size_c(count, type, comm, &size);
-  if (rc != MPI_SUCCESS) return rc;
-  void *packed = malloc(size > 0 ? (size_t)size : 1);
-  if (!packed)
+  void *packed = NULL;
+  if (PMPI_Pack_size_c(count, type, comm, &size) != MPI_SUCCESS ||
+      !(packed = malloc(size > 0 ? (size_t)size : 1)) ||
+      PMPI_Pack_c(buf, count, type, packed, size, &at, comm) != MPI_SUCCESS) {
+    free(packed);
     return PMPI_Sendrecv_replace_c(buf, count, type, dest, stag, source, rtag, comm, st);
-  rc = PMPI_Pack_c(buf, count, type, packed, size, &at, comm);
+  }
   MPI_Request rs[2];
-  if (rc == MPI_SUCCESS) rc = PMPI_Irecv_c(buf, count, type, source, rtag, comm, &rs[1]);
+  int rc = PMPI_Irecv_c(buf, count, type, source, rtag, comm, &rs[1]);
   if (rc == MPI_SUCCESS)
     rc = pair_started(PMPI_Isend_c(packed, at, MPI_PACKED, dest, stag, comm, &rs[0]), rs, st);
   free(packed);

@@ -52,6 +52,7 @@ struct lreq {
 };
 
 static struct lreq *g_requests; /* every request of the layer */
+static int g_outstanding;       /* its nonblocking calls not complete yet */
 
 static struct lreq *find(MPI_Request r) {
   if (!g_requests || r == MPI_REQUEST_NULL) return NULL;
@@ -144,6 +145,7 @@ int request_started(struct call *c, const struct ccall *x, struct later *l) {
   q->c = *c;
   q->x = *x;
   q->l = *l;
+  g_outstanding++;
   m->requests++;
   if (m->last)
     m->last->queue_next = q;
@@ -168,6 +170,7 @@ int request_persistent(const struct args *a, int variant, MPI_Request *req) {
  * program code runs while the layer progresses its calls. */
 static void complete(struct lreq *q, int rc) {
   q->complete = 1;
+  g_outstanding--;
   if (q->cr) circulant_request_free(q->cr);
   q->cr = NULL;
   MPI_Comm comm = q->c.m->orphaned ? MPI_COMM_WORLD : q->c.comm;
@@ -219,10 +222,12 @@ static void step_all(void) {
     }
 }
 
-int requests_pending(void) {
-  for (struct lreq *q = g_requests; q; q = q->next)
-    if (q->kind == NONBLOCKING && !q->complete) return 1;
-  return 0;
+int requests_pending(void) { return g_outstanding > 0; }
+
+/* After a test of the MPI's own requests that found nothing: a program polling them moves
+ * the layer's calls too. */
+static void tested(int flag) {
+  if (!flag && g_outstanding) keep_progressing(0);
 }
 
 int requests_run(struct mirror *m, const struct ccall *x) {
@@ -301,14 +306,22 @@ int MPI_Wait(MPI_Request *r, MPI_Status *st) {
 }
 
 int MPI_Test(MPI_Request *r, int *flag, MPI_Status *st) {
-  if (!find(*r)) return PMPI_Test(r, flag, st);
+  if (!find(*r)) {
+    int rc = PMPI_Test(r, flag, st);
+    tested(rc != MPI_SUCCESS || *flag);
+    return rc;
+  }
   int rc = test_one(r, flag, st, 1);
   if (!*flag) keep_progressing(0);
   return rc;
 }
 
 int MPI_Request_get_status(MPI_Request r, int *flag, MPI_Status *st) {
-  if (!find(r)) return PMPI_Request_get_status(r, flag, st);
+  if (!find(r)) {
+    int rc = PMPI_Request_get_status(r, flag, st);
+    tested(rc != MPI_SUCCESS || *flag);
+    return rc;
+  }
   int rc = test_one(&r, flag, st, 0);
   if (!*flag) keep_progressing(0);
   return rc;
@@ -320,7 +333,7 @@ static MPI_Status *status_at(MPI_Status *sts, int i) {
 
 int MPI_Waitall(int n, MPI_Request rs[], MPI_Status sts[]) {
   if (!any_of_ours(n, rs) && !requests_pending()) return PMPI_Waitall(n, rs, sts);
-  char *done = calloc((size_t)n, 1);
+  char *done = calloc(n > 0 ? (size_t)n : 1, 1);
   if (!done) return MPI_ERR_NO_MEM;
   int left = n, first_error = MPI_SUCCESS;
   while (left) {
@@ -341,7 +354,11 @@ int MPI_Waitall(int n, MPI_Request rs[], MPI_Status sts[]) {
 }
 
 int MPI_Testall(int n, MPI_Request rs[], int *flag, MPI_Status sts[]) {
-  if (!any_of_ours(n, rs)) return PMPI_Testall(n, rs, flag, sts);
+  if (!any_of_ours(n, rs)) {
+    int rc = PMPI_Testall(n, rs, flag, sts);
+    tested(rc != MPI_SUCCESS || *flag);
+    return rc;
+  }
   /* Nothing is freed unless everything is complete. */
   for (int i = 0; i < n; i++) {
     int f = 0;
@@ -388,7 +405,11 @@ static int testany(int n, MPI_Request rs[], int *idx, int *flag, MPI_Status *st)
 }
 
 int MPI_Testany(int n, MPI_Request rs[], int *idx, int *flag, MPI_Status *st) {
-  if (!any_of_ours(n, rs)) return PMPI_Testany(n, rs, idx, flag, st);
+  if (!any_of_ours(n, rs)) {
+    int rc = PMPI_Testany(n, rs, idx, flag, st);
+    tested(rc != MPI_SUCCESS || *flag);
+    return rc;
+  }
   return testany(n, rs, idx, flag, st);
 }
 
@@ -428,7 +449,11 @@ static int testsome(int n, MPI_Request rs[], int *outcount, int indices[], MPI_S
 }
 
 int MPI_Testsome(int n, MPI_Request rs[], int *outcount, int indices[], MPI_Status sts[]) {
-  if (!any_of_ours(n, rs)) return PMPI_Testsome(n, rs, outcount, indices, sts);
+  if (!any_of_ours(n, rs)) {
+    int rc = PMPI_Testsome(n, rs, outcount, indices, sts);
+    tested(rc != MPI_SUCCESS || *outcount != 0);
+    return rc;
+  }
   return testsome(n, rs, outcount, indices, sts);
 }
 

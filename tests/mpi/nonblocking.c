@@ -295,23 +295,89 @@ static void two_communicators(int n) {
   MPI_Comm_free(&b);
 }
 
-/* A rank inside MPI's own blocking point-to-point calls keeps the layer's calls going. The
- * last rank sends to each other rank only after its broadcast completed, which needs those
- * ranks (the root's later blocks, the forwarding): they wait for its message first, in
- * MPI_Recv, MPI_Probe, MPI_Sendrecv, MPI_Mprobe, MPI_Sendrecv_replace and MPI_Wait on a
- * receive, in turn. */
+/* A rank inside MPI's own point-to-point calls keeps the layer's calls going. The last rank
+ * sends to each other rank only after its broadcast completed, which needs those ranks (the
+ * root's later blocks, the forwarding): they wait for its message first, in turn in MPI_Recv,
+ * MPI_Probe, MPI_Sendrecv, MPI_Mprobe, MPI_Sendrecv_replace, and on a receive in MPI_Wait,
+ * MPI_Waitall (beside MPI_REQUEST_NULL), MPI_Waitany, MPI_Waitsome, an MPI_Test loop and an
+ * MPI_Iprobe loop. Then the other way: the others send to the last rank (MPI_Ssend, a large
+ * MPI_Send, with MPI 4 MPI_Ssend_c) before they wait, and it receives only after its wait. */
+enum { FROM_LAST = 11, TO_LAST = 3 };
+
+static void wait_for_last(int form, int *token, MPI_Status *st) {
+  const int tag = 77;
+  int last;
+  MPI_Comm_size(MPI_COMM_WORLD, &last);
+  last--;
+  int mine = 1000 * form + me, flag = 0, idx = -1, n = 0;
+  MPI_Request rr, pair[2];
+  MPI_Message msg;
+  switch (form) {
+  case 0:
+    MPI_Recv(token, 1, MPI_INT, last, tag, MPI_COMM_WORLD, st);
+    break;
+  case 1:
+    MPI_Probe(last, tag, MPI_COMM_WORLD, st);
+    MPI_Recv(token, 1, MPI_INT, last, tag, MPI_COMM_WORLD, st);
+    break;
+  case 2:
+    MPI_Sendrecv(&mine, 1, MPI_INT, last, tag, token, 1, MPI_INT, last, tag, MPI_COMM_WORLD, st);
+    break;
+  case 3:
+    MPI_Mprobe(last, tag, MPI_COMM_WORLD, &msg, st);
+    MPI_Mrecv(token, 1, MPI_INT, &msg, st);
+    break;
+  case 4:
+    *token = mine;
+    MPI_Sendrecv_replace(token, 1, MPI_INT, last, tag, last, tag, MPI_COMM_WORLD, st);
+    break;
+  case 5:
+    MPI_Irecv(token, 1, MPI_INT, last, tag, MPI_COMM_WORLD, &rr);
+    MPI_Wait(&rr, st);
+    break;
+  case 6:
+    MPI_Irecv(token, 1, MPI_INT, last, tag, MPI_COMM_WORLD, &pair[0]);
+    pair[1] = MPI_REQUEST_NULL;
+    {
+      MPI_Status sts[2];
+      MPI_Waitall(2, pair, sts);
+      *st = sts[0];
+    }
+    break;
+  case 7:
+    MPI_Irecv(token, 1, MPI_INT, last, tag, MPI_COMM_WORLD, &rr);
+    MPI_Waitany(1, &rr, &idx, st);
+    check(idx == 0, "MPI_Waitany's index", form);
+    break;
+  case 8:
+    MPI_Irecv(token, 1, MPI_INT, last, tag, MPI_COMM_WORLD, &rr);
+    MPI_Waitsome(1, &rr, &n, &idx, st);
+    check(n == 1 && idx == 0, "MPI_Waitsome's count", form);
+    break;
+  case 9:
+    MPI_Irecv(token, 1, MPI_INT, last, tag, MPI_COMM_WORLD, &rr);
+    while (!flag) MPI_Test(&rr, &flag, st);
+    break;
+  default:
+    while (!flag) MPI_Iprobe(last, tag, MPI_COMM_WORLD, &flag, st);
+    MPI_Recv(token, 1, MPI_INT, last, tag, MPI_COMM_WORLD, st);
+    break;
+  }
+}
+
 static void inside_point_to_point(int n) {
   int p;
   MPI_Comm_size(MPI_COMM_WORLD, &p);
   if (p < 3) return;
-  const int last = p - 1, tag = 77;
-  for (int form = 0; form < 6; form++) {
+  const int last = p - 1, tag = 77, big = 1 << 18;
+  int *large = ints(big);
+  for (int form = 0; form < FROM_LAST + TO_LAST; form++) {
     int *x = ints((size_t)n);
     for (int i = 0; i < n; i++) x[i] = me == 0 ? form * n + i : -1;
     MPI_Request r;
     MPI_Ibcast(x, n, MPI_INT, 0, MPI_COMM_WORLD, &r);
     int token = -1, mine = 1000 * form + me;
-    if (me == last) {
+    if (form < FROM_LAST && me == last) {
       MPI_Wait(&r, MPI_STATUS_IGNORE);
       for (int j = 0; j < last; j++) {
         int back = -1;
@@ -324,30 +390,34 @@ static void inside_point_to_point(int n) {
           MPI_Send(&mine, 1, MPI_INT, j, tag, MPI_COMM_WORLD);
         check(form != 2 && form != 4 ? 1 : back == 1000 * form + j, "reply to the last rank", form);
       }
-    } else {
+    } else if (form < FROM_LAST) {
       MPI_Status st;
-      if (form == 0) {
-        MPI_Recv(&token, 1, MPI_INT, last, tag, MPI_COMM_WORLD, &st);
-      } else if (form == 1) {
-        MPI_Probe(last, tag, MPI_COMM_WORLD, &st);
-        MPI_Recv(&token, 1, MPI_INT, last, tag, MPI_COMM_WORLD, &st);
-      } else if (form == 2) {
-        MPI_Sendrecv(&mine, 1, MPI_INT, last, tag, &token, 1, MPI_INT, last, tag, MPI_COMM_WORLD,
-                     &st);
-      } else if (form == 3) {
-        MPI_Message msg;
-        MPI_Mprobe(last, tag, MPI_COMM_WORLD, &msg, &st);
-        MPI_Mrecv(&token, 1, MPI_INT, &msg, &st);
-      } else if (form == 4) {
-        token = mine;
-        MPI_Sendrecv_replace(&token, 1, MPI_INT, last, tag, last, tag, MPI_COMM_WORLD, &st);
-      } else {
-        MPI_Request rr;
-        MPI_Irecv(&token, 1, MPI_INT, last, tag, MPI_COMM_WORLD, &rr);
-        MPI_Wait(&rr, &st);
-      }
+      wait_for_last(form, &token, &st);
       check(token == 1000 * form + last && st.MPI_SOURCE == last, "message from the last rank",
             form);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    } else if (me == last) {
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+      for (int j = 0; j < last; j++) {
+        int *into = form == FROM_LAST + 1 ? large : &token;
+        int count = form == FROM_LAST + 1 ? big : 1;
+        MPI_Recv(into, count, MPI_INT, j, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        check(into[0] == 1000 * form + j && into[count - 1] == 1000 * form + j,
+              "message to the last rank", form);
+      }
+    } else {
+      if (form == FROM_LAST) {
+        MPI_Ssend(&mine, 1, MPI_INT, last, tag, MPI_COMM_WORLD);
+      } else if (form == FROM_LAST + 1) {
+        large[0] = large[big - 1] = mine;
+        MPI_Send(large, big, MPI_INT, last, tag, MPI_COMM_WORLD);
+      } else {
+#if MPI_VERSION >= 4
+        MPI_Ssend_c(&mine, 1, MPI_INT, last, tag, MPI_COMM_WORLD);
+#else
+        MPI_Ssend(&mine, 1, MPI_INT, last, tag, MPI_COMM_WORLD);
+#endif
+      }
       MPI_Wait(&r, MPI_STATUS_IGNORE);
     }
     int ok = 1;
@@ -355,6 +425,7 @@ static void inside_point_to_point(int n) {
     check(ok, "ibcast completed around point-to-point calls", form);
     free(x);
   }
+  free(large);
 }
 
 /* A derived datatype freed right after the call that uses it, before the call completes. */
