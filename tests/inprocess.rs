@@ -37,7 +37,10 @@ fn cases(collective: &str, p: usize) -> Vec<Problem> {
             })
             .collect()
     };
-    let counts = [vec![0; p], uneven(1), uneven(97)];
+    // One rank holds every byte: that rank's broadcast ([`circulant::plan::one_source`]).
+    let mut one = vec![0; p];
+    one[p / 2] = 1031;
+    let counts = [vec![0; p], uneven(1), uneven(97), one];
     let reductions = [
         Reduction::new(Dtype::I64, ReduceOp::Sum),
         Reduction::new(Dtype::F64, ReduceOp::Max),
@@ -424,6 +427,11 @@ collective_tests! {
         ring_allgather = "ring-allgather": p1 p2 p3 p5 p8 / tcp: p1 p2 p3 p5;
         recursive_doubling_allgather = "recursive-doubling-allgather": p1 p2 p8 / tcp: p1 p2;
         bruck_allgather = "bruck-allgather": p1 p2 p3 p5 p8 / tcp: p1 p2 p3 p5;
+        // Counts of one rank are its broadcast.
+        circulant_bcast = "circulant-bcast": p1 p2 p3 p5 p8 / tcp: p1 p2 p3 p5;
+        binomial_bcast = "binomial-bcast": p1 p2 p3 p5 p8 / tcp: p1 p2 p3 p5;
+        scatter_allgather_bcast = "scatter-allgather-bcast": p1 p2 p3 p5 p8 / tcp: p1 p2 p3 p5;
+        round_robin_bcast = "round-robin-bcast": p1 p2 p3 p5 p8 / tcp: p1 p2 p3 p5;
     }
     allreduce {
         recursive_doubling_allreduce = "recursive-doubling-allreduce": p1 p2 p3 p5 p8 / tcp: p1 p2 p3 p5;

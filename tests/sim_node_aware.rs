@@ -221,6 +221,70 @@ fn bytes_across_node_links_are_what_the_collective_needs() {
     }
 }
 
+/// An allgatherv whose bytes all come from one rank is that rank's broadcast: every
+/// broadcast, flat and node-aware, runs as it (under the broadcast's name) and is correct in
+/// the simulator, merged or not; the node-aware ones bring the block into every other node
+/// once; an allgatherv with two sources has none of them.
+#[test]
+fn an_allgatherv_from_one_rank_runs_every_broadcast() {
+    let broadcasts = [
+        "circulant-bcast",
+        "binomial-bcast",
+        "scatter-allgather-bcast",
+        "round-robin-bcast",
+        "hier-circulant-bcast",
+        "lane-circulant-bcast",
+    ];
+    for p in [3, 6, 8, 13, 24] {
+        for layout in layouts(p) {
+            for (source, m) in [(0, 37), (p / 2, 1000), (p - 1, 4096)] {
+                let mut counts = vec![0; p];
+                counts[source] = m;
+                let problem = Problem::Allgatherv { counts };
+                let algs = registry::applicable_on(&problem, &layout, &COSTS).unwrap();
+                let names: Vec<&str> = algs.iter().map(|a| a.name()).collect();
+                for want in broadcasts {
+                    assert!(names.contains(&want), "{want} missing: {names:?}");
+                }
+                for alg in &algs {
+                    let at = || {
+                        format!(
+                            "{} from {source} on {:?}",
+                            alg.name(),
+                            layout.node_of_each()
+                        )
+                    };
+                    simulate(alg.as_ref(), &COSTS.across)
+                        .unwrap_or_else(|e| panic!("{}: {e}", at()));
+                    let limits = IovLimits::new(2, 2).unwrap();
+                    simulate_merged(alg.as_ref(), &COSTS.across, limits)
+                        .unwrap_or_else(|e| panic!("{} merged: {e}", at()));
+                }
+                for name in ["hier-circulant-bcast", "lane-circulant-bcast"] {
+                    let alg = registry::by_name_on(name, &problem, &layout, &COSTS).unwrap();
+                    assert_eq!(alg.problem(), &problem);
+                    let links = node_links(alg.as_ref(), layout.node_of_each()).unwrap();
+                    for v in 0..layout.nodes() {
+                        let want = if v == layout.node_of(source) {
+                            0
+                        } else {
+                            m as u64
+                        };
+                        assert_eq!(links.into[v], want, "{name} p={p} node {v}");
+                    }
+                }
+            }
+            let mut two = vec![0; p];
+            two[0] = 5;
+            two[p - 1] = 5;
+            let problem = Problem::Allgatherv { counts: two };
+            for alg in registry::applicable_on(&problem, &layout, &COSTS).unwrap() {
+                assert!(!broadcasts.contains(&alg.name()), "{}", alg.name());
+            }
+        }
+    }
+}
+
 /// Sizes at which the levels' block counts differ (the phases of one composite then run the
 /// same algorithm on the same problem with other block counts), and long vectors whose
 /// lanes choose other allreduces than short ones.

@@ -43,6 +43,7 @@ pub mod intergroup;
 pub mod layout;
 pub mod merge;
 pub mod multilane;
+pub mod one_source;
 pub mod probe;
 mod problem;
 pub mod reduce;

@@ -10,6 +10,7 @@ use super::circulant::{
 use super::hierarchical::{HierAllgatherv, HierAllreduce, HierBarrier, HierBroadcast, HierReduce};
 use super::intergroup::{IntergroupAllgatherv, RootGathering};
 use super::multilane::{LaneAllgatherv, LaneAllreduce, LaneBarrier, LaneBroadcast, LaneReduce};
+use super::one_source::{as_broadcast, OneSource};
 use super::ring::PipelinedRingAllgatherv;
 use super::rootedv::{BinomialGatherv, BinomialScatterv, LinearGatherv, LinearScatterv};
 use super::roundrobin::RoundRobinBroadcast;
@@ -100,11 +101,39 @@ pub fn by_name(
         .iter()
         .find(|(n, _)| *n == name)
         .ok_or_else(|| PlanError::UnknownAlgorithm(name.to_string()))?;
-    make(problem, model)
+    made(problem, |p| make(p, model))
 }
 
-/// Every algorithm that solves `problem`, with model-chosen block counts. Errors only if the
-/// problem itself is invalid.
+/// `make` for `problem`, or, where it is a broadcast's algorithm and `problem` an allgatherv
+/// that one rank's broadcast solves ([`as_broadcast`]), that broadcast as the allgatherv.
+fn made(
+    problem: &Problem,
+    make: impl Fn(&Problem) -> Result<Box<dyn Algorithm>, PlanError>,
+) -> Result<Box<dyn Algorithm>, PlanError> {
+    match (make(problem), as_broadcast(problem)) {
+        (Err(PlanError::WrongCollective { .. }), Some(broadcast)) => {
+            boxed(OneSource::new(problem, make(&broadcast)?))
+        }
+        (made, _) => made,
+    }
+}
+
+/// Keeps the algorithms `made` returns, skipping those that do not solve the problem.
+fn keep(
+    out: &mut Vec<Box<dyn Algorithm>>,
+    made: Result<Box<dyn Algorithm>, PlanError>,
+) -> Result<(), PlanError> {
+    match made {
+        Ok(a) => out.push(a),
+        Err(PlanError::WrongCollective { .. } | PlanError::Unsupported { .. }) => {}
+        Err(e) => return Err(e),
+    }
+    Ok(())
+}
+
+/// Every algorithm that solves `problem`, with model-chosen block counts (for an allgatherv
+/// whose bytes all come from one rank, the broadcasts too, run as it: [`OneSource`]). Errors
+/// only if the problem itself is invalid.
 pub fn applicable(
     problem: &Problem,
     model: &CostModel,
@@ -112,11 +141,7 @@ pub fn applicable(
     problem.validate()?;
     let mut out = Vec::new();
     for (_, make) in ALL {
-        match make(problem, model) {
-            Ok(a) => out.push(a),
-            Err(PlanError::WrongCollective { .. } | PlanError::Unsupported { .. }) => {}
-            Err(e) => return Err(e),
-        }
+        keep(&mut out, made(problem, |p| make(p, model)))?;
     }
     Ok(out)
 }
@@ -185,7 +210,7 @@ pub fn by_name_on(
     costs: &LevelCosts,
 ) -> Result<Box<dyn Algorithm>, PlanError> {
     match NODE_AWARE.iter().find(|(n, _)| *n == name) {
-        Some((_, make)) => make(problem, layout, costs),
+        Some((_, make)) => made(problem, |p| make(p, layout, costs)),
         None => by_name(name, problem, &costs.across),
     }
 }
@@ -205,11 +230,7 @@ pub fn applicable_on(
     };
     let mut out = applicable(problem, flat)?;
     for (_, make) in NODE_AWARE {
-        match make(problem, layout, costs) {
-            Ok(a) => out.push(a),
-            Err(PlanError::WrongCollective { .. } | PlanError::Unsupported { .. }) => {}
-            Err(e) => return Err(e),
-        }
+        keep(&mut out, made(problem, |p| make(p, layout, costs)))?;
     }
     Ok(out)
 }
