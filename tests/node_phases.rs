@@ -394,13 +394,29 @@ fn large_calls_and_no_segment_run_plans() {
         let (send, mut recv) = ([1i64], [0i64]);
         comm.allreduce(&send, &mut recv, ReduceOp::Sum)
             .expect("allreduce");
-        (configured, named, comm.last().map(|e| e.algorithm), recv[0])
+        let allreduce = comm.last().map(|e| e.algorithm);
+        // An allgatherv whose bytes all come from one rank is its broadcast: the configured
+        // broadcast is forced on it too.
+        let p = comm.size();
+        let mut counts = vec![0usize; p];
+        counts[p - 1] = 3;
+        let send = if comm.rank() == p - 1 {
+            vec![9u8; 3]
+        } else {
+            Vec::new()
+        };
+        let mut gathered = [0u8; 3];
+        comm.allgatherv(&send[..], &mut gathered[..], &counts)
+            .expect("allgatherv");
+        let one_source = (comm.last().map(|e| e.algorithm), gathered);
+        (configured, named, allreduce, recv[0], one_source)
     });
-    for (configured, named, allreduce, sum) in ran {
+    for (configured, named, allreduce, sum, one_source) in ran {
         assert_eq!(configured, Some("binomial-bcast"));
         assert_eq!(named, Some("circulant-bcast"));
         assert_eq!(allreduce, Some("hier-segment-allreduce"));
         assert_eq!(sum, hosts.len() as i64);
+        assert_eq!(one_source, (Some("binomial-bcast"), [9u8; 3]));
     }
 }
 
