@@ -300,9 +300,17 @@ static void two_communicators(int n) {
  * root's later blocks, the forwarding): they wait for its message first, in turn in MPI_Recv,
  * MPI_Probe, MPI_Sendrecv, MPI_Mprobe, MPI_Sendrecv_replace, and on a receive in MPI_Wait,
  * MPI_Waitall (beside MPI_REQUEST_NULL), MPI_Waitany, MPI_Waitsome, an MPI_Test loop and an
- * MPI_Iprobe loop. Then the other way: the others send to the last rank (MPI_Ssend, a large
+ * MPI_Iprobe loop, and with MPI 4 in MPI_Recv_c, MPI_Sendrecv_c, MPI_Sendrecv_replace_c and
+ * MPI_Mrecv_c. Then the other way: the others send to the last rank (MPI_Ssend, a large
  * MPI_Send, with MPI 4 MPI_Ssend_c) before they wait, and it receives only after its wait. */
+#if MPI_VERSION >= 4
+enum { FROM_LAST = 15, TO_LAST = 3 }; /* with the large-count forms (11-14) */
+#else
 enum { FROM_LAST = 11, TO_LAST = 3 };
+#endif
+
+/* The forms in which the waiting rank sends too, so the last rank answers with MPI_Sendrecv. */
+static int answered(int form) { return form == 2 || form == 4 || form == 12 || form == 13; }
 
 static void wait_for_last(int form, int *token, MPI_Status *st) {
   const int tag = 77;
@@ -358,10 +366,27 @@ static void wait_for_last(int form, int *token, MPI_Status *st) {
     MPI_Irecv(token, 1, MPI_INT, last, tag, MPI_COMM_WORLD, &rr);
     while (!flag) MPI_Test(&rr, &flag, st);
     break;
-  default:
+  case 10:
     while (!flag) MPI_Iprobe(last, tag, MPI_COMM_WORLD, &flag, st);
     MPI_Recv(token, 1, MPI_INT, last, tag, MPI_COMM_WORLD, st);
     break;
+#if MPI_VERSION >= 4
+  case 11:
+    MPI_Recv_c(token, 1, MPI_INT, last, tag, MPI_COMM_WORLD, st);
+    break;
+  case 12:
+    MPI_Sendrecv_c(&mine, 1, MPI_INT, last, tag, token, 1, MPI_INT, last, tag, MPI_COMM_WORLD,
+                   st);
+    break;
+  case 13:
+    *token = mine;
+    MPI_Sendrecv_replace_c(token, 1, MPI_INT, last, tag, last, tag, MPI_COMM_WORLD, st);
+    break;
+  case 14:
+    MPI_Mprobe(last, tag, MPI_COMM_WORLD, &msg, st);
+    MPI_Mrecv_c(token, 1, MPI_INT, &msg, st);
+    break;
+#endif
   }
 }
 
@@ -383,12 +408,12 @@ static void inside_point_to_point(int n) {
         int back = -1;
         if (form == 1)
           MPI_Ssend(&mine, 1, MPI_INT, j, tag, MPI_COMM_WORLD);
-        else if (form == 2 || form == 4)
+        else if (answered(form))
           MPI_Sendrecv(&mine, 1, MPI_INT, j, tag, &back, 1, MPI_INT, j, tag, MPI_COMM_WORLD,
                        MPI_STATUS_IGNORE);
         else
           MPI_Send(&mine, 1, MPI_INT, j, tag, MPI_COMM_WORLD);
-        check(form != 2 && form != 4 ? 1 : back == 1000 * form + j, "reply to the last rank", form);
+        check(!answered(form) || back == 1000 * form + j, "reply to the last rank", form);
       }
     } else if (form < FROM_LAST) {
       MPI_Status st;
