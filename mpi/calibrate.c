@@ -1,6 +1,7 @@
 /* circulant-mpi-calibrate: measures, on this machine and at this p, each collective the MPI
  * layer serves through circulant (the MPI_ call, with CIRCULANT_MPI=on) against the MPI's own
- * (the PMPI_ call) at sizes from 8 bytes up to --max-bytes (x8 apart), and writes the
+ * (the PMPI_ call), in its blocking form and in its nonblocking one (MPI_Ibcast and MPI_Wait
+ * against PMPI_Ibcast and PMPI_Wait: the MPI's nonblocking algorithms are others), at sizes from 8 bytes up to --max-bytes (x8 apart), and writes the
  * thresholds file the layer reads in auto mode (CIRCULANT_MPI_THRESHOLDS): per collective the
  * ranges of measured sizes at which circulant was not slower in any of --rounds rounds (`A-B`
  * from the first to the last size of each run of them; `A-`, open, where the run reaches the
@@ -11,7 +12,8 @@
  *
  * Run it preloaded, as the programs that are to use the file will run:
  *   mpirun -n 4 -x LD_PRELOAD=target/mpi/libcirculant-mpi-openmpi.so \
- *     target/mpi/circulant-mpi-calibrate-openmpi [--max-bytes N] [--reps R] [--rounds K] FILE
+ *     target/mpi/circulant-mpi-calibrate-openmpi [--max-bytes N] [--reps R] [--rounds K]
+ *     [--forms blocking|nonblocking|both] FILE
  *
  * Sizes are those the layer compares with a threshold: the buffer of bcast and the
  * reductions (doubles), all p blocks of allgather, gather, scatter and alltoall, the sum of
@@ -51,13 +53,20 @@ static double now(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* One call of `op` on `bytes` (as the layer counts them), through the layer or MPI. */
-static void call(int op, uint64_t bytes, int native) {
-  int block = (int)(bytes / (uint64_t)p), elems = (int)(bytes / sizeof(double));
+/* The counts and displacements of the `v` forms for `bytes` in all (equal, or all on the last
+ * rank); this rank's block. */
+static int v_layout(uint64_t bytes) {
+  int block = (int)(bytes / (uint64_t)p);
   for (int j = 0; j < p; j++) {
     counts[j] = skewed ? (j == p - 1 ? block * p : 0) : block;
     displs[j] = skewed ? 0 : j * block;
   }
+  return block;
+}
+
+/* One call of `op` on `bytes` (as the layer counts them), through the layer or MPI. */
+static void call(int op, uint64_t bytes, int native) {
+  int block = v_layout(bytes), elems = (int)(bytes / sizeof(double));
   int mine = counts[me];
   MPI_Comm w = MPI_COMM_WORLD;
   int root = 0;
@@ -78,14 +87,43 @@ static void call(int op, uint64_t bytes, int native) {
   }
 }
 
-/* The slowest rank's time of one call, minimum over `reps`. */
-static double measure(int op, uint64_t bytes, int native, int reps) {
+/* The nonblocking form of `call`, waited for at once: MPI_Ibcast and MPI_Wait through the
+ * layer, or PMPI_Ibcast and PMPI_Wait (not the `v` forms rooted at one rank, which the layer
+ * passes). */
+static void icall(int op, uint64_t bytes, int native) {
+  int block = v_layout(bytes), elems = (int)(bytes / sizeof(double));
+  int mine = counts[me];
+  MPI_Comm w = MPI_COMM_WORLD;
+  MPI_Request r = MPI_REQUEST_NULL;
+  int root = 0;
+  switch (op) {
+  case BARRIER: native ? PMPI_Ibarrier(w, &r) : MPI_Ibarrier(w, &r); break;
+  case BCAST: native ? PMPI_Ibcast(sbuf, (int)bytes, MPI_BYTE, root, w, &r) : MPI_Ibcast(sbuf, (int)bytes, MPI_BYTE, root, w, &r); break;
+  case ALLGATHER: native ? PMPI_Iallgather(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, w, &r) : MPI_Iallgather(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, w, &r); break;
+  case ALLGATHERV: native ? PMPI_Iallgatherv(sbuf, mine, MPI_BYTE, rbuf, counts, displs, MPI_BYTE, w, &r) : MPI_Iallgatherv(sbuf, mine, MPI_BYTE, rbuf, counts, displs, MPI_BYTE, w, &r); break;
+  case ALLREDUCE: native ? PMPI_Iallreduce(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w, &r) : MPI_Iallreduce(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w, &r); break;
+  case REDUCE: native ? PMPI_Ireduce(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, root, w, &r) : MPI_Ireduce(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, root, w, &r); break;
+  case GATHER: native ? PMPI_Igather(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, root, w, &r) : MPI_Igather(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, root, w, &r); break;
+  case SCATTER: native ? PMPI_Iscatter(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, root, w, &r) : MPI_Iscatter(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, root, w, &r); break;
+  case ALLTOALL: native ? PMPI_Ialltoall(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, w, &r) : MPI_Ialltoall(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, w, &r); break;
+  case SCAN: native ? PMPI_Iscan(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w, &r) : MPI_Iscan(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w, &r); break;
+  case EXSCAN: native ? PMPI_Iexscan(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w, &r) : MPI_Iexscan(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w, &r); break;
+  default: return;
+  }
+  native ? PMPI_Wait(&r, MPI_STATUS_IGNORE) : MPI_Wait(&r, MPI_STATUS_IGNORE);
+}
+
+/* Whether the layer can serve the nonblocking form of `op`. */
+static int nonblocking_served(int op) { return op != GATHERV && op != SCATTERV; }
+
+/* The slowest rank's time of one call (nonblocking where `nb`), minimum over `reps`. */
+static double measure(int op, uint64_t bytes, int native, int reps, int nb) {
   double best = 1e30;
-  call(op, bytes, native); /* warm-up: plans, registrations, the first touch */
+  (nb ? icall : call)(op, bytes, native); /* warm-up: plans, registrations, the first touch */
   for (int r = 0; r < reps; r++) {
     PMPI_Barrier(MPI_COMM_WORLD);
     double t0 = now();
-    call(op, bytes, native);
+    (nb ? icall : call)(op, bytes, native);
     double mine = now() - t0, slowest;
     PMPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (slowest < best) best = slowest;
@@ -96,7 +134,7 @@ static double measure(int op, uint64_t bytes, int native, int reps) {
 static void usage(const char *why) {
   if (me == 0)
     fprintf(stderr,
-            "circulant-mpi-calibrate: %s\nusage: circulant-mpi-calibrate [--max-bytes N] [--reps R] [--rounds K] FILE\n",
+            "circulant-mpi-calibrate: %s\nusage: circulant-mpi-calibrate [--max-bytes N] [--reps R] [--rounds K] [--forms blocking|nonblocking|both] FILE\n",
             why);
   PMPI_Finalize();
   exit(2);
@@ -112,6 +150,7 @@ int main(int argc, char **argv) {
   uint64_t max_bytes = 1 << 20;
   int reps = 10;
   int rounds = 3;
+  int forms = 3; /* bit 0: blocking, bit 1: nonblocking */
   const char *file = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc) {
@@ -125,6 +164,10 @@ int main(int argc, char **argv) {
     } else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
       rounds = atoi(argv[++i]);
       if (rounds < 1 || rounds > 1000) usage("--rounds: 1 to 1000");
+    } else if (!strcmp(argv[i], "--forms") && i + 1 < argc) {
+      const char *f = argv[++i];
+      forms = !strcmp(f, "blocking") ? 1 : !strcmp(f, "nonblocking") ? 2 : !strcmp(f, "both") ? 3 : 0;
+      if (!forms) usage("--forms: blocking, nonblocking or both");
     } else if (argv[i][0] == '-' || file) {
       usage("unknown argument");
     } else {
@@ -160,9 +203,16 @@ int main(int argc, char **argv) {
             mpi, p, reps, rounds, ctime(&t));
     fprintf(out, "# per size: circulant / MPI time (the largest of the rounds), then the collective "
                  "and its byte ranges\n");
-    printf("%-10s %10s %12s %12s\n", "collective", "bytes", "circulant_s", "mpi_s");
+    if (forms & 2)
+      fprintf(out, "# `ibcast`, ...: the nonblocking forms, each call waited for at once; igatherv "
+                   "and iscatterv are passed by the layer\n");
+    printf("%-11s %10s %12s %12s\n", "collective", "bytes", "circulant_s", "mpi_s");
   }
-  for (int op = 0; op < OPS; op++) {
+  for (int task = 0; task < 2 * OPS; task++) {
+    int nb = task >= OPS, op = task % OPS;
+    if (!(forms & (nb ? 2 : 1)) || (nb && !nonblocking_served(op))) continue;
+    char name[16];
+    snprintf(name, sizeof name, "%s%s", nb ? "i" : "", names[op]);
     uint64_t sizes[32];
     double worst[32];
     int n = 0;
@@ -178,16 +228,16 @@ int main(int argc, char **argv) {
           /* Each round in the other order, so that neither side always runs second. */
           double ours, theirs;
           if (round % 2) {
-            theirs = measure(op, bytes, 1, reps);
-            ours = measure(op, bytes, 0, reps);
+            theirs = measure(op, bytes, 1, reps, nb);
+            ours = measure(op, bytes, 0, reps, nb);
           } else {
-            ours = measure(op, bytes, 0, reps);
-            theirs = measure(op, bytes, 1, reps);
+            ours = measure(op, bytes, 0, reps, nb);
+            theirs = measure(op, bytes, 1, reps, nb);
           }
           double ratio = theirs > 0 ? ours / theirs : INFINITY;
           if (ratio > worst[n]) worst[n] = ratio;
           if (me == 0)
-            printf("%-10s %10llu %12.3e %12.3e%s\n", names[op], (unsigned long long)bytes, ours,
+            printf("%-11s %10llu %12.3e %12.3e%s\n", name, (unsigned long long)bytes, ours,
                    theirs, skewed ? " (one rank's)" : "");
         }
       }
@@ -199,7 +249,7 @@ int main(int argc, char **argv) {
       fprintf(out, "#");
       for (int i = 0; i < n; i++)
         fprintf(out, " %llu:%.2f", (unsigned long long)sizes[i], worst[i]);
-      fprintf(out, "\n%s", names[op]);
+      fprintf(out, "\n%s", name);
       /* Each run of sizes at which circulant was not slower: a range. */
       int ranges = 0;
       for (int i = 0; i < n; i++) {

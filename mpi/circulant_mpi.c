@@ -209,7 +209,7 @@ static int usable(struct call *c) {
 
 /* The threshold, then the communicator's mirror: 0 to serve, else PASS. */
 static int decide(struct call *c, uint64_t bytes) {
-  if (g_mode == MODE_AUTO && !in_ranges(c->op, bytes))
+  if (g_mode == MODE_AUTO && !in_ranges(c, bytes))
     return pass(c, WHY_THRESHOLD);
   c->m = mirror_for(c);
   if (!c->m) return pass(c, WHY_UNMIRRORED);
@@ -459,7 +459,7 @@ int serve_bcast(struct call *c, void *buf, MPI_Count count, MPI_Datatype type, i
   /* Outside the ranges a call passes before its datatype is looked at: a passed call costs
    * next to nothing. */
   uint64_t bytes;
-  if (g_mode == MODE_AUTO && type_bytes(type, count, &bytes) && !in_ranges(c->op, bytes))
+  if (g_mode == MODE_AUTO && type_bytes(type, count, &bytes) && !in_ranges(c, bytes))
     return pass(c, WHY_THRESHOLD);
   struct side s;
   if (!side_of(&s, buf, count, type) || root < 0 || root >= size) return pass(c, WHY_ARGUMENT);
@@ -778,7 +778,7 @@ int serve_v(struct call *c, enum vkind kind, const void *sendbuf, MPI_Count scou
   } else {
     /* Only the root knows the counts: it decides and broadcasts its decision and the byte
      * counts with circulant, wherever the settings let the collective be served at all. */
-    if (g_mode == MODE_AUTO && g_threshold[c->op].n == 0) {
+    if (g_mode == MODE_AUTO && ranges_of(c)->n == 0) {
       rc = pass(c, WHY_THRESHOLD);
       goto out;
     }
@@ -790,7 +790,7 @@ int serve_v(struct call *c, enum vkind kind, const void *sendbuf, MPI_Count scou
     if (rank == root) {
       enum reason why = WHY_SERVED;
       if (!valid) why = packable(total) ? WHY_ARGUMENT : WHY_SIZE;
-      else if (g_mode == MODE_AUTO && !in_ranges(c->op, total)) why = WHY_THRESHOLD;
+      else if (g_mode == MODE_AUTO && !in_ranges(c, total)) why = WHY_THRESHOLD;
       bytes[size] = (uint64_t)why;
     }
     struct ccall decision = {.op = OP_BCAST, .recv = bytes,
@@ -947,7 +947,7 @@ int allgatherv_outside(struct call *c, const void *counts, int large, MPI_Dataty
     if (count < 0 || (size && (uint64_t)count > (UINT64_MAX / 2 - total) / (uint64_t)size)) return 0;
     total += (uint64_t)count * (uint64_t)size;
   }
-  if (in_ranges(c->op, total)) return 0;
+  if (in_ranges(c, total)) return 0;
   pass(c, WHY_THRESHOLD);
   return 1;
 }

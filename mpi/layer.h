@@ -170,10 +170,16 @@ struct ranges {
   int n;
   uint64_t from[MAX_RANGES], to[MAX_RANGES];
 };
-extern HIDDEN struct ranges g_threshold[OP_COUNT];
+/* The forms a thresholds file tells apart: the blocking calls (`bcast`), and the nonblocking
+ * and persistent ones (`ibcast`), which the MPI runs with other algorithms than its blocking
+ * ones (Open MPI's libnbc, for one). */
+enum form { FORM_BLOCKING, FORM_NONBLOCKING, FORM_COUNT };
+extern HIDDEN struct ranges g_threshold[FORM_COUNT][OP_COUNT];
 extern HIDDEN const char *g_threshold_source;
-/* Whether auto serves a call of `bytes` bytes of collective `op`. */
-HIDDEN int in_ranges(int op, uint64_t bytes);
+/* The ranges of `c`'s collective in `c`'s form. */
+HIDDEN const struct ranges *ranges_of(const struct call *c);
+/* Whether auto serves call `c` of `bytes` bytes. */
+HIDDEN int in_ranges(const struct call *c, uint64_t bytes);
 HIDDEN void read_settings(void);
 /* Prints "circulant-mpi: " and the message, and aborts the job. */
 HIDDEN void die(const char *fmt, const char *a, const char *b);

@@ -1,8 +1,9 @@
 /* circulant-mpi: the nonblocking collectives (MPI_Ibcast, ...) and MPI-4's persistent ones
  * (MPI_Bcast_init, ...), with their large-count forms where the MPI has them.
  *
- * A nonblocking call is served as the blocking one is (the same rules and thresholds), with
- * two differences: it never waits for its peers before it returns, so it is served only on a
+ * A nonblocking call is served as the blocking one is (the same rules; the thresholds of its
+ * own form, `ibcast`, ..., as the MPI's nonblocking algorithms are others), with two
+ * differences: it never waits for its peers before it returns, so it is served only on a
  * communicator a blocking call has already given a circulant communicator (MPI_COMM_WORLD from
  * MPI_Init; making one is collective), and MPI_Igatherv and MPI_Iscatterv pass (only the root
  * knows their counts, and telling the others would wait for the root). A persistent request

@@ -11,11 +11,14 @@
 enum mode g_mode = MODE_AUTO;
 int g_print_stats;
 
-struct ranges g_threshold[OP_COUNT];
+struct ranges g_threshold[FORM_COUNT][OP_COUNT];
 
-/* Whether auto serves a call of `bytes` bytes of collective `op`. */
-int in_ranges(int op, uint64_t bytes) {
-  const struct ranges *r = &g_threshold[op];
+const struct ranges *ranges_of(const struct call *c) {
+  return &g_threshold[variant_nonblocking(c->variant) ? FORM_NONBLOCKING : FORM_BLOCKING][c->op];
+}
+
+int in_ranges(const struct call *c, uint64_t bytes) {
+  const struct ranges *r = ranges_of(c);
   for (int i = 0; i < r->n; i++)
     if (bytes >= r->from[i] && bytes <= r->to[i]) return 1;
   return 0;
@@ -48,8 +51,9 @@ static uint64_t parse_bytes(const char *text, const char *where) {
 }
 
 /* Thresholds text: lines `COLLECTIVE RANGE...` or `COLLECTIVE never`, `#` comments, where a
- * range is `A-B` (A to B bytes), `A-` or `A` (A bytes and more); each line sets the ranges of
- * its collective. `source` names the text in messages. */
+ * range is `A-B` (A to B bytes), `A-` or `A` (A bytes and more) and a collective is a blocking
+ * one (`bcast`) or, with an `i` before it, the nonblocking and persistent forms (`ibcast`);
+ * each line sets the ranges of its collective and form. `source` names the text in messages. */
 static void parse_thresholds(const char *text, const char *source) {
   int number = 0;
   while (*text) {
@@ -70,9 +74,11 @@ static void parse_thresholds(const char *text, const char *source) {
     if (!name) continue;
     char where[600];
     snprintf(where, sizeof where, "%s line %d", source, number);
-    int op = -1;
+    int op = -1, form = FORM_BLOCKING;
     for (int i = 0; i < OP_COUNT; i++)
       if (strcmp(name, op_names[i]) == 0) op = i;
+    for (int i = 0; i < OP_COUNT && op < 0; i++)
+      if (name[0] == 'i' && strcmp(name + 1, op_names[i]) == 0) op = i, form = FORM_NONBLOCKING;
     if (op < 0) die("%s: unknown collective `%s`", where, name);
     struct ranges r = {0};
     int never = 0, words = 0;
@@ -95,7 +101,7 @@ static void parse_thresholds(const char *text, const char *source) {
     if (words == 0 || (never && words != 1))
       die("%s: expected `COLLECTIVE never` or `COLLECTIVE` and byte ranges (`A-B`, `A-`, `A`)%s",
           where, "");
-    g_threshold[op] = r;
+    g_threshold[form][op] = r;
   }
 }
 
@@ -137,7 +143,7 @@ void read_settings(void) {
     else if (strcmp(stats, "0") != 0)
       die("CIRCULANT_MPI_STATS=%s: expected 0 or 1%s", stats, "");
   }
-  for (int i = 0; i < OP_COUNT; i++) g_threshold[i].n = 0;
+  memset(g_threshold, 0, sizeof g_threshold);
   parse_thresholds(LAYER_THRESHOLDS, "the built-in thresholds");
   const char *file = getenv("CIRCULANT_MPI_THRESHOLDS");
   if (file && *file) read_thresholds(file);

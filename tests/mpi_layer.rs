@@ -491,6 +491,52 @@ fn thresholds_and_off_decide_what_is_served() {
         "{err}"
     );
 
+    // The nonblocking and persistent forms have thresholds of their own (`ibcast`, ...): a
+    // form the file says `never` for passes while the other form is served.
+    let file = dir.join("mpi-form-thresholds.txt");
+    std::fs::write(
+        &file,
+        "barrier 0-\nibarrier never\nbcast 0-\nibcast never\nallreduce never\niallreduce 0-\nallgatherv never\niallgatherv 0-\n",
+    )
+    .expect("write thresholds");
+    let done = job(
+        Mpi::Mpich,
+        3,
+        Some(&lib),
+        &[
+            ("CIRCULANT_MPI_STATS", "1"),
+            ("CIRCULANT_MPI_THRESHOLDS", &file.to_string_lossy()),
+        ],
+        &program(Mpi::Mpich, "nonblocking.c"),
+        &["2"],
+        &dir,
+    );
+    assert_all_passed(&done, 3, 170);
+    let err = &done.stderr;
+    for name in [
+        "MPI_Barrier",
+        "MPI_Bcast",
+        "MPI_Iallreduce",
+        "MPI_Iallgatherv",
+    ] {
+        let (served, _, _) = stats(err, name).unwrap_or_else(|| panic!("no {name}:\n{err}"));
+        assert!(served > 0, "{name} never served:\n{err}");
+    }
+    for name in [
+        "MPI_Ibarrier",
+        "MPI_Ibcast",
+        "MPI_Bcast_init",
+        "MPI_Allreduce",
+    ] {
+        let (served, passed, _) = stats(err, name).unwrap_or_else(|| panic!("no {name}:\n{err}"));
+        assert_eq!(served, 0, "{name} served:\n{err}");
+        let below = reason(err, name, "below-threshold");
+        assert!(
+            below > 0 && below + reason(err, name, "not-mirrored") == passed,
+            "{name}:\n{err}"
+        );
+    }
+
     let done = job(
         Mpi::OpenMpi,
         2,
@@ -883,6 +929,7 @@ fn calibration_writes_a_thresholds_file_the_layer_reads() {
         .filter_map(|l| l.split_once(' '))
         .collect();
     let names: Vec<&str> = settings.iter().map(|(name, _)| *name).collect();
+    // Every collective in its blocking form, then the nonblocking forms the layer serves.
     assert_eq!(
         names,
         [
@@ -898,7 +945,18 @@ fn calibration_writes_a_thresholds_file_the_layer_reads() {
             "scatterv",
             "alltoall",
             "scan",
-            "exscan"
+            "exscan",
+            "ibarrier",
+            "ibcast",
+            "iallgather",
+            "iallgatherv",
+            "iallreduce",
+            "ireduce",
+            "igather",
+            "iscatter",
+            "ialltoall",
+            "iscan",
+            "iexscan"
         ],
         "{text}"
     );
@@ -930,9 +988,44 @@ fn calibration_writes_a_thresholds_file_the_layer_reads() {
             .contains(&format!("thresholds {}", file.display())),
         "{done:?}"
     );
-    // A collective the file says `never` for is never served.
+    // `--forms nonblocking` measures the nonblocking forms alone; a form it does not know is
+    // refused.
+    let forms = dir.join("mpi-calibrated-nonblocking.txt");
+    let nb_args = [
+        "--max-bytes",
+        "64",
+        "--reps",
+        "1",
+        "--rounds",
+        "1",
+        "--forms",
+        "nonblocking",
+        forms.to_str().expect("utf-8"),
+    ];
+    let measured_nb = job(Mpi::OpenMpi, 2, Some(&lib), &[], &calibrate, &nb_args, &dir);
+    assert_eq!(measured_nb.code(), Some(0), "{measured_nb:?}");
+    let nb_text = std::fs::read_to_string(&forms).expect("the thresholds file");
+    let nb_names: Vec<&str> = nb_text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once(' ').map(|(name, _)| name))
+        .collect();
+    assert_eq!(nb_names, names[13..], "{nb_text}");
+    let mut bad = nb_args;
+    bad[7] = "sometimes";
+    let refused = job(Mpi::OpenMpi, 2, Some(&lib), &[], &calibrate, &bad, &dir);
+    assert_eq!(refused.code(), Some(2), "{refused:?}");
+    assert!(
+        refused
+            .stderr
+            .contains("--forms: blocking, nonblocking or both"),
+        "{refused:?}"
+    );
+
+    // A collective the file says `never` for is never served (the program makes blocking
+    // calls only).
     for (name, value) in &settings {
-        if *value == "never" {
+        if *value == "never" && !name.starts_with('i') {
             let mpi_name = SERVED
                 .iter()
                 .find(|n| n.to_lowercase() == format!("mpi_{name}"))
