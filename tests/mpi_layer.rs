@@ -425,6 +425,29 @@ fn nonblocking_and_persistent_under_open_mpi() {
     nonblocking(Mpi::OpenMpi);
 }
 
+/// The README's *Progress* bullet: a rank inside a collective MPI runs does not move the
+/// layer's calls, so a peer that waits for one before it joins that collective fails at the
+/// call's deadline (with circulant's message, not a hang); completing the call first avoids it.
+#[test]
+fn a_rank_inside_a_collective_mpi_runs_does_not_move_the_layers_calls() {
+    let Some(lib) = layer(Mpi::Mpich) else { return };
+    let exe = program(Mpi::Mpich, "progress.c");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let env = [("CIRCULANT_MPI", "on"), ("CIRCULANT_TIMEOUT", "3")];
+    let done = job(Mpi::Mpich, 3, Some(&lib), &env, &exe, &["first"], &dir);
+    assert_eq!(done.code(), Some(0), "{done:?}");
+    assert_eq!(done.stdout.matches(": completed").count(), 3, "{done:?}");
+    let done = job(Mpi::Mpich, 3, Some(&lib), &env, &exe, &["after"], &dir);
+    assert_ne!(done.code(), Some(0), "{done:?}");
+    // The rank whose deadline passed first says so; the job may end on a rank that heard of
+    // it from that rank first.
+    let said = |what: &str| done.stderr.contains(&format!("circulant bcast ({what})"));
+    assert!(
+        said("the operation timed out") || said("a peer failed or aborted the operation"),
+        "{done:?}"
+    );
+}
+
 /// auto with a thresholds file: what lies outside a collective's ranges or is `never` is passed
 /// through (and still correct); off passes everything through.
 #[test]
