@@ -499,7 +499,8 @@ pub fn shared_files_of(pid: &str) -> Vec<String> {
 
 /// libfabric's `shm` provider keeps each endpoint's region in `/dev/shm` as `PID:N:M` and
 /// removes it when the endpoint closes; a rank killed before (a job aborted by its MPI)
-/// leaves it. A test that kills ranks watches from before it starts them: on drop (also
+/// leaves it, and with it the library's receive slots (`circulant-PID-NAME`) that no peer
+/// mapped yet. A test that kills ranks watches from before it starts them: on drop (also
 /// when the test fails) the regions that appeared since and whose process is gone are
 /// removed. Regions of live processes (tests running beside this one) are left alone.
 pub struct ShmRegions {
@@ -513,7 +514,7 @@ impl ShmRegions {
         }
     }
 
-    /// The regions in /dev/shm, with the pid their name starts with.
+    /// The regions and receive slots in /dev/shm, with the pid their name holds.
     fn names() -> Vec<(std::ffi::OsString, u32)> {
         let Ok(entries) = std::fs::read_dir("/dev/shm") else {
             return Vec::new();
@@ -522,6 +523,10 @@ impl ShmRegions {
             .filter_map(|entry| {
                 let name = entry.ok()?.file_name();
                 let text = name.to_str()?;
+                if let Some(rest) = text.strip_prefix("circulant-") {
+                    let pid = rest.split('-').next()?.parse().ok()?;
+                    return Some((name, pid));
+                }
                 let parts: Vec<&str> = text.split(':').collect();
                 let [pid, a, b] = parts[..] else { return None };
                 if [a, b].iter().any(|p| p.parse::<u64>().is_err()) {
