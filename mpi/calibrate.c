@@ -1,11 +1,12 @@
 /* circulant-mpi-calibrate: measures, on this machine and at this p, each collective the MPI
  * layer serves through circulant (the MPI_ call, with CIRCULANT_MPI=on) against the MPI's own
  * (the PMPI_ call), in its blocking form and in its nonblocking one (MPI_Ibcast and MPI_Wait
- * against PMPI_Ibcast and PMPI_Wait: the MPI's nonblocking algorithms are others), at sizes from 8 bytes up to --max-bytes (x8 apart), and writes the
- * thresholds file the layer reads in auto mode (CIRCULANT_MPI_THRESHOLDS): per collective the
- * ranges of measured sizes at which circulant was not slower in any of --rounds rounds (`A-B`
- * from the first to the last size of each run of them; `A-`, open, where the run reaches the
- * largest size measured), or `never`. A round measures circulant, then the MPI (the MPI first
+ * against PMPI_Ibcast and PMPI_Wait: the MPI's nonblocking algorithms are others), at sizes
+ * from 8 bytes up to --max-bytes (x8 apart), and writes the thresholds file the layer reads
+ * in auto mode (CIRCULANT_MPI_THRESHOLDS): per collective and form the ranges of measured
+ * sizes at which circulant was not slower in any of --rounds rounds (`A-B` from the first to
+ * the last size of each run of them; `A-`, open, where the run reaches the largest size
+ * measured), or `never`. A round measures circulant, then the MPI (the MPI first
  * in odd rounds); on a shared, noisy machine one round alone serves sizes where a single lucky
  * minimum won. Between two measured sizes of a run circulant is taken to be as fast; beyond the
  * last size of a run that ends, not.
@@ -53,6 +54,9 @@ static double now(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* `MPI_F(...)` through the layer, or `PMPI_F(...)` where `native`. */
+#define EITHER(F, ...) (native ? PMPI_##F(__VA_ARGS__) : MPI_##F(__VA_ARGS__))
+
 /* The counts and displacements of the `v` forms for `bytes` in all (equal, or all on the last
  * rank); this rank's block. */
 static int v_layout(uint64_t bytes) {
@@ -71,19 +75,19 @@ static void call(int op, uint64_t bytes, int native) {
   MPI_Comm w = MPI_COMM_WORLD;
   int root = 0;
   switch (op) {
-  case BARRIER: native ? PMPI_Barrier(w) : MPI_Barrier(w); break;
-  case BCAST: native ? PMPI_Bcast(sbuf, (int)bytes, MPI_BYTE, root, w) : MPI_Bcast(sbuf, (int)bytes, MPI_BYTE, root, w); break;
-  case ALLGATHER: native ? PMPI_Allgather(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, w) : MPI_Allgather(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, w); break;
-  case ALLGATHERV: native ? PMPI_Allgatherv(sbuf, mine, MPI_BYTE, rbuf, counts, displs, MPI_BYTE, w) : MPI_Allgatherv(sbuf, mine, MPI_BYTE, rbuf, counts, displs, MPI_BYTE, w); break;
-  case ALLREDUCE: native ? PMPI_Allreduce(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w) : MPI_Allreduce(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w); break;
-  case REDUCE: native ? PMPI_Reduce(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, root, w) : MPI_Reduce(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, root, w); break;
-  case GATHER: native ? PMPI_Gather(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, root, w) : MPI_Gather(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, root, w); break;
-  case GATHERV: native ? PMPI_Gatherv(sbuf, mine, MPI_BYTE, rbuf, counts, displs, MPI_BYTE, root, w) : MPI_Gatherv(sbuf, mine, MPI_BYTE, rbuf, counts, displs, MPI_BYTE, root, w); break;
-  case SCATTER: native ? PMPI_Scatter(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, root, w) : MPI_Scatter(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, root, w); break;
-  case SCATTERV: native ? PMPI_Scatterv(sbuf, counts, displs, MPI_BYTE, rbuf, mine, MPI_BYTE, root, w) : MPI_Scatterv(sbuf, counts, displs, MPI_BYTE, rbuf, mine, MPI_BYTE, root, w); break;
-  case ALLTOALL: native ? PMPI_Alltoall(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, w) : MPI_Alltoall(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, w); break;
-  case SCAN: native ? PMPI_Scan(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w) : MPI_Scan(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w); break;
-  default: native ? PMPI_Exscan(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w) : MPI_Exscan(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w); break;
+  case BARRIER: EITHER(Barrier, w); break;
+  case BCAST: EITHER(Bcast, sbuf, (int)bytes, MPI_BYTE, root, w); break;
+  case ALLGATHER: EITHER(Allgather, sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, w); break;
+  case ALLGATHERV: EITHER(Allgatherv, sbuf, mine, MPI_BYTE, rbuf, counts, displs, MPI_BYTE, w); break;
+  case ALLREDUCE: EITHER(Allreduce, sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w); break;
+  case REDUCE: EITHER(Reduce, sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, root, w); break;
+  case GATHER: EITHER(Gather, sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, root, w); break;
+  case GATHERV: EITHER(Gatherv, sbuf, mine, MPI_BYTE, rbuf, counts, displs, MPI_BYTE, root, w); break;
+  case SCATTER: EITHER(Scatter, sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, root, w); break;
+  case SCATTERV: EITHER(Scatterv, sbuf, counts, displs, MPI_BYTE, rbuf, mine, MPI_BYTE, root, w); break;
+  case ALLTOALL: EITHER(Alltoall, sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, w); break;
+  case SCAN: EITHER(Scan, sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w); break;
+  default: EITHER(Exscan, sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w); break;
   }
 }
 
@@ -97,20 +101,20 @@ static void icall(int op, uint64_t bytes, int native) {
   MPI_Request r = MPI_REQUEST_NULL;
   int root = 0;
   switch (op) {
-  case BARRIER: native ? PMPI_Ibarrier(w, &r) : MPI_Ibarrier(w, &r); break;
-  case BCAST: native ? PMPI_Ibcast(sbuf, (int)bytes, MPI_BYTE, root, w, &r) : MPI_Ibcast(sbuf, (int)bytes, MPI_BYTE, root, w, &r); break;
-  case ALLGATHER: native ? PMPI_Iallgather(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, w, &r) : MPI_Iallgather(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, w, &r); break;
-  case ALLGATHERV: native ? PMPI_Iallgatherv(sbuf, mine, MPI_BYTE, rbuf, counts, displs, MPI_BYTE, w, &r) : MPI_Iallgatherv(sbuf, mine, MPI_BYTE, rbuf, counts, displs, MPI_BYTE, w, &r); break;
-  case ALLREDUCE: native ? PMPI_Iallreduce(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w, &r) : MPI_Iallreduce(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w, &r); break;
-  case REDUCE: native ? PMPI_Ireduce(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, root, w, &r) : MPI_Ireduce(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, root, w, &r); break;
-  case GATHER: native ? PMPI_Igather(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, root, w, &r) : MPI_Igather(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, root, w, &r); break;
-  case SCATTER: native ? PMPI_Iscatter(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, root, w, &r) : MPI_Iscatter(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, root, w, &r); break;
-  case ALLTOALL: native ? PMPI_Ialltoall(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, w, &r) : MPI_Ialltoall(sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, w, &r); break;
-  case SCAN: native ? PMPI_Iscan(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w, &r) : MPI_Iscan(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w, &r); break;
-  case EXSCAN: native ? PMPI_Iexscan(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w, &r) : MPI_Iexscan(sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w, &r); break;
+  case BARRIER: EITHER(Ibarrier, w, &r); break;
+  case BCAST: EITHER(Ibcast, sbuf, (int)bytes, MPI_BYTE, root, w, &r); break;
+  case ALLGATHER: EITHER(Iallgather, sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, w, &r); break;
+  case ALLGATHERV: EITHER(Iallgatherv, sbuf, mine, MPI_BYTE, rbuf, counts, displs, MPI_BYTE, w, &r); break;
+  case ALLREDUCE: EITHER(Iallreduce, sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w, &r); break;
+  case REDUCE: EITHER(Ireduce, sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, root, w, &r); break;
+  case GATHER: EITHER(Igather, sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, root, w, &r); break;
+  case SCATTER: EITHER(Iscatter, sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, root, w, &r); break;
+  case ALLTOALL: EITHER(Ialltoall, sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, w, &r); break;
+  case SCAN: EITHER(Iscan, sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w, &r); break;
+  case EXSCAN: EITHER(Iexscan, sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w, &r); break;
   default: return;
   }
-  native ? PMPI_Wait(&r, MPI_STATUS_IGNORE) : MPI_Wait(&r, MPI_STATUS_IGNORE);
+  EITHER(Wait, &r, MPI_STATUS_IGNORE);
 }
 
 /* Whether the layer can serve the nonblocking form of `op`. */
