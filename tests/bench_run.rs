@@ -249,16 +249,10 @@ fn the_automatic_choice_is_measured_under_the_algorithm_it_took() {
     auto.sort();
     let sizes: Vec<u64> = auto.iter().map(|(b, _)| *b).collect();
     assert_eq!(sizes, [10, 20, 100, 200, 1000, 2000, 10000], "{auto:?}");
-    // One node: the shared segment up to its limit (8192 bytes by default), a plan beyond.
+    // One node: a broadcast runs on the shared segment at every size (in chunks beyond its
+    // area).
     for (bytes, name) in &auto {
-        if *bytes <= 8192 {
-            assert_eq!(name, "segment-bcast", "{bytes} B");
-        } else {
-            assert!(
-                circulant::plan::registry::names().any(|n| n == name),
-                "{bytes} B: {name}"
-            );
-        }
+        assert_eq!(name, "segment-bcast", "{bytes} B");
     }
     let binomial = m
         .records

@@ -152,7 +152,10 @@ fn start_job(provider: &str, tag: &str) -> (Started, Ranks) {
     job.args(common::entry_program("rank_role"))
         .env(ROLE_ENV, "target")
         .env(STOP_ENV, &stop)
-        .env("CIRCULANT_TIMEOUT", "60");
+        .env("CIRCULANT_TIMEOUT", "60")
+        // The ranks share this host, where broadcasts and allgathervs would run on the shared
+        // segment: kept on the fabric, which the attacker writes to.
+        .env("CIRCULANT_SEGMENT_LIMIT", "0");
     let job = Started::new(job);
     let mut ranks = Ranks {
         pids: Vec::new(),

@@ -283,10 +283,36 @@ fn served(comm: &mut Communicator) {
         comm.traffic().memory.bytes > memory_before,
         "parts count as memory traffic"
     );
-    // Above the limit, or with a plan forced, a plan runs.
-    let mut big = vec![1u8; LIMIT + 1];
-    comm.bcast(&mut big[..], 0).expect("bcast above the limit");
-    assert!(!comm.last().unwrap().algorithm.starts_with("segment-"));
+    // Above the limit a broadcast and an allgatherv still run on the segment, in chunks of its
+    // area (64 KiB): every byte arrives where it belongs, chunk boundaries included.
+    let wide =
+        |call: usize, r: usize, i: usize| byte(call, r, i) ^ (i >> 9) as u8 ^ (i >> 17) as u8;
+    let len = 3 * (64 << 10) + 17;
+    let root = p - 1;
+    let mut big: Vec<u8> = (0..len)
+        .map(|i| if me == root { wide(901, root, i) } else { 0 })
+        .collect();
+    comm.bcast(&mut big[..], root).expect("bcast in chunks");
+    on_segment(comm, "segment-bcast", "bcast above the limit");
+    assert!(
+        (0..len).all(|i| big[i] == wide(901, root, i)),
+        "bcast in chunks"
+    );
+    // Blocks of 0, 70 kB, 140 kB, …: an empty one, and every other one past a chunk.
+    let counts: Vec<usize> = (0..p).map(|r| r * 70_000).collect();
+    let mine: Vec<u8> = (0..counts[me]).map(|i| wide(902, me, i)).collect();
+    let mut all = vec![0u8; counts.iter().sum()];
+    comm.allgatherv(&mine[..], &mut all[..], &counts)
+        .expect("allgatherv in chunks");
+    on_segment(comm, "segment-allgatherv", "allgatherv above the limit");
+    let mut at = 0;
+    for (r, &c) in counts.iter().enumerate() {
+        assert!(
+            (0..c).all(|i| all[at + i] == wide(902, r, i)),
+            "allgatherv in chunks: rank {r}'s block"
+        );
+        at += c;
+    }
     let mut small = [1u8; 8];
     // A reduction whose p − 1 vectors exceed the limit runs as a plan, unless forced.
     if p > 2 {
@@ -330,9 +356,18 @@ fn served(comm: &mut Communicator) {
     assert_eq!(word, [42; 8]);
     on_segment(&reversed, "segment-bcast", "on the split");
     drop(reversed);
-    // A forced segment that cannot serve the call is refused on every rank.
+    // A forced segment that cannot serve the call is refused on every rank: a reduction's
+    // vector above the limit (reductions do not run in chunks).
+    let n = LIMIT / 8 + 1;
+    let (send, mut recv) = (vec![1i64; n], vec![0i64; n]);
+    let sum = circulant::plan::Reduction::new(circulant::plan::Dtype::I64, ReduceOp::Sum).unwrap();
     let err = comm
-        .bcast_using(&mut big[..], 0, Choice::Named("segment-bcast"))
+        .allreduce_bytes::<[u8], [u8]>(
+            bytemuck::cast_slice(&send),
+            bytemuck::cast_slice_mut(&mut recv),
+            sum,
+            Choice::Named("segment-allreduce"),
+        )
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Argument, "{err}");
     assert!(err.to_string().contains("CIRCULANT_SEGMENT_LIMIT"), "{err}");

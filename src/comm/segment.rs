@@ -3,14 +3,15 @@
 //!
 //! A call is served on the segment when every rank of the communicator is on one node, the
 //! collective is one the segment has (bcast, reduce, allreduce, allgather(v), barrier), the
-//! part each rank publishes fits (`CIRCULANT_SEGMENT_LIMIT`), and no algorithm is forced for
-//! it (a forced `segment-…` name forces the segment). Every rank decides alike from the call's
-//! arguments. docs/architecture.md, "The shared segment".
+//! part each rank publishes fits (`CIRCULANT_SEGMENT_LIMIT`; bcast and allgather(v) at any
+//! size, in chunks beyond the segment's area), and no algorithm is forced for it (a forced
+//! `segment-…` name forces the segment). Every rank decides alike from the call's arguments.
+//! docs/architecture.md, "The shared segment".
 
 use std::time::Instant;
 
 use crate::plan::Problem;
-use crate::transport::segment::{Address, Kind, Own, Run, Source, ADDRESS_BYTES};
+use crate::transport::segment::{area_for, Address, Kind, Own, Run, Source, ADDRESS_BYTES};
 use crate::transport::{OpStats, TransportError};
 
 use super::arguments::{argument, in_call};
@@ -136,6 +137,16 @@ pub(super) fn part_bytes(problem: &Problem) -> usize {
     }
 }
 
+/// Whether `problem` may run on the segment in chunks, its parts larger than the limit: a
+/// collective that copies what it takes (a reduction folds, and beyond the limit a plan's
+/// reduction is faster: [`Communicator::folds_within_limit`]).
+fn runs_in_chunks(problem: &Problem) -> bool {
+    matches!(
+        problem,
+        Problem::Broadcast { .. } | Problem::Allgather { .. } | Problem::Allgatherv { .. }
+    )
+}
+
 /// Where each rank's block of an allgatherv begins: the sums of the counts before it.
 pub(super) fn block_offsets(counts: &[usize]) -> Vec<usize> {
     counts
@@ -190,7 +201,9 @@ impl Communicator {
             ))
         } else if self.size() < 2 || self.nodes.nodes() != 1 {
             Some("the shared segment needs two or more ranks, all on one node".to_string())
-        } else if part_bytes(&call.problem) > self.config.segment_limit.max(1) {
+        } else if part_bytes(&call.problem) > self.config.segment_limit.max(1)
+            && !runs_in_chunks(&call.problem)
+        {
             Some(format!(
                 "a rank's part of {} bytes exceeds the segment's {} (CIRCULANT_SEGMENT_LIMIT)",
                 part_bytes(&call.problem),
@@ -233,24 +246,38 @@ impl Communicator {
     }
 
     /// The segment algorithm that would serve `problem` on this communicator, with the time
-    /// the model inside a node gives it (one message, and the bytes each rank takes), if the
-    /// segment serves it unforced.
+    /// the model inside a node gives it, if the segment serves it: unforced within the limit,
+    /// or in chunks ([`Self::segment_time`]).
     pub(super) fn segment_for(&self, problem: &Problem) -> Option<(&'static str, f64)> {
         let name = segment_name(problem)?;
         let part = part_bytes(problem);
         let serves = self.config.segment_limit > 0
             && self.size() >= 2
             && self.nodes.nodes() == 1
-            && part <= self.config.segment_limit
+            && (part <= self.config.segment_limit || runs_in_chunks(problem))
             && self.folds_within_limit(problem)
             && !matches!(self.segment, SegmentState::Off);
+        serves.then(|| (name, self.segment_time(problem)))
+    }
+
+    /// The model's time of `problem` on the segment: the copies on its critical path at the
+    /// model's β inside a node — the first chunk of the largest part copied in, then every
+    /// byte a rank takes copied out (the other chunks go in while earlier ones are taken). No
+    /// α: no message, a flag in memory every rank maps (a broadcast of 10 kB between two ranks
+    /// takes about the time of its two copies; docs/performance.md, "The shared segment in
+    /// chunks").
+    fn segment_time(&self, problem: &Problem) -> f64 {
+        let part = part_bytes(problem);
         let taken = match problem {
             Problem::Broadcast { bytes, .. } => *bytes,
             Problem::Barrier { .. } => 0,
+            Problem::Allgatherv { counts } => {
+                counts.iter().sum::<usize>() - counts.iter().copied().min().unwrap_or(0)
+            }
             _ => part * self.size().saturating_sub(1),
         };
-        let model = self.levels.inside;
-        serves.then_some((name, model.alpha + taken as f64 * model.beta))
+        let first = part.min(area_for(self.config.segment_limit.max(1)));
+        (first + taken) as f64 * self.levels.inside.beta
     }
 
     /// Whether a reduction's p − 1 vectors that each rank folds total at most the limit:
@@ -295,7 +322,7 @@ impl Communicator {
     }
 
     fn set_up_segment(&mut self) -> Result<SegmentState> {
-        let own = Own::create(self.config.segment_limit.max(1));
+        let own = Own::create(area_for(self.config.segment_limit.max(1)));
         let mut record = [0u8; ADDRESS_BYTES + 8];
         if let Ok(own) = &own {
             record[..ADDRESS_BYTES].copy_from_slice(&own.address().to_bytes());
@@ -441,7 +468,9 @@ impl Communicator {
         let Some(segment) = self.transport.segment_mut() else {
             return Err(TransportError::Broken("the shared segment is gone".into()).into());
         };
-        let mut run = Run::new(segment, op, number, digest, kind, deadline);
+        let largest = part_bytes(&call.problem);
+        let mut run =
+            Run::new(segment, op, number, digest, kind, deadline).chunked(segment, largest);
         // As far as the peers allow now: publishing this rank's part.
         if let Err(err) = run.test(segment, send, recv) {
             return Err(self.segment_failed(op, err));
@@ -501,9 +530,11 @@ impl Communicator {
 
     /// What a completed call on the segment did.
     pub(super) fn segment_done(&mut self, call: &SegmentCall<'_>) -> OpStats {
-        if call.run.published_part {
-            self.transport
-                .count_published(1, call.run.bytes_published as usize);
+        if call.run.parts_published > 0 {
+            self.transport.count_published(
+                call.run.parts_published as usize,
+                call.run.bytes_published as usize,
+            );
         }
         self.transport.count_copied(call.run.bytes_copied as usize);
         OpStats {

@@ -1,5 +1,10 @@
 //! The collectives on the segment: who publishes a part, whose parts each rank takes and
 //! what it makes of them.
+//!
+//! A collective whose parts exceed the segment's area runs in chunks: chunk j of every part
+//! (the bytes from j × area) goes as operation s + j, so that a writer fills one parity while
+//! its readers copy out of the other, and every rank copies the whole of what it needs once.
+//! Every rank counts the chunks alike from the call (the largest part).
 
 use std::time::Duration;
 
@@ -66,8 +71,14 @@ pub struct Run {
     seq: u64,
     digest: u64,
     kind: Kind,
+    /// The chunks the call runs in (operations seq, seq + 1, …), the chunk under way and the
+    /// bytes of a whole chunk (the segment's area).
+    chunks: u64,
+    chunk: u64,
+    area: usize,
+    /// Whether this rank published its part of the chunk under way.
     published: bool,
-    /// The next rank whose part this rank has not taken yet.
+    /// The next rank whose part of the chunk under way this rank has not taken yet.
     next: usize,
     /// The peer the last test waited for.
     awaited: usize,
@@ -75,8 +86,8 @@ pub struct Run {
     patience: Patience,
     /// Bytes copied into and out of shared memory.
     pub bytes_copied: u64,
-    /// Whether this rank published a part, and its bytes.
-    pub published_part: bool,
+    /// The parts this rank published (one a chunk), and their bytes.
+    pub parts_published: u64,
     pub bytes_published: u64,
 }
 
@@ -97,15 +108,37 @@ impl Run {
             seq: segment.next_seq(),
             digest,
             kind,
+            chunks: 1,
+            chunk: 0,
+            area: segment.area(),
             published: false,
             next: 0,
             awaited: 0,
             done: false,
             patience: Patience::new(deadline),
             bytes_copied: 0,
-            published_part: false,
+            parts_published: 0,
             bytes_published: 0,
         }
+    }
+
+    /// The same call in as many chunks as parts of up to `largest` bytes need (every rank
+    /// passes the same `largest`: the most bytes any rank publishes), each an operation of the
+    /// segment; taken before any other run begins on the segment.
+    pub fn chunked(mut self, segment: &mut Segment, largest: usize) -> Run {
+        let chunks = largest.div_ceil(self.area.max(1)).max(1) as u64;
+        for _ in 1..chunks {
+            segment.next_seq();
+        }
+        self.chunks = chunks;
+        self
+    }
+
+    /// The bytes of chunk `chunk` of a part of `data` (empty past its end).
+    fn chunk_of<'d>(&self, data: &'d [u8], chunk: u64) -> &'d [u8] {
+        let from = (chunk as usize).saturating_mul(self.area).min(data.len());
+        let to = from.saturating_add(self.area).min(data.len());
+        &data[from..to]
     }
 
     fn op(&self) -> String {
@@ -123,49 +156,61 @@ impl Run {
             return Ok(true);
         }
         let me = segment.rank();
-        if !self.published {
-            // Every rank looks at the peers' abort words once per call, so that a failure on
-            // any rank reaches it by its next call or the one after (a writer may run one
-            // call ahead of its readers).
-            let writes = self.kind.publishes(me);
-            if let Err(busy) = segment
-                .parity_free(self.seq, writes)
-                .map_err(|e| rename(e, &self.op()))?
-            {
-                self.awaited = busy;
-                return Ok(false);
-            }
-            if writes {
-                let data = match send {
-                    Source::None => &[][..],
-                    Source::Send(data) => data,
-                    Source::InRecv(at, len) => recv.get(at..at + len).ok_or_else(|| {
-                        self.invalid(format!("{len} bytes at {at} outside the buffer"))
-                    })?,
-                };
-                if data.len() > segment.area() {
-                    return Err(self.invalid(format!(
-                        "a part of {} bytes, more than the segment's {}",
-                        data.len(),
-                        segment.area()
-                    )));
+        while self.chunk < self.chunks {
+            let seq = self.seq + self.chunk;
+            if !self.published {
+                // Every rank looks at the peers' abort words once per operation, so that a
+                // failure on any rank reaches it by its next operation or the one after (a
+                // writer may run one operation ahead of its readers).
+                let writes = self.kind.publishes(me);
+                if let Err(busy) = segment
+                    .parity_free(seq, writes)
+                    .map_err(|e| rename(e, &self.op()))?
+                {
+                    self.awaited = busy;
+                    return Ok(false);
                 }
-                segment.publish(self.seq, self.digest, data)?;
-                self.bytes_copied += data.len() as u64;
-                self.published_part = true;
-                self.bytes_published = data.len() as u64;
+                if writes {
+                    let data = match send {
+                        Source::None => &[][..],
+                        Source::Send(data) => data,
+                        Source::InRecv(at, len) => recv.get(at..at + len).ok_or_else(|| {
+                            self.invalid(format!("{len} bytes at {at} outside the buffer"))
+                        })?,
+                    };
+                    if data.len() > self.area.saturating_mul(self.chunks as usize) {
+                        return Err(self.invalid(format!(
+                            "a part of {} bytes, more than {} chunks of the segment's {}",
+                            data.len(),
+                            self.chunks,
+                            self.area
+                        )));
+                    }
+                    let part = self.chunk_of(data, self.chunk);
+                    segment.publish(seq, self.digest, part)?;
+                    self.bytes_copied += part.len() as u64;
+                    self.parts_published += 1;
+                    self.bytes_published += part.len() as u64;
+                }
+                self.published = true;
             }
-            self.published = true;
-        }
-        while self.next < segment.size() {
-            let from = self.next;
-            if self.kind.takes(me, from) && !self.take(segment, from, send, recv)? {
-                self.awaited = from;
-                return Ok(false);
+            while self.next < segment.size() {
+                let from = self.next;
+                if self.kind.takes(me, from) && !self.take(segment, from, send, recv)? {
+                    self.awaited = from;
+                    return Ok(false);
+                }
+                self.next += 1;
             }
-            self.next += 1;
+            segment.complete(seq)?;
+            self.chunk += 1;
+            self.published = false;
+            self.next = 0;
+            if self.chunk < self.chunks {
+                // The peers move: the next chunk's wait polls again before it sleeps.
+                self.patience.progressed();
+            }
         }
-        segment.complete(self.seq)?;
         self.done = true;
         Ok(true)
     }
@@ -235,10 +280,11 @@ impl Run {
 
     /// The error of a run past its deadline.
     pub fn timeout(&self) -> TransportError {
+        let seq = self.seq + self.chunk;
         let waiting = if !self.published {
             format!(
                 "waiting for the ranks of the shared segment to finish operation {} of it",
-                self.seq.saturating_sub(2)
+                seq.saturating_sub(2)
             )
         } else {
             format!(
@@ -286,18 +332,23 @@ impl Run {
         scratch: &mut Vec<u8>,
     ) -> Result<bool> {
         let op = self.name;
-        let Some(part) = segment.part(op, self.seq, self.digest, from).map_err(|e| {
+        let seq = self.seq + self.chunk;
+        let Some(part) = segment.part(op, seq, self.digest, from).map_err(|e| {
             // The segment names the collective only: errors name the operation.
             rename(e, &self.op())
         })?
         else {
             return Ok(false);
         };
+        let at = (self.chunk as usize).saturating_mul(self.area);
         let copied = match &self.kind {
             Kind::Barrier => 0,
-            Kind::Broadcast { .. } => place(recv, 0, part).map_err(|w| self.invalid(w))?,
+            Kind::Broadcast { .. } => {
+                place(recv, at, recv.len(), part).map_err(|w| self.invalid(w))?
+            }
             Kind::Allgatherv { offsets } => {
-                place(recv, offsets[from], part).map_err(|w| self.invalid(w))?
+                let end = offsets.get(from + 1).copied().unwrap_or(recv.len());
+                place(recv, offsets[from] + at, end, part).map_err(|w| self.invalid(w))?
             }
             Kind::Reduce { reduction, .. } | Kind::Allreduce { reduction } => {
                 let reduction = *reduction;
@@ -312,15 +363,19 @@ impl Run {
     /// into the reduction.
     fn take_own(&mut self, segment: &mut Segment, send: Source<'_>, recv: &mut [u8]) -> Result<()> {
         let me = segment.rank();
+        let at = (self.chunk as usize).saturating_mul(self.area);
         let copied = match (&self.kind, send) {
             (Kind::Allgatherv { offsets }, Source::Send(data)) => {
-                place(recv, offsets[me], data).map_err(|w| self.invalid(w))?
+                let end = offsets.get(me + 1).copied().unwrap_or(recv.len());
+                let part = self.chunk_of(data, self.chunk);
+                place(recv, offsets[me] + at, end, part).map_err(|w| self.invalid(w))?
             }
             (
                 Kind::Reduce { reduction, .. } | Kind::Allreduce { reduction },
                 Source::Send(data),
             ) => {
                 let reduction = *reduction;
+                let data = self.chunk_of(data, self.chunk);
                 let mut scratch = std::mem::take(&mut segment.scratch);
                 let folded = self.fold(reduction, me, data, recv, &mut scratch);
                 segment.scratch = scratch;
@@ -332,8 +387,8 @@ impl Run {
         Ok(())
     }
 
-    /// Folds rank `from`'s vector into the result in `recv` (rank 0's is copied there
-    /// first); returns the bytes copied.
+    /// Folds rank `from`'s chunk of its vector into the result's chunk in `recv` (rank 0's is
+    /// copied there first); returns the bytes copied.
     fn fold(
         &self,
         reduction: Reduction,
@@ -342,30 +397,51 @@ impl Run {
         recv: &mut [u8],
         scratch: &mut Vec<u8>,
     ) -> Result<usize> {
-        if part.len() != recv.len() {
+        let at = (self.chunk as usize)
+            .saturating_mul(self.area)
+            .min(recv.len());
+        let result = &mut recv[at..];
+        let result_len = result.len().min(self.area);
+        let result = &mut result[..result_len];
+        if part.len() != result.len() {
             return Err(self.invalid(format!(
-                "a vector of {} bytes into a result of {}",
+                "a vector's chunk of {} bytes into a result's of {}",
                 part.len(),
-                recv.len()
+                result.len()
             )));
         }
         if from == 0 {
-            recv.copy_from_slice(part);
+            result.copy_from_slice(part);
             return Ok(part.len());
         }
         scratch.clear();
-        scratch.extend_from_slice(recv);
-        reduction.combine(scratch, part, recv)?;
+        scratch.extend_from_slice(result);
+        reduction.combine(scratch, part, result)?;
         Ok(part.len())
     }
 }
 
-/// Copies `part` into `recv` at `at`; returns the bytes copied.
-fn place(recv: &mut [u8], at: usize, part: &[u8]) -> std::result::Result<usize, String> {
+/// Copies `part` into `recv` at `at`, where it must end by `end`; returns the bytes copied.
+fn place(
+    recv: &mut [u8],
+    at: usize,
+    end: usize,
+    part: &[u8],
+) -> std::result::Result<usize, String> {
+    if part.is_empty() {
+        // A part's chunks past its end are empty (chunks count the largest part).
+        return Ok(0);
+    }
     let len = recv.len();
     let to = recv
         .get_mut(at..at + part.len())
-        .ok_or_else(|| format!("{} bytes at {at} outside a buffer of {len}", part.len()))?;
+        .filter(|_| at + part.len() <= end)
+        .ok_or_else(|| {
+            format!(
+                "{} bytes at {at} outside a block ending at {end} of a buffer of {len}",
+                part.len()
+            )
+        })?;
     to.copy_from_slice(part);
     Ok(part.len())
 }

@@ -70,6 +70,16 @@ pub fn segment_bytes(area: usize) -> usize {
     HEAD + 2 * block_bytes(area)
 }
 
+/// The least data area of a parity, whatever the limit of a part: a larger collective
+/// (bcast, allgather(v)) runs in chunks of the area, and a chunk this large keeps the number
+/// of operations, each a few flag reads and writes, small beside the copies.
+pub const LEAST_AREA: usize = 64 * 1024;
+
+/// The data area of a segment whose parts of a call that runs whole are at most `limit`.
+pub fn area_for(limit: usize) -> usize {
+    limit.max(LEAST_AREA).next_multiple_of(64)
+}
+
 /// What a rank tells its peers so that they map its segment: its pid and the file's name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Address {
@@ -396,6 +406,13 @@ impl Patience {
             deadline,
             sleep: FIRST_SLEEP,
         }
+    }
+
+    /// The peers moved: a wait after this polls again before it sleeps, and its deadline
+    /// counts from then (a call in many chunks may take longer than one deadline as a whole).
+    pub fn progressed(&mut self) {
+        self.since = None;
+        self.sleep = FIRST_SLEEP;
     }
 
     /// How long the run has waited (the clock starts at the first call).

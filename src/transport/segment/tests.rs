@@ -23,6 +23,18 @@ fn segments(p: usize, area: usize) -> Vec<Segment> {
     joined
 }
 
+/// Where each block begins: the sums of the counts before it.
+fn offsets_of(counts: &[usize]) -> Vec<usize> {
+    counts
+        .iter()
+        .scan(0, |at, &c| {
+            let o = *at;
+            *at += c;
+            Some(o)
+        })
+        .collect()
+}
+
 fn sum_i64() -> Reduction {
     Reduction::new(Dtype::I64, ReduceOp::Sum).unwrap()
 }
@@ -93,14 +105,7 @@ fn every_kind_in_turn_gives_every_rank_its_result() {
                             }
                             3 => {
                                 let counts: Vec<usize> = (0..p).map(|r| (r + i) % 4).collect();
-                                let offsets: Vec<usize> = counts
-                                    .iter()
-                                    .scan(0, |at, &c| {
-                                        let o = *at;
-                                        *at += c;
-                                        Some(o)
-                                    })
-                                    .collect();
+                                let offsets = offsets_of(&counts);
                                 let mine = vec![me as u8 + 1; counts[me]];
                                 let mut recv = vec![0u8; counts.iter().sum()];
                                 let kind = Kind::Allgatherv {
@@ -147,6 +152,148 @@ fn every_kind_in_turn_gives_every_rank_its_result() {
 
 /// Segments of any size join (each rank maps its peers' files at the size they were made)
 /// and carry a part of that size, inside the header's cache line or beyond it.
+/// Byte `i` of rank `r`'s part in call `call`: a pattern that no chunk shares with another.
+fn pattern(call: usize, r: usize, i: usize) -> u8 {
+    (i.wrapping_mul(31) ^ (i >> 8) ^ r.wrapping_mul(7) ^ call) as u8
+}
+
+/// Collectives whose parts exceed the area run in chunks, among calls that run whole, and
+/// every rank gets every byte: broadcasts from every root of sizes at and around the chunk
+/// boundaries, allgathervs with empty, short and long blocks (in place too), allreduces of
+/// several chunks.
+#[test]
+fn calls_larger_than_the_area_run_in_chunks_and_every_byte_arrives() {
+    let area = 256;
+    for p in [2, 3, 5] {
+        let sizes = [0, 1, 255, 256, 257, 511, 512, 513, 1000, 2560];
+        let threads: Vec<_> = segments(p, area)
+            .into_iter()
+            .map(|mut segment| {
+                std::thread::spawn(move || {
+                    let me = segment.rank();
+                    for (call, &size) in sizes.iter().cycle().take(60).enumerate() {
+                        match call % 4 {
+                            0 => {
+                                let root = call % p;
+                                let mut buf: Vec<u8> = (0..size)
+                                    .map(|i| {
+                                        if me == root {
+                                            pattern(call, root, i)
+                                        } else {
+                                            0
+                                        }
+                                    })
+                                    .collect();
+                                let send = if me == root {
+                                    Source::InRecv(0, size)
+                                } else {
+                                    Source::None
+                                };
+                                let kind = Kind::Broadcast { root };
+                                Run::new(&mut segment, "bcast", call as u64, 5, kind, DEADLINE)
+                                    .chunked(&mut segment, size)
+                                    .wait(&mut segment, send, &mut buf)
+                                    .expect("bcast");
+                                assert!(
+                                    (0..size).all(|i| buf[i] == pattern(call, root, i)),
+                                    "bcast {call} of {size} on {me}"
+                                );
+                            }
+                            1 | 2 => {
+                                // Rank r's block: `size` shifted by r, one rank's empty.
+                                let counts: Vec<usize> = (0..p)
+                                    .map(|r| if r == call % p { 0 } else { size + r * 97 })
+                                    .collect();
+                                let offsets = offsets_of(&counts);
+                                let mine: Vec<u8> =
+                                    (0..counts[me]).map(|i| pattern(call, me, i)).collect();
+                                let mut recv = vec![0u8; counts.iter().sum()];
+                                let in_place = call % 4 == 2;
+                                if in_place {
+                                    recv[offsets[me]..offsets[me] + counts[me]]
+                                        .copy_from_slice(&mine);
+                                }
+                                let send = if in_place {
+                                    Source::InRecv(offsets[me], counts[me])
+                                } else {
+                                    Source::Send(&mine)
+                                };
+                                let largest = counts.iter().copied().max().unwrap_or(0);
+                                let kind = Kind::Allgatherv {
+                                    offsets: offsets.clone(),
+                                };
+                                Run::new(
+                                    &mut segment,
+                                    "allgatherv",
+                                    call as u64,
+                                    6,
+                                    kind,
+                                    DEADLINE,
+                                )
+                                .chunked(&mut segment, largest)
+                                .wait(&mut segment, send, &mut recv)
+                                .expect("allgatherv");
+                                for r in 0..p {
+                                    assert!(
+                                        (0..counts[r])
+                                            .all(|i| recv[offsets[r] + i] == pattern(call, r, i)),
+                                        "allgatherv {call}: rank {r}'s block on {me}"
+                                    );
+                                }
+                            }
+                            _ => {
+                                let n = size.div_ceil(8);
+                                let send =
+                                    words(&(0..n).map(|i| (i * p + me) as i64).collect::<Vec<_>>());
+                                let mut recv = vec![0u8; n * 8];
+                                let kind = Kind::Allreduce {
+                                    reduction: sum_i64(),
+                                };
+                                Run::new(&mut segment, "allreduce", call as u64, 7, kind, DEADLINE)
+                                    .chunked(&mut segment, n * 8)
+                                    .wait(&mut segment, Source::Send(&send), &mut recv)
+                                    .expect("allreduce");
+                                let ranks = (0..p as i64).sum::<i64>();
+                                let want: Vec<i64> =
+                                    (0..n).map(|i| (i * p * p) as i64 + ranks).collect();
+                                assert_eq!(recv, words(&want), "allreduce {call} on {me}");
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("rank");
+        }
+    }
+}
+
+/// A call in chunks numbers one operation per chunk alike on every rank, so that a rank
+/// whose peer was called with another size fails with a mismatch, not with wrong bytes.
+#[test]
+fn a_call_in_chunks_against_one_of_another_size_is_a_mismatch() {
+    let mut segments = segments(2, 64);
+    let mut b = segments.pop().unwrap();
+    let mut a = segments.pop().unwrap();
+    let kind = Kind::Broadcast { root: 0 };
+    // Rank 0 broadcasts 200 bytes (four chunks), rank 1 expects 100 with another digest.
+    let mut data = vec![9u8; 200];
+    let mut writer = Run::new(&mut a, "bcast", 1, 21, kind.clone(), DEADLINE).chunked(&mut a, 200);
+    assert!(!writer
+        .test(&mut a, Source::InRecv(0, 200), &mut data)
+        .unwrap());
+    let mut recv = vec![0u8; 100];
+    let mut reader = Run::new(&mut b, "bcast", 1, 22, kind, DEADLINE).chunked(&mut b, 100);
+    let err = reader
+        .test(&mut b, Source::None, &mut recv)
+        .expect_err("a mismatch");
+    assert!(
+        matches!(err, TransportError::Mismatch { peer: 0, .. }),
+        "{err}"
+    );
+}
+
 #[test]
 fn segments_of_sizes_off_the_cache_line_join_and_carry_their_part() {
     for area in [1, 40, 41, 100, 1000] {
