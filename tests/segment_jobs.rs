@@ -73,6 +73,22 @@ fn ranks_called_with_different_sizes_fail_at_once() {
     }
 }
 
+/// README, "Shared segment": a broadcast whose root the ranks disagree on is not caught on the
+/// segment (each rank completes with the data of its own call); the full check catches it.
+#[test]
+fn a_broadcast_whose_root_the_ranks_disagree_on_runs_each_rank_s_own_call() {
+    for check in ["0", "1"] {
+        let env = [("CIRCULANT_TIMEOUT", "20"), ("CIRCULANT_CHECK", check)];
+        let (ok, all) = job(3, "roots-differ", &env, &[]);
+        assert!(ok, "check {check}:\n{all}");
+        assert_eq!(
+            all.matches("roots-differ ok").count(),
+            3,
+            "check {check}:\n{all}"
+        );
+    }
+}
+
 #[test]
 fn a_call_refused_on_one_rank_fails_every_rank_promptly() {
     for n in [2, 3, 8] {
@@ -107,13 +123,13 @@ fn rank_role() {
         "off" => off(&mut comm),
         // The failures run on a communicator of their own; the job's stays usable, and its
         // barrier keeps every rank alive until all have seen their error.
-        "mismatch" | "refused" => {
+        "mismatch" | "refused" | "roots-differ" => {
             let rank = comm.rank() as i64;
             let mut case = comm.split(Some(0), rank).unwrap().unwrap();
-            if role == "mismatch" {
-                mismatch(&mut case);
-            } else {
-                refused(&mut case);
+            match role.as_str() {
+                "mismatch" => mismatch(&mut case),
+                "refused" => refused(&mut case),
+                _ => roots_differ(&mut case),
             }
             drop(case);
             comm.barrier()
@@ -372,6 +388,28 @@ fn served(comm: &mut Communicator) {
     assert_eq!(err.kind(), ErrorKind::Argument, "{err}");
     assert!(err.to_string().contains("CIRCULANT_SEGMENT_LIMIT"), "{err}");
     println!("rank {me}: served ok");
+}
+
+/// Rank 0 names root 0, the others root 1, in a broadcast of several chunks: without the full
+/// check every rank completes with the data of its own call; with it every rank fails.
+fn roots_differ(comm: &mut Communicator) {
+    let me = comm.rank();
+    let root = usize::from(me != 0);
+    let fill = 0xa0 + root as u8;
+    let mut buf = vec![if me == root { fill } else { 0 }; 200_000];
+    let result = comm.bcast(&mut buf[..], root);
+    if std::env::var("CIRCULANT_CHECK").as_deref() == Ok("1") {
+        let err = result.expect_err("the full check catches the roots");
+        assert!(err.to_string().contains("root"), "rank {me}: {err}");
+    } else {
+        result.expect("every rank completes its own call");
+        on_segment(comm, "segment-bcast", "roots differ");
+        assert!(
+            buf.iter().all(|&b| b == fill),
+            "rank {me}: the data of root {root}"
+        );
+    }
+    println!("rank {me}: roots-differ ok");
 }
 
 fn off(comm: &mut Communicator) {
