@@ -1,7 +1,8 @@
 //! The shared segment (README, "Shared segment") between real processes on one host: every
-//! collective it serves at p = 2, 3, 4 and 8 with random sizes up to the limit (zeros, roots,
-//! in place, plain and registered buffers, nonblocking forms) gives every byte right and says
-//! so in `comm.last()`; calls above the limit, forced plans and `CIRCULANT_SEGMENT_LIMIT=0`
+//! collective it serves at p = 2, 3, 4 and 8 (and over `tcp;ofi_rxm` at p = 3) with random
+//! sizes up to the limit (zeros, roots, in place, plain and registered buffers, nonblocking
+//! forms) and bcast and allgather(v) in chunks above it gives every byte right and says so in
+//! `comm.last()`; reductions above the limit, forced plans and `CIRCULANT_SEGMENT_LIMIT=0`
 //! stay off it; a forced segment that cannot serve is refused; ranks called with different
 //! arguments, a rank that refuses a call and a rank that is killed fail the others promptly;
 //! no file is left in /dev/shm.
@@ -16,8 +17,18 @@ use circulant::plan::ReduceOp;
 use common::{output_text, Job};
 
 fn job(n: usize, role: &str, env: &[(&str, &str)], extra: &[&str]) -> (bool, String) {
+    job_over("shm", n, role, env, extra)
+}
+
+fn job_over(
+    provider: &str,
+    n: usize,
+    role: &str,
+    env: &[(&str, &str)],
+    extra: &[&str],
+) -> (bool, String) {
     let out = Job::new(n, 240)
-        .provider("shm")
+        .provider(provider)
         .launcher_args(extra)
         .envs(env)
         .test_binary("rank_role", role);
@@ -44,6 +55,15 @@ fn every_served_collective_is_right_at_every_p() {
         assert_eq!(all.matches("served ok").count(), n, "p = {n}:\n{all}");
         assert_no_files_of(&all);
     }
+}
+
+/// The segment serves the ranks of one host whatever the provider: the same over TCP.
+#[test]
+fn every_served_collective_is_right_over_tcp_too() {
+    let (ok, all) = job_over("tcp;ofi_rxm", 3, "served", &[], &[]);
+    assert!(ok, "{all}");
+    assert_eq!(all.matches("served ok").count(), 3, "{all}");
+    assert_no_files_of(&all);
 }
 
 #[test]
@@ -328,6 +348,18 @@ fn served(comm: &mut Communicator) {
             "allgatherv in chunks: rank {r}'s block"
         );
         at += c;
+    }
+    // An allgather of 100 kB blocks: two chunks each.
+    let block: Vec<u8> = (0..100_000).map(|i| wide(903, me, i)).collect();
+    let mut blocks = vec![0u8; 100_000 * p];
+    comm.allgather(&block[..], &mut blocks[..])
+        .expect("allgather in chunks");
+    on_segment(comm, "segment-allgather", "allgather above the limit");
+    for r in 0..p {
+        assert!(
+            (0..100_000).all(|i| blocks[r * 100_000 + i] == wide(903, r, i)),
+            "allgather in chunks: rank {r}'s block"
+        );
     }
     let mut small = [1u8; 8];
     // A reduction whose p − 1 vectors exceed the limit runs as a plan, unless forced.

@@ -138,7 +138,7 @@ impl PhasedCall {
         let Step::Place { counts, order } = &self.steps[step_at] else {
             return Ok(());
         };
-        let offsets = super::segment::block_offsets(counts);
+        let offsets = crate::transport::segment::block_offsets(counts);
         let mut at = 0;
         for &r in order {
             let block = self.whole.get(at..at + counts[r]).ok_or_else(outside)?;

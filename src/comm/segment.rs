@@ -11,7 +11,9 @@
 use std::time::Instant;
 
 use crate::plan::Problem;
-use crate::transport::segment::{area_for, Address, Kind, Own, Run, Source, ADDRESS_BYTES};
+use crate::transport::segment::{
+    block_offsets, Address, Kind, Own, Run, Source, ADDRESS_BYTES, AREA,
+};
 use crate::transport::{OpStats, TransportError};
 
 use super::arguments::{argument, in_call};
@@ -137,6 +139,9 @@ pub(super) fn part_bytes(problem: &Problem) -> usize {
     }
 }
 
+// A part within the limit runs whole: the area holds the largest limit.
+const _: () = assert!(super::config::MAX_SEGMENT_LIMIT <= AREA);
+
 /// Whether `problem` may run on the segment in chunks, its parts larger than the limit: a
 /// collective that copies what it takes (a reduction folds, and beyond the limit a plan's
 /// reduction is faster: [`Communicator::folds_within_limit`]).
@@ -145,18 +150,6 @@ fn runs_in_chunks(problem: &Problem) -> bool {
         problem,
         Problem::Broadcast { .. } | Problem::Allgather { .. } | Problem::Allgatherv { .. }
     )
-}
-
-/// Where each rank's block of an allgatherv begins: the sums of the counts before it.
-pub(super) fn block_offsets(counts: &[usize]) -> Vec<usize> {
-    counts
-        .iter()
-        .scan(0, |at, &c| {
-            let offset = *at;
-            *at += c;
-            Some(offset)
-        })
-        .collect()
 }
 
 /// What the segment does for `problem`.
@@ -263,9 +256,9 @@ impl Communicator {
     /// The model's time of `problem` on the segment: the copies on its critical path at the
     /// model's β inside a node — the first chunk of the largest part copied in, then every
     /// byte a rank takes copied out (the other chunks go in while earlier ones are taken). No
-    /// α: no message, a flag in memory every rank maps (a broadcast of 10 kB between two ranks
-    /// takes about the time of its two copies; docs/performance.md, "The shared segment in
-    /// chunks").
+    /// α: no message, a flag in memory every rank maps. It lists the segment among the
+    /// algorithms; the segment serves by rule, not by this price (docs/performance.md, "The
+    /// shared segment in chunks", has the measurements).
     fn segment_time(&self, problem: &Problem) -> f64 {
         let part = part_bytes(problem);
         let taken = match problem {
@@ -276,7 +269,7 @@ impl Communicator {
             }
             _ => part * self.size().saturating_sub(1),
         };
-        let first = part.min(area_for(self.config.segment_limit.max(1)));
+        let first = part.min(AREA);
         (first + taken) as f64 * self.levels.inside.beta
     }
 
@@ -322,7 +315,7 @@ impl Communicator {
     }
 
     fn set_up_segment(&mut self) -> Result<SegmentState> {
-        let own = Own::create(area_for(self.config.segment_limit.max(1)));
+        let own = Own::create(AREA);
         let mut record = [0u8; ADDRESS_BYTES + 8];
         if let Ok(own) = &own {
             record[..ADDRESS_BYTES].copy_from_slice(&own.address().to_bytes());

@@ -50,6 +50,19 @@ impl Kind {
     }
 }
 
+/// Where each rank's block of an allgatherv begins ([`Kind::Allgatherv`]'s offsets): the sums
+/// of the counts before it.
+pub fn block_offsets(counts: &[usize]) -> Vec<usize> {
+    counts
+        .iter()
+        .scan(0, |at, &c| {
+            let offset = *at;
+            *at += c;
+            Some(offset)
+        })
+        .collect()
+}
+
 /// Where this rank's part is.
 #[derive(Clone, Copy, Debug)]
 pub enum Source<'a> {
@@ -127,9 +140,7 @@ impl Run {
     /// segment; taken before any other run begins on the segment.
     pub fn chunked(mut self, segment: &mut Segment, largest: usize) -> Run {
         let chunks = largest.div_ceil(self.area.max(1)).max(1) as u64;
-        for _ in 1..chunks {
-            segment.next_seq();
-        }
+        segment.take_seqs(chunks - 1);
         self.chunks = chunks;
         self
     }

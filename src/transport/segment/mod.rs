@@ -42,7 +42,7 @@ use super::liveness::PeerProcesses;
 use super::{Result, TransportError};
 
 use collective::rename;
-pub use collective::{Kind, Run, Source};
+pub use collective::{block_offsets, Kind, Run, Source};
 
 /// The completion word: the last operation completed.
 pub const DONE: usize = 0;
@@ -70,15 +70,11 @@ pub fn segment_bytes(area: usize) -> usize {
     HEAD + 2 * block_bytes(area)
 }
 
-/// The least data area of a parity, whatever the limit of a part: a larger collective
-/// (bcast, allgather(v)) runs in chunks of the area, and a chunk this large keeps the number
-/// of operations, each a few flag reads and writes, small beside the copies.
-pub const LEAST_AREA: usize = 64 * 1024;
-
-/// The data area of a segment whose parts of a call that runs whole are at most `limit`.
-pub fn area_for(limit: usize) -> usize {
-    limit.max(LEAST_AREA).next_multiple_of(64)
-}
+/// The data area of a communicator's segment parities: the most a rank publishes in one
+/// operation. A larger collective (bcast, allgather(v)) runs in chunks of it, and a chunk this
+/// large keeps the number of operations, each a few flag reads and writes, small beside the
+/// copies.
+pub const AREA: usize = 64 * 1024;
 
 /// What a rank tells its peers so that they map its segment: its pid and the file's name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -252,6 +248,11 @@ impl Segment {
     fn next_seq(&mut self) -> u64 {
         self.seq += 1;
         self.seq
+    }
+
+    /// Takes the numbers of the `more` operations after the last one taken.
+    fn take_seqs(&mut self, more: u64) {
+        self.seq += more;
     }
 
     /// Tells every peer that this rank failed: it completes no operation after the last it

@@ -23,18 +23,6 @@ fn segments(p: usize, area: usize) -> Vec<Segment> {
     joined
 }
 
-/// Where each block begins: the sums of the counts before it.
-fn offsets_of(counts: &[usize]) -> Vec<usize> {
-    counts
-        .iter()
-        .scan(0, |at, &c| {
-            let o = *at;
-            *at += c;
-            Some(o)
-        })
-        .collect()
-}
-
 fn sum_i64() -> Reduction {
     Reduction::new(Dtype::I64, ReduceOp::Sum).unwrap()
 }
@@ -105,7 +93,7 @@ fn every_kind_in_turn_gives_every_rank_its_result() {
                             }
                             3 => {
                                 let counts: Vec<usize> = (0..p).map(|r| (r + i) % 4).collect();
-                                let offsets = offsets_of(&counts);
+                                let offsets = block_offsets(&counts);
                                 let mine = vec![me as u8 + 1; counts[me]];
                                 let mut recv = vec![0u8; counts.iter().sum()];
                                 let kind = Kind::Allgatherv {
@@ -204,7 +192,7 @@ fn calls_larger_than_the_area_run_in_chunks_and_every_byte_arrives() {
                                 let counts: Vec<usize> = (0..p)
                                     .map(|r| if r == call % p { 0 } else { size + r * 97 })
                                     .collect();
-                                let offsets = offsets_of(&counts);
+                                let offsets = block_offsets(&counts);
                                 let mine: Vec<u8> =
                                     (0..counts[me]).map(|i| pattern(call, me, i)).collect();
                                 let mut recv = vec![0u8; counts.iter().sum()];
