@@ -4,7 +4,7 @@
 //!
 //! Steps 1–5 of docs/architecture.md, section "The one-sided protocol (src/transport)".
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::fabric::{
     Completion, Endpoint, FabricError, LocalRange, Post, RemoteRange, RemoteRegion, WriteFlags,
@@ -19,6 +19,10 @@ use super::run::{Incoming, Ready, Run};
 use super::waiting::{Waiting, DRAIN, WAIT_SLICE};
 use super::wire::{wire_seq, Event, Token, TOKEN_BYTES};
 use super::{wire, Result, Transport, TransportError};
+
+/// The first and the longest wait of a control write's retry ([`Transport::post_with_retry`]).
+const RETRY_FIRST_WAIT: Duration = Duration::from_micros(50);
+const RETRY_LONGEST_WAIT: Duration = Duration::from_millis(1);
 
 /// The transport's fabric lent to the eager path for `$run`: the fields it borrows are
 /// disjoint from the eager state, which the same step uses.
@@ -414,19 +418,24 @@ impl Transport {
         Ok(true)
     }
 
-    /// Posts a control write, progressing the queue while the provider asks to retry.
+    /// Posts a control write, progressing the queue while the provider asks to retry. The
+    /// retry does not wait for a completion: what the provider waits for may complete nothing
+    /// (shm meets a peer for the first time in the progress of both endpoints), so each wait
+    /// is short, growing from [`RETRY_FIRST_WAIT`] to [`RETRY_LONGEST_WAIT`].
     fn post_with_retry(
         &mut self,
         run: &mut Run,
         mut post: impl FnMut(&Transport) -> Result<Post>,
     ) -> Result<()> {
         let deadline = Instant::now() + self.deadline;
+        let mut wait = RETRY_FIRST_WAIT;
         loop {
             if post(self)? == Post::Posted {
                 run.in_flight += 1;
                 return Ok(());
             }
-            let got = self.fabrics.wait(&mut self.completions, WAIT_SLICE);
+            let got = self.fabrics.wait(&mut self.completions, wait);
+            wait = (wait * 2).min(RETRY_LONGEST_WAIT);
             let n = self.forgive_credit_failure(got)?;
             if n > 0 {
                 self.take_completions(run)?;
