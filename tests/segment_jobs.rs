@@ -5,7 +5,8 @@
 //! `comm.last()`; reductions above the limit, forced plans and `CIRCULANT_SEGMENT_LIMIT=0`
 //! stay off it; a forced segment that cannot serve is refused; ranks called with different
 //! arguments, a rank that refuses a call and a rank that is killed fail the others promptly;
-//! no file is left in /dev/shm.
+//! a call in chunks has its deadline per chunk, and an `i*` broadcast's root publishes two
+//! chunks at its start; no file is left in /dev/shm.
 
 mod common;
 
@@ -109,6 +110,20 @@ fn a_broadcast_whose_root_the_ranks_disagree_on_runs_each_rank_s_own_call() {
     }
 }
 
+/// README, "Shared segment": a call in chunks has its deadline counted from the last chunk that
+/// moved, so it may take longer than one deadline as a whole; an `i*` broadcast's root whose
+/// reader is not in the call yet publishes two chunks at its start (the reader completes a
+/// call of two while the root sleeps past the deadline) and no more (a reader of three times
+/// out).
+#[test]
+fn a_call_in_chunks_has_a_deadline_per_chunk_and_its_root_publishes_two_before_test() {
+    let env = [("CIRCULANT_TIMEOUT", "3")];
+    let (ok, all) = job(2, "chunk-deadlines", &env, &[]);
+    assert!(ok, "{all}");
+    assert_eq!(all.matches("chunk-deadlines ok").count(), 2, "{all}");
+    assert_no_files_of(&all);
+}
+
 #[test]
 fn a_call_refused_on_one_rank_fails_every_rank_promptly() {
     for n in [2, 3, 8] {
@@ -155,6 +170,7 @@ fn rank_role() {
             comm.barrier()
                 .expect("the job's communicator is unaffected");
         }
+        "chunk-deadlines" => chunk_deadlines(&mut comm),
         "kill" => common::rank_killed_during_broadcasts(&mut comm, 64, 500, 10_000_001),
         other => panic!("unknown role {other}"),
     }
@@ -503,6 +519,87 @@ fn refused(comm: &mut Communicator) {
     }
     let err = expect_failure(comm, result, "refused");
     println!("rank {me}: refused ok ({err})");
+}
+
+/// The deadline (`CIRCULANT_TIMEOUT`) the job of `chunk-deadlines` runs with.
+const CHUNK_DEADLINE: Duration = Duration::from_secs(3);
+
+/// Rank 0 broadcasts, rank 1 reads (p = 2, `CIRCULANT_TIMEOUT=3`).
+fn chunk_deadlines(comm: &mut Communicator) {
+    let me = comm.rank();
+    let area = circulant::comm::SEGMENT_CHUNK_BYTES;
+    let fill = |buf: &mut [u8], call: usize| {
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = if me == 0 { byte(call, 0, i) } else { 0 };
+        }
+    };
+    let right =
+        |buf: &[u8], call: usize| buf.iter().enumerate().all(|(i, &b)| b == byte(call, 0, i));
+
+    // 1. Twelve chunks, the reader testing once a second: the root, waiting, sees a chunk
+    // move at least every second, and the whole call takes longer than its deadline.
+    let mut big = vec![0u8; 12 * area];
+    fill(&mut big, 1);
+    let began = Instant::now();
+    if me == 0 {
+        comm.bcast(&mut big[..], 0)
+            .expect("a root waiting on a slow reader");
+        assert!(
+            began.elapsed() > CHUNK_DEADLINE,
+            "the reader took {:?}: the case needs more than one deadline",
+            began.elapsed()
+        );
+    } else {
+        let mut request = comm.ibcast(&mut big[..], 0).expect("ibcast");
+        while !request.test().expect("a reader that tests once a second") {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        request.wait().expect("wait");
+        assert!(right(&big, 1), "the twelve chunks");
+    }
+    on_segment(comm, "segment-bcast", "bcast of twelve chunks");
+
+    // 2. and 3. The root starts an `ibcast` of two, then three chunks while the reader is not
+    // in the call yet, and sleeps past the deadline before its `wait`: the first two chunks go
+    // at the start, the third needs the reader done with the first (a writer runs at most two
+    // operations ahead of its readers) and so waits for the root's `wait`. Each on a
+    // communicator of its own, its segment set up and its barrier completed by every rank
+    // (the job's barrier after it) before the start; the failure leaves it unusable.
+    for chunks in [2, 3] {
+        let mut case = comm.split(Some(0), me as i64).unwrap().unwrap();
+        case.barrier().expect("the case's segment");
+        comm.barrier().expect("barrier");
+        let mut data = vec![0u8; chunks * area];
+        fill(&mut data, chunks);
+        if me == 0 {
+            let request = case.ibcast(&mut data[..], 0).expect("ibcast");
+            comm.barrier().expect("barrier");
+            std::thread::sleep(2 * CHUNK_DEADLINE);
+            let result = request.wait();
+            if chunks == 2 {
+                result.expect("wait");
+            } else {
+                // The reader has given up: the root hears of it now or at its next call.
+                let _ = expect_failure(&mut case, result, "three chunks");
+            }
+        } else {
+            comm.barrier().expect("barrier");
+            let result = case.bcast(&mut data[..], 0);
+            if chunks == 2 {
+                result.expect("two chunks published at the root's start");
+                assert!(right(&data, 2), "the two chunks");
+                // Back in step with the sleeping root (the next call has a deadline too).
+                std::thread::sleep(2 * CHUNK_DEADLINE);
+            } else {
+                let err = result.expect_err("the third chunk waits for the root's wait");
+                assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+                std::thread::sleep(CHUNK_DEADLINE);
+            }
+        }
+    }
+    comm.barrier()
+        .expect("the job's communicator is unaffected");
+    println!("rank {me}: chunk-deadlines ok");
 }
 
 /// A small deterministic generator (SplitMix64), the same sequence on every rank.
