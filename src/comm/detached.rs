@@ -95,7 +95,7 @@ impl Communicator {
         send: Option<&Buffer>,
         recv: Option<&mut Buffer>,
     ) -> Result<Detached> {
-        self.start(call, send, recv)?.detach()
+        Ok(self.start_detached_as(call, send, recv)?.0)
     }
 
     /// Progresses `detached` on the buffers it started on (`wait`: to its end); true once it

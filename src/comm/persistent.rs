@@ -135,11 +135,12 @@ impl<'c, 'b> Persistent<'c, 'b> {
             }
             Kept::Call(_) => {
                 let call = self.persisted.call();
-                let request =
-                    self.comm
-                        .start(call, self.send.as_deref(), self.recv.as_deref_mut())?;
-                let (algorithm, overhead) = (request.algorithm(), request.overhead());
-                (Active::Call(request.detach()?, algorithm), overhead)
+                let (detached, algorithm, overhead) = self.comm.start_detached_as(
+                    call,
+                    self.send.as_deref(),
+                    self.recv.as_deref_mut(),
+                )?;
+                (Active::Call(detached, algorithm), overhead)
             }
         };
         self.active = Some(active);

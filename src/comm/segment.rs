@@ -8,7 +8,7 @@
 //! `segment-…` name forces the segment). Every rank decides alike from the call's arguments.
 //! docs/architecture.md, "The shared segment".
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::plan::Problem;
 use crate::transport::segment::{
@@ -18,8 +18,11 @@ use crate::transport::{OpStats, TransportError};
 
 use super::arguments::{argument, in_call};
 use super::call::{digest, Call};
+use super::detached::Detached;
 use super::nonblocking::Request;
-use super::{Choice, CommError, Communicator, Executed, Payload, PayloadMut, Result};
+use super::{
+    Buffer, Choice, CommError, Communicator, Executed, Payload, PayloadMut, Result,
+};
 
 /// The names of the collectives on the segment, as `Choice::Named` and
 /// `CIRCULANT_ALGORITHM` take them.
@@ -374,6 +377,35 @@ impl Communicator {
             )),
             Begun::AsPlan(send, recv) => self.start_planned(entered, call, send, recv),
         }
+    }
+
+    /// Starts `call` on registered buffers as [`Self::start`] does and detaches it from them,
+    /// with its algorithm and overhead ([`Self::start_detached`]). On the segment no request
+    /// is made: the caller keeps the buffers, so the call's state is all it needs, and a small
+    /// call's cost is mostly moving such state.
+    pub(super) fn start_detached_as(
+        &mut self,
+        mut call: Call<'_>,
+        send: Option<&Buffer>,
+        recv: Option<&mut Buffer>,
+    ) -> Result<(Detached, &'static str, Duration)> {
+        let request = if let Some(name) = self.on_node_phases(&call)? {
+            self.start_node_phases(call, name, send, recv, true)?
+        } else {
+            // The call's software overhead counts from here (see `Executed::overhead`).
+            let entered = Instant::now();
+            match self.on_segment(&call)? {
+                Some(name) => match self.begin_on_segment(entered, &mut call, name, send, recv)? {
+                    Begun::OnSegment(segment_call, overhead) => {
+                        return Ok((Detached::segment(segment_call), name, overhead));
+                    }
+                    Begun::AsPlan(send, recv) => self.start_planned(entered, call, send, recv)?,
+                },
+                None => self.start_planned(entered, call, send, recv)?,
+            }
+        };
+        let (name, overhead) = (request.algorithm(), request.overhead());
+        Ok((request.detach()?, name, overhead))
     }
 
     /// Runs `call` on the segment as algorithm `name` to its end.

@@ -127,7 +127,7 @@ impl Communicator {
 
     /// The segment algorithm that serves `call` ([`Self::segment_serves`]); a refusal gives
     /// the communicator up, so that the peers fail too.
-    fn on_segment(&mut self, call: &Call<'_>) -> Result<Option<&'static str>> {
+    pub(super) fn on_segment(&mut self, call: &Call<'_>) -> Result<Option<&'static str>> {
         let served = self.segment_serves(call);
         if let Err(err) = &served {
             self.comm_refused(call.op, err);
@@ -137,7 +137,7 @@ impl Communicator {
 
     /// The node phases that serve `call` ([`Self::node_phases_serve`]); a refusal gives up
     /// the phases' communicators too, where peers called otherwise may wait.
-    fn on_node_phases(&mut self, call: &Call<'_>) -> Result<Option<&'static str>> {
+    pub(super) fn on_node_phases(&mut self, call: &Call<'_>) -> Result<Option<&'static str>> {
         let served = self.node_phases_serve(call);
         if let Err(err) = &served {
             self.node_phases_failed(call.op, err);
