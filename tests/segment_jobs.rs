@@ -111,10 +111,10 @@ fn a_broadcast_whose_root_the_ranks_disagree_on_runs_each_rank_s_own_call() {
 }
 
 /// README, "Shared segment": a call in chunks has its deadline counted from the last chunk that
-/// moved, so it may take longer than one deadline as a whole; an `i*` broadcast's root whose
-/// reader is not in the call yet publishes two chunks at its start (the reader completes a
-/// call of two while the root sleeps past the deadline) and no more (a reader of three times
-/// out).
+/// moved (a root waits on a reader that tests once a second); an `i*` broadcast's root whose
+/// reader completed the calls before but is not in this one yet publishes two chunks at its
+/// start (the reader completes a call of two while the root sleeps past the deadline) and no
+/// more (a reader of three times out).
 #[test]
 fn a_call_in_chunks_has_a_deadline_per_chunk_and_its_root_publishes_two_before_test() {
     let env = [("CIRCULANT_TIMEOUT", "3")];
@@ -537,18 +537,14 @@ fn chunk_deadlines(comm: &mut Communicator) {
         |buf: &[u8], call: usize| buf.iter().enumerate().all(|(i, &b)| b == byte(call, 0, i));
 
     // 1. Twelve chunks, the reader testing once a second: the root, waiting, sees a chunk
-    // move at least every second, and the whole call takes longer than its deadline.
+    // move at least every second and completes. (That such a call may take longer than one
+    // deadline as a whole is shown deterministically by the segment's unit tests, where the
+    // steps take turns; here the two processes may run on a few chunks in one test.)
     let mut big = vec![0u8; 12 * area];
     fill(&mut big, 1);
-    let began = Instant::now();
     if me == 0 {
         comm.bcast(&mut big[..], 0)
             .expect("a root waiting on a slow reader");
-        assert!(
-            began.elapsed() > CHUNK_DEADLINE,
-            "the reader took {:?}: the case needs more than one deadline",
-            began.elapsed()
-        );
     } else {
         let mut request = comm.ibcast(&mut big[..], 0).expect("ibcast");
         while !request.test().expect("a reader that tests once a second") {

@@ -69,8 +69,8 @@ mod start;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-/// The shared segment's chunk: a broadcast or allgather(v) on one node whose largest part is
-/// larger runs as that many operations of the segment, each a chunk of every part.
+/// The shared segment's chunk: a broadcast or allgather(v) on one node runs as ⌈largest part
+/// / `SEGMENT_CHUNK_BYTES`⌉ operations of the segment, each a chunk of every part.
 pub use crate::transport::segment::AREA as SEGMENT_CHUNK_BYTES;
 pub use crate::transport::{Carried, OpStats, Route, Traffic, TransportError};
 pub use buffer::{Buffer, Element, Payload, PayloadMut};

@@ -20,9 +20,7 @@ use super::arguments::{argument, in_call};
 use super::call::{digest, Call};
 use super::detached::Detached;
 use super::nonblocking::Request;
-use super::{
-    Buffer, Choice, CommError, Communicator, Executed, Payload, PayloadMut, Result,
-};
+use super::{Buffer, Choice, CommError, Communicator, Executed, Payload, PayloadMut, Result};
 
 /// The names of the collectives on the segment, as `Choice::Named` and
 /// `CIRCULANT_ALGORITHM` take them.

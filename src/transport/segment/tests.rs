@@ -282,6 +282,55 @@ fn a_call_in_chunks_against_one_of_another_size_is_a_mismatch() {
     );
 }
 
+/// One step of a caller that only tests (as an `i*` request's `test`): a test, then the
+/// deadline's check where it did not complete.
+fn step(run: &mut Run, segment: &mut Segment, send: Source<'_>, recv: &mut [u8]) -> Result<bool> {
+    Ok(run.test(segment, send, recv)? || run.test_within_deadline(segment, send, recv)?)
+}
+
+/// A call in chunks has its deadline counted from the last chunk that moved: stepped in turn,
+/// two chunks a step (the writer runs at most two operations ahead of its reader), with a
+/// pause of 0.6 deadlines between steps, eight chunks take longer than two deadlines and
+/// complete; a pause longer than the deadline within the call fails it.
+#[test]
+fn a_call_in_chunks_counts_its_deadline_from_the_last_chunk_that_moved() {
+    let deadline = Duration::from_millis(200);
+    let pause = deadline * 3 / 5;
+    let mut segs = segments(2, 64);
+    let (mut b, mut a) = (segs.pop().unwrap(), segs.pop().unwrap());
+    let kind = Kind::Broadcast { root: 0 };
+    let mut data: Vec<u8> = (0..64 * 8).map(|i| (i * 5 + 3) as u8).collect();
+    let len = data.len();
+    let mut got = vec![0u8; len];
+    let mut writer = Run::new(&mut a, "bcast", 1, 7, kind.clone(), deadline).chunked(&mut a, len);
+    let mut reader = Run::new(&mut b, "bcast", 1, 7, kind.clone(), deadline).chunked(&mut b, len);
+    let began = std::time::Instant::now();
+    let (mut wrote, mut read, mut steps) = (false, false, 0);
+    while !(wrote && read) {
+        wrote = step(&mut writer, &mut a, Source::InRecv(0, len), &mut data)
+            .expect("the writer's chunks move within the deadline");
+        std::thread::sleep(pause);
+        read = step(&mut reader, &mut b, Source::None, &mut got)
+            .expect("the reader's chunks move within the deadline");
+        steps += 1;
+    }
+    assert_eq!(got, data);
+    assert_eq!(steps, 4, "two chunks a step");
+    assert!(began.elapsed() > 2 * deadline, "{:?}", began.elapsed());
+
+    // Four chunks, the writer silent after the first two: the reader fails once the deadline
+    // has passed since its last chunk.
+    let mut writer = Run::new(&mut a, "bcast", 9, 8, kind.clone(), deadline).chunked(&mut a, 256);
+    let mut reader = Run::new(&mut b, "bcast", 9, 8, kind, deadline).chunked(&mut b, 256);
+    let mut got = vec![0u8; 256];
+    assert!(!step(&mut writer, &mut a, Source::InRecv(0, 256), &mut data).unwrap());
+    assert!(!step(&mut reader, &mut b, Source::None, &mut got).unwrap());
+    assert_eq!(got[..128], data[..128], "the first two chunks");
+    std::thread::sleep(deadline + deadline / 4);
+    let err = step(&mut reader, &mut b, Source::None, &mut got).unwrap_err();
+    assert!(matches!(err, TransportError::Timeout { .. }), "{err}");
+}
+
 #[test]
 fn segments_of_sizes_off_the_cache_line_join_and_carry_their_part() {
     for area in [1, 40, 41, 100, 1000] {
