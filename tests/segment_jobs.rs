@@ -114,7 +114,8 @@ fn a_broadcast_whose_root_the_ranks_disagree_on_runs_each_rank_s_own_call() {
 /// moved (a root waits on a reader that tests once a second); an `i*` broadcast's root whose
 /// reader completed the calls before but is not in this one yet publishes two chunks at its
 /// start (the reader completes a call of two while the root sleeps past the deadline) and no
-/// more (a reader of three times out).
+/// more (a reader of three times out), the rest at its `wait` (a reader of three completes
+/// when the root waits within the deadline).
 #[test]
 fn a_call_in_chunks_has_a_deadline_per_chunk_and_its_root_publishes_two_before_test() {
     let env = [("CIRCULANT_TIMEOUT", "3")];
@@ -555,13 +556,21 @@ fn chunk_deadlines(comm: &mut Communicator) {
     }
     on_segment(comm, "segment-bcast", "bcast of twelve chunks");
 
-    // 2. and 3. The root starts an `ibcast` of two, then three chunks while the reader is not
-    // in the call yet, and sleeps past the deadline before its `wait`: the first two chunks go
-    // at the start, the third needs the reader done with the first (a writer runs at most two
-    // operations ahead of its readers) and so waits for the root's `wait`. Each on a
-    // communicator of its own, its segment set up and its barrier completed by every rank
-    // (the job's barrier after it) before the start; the failure leaves it unusable.
-    for chunks in [2, 3] {
+    // 2.–4. The root starts an `ibcast` while the reader is not in the call yet, and sleeps
+    // before its `wait`: the first two chunks go at the start, a third needs the reader done
+    // with the first (a writer runs at most two operations ahead of its readers) and so waits
+    // for the root's `wait`. Two chunks complete while the root sleeps past the deadline;
+    // three complete where it sleeps half the deadline, and fail the reader where it sleeps
+    // past it. Each on a communicator of its own, its segment set up and its barrier
+    // completed by every rank (the job's barrier after it) before the start; a failure leaves
+    // it unusable. (chunks, the root's sleep between its start and its wait, whether the
+    // reader completes)
+    let cases = [
+        (2, 2 * CHUNK_DEADLINE, true),
+        (3, CHUNK_DEADLINE / 2, true),
+        (3, 2 * CHUNK_DEADLINE, false),
+    ];
+    for (chunks, sleep, completes) in cases {
         let mut case = comm.split(Some(0), me as i64).unwrap().unwrap();
         case.barrier().expect("the case's segment");
         comm.barrier().expect("barrier");
@@ -570,9 +579,9 @@ fn chunk_deadlines(comm: &mut Communicator) {
         if me == 0 {
             let request = case.ibcast(&mut data[..], 0).expect("ibcast");
             comm.barrier().expect("barrier");
-            std::thread::sleep(2 * CHUNK_DEADLINE);
+            std::thread::sleep(sleep);
             let result = request.wait();
-            if chunks == 2 {
+            if completes {
                 result.expect("wait");
             } else {
                 // The reader has given up: the root hears of it now or at its next call.
@@ -580,17 +589,18 @@ fn chunk_deadlines(comm: &mut Communicator) {
             }
         } else {
             comm.barrier().expect("barrier");
+            let started = Instant::now();
             let result = case.bcast(&mut data[..], 0);
-            if chunks == 2 {
-                result.expect("two chunks published at the root's start");
-                assert!(right(&data, 2), "the two chunks");
-                // Back in step with the sleeping root (the next call has a deadline too).
-                std::thread::sleep(2 * CHUNK_DEADLINE);
+            if completes {
+                // Two chunks at the root's start, a third at its wait within the deadline.
+                result.expect("the chunks of the root's start and of its wait");
+                assert!(right(&data, chunks), "{chunks} chunks");
             } else {
                 let err = result.expect_err("the third chunk waits for the root's wait");
                 assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
-                std::thread::sleep(CHUNK_DEADLINE);
             }
+            // Back in step with the sleeping root (the next call has a deadline too).
+            std::thread::sleep(sleep.saturating_sub(started.elapsed()));
         }
     }
     comm.barrier()
