@@ -22,6 +22,14 @@
  * --nonblocking measures the nonblocking forms instead (MPI_Ibcast, ..., each call started and
  * then completed by MPI_Wait; the algorithm column says "nonblocking").
  *
+ * --paired measures every size twice in one run, repetition by repetition in turn (the order
+ * swapped at every repetition): the call through its MPI_ name (which a profiling layer
+ * preloaded before the MPI intercepts) and through its PMPI_ name (the MPI's own, which no
+ * layer sees). Two rows per size, algorithm "mpi" and "pmpi" (with --nonblocking
+ * "mpi-nonblocking" and "pmpi-nonblocking"; the wait goes by the same name as the start).
+ * Both series see the same moments of a noisy machine, so their ratio shows what the layer
+ * adds or saves; without a layer both are the MPI's, and the ratio shows the method's floor.
+ *
  * Sizes go from --min-bytes to --max-bytes multiplying alternately by 2 and 5 (1, 2, 10, 20,
  * 100, ...). For bcast the size is the message; for allgather it is each rank's contribution;
  * for allgatherv it is the base count c of the distribution (the total follows from it, see
@@ -56,6 +64,7 @@ struct options {
     uint64_t max_bytes;
     int header;
     int nonblocking;
+    int paired;
     int print_counts;
     int counts_p;
     uint64_t counts_bytes;
@@ -66,7 +75,7 @@ static void usage_exit(const char *msg) {
             "mpi_coll: %s\n"
             "usage: mpi_coll --op bcast|allgather|allgatherv|allreduce [--dist NAME] [--root R]\n"
             "                [--reps N] [--min-bytes B] [--max-bytes B] [--no-header]\n"
-            "                [--nonblocking]\n"
+            "                [--nonblocking] [--paired]\n"
             "       mpi_coll --print-counts --dist NAME -p P --bytes C\n"
             "distributions: regular broadcast spike half-full decreasing geometric mod3\n",
             msg);
@@ -97,6 +106,7 @@ static void parse_args(int argc, char **argv, struct options *o) {
         if (!strcmp(a, "--no-header")) { o->header = 0; continue; }
         if (!strcmp(a, "--print-counts")) { o->print_counts = 1; continue; }
         if (!strcmp(a, "--nonblocking")) { o->nonblocking = 1; continue; }
+        if (!strcmp(a, "--paired")) { o->paired = 1; continue; }
         if (!v) usage_exit("missing value after an option");
         i++;
         if (!strcmp(a, "--op")) {
@@ -193,51 +203,74 @@ struct buffers {
 
 static int fits_int(uint64_t v) { return v <= (uint64_t)INT32_MAX; }
 
-/* One call of the operation under test. */
-static void run_op(const struct options *o, struct buffers *b, uint64_t bytes, int p) {
+/* The entry points a call goes through: the MPI_ names or the PMPI_ names (--paired). */
+struct entries {
+    const char *name;
+    int (*bcast)(void *, int, MPI_Datatype, int, MPI_Comm);
+    int (*allgather)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+    int (*allgatherv)(const void *, int, MPI_Datatype, void *, const int *, const int *,
+                      MPI_Datatype, MPI_Comm);
+    int (*allreduce)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+    int (*ibcast)(void *, int, MPI_Datatype, int, MPI_Comm, MPI_Request *);
+    int (*iallgather)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm,
+                      MPI_Request *);
+    int (*iallgatherv)(const void *, int, MPI_Datatype, void *, const int *, const int *,
+                       MPI_Datatype, MPI_Comm, MPI_Request *);
+    int (*iallreduce)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request *);
+    int (*wait)(MPI_Request *, MPI_Status *);
+};
+
+static const struct entries through_mpi = {
+    "mpi",          MPI_Bcast,     MPI_Allgather,  MPI_Allgatherv,  MPI_Allreduce,
+    MPI_Ibcast,     MPI_Iallgather, MPI_Iallgatherv, MPI_Iallreduce, MPI_Wait,
+};
+static const struct entries through_pmpi = {
+    "pmpi",         PMPI_Bcast,     PMPI_Allgather,  PMPI_Allgatherv,  PMPI_Allreduce,
+    PMPI_Ibcast,    PMPI_Iallgather, PMPI_Iallgatherv, PMPI_Iallreduce, PMPI_Wait,
+};
+
+/* One call of the operation under test, through entry points `e`. */
+static void run_op(const struct options *o, const struct entries *e, struct buffers *b,
+                   uint64_t bytes) {
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (o->nonblocking) {
         MPI_Request req;
-        int rank;
-        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         switch (o->op) {
         case OP_BCAST:
-            MPI_Ibcast(b->recv, (int)bytes, MPI_BYTE, o->root, MPI_COMM_WORLD, &req);
+            e->ibcast(b->recv, (int)bytes, MPI_BYTE, o->root, MPI_COMM_WORLD, &req);
             break;
         case OP_ALLGATHER:
-            MPI_Iallgather(b->send, (int)bytes, MPI_BYTE, b->recv, (int)bytes, MPI_BYTE,
-                           MPI_COMM_WORLD, &req);
+            e->iallgather(b->send, (int)bytes, MPI_BYTE, b->recv, (int)bytes, MPI_BYTE,
+                          MPI_COMM_WORLD, &req);
             break;
         case OP_ALLGATHERV:
-            MPI_Iallgatherv(b->send, b->counts[rank], MPI_BYTE, b->recv, b->counts, b->displs,
-                            MPI_BYTE, MPI_COMM_WORLD, &req);
+            e->iallgatherv(b->send, b->counts[rank], MPI_BYTE, b->recv, b->counts, b->displs,
+                           MPI_BYTE, MPI_COMM_WORLD, &req);
             break;
         default:
-            MPI_Iallreduce(b->send, b->recv, (int)(bytes / 4), MPI_INT32_T, MPI_SUM,
-                           MPI_COMM_WORLD, &req);
+            e->iallreduce(b->send, b->recv, (int)(bytes / 4), MPI_INT32_T, MPI_SUM,
+                          MPI_COMM_WORLD, &req);
             break;
         }
-        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        e->wait(&req, MPI_STATUS_IGNORE);
         return;
     }
     switch (o->op) {
     case OP_BCAST:
-        MPI_Bcast(b->recv, (int)bytes, MPI_BYTE, o->root, MPI_COMM_WORLD);
+        e->bcast(b->recv, (int)bytes, MPI_BYTE, o->root, MPI_COMM_WORLD);
         break;
     case OP_ALLGATHER:
-        MPI_Allgather(b->send, (int)bytes, MPI_BYTE, b->recv, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+        e->allgather(b->send, (int)bytes, MPI_BYTE, b->recv, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
         break;
-    case OP_ALLGATHERV: {
-        int rank;
-        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        MPI_Allgatherv(b->send, b->counts[rank], MPI_BYTE, b->recv, b->counts, b->displs, MPI_BYTE,
-                       MPI_COMM_WORLD);
+    case OP_ALLGATHERV:
+        e->allgatherv(b->send, b->counts[rank], MPI_BYTE, b->recv, b->counts, b->displs, MPI_BYTE,
+                      MPI_COMM_WORLD);
         break;
-    }
     case OP_ALLREDUCE:
-        MPI_Allreduce(b->send, b->recv, (int)(bytes / 4), MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);
+        e->allreduce(b->send, b->recv, (int)(bytes / 4), MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);
         break;
     }
-    (void)p;
 }
 
 /* Fills the inputs for one size; returns 0, or -1 when the size does not fit MPI's int counts. */
@@ -349,14 +382,14 @@ static const uint64_t WINDOW_MOST_NS = 2000000000ull;
  * the maximum over the ranks. A rank that learns the start only after it passed marks the
  * repetition late, and it is repeated with the window doubled.
  */
-static double timed_call(const struct options *o, struct buffers *b, uint64_t bytes, int p,
-                         int rank, struct window *w) {
+static double timed_call(const struct options *o, const struct entries *e, struct buffers *b,
+                         uint64_t bytes, int rank, struct window *w) {
     for (;;) {
         uint64_t start = rank == 0 ? now_ns() + w->ahead_ns : 0;
         MPI_Bcast(&start, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
         int late = now_ns() > start;
         wait_until(start);
-        run_op(o, b, bytes, p);
+        run_op(o, e, b, bytes);
         uint64_t end = now_ns();
         double mine[2] = {end > start ? (double)(end - start) * 1e-9 : 0.0, late}, all[2];
         MPI_Allreduce(mine, all, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -406,8 +439,12 @@ int main(int argc, char **argv) {
     struct buffers b = {0};
     b.counts = calloc((size_t)p, sizeof *b.counts);
     b.displs = calloc((size_t)p, sizeof *b.displs);
-    double *times = calloc((size_t)o.reps, sizeof *times);
-    if (!b.counts || !b.displs || !times) MPI_Abort(MPI_COMM_WORLD, 1);
+    /* One series, or with --paired two: through the MPI_ names and through the PMPI_ names. */
+    const struct entries *series[2] = {&through_mpi, &through_pmpi};
+    int n_series = o.paired ? 2 : 1;
+    double *times[2] = {calloc((size_t)o.reps, sizeof(double)),
+                        calloc((size_t)o.reps, sizeof(double))};
+    if (!b.counts || !b.displs || !times[0] || !times[1]) MPI_Abort(MPI_COMM_WORLD, 1);
 
     const char *lib = library_name();
     const char *dist = o.op == OP_ALLGATHERV ? dist_names[o.dist] : "-";
@@ -427,23 +464,36 @@ int main(int argc, char **argv) {
                                    (unsigned long long)bytes);
             break;
         }
-        run_op(&o, &b, bytes, p); /* warm-up, also the checked call */
-        uint64_t bad = check(&o, &b, bytes, p), all_bad = 0;
-        MPI_Allreduce(&bad, &all_bad, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-        if (all_bad) {
-            if (rank == 0) fprintf(stderr, "mpi_coll: %s of %llu bytes: %llu wrong bytes\n",
-                                   op_names[o.op], (unsigned long long)bytes,
-                                   (unsigned long long)all_bad);
-            failed = 1;
+        for (int k = 0; k < n_series; k++) {
+            /* Each series checks a call of its own, into a cleared buffer. */
+            if (k > 0 && prepare(&o, &b, bytes, p, rank) != 0) MPI_Abort(MPI_COMM_WORLD, 1);
+            run_op(&o, series[k], &b, bytes); /* warm-up, also the checked call */
+            uint64_t bad = check(&o, &b, bytes, p), all_bad = 0;
+            MPI_Allreduce(&bad, &all_bad, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+            if (all_bad) {
+                if (rank == 0)
+                    fprintf(stderr, "mpi_coll: %s of %llu bytes through %s: %llu wrong bytes\n",
+                            op_names[o.op], (unsigned long long)bytes, series[k]->name,
+                            (unsigned long long)all_bad);
+                failed = 1;
+            }
         }
-        for (int r = 0; r < o.reps; r++) times[r] = timed_call(&o, &b, bytes, p, rank, &window);
-        if (rank == 0) {
-            qsort(times, (size_t)o.reps, sizeof *times, cmp_double);
-            double median = o.reps % 2 ? times[o.reps / 2]
-                                       : (times[o.reps / 2 - 1] + times[o.reps / 2]) / 2;
-            printf("%s,%s,%s,%s,%d,%llu,%llu,%d,%.9f,%.9f\n", lib, op_names[o.op],
-                   o.nonblocking ? "nonblocking" : "native", dist, p,
-                   (unsigned long long)bytes, (unsigned long long)b.total, o.reps, times[0], median);
+        /* Paired: the series in turn, the first one swapped at every repetition. */
+        for (int r = 0; r < o.reps; r++)
+            for (int j = 0; j < n_series; j++) {
+                int k = (j + r) % n_series;
+                times[k][r] = timed_call(&o, series[k], &b, bytes, rank, &window);
+            }
+        for (int k = 0; rank == 0 && k < n_series; k++) {
+            double *t = times[k];
+            qsort(t, (size_t)o.reps, sizeof *t, cmp_double);
+            double median = o.reps % 2 ? t[o.reps / 2] : (t[o.reps / 2 - 1] + t[o.reps / 2]) / 2;
+            char algorithm[64];
+            snprintf(algorithm, sizeof algorithm, "%s%s%s", o.paired ? series[k]->name : "",
+                     o.paired && o.nonblocking ? "-" : "",
+                     o.nonblocking ? "nonblocking" : o.paired ? "" : "native");
+            printf("%s,%s,%s,%s,%d,%llu,%llu,%d,%.9f,%.9f\n", lib, op_names[o.op], algorithm, dist,
+                   p, (unsigned long long)bytes, (unsigned long long)b.total, o.reps, t[0], median);
             fflush(stdout);
         }
         if (bytes == 0) break;
@@ -455,7 +505,8 @@ int main(int argc, char **argv) {
     free(b.recv);
     free(b.counts);
     free(b.displs);
-    free(times);
+    free(times[0]);
+    free(times[1]);
     MPI_Finalize();
     return failed;
 }
