@@ -14,7 +14,11 @@
  * Run it preloaded, as the programs that are to use the file will run:
  *   mpirun -n 4 -x LD_PRELOAD=target/mpi/libcirculant-mpi-openmpi.so \
  *     target/mpi/circulant-mpi-calibrate-openmpi [--max-bytes N] [--reps R] [--rounds K]
- *     [--forms blocking|nonblocking|both] FILE
+ *     [--forms blocking|nonblocking|both] [--sized] FILE
+ *
+ * --sized writes each line for communicators of this job's p ranks or more (`bcast@8 ...`),
+ * so that the files of calibrations at several p, put one after the other, give each
+ * communicator the ranges measured at the largest p not above its size.
  *
  * Sizes are those the layer compares with a threshold: the buffer of bcast and the
  * reductions (doubles), all p blocks of allgather, gather, scatter and alltoall, the sum of
@@ -138,7 +142,7 @@ static double measure(int op, uint64_t bytes, int native, int reps, int nb) {
 static void usage(const char *why) {
   if (me == 0)
     fprintf(stderr,
-            "circulant-mpi-calibrate: %s\nusage: circulant-mpi-calibrate [--max-bytes N] [--reps R] [--rounds K] [--forms blocking|nonblocking|both] FILE\n",
+            "circulant-mpi-calibrate: %s\nusage: circulant-mpi-calibrate [--max-bytes N] [--reps R] [--rounds K] [--forms blocking|nonblocking|both] [--sized] FILE\n",
             why);
   PMPI_Finalize();
   exit(2);
@@ -155,6 +159,7 @@ int main(int argc, char **argv) {
   int reps = 10;
   int rounds = 3;
   int forms = 3; /* bit 0: blocking, bit 1: nonblocking */
+  int sized = 0;  /* lines `NAME@p`: for communicators of p ranks or more */
   const char *file = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc) {
@@ -172,6 +177,8 @@ int main(int argc, char **argv) {
       const char *f = argv[++i];
       forms = !strcmp(f, "blocking") ? 1 : !strcmp(f, "nonblocking") ? 2 : !strcmp(f, "both") ? 3 : 0;
       if (!forms) usage("--forms: blocking, nonblocking or both");
+    } else if (!strcmp(argv[i], "--sized")) {
+      sized = 1;
     } else if (argv[i][0] == '-' || file) {
       usage("unknown argument");
     } else {
@@ -254,6 +261,7 @@ int main(int argc, char **argv) {
       for (int i = 0; i < n; i++)
         fprintf(out, " %llu:%.2f", (unsigned long long)sizes[i], worst[i]);
       fprintf(out, "\n%s", name);
+      if (sized) fprintf(out, "@%d", p);
       /* Each run of sizes at which circulant was not slower: a range. */
       int ranges = 0;
       for (int i = 0; i < n; i++) {

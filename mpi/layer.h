@@ -170,13 +170,22 @@ struct ranges {
   int n;
   uint64_t from[MAX_RANGES], to[MAX_RANGES];
 };
+/* The ranges of one collective and form for each communicator size a thresholds line names
+ * (`bcast@8`: 8 ranks or more; no `@`: from 0, every size), the smallest size first. A
+ * communicator takes those of the largest size not above its own, and none below the first. */
+enum { MAX_SIZES = 8 };
+struct sized_ranges {
+  int n;
+  int ranks[MAX_SIZES];
+  struct ranges r[MAX_SIZES];
+};
 /* The forms a thresholds file tells apart: the blocking calls (`bcast`), and the nonblocking
  * and persistent ones (`ibcast`), which the MPI runs with other algorithms than its blocking
  * ones (Open MPI's libnbc, for one). */
 enum form { FORM_BLOCKING, FORM_NONBLOCKING, FORM_COUNT };
-extern HIDDEN struct ranges g_threshold[FORM_COUNT][OP_COUNT];
+extern HIDDEN struct sized_ranges g_threshold[FORM_COUNT][OP_COUNT];
 extern HIDDEN const char *g_threshold_source;
-/* The ranges of `c`'s collective in `c`'s form. */
+/* The ranges of `c`'s collective in `c`'s form, for the size of `c`'s communicator. */
 HIDDEN const struct ranges *ranges_of(const struct call *c);
 /* Whether auto serves call `c` of `bytes` bytes. */
 HIDDEN int in_ranges(const struct call *c, uint64_t bytes);

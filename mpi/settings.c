@@ -4,6 +4,7 @@
 #include "layer.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,10 +12,19 @@
 enum mode g_mode = MODE_AUTO;
 int g_print_stats;
 
-struct ranges g_threshold[FORM_COUNT][OP_COUNT];
+struct sized_ranges g_threshold[FORM_COUNT][OP_COUNT];
 
 const struct ranges *ranges_of(const struct call *c) {
-  return &g_threshold[variant_nonblocking(c->variant) ? FORM_NONBLOCKING : FORM_BLOCKING][c->op];
+  static const struct ranges none;
+  const struct sized_ranges *s =
+      &g_threshold[variant_nonblocking(c->variant) ? FORM_NONBLOCKING : FORM_BLOCKING][c->op];
+  /* One set for every size (the usual file): no need to ask the communicator's size. */
+  if (s->n == 1 && s->ranks[0] == 0) return &s->r[0];
+  int size = 0;
+  if (s->n == 0 || PMPI_Comm_size(c->comm, &size) != MPI_SUCCESS) return &none;
+  const struct ranges *r = &none;
+  for (int i = 0; i < s->n && s->ranks[i] <= size; i++) r = &s->r[i];
+  return r;
 }
 
 int in_ranges(const struct call *c, uint64_t bytes) {
@@ -50,11 +60,30 @@ static uint64_t parse_bytes(const char *text, const char *where) {
   return v;
 }
 
+/* Sets the ranges of communicators of `ranks` ranks or more in `s`, keeping sizes in order. */
+static void set_sized(struct sized_ranges *s, int ranks, const struct ranges *r,
+                      const char *where) {
+  int i = 0;
+  while (i < s->n && s->ranks[i] < ranks) i++;
+  if (i == s->n || s->ranks[i] != ranks) {
+    if (s->n == MAX_SIZES) die("%s: more than 8 communicator sizes for one collective%s", where, "");
+    memmove(&s->ranks[i + 1], &s->ranks[i], (size_t)(s->n - i) * sizeof s->ranks[0]);
+    memmove(&s->r[i + 1], &s->r[i], (size_t)(s->n - i) * sizeof s->r[0]);
+    s->n++;
+  }
+  s->ranks[i] = ranks;
+  s->r[i] = *r;
+}
+
 /* Thresholds text: lines `COLLECTIVE RANGE...` or `COLLECTIVE never`, `#` comments, where a
  * range is `A-B` (A to B bytes), `A-` or `A` (A bytes and more) and a collective is a blocking
- * one (`bcast`) or, with an `i` before it, the nonblocking and persistent forms (`ibcast`);
- * each line sets the ranges of its collective and form. `source` names the text in messages. */
+ * one (`bcast`) or, with an `i` before it, the nonblocking and persistent forms (`ibcast`),
+ * either followed by `@P` for communicators of P ranks or more (without it: of any size); a
+ * line sets the ranges of its collective, form and size, and the first line of a collective
+ * and form in a text drops what an earlier text set for it. `source` names the text in
+ * messages. */
 static void parse_thresholds(const char *text, const char *source) {
+  int touched[FORM_COUNT][OP_COUNT] = {{0}};
   int number = 0;
   while (*text) {
     char line[512];
@@ -74,6 +103,17 @@ static void parse_thresholds(const char *text, const char *source) {
     if (!name) continue;
     char where[600];
     snprintf(where, sizeof where, "%s line %d", source, number);
+    int ranks = 0;
+    char *at = strchr(name, '@');
+    if (at) {
+      *at = 0;
+      char *end;
+      errno = 0;
+      long v = strtol(at + 1, &end, 10);
+      if (errno || *end || at[1] < '0' || at[1] > '9' || v < 1 || v > INT_MAX)
+        die("%s: `@%s` is not a number of ranks (1 or more)", where, at + 1);
+      ranks = (int)v;
+    }
     int op = -1, form = FORM_BLOCKING;
     for (int i = 0; i < OP_COUNT; i++)
       if (strcmp(name, op_names[i]) == 0) op = i;
@@ -101,7 +141,9 @@ static void parse_thresholds(const char *text, const char *source) {
     if (words == 0 || (never && words != 1))
       die("%s: expected `COLLECTIVE never` or `COLLECTIVE` and byte ranges (`A-B`, `A-`, `A`)%s",
           where, "");
-    g_threshold[form][op] = r;
+    if (!touched[form][op]) g_threshold[form][op].n = 0;
+    touched[form][op] = 1;
+    set_sized(&g_threshold[form][op], ranks, &r, where);
   }
 }
 

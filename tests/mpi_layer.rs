@@ -474,6 +474,34 @@ fn a_rank_inside_a_collective_mpi_runs_does_not_move_the_layers_calls() {
     );
 }
 
+/// `program` with `args` under `mpi` at `p` ranks, the layer preloaded with its statistics on
+/// and the thresholds written to `file` from `text`.
+fn with_thresholds(
+    mpi: Mpi,
+    lib: &Path,
+    p: usize,
+    file: &str,
+    text: &str,
+    program: &Path,
+    args: &[&str],
+) -> Finished {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let file = dir.join(file);
+    std::fs::write(&file, text).expect("write thresholds");
+    job(
+        mpi,
+        p,
+        Some(lib),
+        &[
+            ("CIRCULANT_MPI_STATS", "1"),
+            ("CIRCULANT_MPI_THRESHOLDS", &file.to_string_lossy()),
+        ],
+        program,
+        args,
+        &dir,
+    )
+}
+
 /// auto with a thresholds file: what lies outside a collective's ranges or is `never` is passed
 /// through (and still correct); off passes everything through.
 #[test]
@@ -540,25 +568,48 @@ fn thresholds_and_off_decide_what_is_served() {
         "{err}"
     );
 
+    // A line for communicators of 3 ranks or more (`bcast@3`): the world and its duplicate
+    // take it, the split communicators of 2 and 1 ranks the line without a size.
+    let sized = |p| {
+        let text = "bcast never\nbcast@3 0-\nallgather@3 never\nallgather 0-\n";
+        with_thresholds(
+            Mpi::Mpich,
+            &lib,
+            p,
+            "mpi-sized-thresholds.txt",
+            text,
+            &exe,
+            &["2"],
+        )
+    };
+    let done = sized(3);
+    assert_all_passed(&done, 3, 100);
+    let err = &done.stderr;
+    for name in ["MPI_Bcast", "MPI_Allgather"] {
+        let (served, _, _) = stats(err, name).unwrap_or_else(|| panic!("no {name}:\n{err}"));
+        assert!(served > 0, "{name} never served:\n{err}");
+        assert!(reason(err, name, "below-threshold") > 0, "{name}:\n{err}");
+    }
+    // The same file at p = 2: no communicator has 3 ranks.
+    let done = sized(2);
+    assert_all_passed(&done, 2, 100);
+    let err = &done.stderr;
+    assert_eq!(stats(err, "MPI_Bcast").map(|s| s.0), Some(0), "{err}");
+    assert!(
+        stats(err, "MPI_Allgather").is_some_and(|s| s.0 > 0),
+        "{err}"
+    );
+
     // The nonblocking and persistent forms have thresholds of their own (`ibcast`, ...): a
     // form the file says `never` for passes while the other form is served.
-    let file = dir.join("mpi-form-thresholds.txt");
-    std::fs::write(
-        &file,
-        "barrier 0-\nibarrier never\nbcast 0-\nibcast never\nallreduce never\niallreduce 0-\nallgatherv never\niallgatherv 0-\n",
-    )
-    .expect("write thresholds");
-    let done = job(
+    let done = with_thresholds(
         Mpi::Mpich,
+        &lib,
         3,
-        Some(&lib),
-        &[
-            ("CIRCULANT_MPI_STATS", "1"),
-            ("CIRCULANT_MPI_THRESHOLDS", &file.to_string_lossy()),
-        ],
+        "mpi-form-thresholds.txt",
+        "barrier 0-\nibarrier never\nbcast 0-\nibcast never\nallreduce never\niallreduce 0-\nallgatherv never\niallgatherv 0-\n",
         &program(Mpi::Mpich, "nonblocking.c"),
         &["2"],
-        &dir,
     );
     assert_all_passed(&done, 3, 170);
     let err = &done.stderr;
@@ -607,6 +658,49 @@ fn thresholds_and_off_decide_what_is_served() {
     }
 }
 
+/// The built-in Open MPI thresholds have lines for communicators of 8 ranks or more
+/// (`allgatherv@8 4096-`, which passes the program's small allgathervs on its world); a file's
+/// line for allgatherv replaces the built-in ones of every size, so that at p = 8 every
+/// allgatherv is served.
+#[test]
+fn a_thresholds_file_replaces_the_built_in_lines_of_every_size() {
+    let Some(lib) = layer(Mpi::OpenMpi) else {
+        return;
+    };
+    let exe = program(Mpi::OpenMpi, "collectives.c");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let built_in = job(
+        Mpi::OpenMpi,
+        8,
+        Some(&lib),
+        &[("CIRCULANT_MPI_STATS", "1")],
+        &exe,
+        &["1"],
+        &dir,
+    );
+    assert_all_passed(&built_in, 8, 50);
+    assert!(
+        reason(&built_in.stderr, "MPI_Allgatherv", "below-threshold") > 0,
+        "{built_in:?}"
+    );
+    let done = with_thresholds(
+        Mpi::OpenMpi,
+        &lib,
+        8,
+        "mpi-every-allgatherv.txt",
+        "allgatherv 0-\n",
+        &exe,
+        &["1"],
+    );
+    assert_all_passed(&done, 8, 50);
+    let err = &done.stderr;
+    assert!(
+        stats(err, "MPI_Allgatherv").is_some_and(|s| s.0 > 0),
+        "{err}"
+    );
+    assert_eq!(reason(err, "MPI_Allgatherv", "below-threshold"), 0, "{err}");
+}
+
 #[test]
 fn bad_settings_are_refused_with_a_message() {
     let Some(lib) = layer(Mpi::Mpich) else { return };
@@ -638,6 +732,12 @@ fn bad_settings_are_refused_with_a_message() {
             "reduce never 8-\n",
             "line 1: expected `COLLECTIVE never` or",
         ),
+        (
+            "bcast 8-\nbcast@0 8-\n",
+            "line 2: `@0` is not a number of ranks (1 or more)",
+        ),
+        ("bcast@4x never\n", "line 1: `@4x` is not a number of ranks"),
+        ("bcast@ never\n", "line 1: `@` is not a number of ranks"),
     ] {
         std::fs::write(&file, text).expect("write thresholds");
         let done = job(
@@ -1031,7 +1131,8 @@ fn calibration_writes_a_thresholds_file_the_layer_reads() {
             .contains(&format!("thresholds {}", file.display())),
         "{done:?}"
     );
-    // `--forms nonblocking` measures the nonblocking forms alone; a form it does not know is
+    // `--forms nonblocking` measures the nonblocking forms alone, `--sized` names each line
+    // for communicators of the job's size and more (`ibcast@2`); a form it does not know is
     // refused.
     let forms = dir.join("mpi-calibrated-nonblocking.txt");
     let nb_args = [
@@ -1043,6 +1144,7 @@ fn calibration_writes_a_thresholds_file_the_layer_reads() {
         "1",
         "--forms",
         "nonblocking",
+        "--sized",
         forms.to_str().expect("utf-8"),
     ];
     let measured_nb = job(Mpi::OpenMpi, 2, Some(&lib), &[], &calibrate, &nb_args, &dir);
@@ -1053,7 +1155,8 @@ fn calibration_writes_a_thresholds_file_the_layer_reads() {
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| l.split_once(' ').map(|(name, _)| name))
         .collect();
-    assert_eq!(nb_names, names[13..], "{nb_text}");
+    let sized: Vec<String> = names[13..].iter().map(|n| format!("{n}@2")).collect();
+    assert_eq!(nb_names, sized, "{nb_text}");
     let mut bad = nb_args;
     bad[7] = "sometimes";
     let refused = job(Mpi::OpenMpi, 2, Some(&lib), &[], &calibrate, &bad, &dir);
