@@ -18,7 +18,8 @@
  *
  * --sized writes each line for communicators of this job's p ranks or more (`bcast@8 ...`),
  * so that the files of calibrations at several p, put one after the other, give each
- * communicator the ranges measured at the largest p not above its size.
+ * communicator the ranges measured at the largest p not above its size (the smallest p is
+ * calibrated without it: below the smallest size in a file a communicator has no ranges).
  *
  * Sizes are those the layer compares with a threshold: the buffer of bcast and the
  * reductions (doubles), all p blocks of allgather, gather, scatter and alltoall, the sum of

@@ -66,6 +66,7 @@ static void set_sized(struct sized_ranges *s, int ranks, const struct ranges *r,
   int i = 0;
   while (i < s->n && s->ranks[i] < ranks) i++;
   if (i == s->n || s->ranks[i] != ranks) {
+    /* "8": MAX_SIZES. */
     if (s->n == MAX_SIZES) die("%s: more than 8 communicator sizes for one collective%s", where, "");
     memmove(&s->ranks[i + 1], &s->ranks[i], (size_t)(s->n - i) * sizeof s->ranks[0]);
     memmove(&s->r[i + 1], &s->r[i], (size_t)(s->n - i) * sizeof s->r[0]);

@@ -237,7 +237,8 @@ fn roots_differ(comm: &mut Communicator, r: &Rules) {
 /// (a barrier) fails on every rank. A broadcast then need not: a rank whose data come from
 /// ranks that agree completes it where the failed rank's word has not reached it yet (the
 /// failed rank tells a rank it never exchanged with only while that rank makes progress, for
-/// 2 s; README, "Failures are collective").
+/// 2 s; README, "Failures are collective"). The barrier may fail at its deadline: the cases
+/// above assert that failures spread promptly.
 fn later(comm: &mut Communicator, r: &Rules) {
     if r.check {
         r.next_fails(bcast(comm, 0, Choice::Auto, r), true);

@@ -569,9 +569,11 @@ fn thresholds_and_off_decide_what_is_served() {
     );
 
     // A line for communicators of 3 ranks or more (`bcast@3`): the world and its duplicate
-    // take it, the split communicators of 2 and 1 ranks the line without a size.
+    // take it, the split communicators of 2 and 1 ranks the line without a size. A
+    // collective with only a sized line (`reduce@3`, whose built-in line has no size) has no
+    // ranges below it: the file's lines replace the built-in ones of every size.
     let sized = |p| {
-        let text = "bcast never\nbcast@3 0-\nallgather@3 never\nallgather 0-\n";
+        let text = "bcast never\nbcast@3 0-\nallgather@3 never\nallgather 0-\nreduce@3 0-\n";
         with_thresholds(
             Mpi::Mpich,
             &lib,
@@ -585,7 +587,7 @@ fn thresholds_and_off_decide_what_is_served() {
     let done = sized(3);
     assert_all_passed(&done, 3, 100);
     let err = &done.stderr;
-    for name in ["MPI_Bcast", "MPI_Allgather"] {
+    for name in ["MPI_Bcast", "MPI_Allgather", "MPI_Reduce"] {
         let (served, _, _) = stats(err, name).unwrap_or_else(|| panic!("no {name}:\n{err}"));
         assert!(served > 0, "{name} never served:\n{err}");
         assert!(reason(err, name, "below-threshold") > 0, "{name}:\n{err}");
@@ -595,6 +597,7 @@ fn thresholds_and_off_decide_what_is_served() {
     assert_all_passed(&done, 2, 100);
     let err = &done.stderr;
     assert_eq!(stats(err, "MPI_Bcast").map(|s| s.0), Some(0), "{err}");
+    assert_eq!(stats(err, "MPI_Reduce").map(|s| s.0), Some(0), "{err}");
     assert!(
         stats(err, "MPI_Allgather").is_some_and(|s| s.0 > 0),
         "{err}"
@@ -1157,6 +1160,20 @@ fn calibration_writes_a_thresholds_file_the_layer_reads() {
         .collect();
     let sized: Vec<String> = names[13..].iter().map(|n| format!("{n}@2")).collect();
     assert_eq!(nb_names, sized, "{nb_text}");
+    // The layer reads such a file (`ibcast@2 ...`): the nonblocking program passes with it.
+    let with_sized = job(
+        Mpi::OpenMpi,
+        2,
+        Some(&lib),
+        &[
+            ("CIRCULANT_MPI_STATS", "1"),
+            ("CIRCULANT_MPI_THRESHOLDS", forms.to_str().expect("utf-8")),
+        ],
+        &program(Mpi::OpenMpi, "nonblocking.c"),
+        &["1"],
+        &dir,
+    );
+    assert_all_passed(&with_sized, 2, 50);
     let mut bad = nb_args;
     bad[7] = "sometimes";
     let refused = job(Mpi::OpenMpi, 2, Some(&lib), &[], &calibrate, &bad, &dir);
