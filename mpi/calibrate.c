@@ -2,7 +2,7 @@
  * layer serves through circulant (the MPI_ call, with CIRCULANT_MPI=on) against the MPI's own
  * (the PMPI_ call), in its blocking form and in its nonblocking one (MPI_Ibcast and MPI_Wait
  * against PMPI_Ibcast and PMPI_Wait: the MPI's nonblocking algorithms are others), at sizes
- * from 8 bytes up to --max-bytes (x8 apart), and writes the thresholds file the layer reads
+ * from 8 bytes up to --max-bytes (x8 apart, or --step F), and writes the thresholds file the layer reads
  * in auto mode (CIRCULANT_MPI_THRESHOLDS): per collective and form the ranges of measured
  * sizes at which circulant was not slower in any of --rounds rounds (`A-B` from the first to
  * the last size of each run of them; `A-`, open, where the run reaches the largest size
@@ -14,7 +14,11 @@
  * Run it preloaded, as the programs that are to use the file will run:
  *   mpirun -n 4 -x LD_PRELOAD=target/mpi/libcirculant-mpi-openmpi.so \
  *     target/mpi/circulant-mpi-calibrate-openmpi [--max-bytes N] [--reps R] [--rounds K]
- *     [--forms blocking|nonblocking|both] [--sized] FILE
+ *     [--forms blocking|nonblocking|both] [--step F] [--sized] FILE
+ *
+ * --step F puts the sizes F times apart (2 to 64; 8 by default): a crossover between two
+ * measured sizes is not seen, and on links whose behaviour changes within a factor of 8 (a
+ * token bucket's burst) a finer grid finds where.
  *
  * --sized writes each line for communicators of this job's p ranks or more (`bcast@8 ...`),
  * so that the files of calibrations at several p, put one after the other, give each
@@ -143,7 +147,7 @@ static double measure(int op, uint64_t bytes, int native, int reps, int nb) {
 static void usage(const char *why) {
   if (me == 0)
     fprintf(stderr,
-            "circulant-mpi-calibrate: %s\nusage: circulant-mpi-calibrate [--max-bytes N] [--reps R] [--rounds K] [--forms blocking|nonblocking|both] [--sized] FILE\n",
+            "circulant-mpi-calibrate: %s\nusage: circulant-mpi-calibrate [--max-bytes N] [--reps R] [--rounds K] [--forms blocking|nonblocking|both] [--step F] [--sized] FILE\n",
             why);
   PMPI_Finalize();
   exit(2);
@@ -161,6 +165,7 @@ int main(int argc, char **argv) {
   int rounds = 3;
   int forms = 3; /* bit 0: blocking, bit 1: nonblocking */
   int sized = 0;  /* lines `NAME@p`: for communicators of p ranks or more */
+  uint64_t step = 8; /* the factor between measured sizes */
   const char *file = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc) {
@@ -178,6 +183,11 @@ int main(int argc, char **argv) {
       const char *f = argv[++i];
       forms = !strcmp(f, "blocking") ? 1 : !strcmp(f, "nonblocking") ? 2 : !strcmp(f, "both") ? 3 : 0;
       if (!forms) usage("--forms: blocking, nonblocking or both");
+    } else if (!strcmp(argv[i], "--step") && i + 1 < argc) {
+      char *end;
+      errno = 0;
+      step = strtoull(argv[++i], &end, 10);
+      if (errno || *end || step < 2 || step > 64) usage("--step: 2 to 64");
     } else if (!strcmp(argv[i], "--sized")) {
       sized = 1;
     } else if (argv[i][0] == '-' || file) {
@@ -228,7 +238,7 @@ int main(int argc, char **argv) {
     uint64_t sizes[32];
     double worst[32];
     int n = 0;
-    for (uint64_t b = 8; b <= max_bytes && n < 32; b *= 8) {
+    for (uint64_t b = 8; b <= max_bytes && n < 32; b *= step) {
       uint64_t bytes = op == BARRIER ? 0 : b;
       if (op == ALLGATHER || op == ALLGATHERV || op == GATHER || op == GATHERV ||
           op == SCATTER || op == SCATTERV || op == ALLTOALL)

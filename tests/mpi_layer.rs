@@ -1135,8 +1135,8 @@ fn calibration_writes_a_thresholds_file_the_layer_reads() {
         "{done:?}"
     );
     // `--forms nonblocking` measures the nonblocking forms alone, `--sized` names each line
-    // for communicators of the job's size and more (`ibcast@2`); a form it does not know is
-    // refused.
+    // for communicators of the job's size and more (`ibcast@2`), `--step 2` measures sizes
+    // twice apart (8, 16, 32, 64 B); a form it does not know is refused.
     let forms = dir.join("mpi-calibrated-nonblocking.txt");
     let nb_args = [
         "--max-bytes",
@@ -1148,6 +1148,8 @@ fn calibration_writes_a_thresholds_file_the_layer_reads() {
         "--forms",
         "nonblocking",
         "--sized",
+        "--step",
+        "2",
         forms.to_str().expect("utf-8"),
     ];
     let measured_nb = job(Mpi::OpenMpi, 2, Some(&lib), &[], &calibrate, &nb_args, &dir);
@@ -1160,6 +1162,12 @@ fn calibration_writes_a_thresholds_file_the_layer_reads() {
         .collect();
     let sized: Vec<String> = names[13..].iter().map(|n| format!("{n}@2")).collect();
     assert_eq!(nb_names, sized, "{nb_text}");
+    assert!(
+        nb_text
+            .lines()
+            .any(|l| l.starts_with("# 8:") && l.contains(" 16:") && l.contains(" 32:")),
+        "{nb_text}"
+    );
     // The layer reads such a file (`ibcast@2 ...`): the nonblocking program passes with it.
     let with_sized = job(
         Mpi::OpenMpi,
@@ -1184,6 +1192,11 @@ fn calibration_writes_a_thresholds_file_the_layer_reads() {
             .contains("--forms: blocking, nonblocking or both"),
         "{refused:?}"
     );
+    let mut bad = nb_args;
+    bad[10] = "1";
+    let refused = job(Mpi::OpenMpi, 2, Some(&lib), &[], &calibrate, &bad, &dir);
+    assert_eq!(refused.code(), Some(2), "{refused:?}");
+    assert!(refused.stderr.contains("--step: 2 to 64"), "{refused:?}");
 
     // A collective the file says `never` for is never served (the program makes blocking
     // calls only).
