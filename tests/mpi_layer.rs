@@ -1169,17 +1169,14 @@ fn calibration_writes_a_thresholds_file_the_layer_reads() {
         "{nb_text}"
     );
     // The layer reads such a file (`ibcast@2 ...`): the nonblocking program passes with it.
-    let with_sized = job(
+    let with_sized = with_thresholds(
         Mpi::OpenMpi,
+        &lib,
         2,
-        Some(&lib),
-        &[
-            ("CIRCULANT_MPI_STATS", "1"),
-            ("CIRCULANT_MPI_THRESHOLDS", forms.to_str().expect("utf-8")),
-        ],
+        "mpi-calibrated-nonblocking-read.txt",
+        &nb_text,
         &program(Mpi::OpenMpi, "nonblocking.c"),
         &["1"],
-        &dir,
     );
     assert_all_passed(&with_sized, 2, 50);
     let mut bad = nb_args;
