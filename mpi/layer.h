@@ -1,5 +1,6 @@
-/* circulant-mpi: what the layer's files share (circulant_mpi.c: communicators and the served
- * calls; settings.c: the settings and thresholds; blocking.c and nonblocking.c: the MPI entry
+/* circulant-mpi: what the layer's files share (circulant_mpi.c: communicators, errors, init
+ * and finalize; serve.c: the served calls; datatypes.c: the buffers circulant sees;
+ * settings.c: the settings and thresholds; blocking.c and nonblocking.c: the MPI entry
  * points of the collectives; requests.c: the layer's requests and the MPI request calls;
  * point_to_point.c: MPI's blocking point-to-point calls while the layer has calls outstanding).
  * Nothing here is exported from the library. */
@@ -203,6 +204,35 @@ HIDDEN int layer_error(struct call *c, int rc, char *message, size_t cap);
 HIDDEN void layer_raise(struct call *c, int code, const char *message);
 HIDDEN int layer_finish(struct later *l, int rc, MPI_Comm comm);
 HIDDEN void layer_release_mirror(struct mirror *m);
+/* The communicator's mirror; made (which waits for every rank of `comm`) at its first use. */
+HIDDEN struct mirror *layer_mirror_of(MPI_Comm comm);
+/* `c`'s communicator's mirror: made now for a blocking call; a nonblocking one, which must
+ * not wait for its peers, takes one a blocking call made, else NULL. */
+HIDDEN struct mirror *layer_mirror_for(struct call *c);
+
+/* datatypes.c: buffers as circulant sees them, and the reductions' types and operations. */
+extern HIDDEN unsigned char g_empty[1]; /* a valid address for zero bytes */
+HIDDEN int contiguous(MPI_Datatype type);
+/* `count` elements of `type` in bytes; 0 where that is not a valid size. */
+HIDDEN int type_bytes(MPI_Datatype type, MPI_Count count, uint64_t *bytes);
+HIDDEN MPI_Aint type_extent(MPI_Datatype type);
+HIDDEN int pack_into(void *dst, uint64_t bytes, const void *buf, MPI_Count count,
+                     MPI_Datatype type, MPI_Comm comm);
+HIDDEN int unpack_from(const void *src, uint64_t bytes, void *buf, MPI_Count count,
+                       MPI_Datatype type, MPI_Comm comm);
+HIDDEN int side_of(struct side *s, const void *buf, MPI_Count count, MPI_Datatype type);
+HIDDEN int side_open(struct side *s, int fill, MPI_Comm comm);
+HIDDEN int side_close(struct side *s, int unpack, int rc, MPI_Comm comm);
+HIDDEN int packable(uint64_t bytes);
+/* circulant's datatype and operation for an MPI one; -1 where circulant has none. */
+HIDDEN int circulant_type(MPI_Datatype t);
+HIDDEN int circulant_op(MPI_Op op, int dtype);
+HIDDEN int packed_layout(int size, const MPI_Count *counts, const MPI_Aint *displs);
+HIDDEN int blocks_copy(int into_packed, unsigned char *packed, const uint64_t *bytes, int size,
+                       void *buf, const MPI_Count *counts, const MPI_Aint *displs,
+                       MPI_Datatype type, int skip, MPI_Comm comm);
+/* Whether `type` is derived (a program may free it); `*owned` a duplicate of it. */
+HIDDEN int type_kept(MPI_Datatype type, MPI_Datatype *owned);
 
 HIDDEN int serve_barrier(struct call *c);
 HIDDEN int serve_bcast(struct call *c, void *buf, MPI_Count count, MPI_Datatype type, int root);
@@ -269,8 +299,6 @@ HIDDEN int wait_moving(MPI_Request *r, MPI_Status *st);
 /* `x` run on `m` as a started call waited for by the layer (which progresses the others
  * meanwhile). */
 HIDDEN int requests_run(struct mirror *m, const struct ccall *x);
-/* Whether `type` is derived (a program may free it); `*owned` a duplicate of it. */
-HIDDEN int type_kept(MPI_Datatype type, MPI_Datatype *owned);
 HIDDEN int request_persistent(const struct args *a, int variant, MPI_Request *req);
 HIDDEN void requests_finalize(void);
 
