@@ -6,15 +6,18 @@
  * in auto mode (CIRCULANT_MPI_THRESHOLDS): per collective and form the ranges of measured
  * sizes at which circulant was not slower in any of --rounds rounds (`A-B` from the first to
  * the last size of each run of them; `A-`, open, where the run reaches the largest size
- * measured), or `never`. A round measures circulant, then the MPI (the MPI first
- * in odd rounds); on a shared, noisy machine one round alone serves sizes where a single lucky
- * minimum won. Between two measured sizes of a run circulant is taken to be as fast; beyond the
- * last size of a run that ends, not.
+ * measured), or `never`. A round times R calls of circulant and R of the MPI in turn, one by
+ * one (the order swapped at each call, and the MPI first in odd rounds), and compares the
+ * medians of the two series (with --statistic minimum, their least times: a lucky minimum then
+ * serves a size whose typical call loses, which a program sees). On a shared, noisy machine one
+ * round alone serves sizes where luck won. Between two measured sizes of a run circulant is
+ * taken to be as fast; beyond the last size of a run that ends, not.
  *
  * Run it preloaded, as the programs that are to use the file will run:
  *   mpirun -n 4 -x LD_PRELOAD=target/mpi/libcirculant-mpi-openmpi.so \
  *     target/mpi/circulant-mpi-calibrate-openmpi [--max-bytes N] [--reps R] [--rounds K]
- *     [--forms blocking|nonblocking|both] [--step F] [--sized] FILE
+ *     [--forms blocking|nonblocking|both] [--step F] [--statistic median|minimum] [--sized]
+ *     FILE
  *
  * --step F puts the sizes F times apart (2 to 64; 8 by default): a crossover between two
  * measured sizes is not seen, and on links whose behaviour changes within a factor of 8 (a
@@ -29,10 +32,12 @@
  * reductions (doubles), all p blocks of allgather, gather, scatter and alltoall, the sum of
  * the counts of the v forms (bytes). The v forms are measured with equal counts and with
  * every byte on the last rank; the worse of the two counts, as a threshold cannot tell them
- * apart. A measurement is the slowest rank's time of one
- * call after a barrier; the minimum over R repetitions counts. */
+ * apart. A measurement is the slowest rank's time of one call from a common start
+ * (common_start.h; a barrier before each call instead lets a late rank find a broadcast's data
+ * there, and counts nothing of it). */
 #define _GNU_SOURCE
 #include <mpi.h>
+#include "common_start.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
@@ -56,12 +61,6 @@ static int *counts, *displs;
 static int skewed;
 
 static int is_v(int op) { return op == ALLGATHERV || op == GATHERV || op == SCATTERV; }
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* `MPI_F(...)` through the layer, or `PMPI_F(...)` where `native`. */
 #define EITHER(F, ...) (native ? PMPI_##F(__VA_ARGS__) : MPI_##F(__VA_ARGS__))
@@ -129,25 +128,57 @@ static void icall(int op, uint64_t bytes, int native) {
 /* Whether the layer can serve the nonblocking form of `op`. */
 static int nonblocking_served(int op) { return op != GATHERV && op != SCATTERV; }
 
-/* The slowest rank's time of one call (nonblocking where `nb`), minimum over `reps`. */
-static double measure(int op, uint64_t bytes, int native, int reps, int nb) {
-  double best = 1e30;
-  (nb ? icall : call)(op, bytes, native); /* warm-up: plans, registrations, the first touch */
+/* The median (or, with --statistic minimum, the least) of `n` times; sorts them. */
+static int by_minimum;
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+static double statistic(double *t, int n) {
+  qsort(t, (size_t)n, sizeof *t, cmp_double);
+  if (by_minimum) return t[0];
+  return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+/* The slowest rank's time of one call (nonblocking where `nb`) from a common start. */
+struct one_call {
+  int op, native, nb;
+  uint64_t bytes;
+};
+static void one_call(void *arg) {
+  struct one_call *c = arg;
+  (c->nb ? icall : call)(c->op, c->bytes, c->native);
+}
+static struct common_window window = COMMON_WINDOW_START;
+static double timed(int op, uint64_t bytes, int native, int nb) {
+  struct one_call c = {op, native, nb, bytes};
+  return common_start_timed(one_call, &c, &window);
+}
+
+/* Circulant's time (`*ours`) and the MPI's (`*theirs`) of `reps` calls each, measured in turn
+ * in one loop (the MPI first where `mpi_first`, the order swapped at each repetition), so that
+ * a slow stretch of the machine falls on both; each the statistic of its series. */
+static double *series_ours, *series_theirs;
+static void measure_pair(int op, uint64_t bytes, int reps, int nb, int mpi_first, double *ours,
+                         double *theirs) {
+  /* Warm-up: plans, registrations, the first touch. */
+  (nb ? icall : call)(op, bytes, 0);
+  (nb ? icall : call)(op, bytes, 1);
   for (int r = 0; r < reps; r++) {
-    PMPI_Barrier(MPI_COMM_WORLD);
-    double t0 = now();
-    (nb ? icall : call)(op, bytes, native);
-    double mine = now() - t0, slowest;
-    PMPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    if (slowest < best) best = slowest;
+    int native_first = (r % 2) ^ mpi_first ? 1 : 0;
+    double a = timed(op, bytes, native_first, nb);
+    double b = timed(op, bytes, !native_first, nb);
+    series_theirs[r] = native_first ? a : b;
+    series_ours[r] = native_first ? b : a;
   }
-  return best;
+  *ours = statistic(series_ours, reps);
+  *theirs = statistic(series_theirs, reps);
 }
 
 static void usage(const char *why) {
   if (me == 0)
     fprintf(stderr,
-            "circulant-mpi-calibrate: %s\nusage: circulant-mpi-calibrate [--max-bytes N] [--reps R] [--rounds K] [--forms blocking|nonblocking|both] [--step F] [--sized] FILE\n",
+            "circulant-mpi-calibrate: %s\nusage: circulant-mpi-calibrate [--max-bytes N] [--reps R] [--rounds K] [--forms blocking|nonblocking|both] [--step F] [--statistic median|minimum] [--sized] FILE\n",
             why);
   PMPI_Finalize();
   exit(2);
@@ -188,6 +219,10 @@ int main(int argc, char **argv) {
       errno = 0;
       step = strtoull(argv[++i], &end, 10);
       if (errno || *end || step < 2 || step > 64) usage("--step: 2 to 64");
+    } else if (!strcmp(argv[i], "--statistic") && i + 1 < argc) {
+      const char *f = argv[++i];
+      if (strcmp(f, "median") && strcmp(f, "minimum")) usage("--statistic: median or minimum");
+      by_minimum = !strcmp(f, "minimum");
     } else if (!strcmp(argv[i], "--sized")) {
       sized = 1;
     } else if (argv[i][0] == '-' || file) {
@@ -204,7 +239,10 @@ int main(int argc, char **argv) {
   rbuf = calloc(top, 1);
   counts = calloc((size_t)p, sizeof(int));
   displs = calloc((size_t)p, sizeof(int));
-  if (!sbuf || !rbuf || !counts || !displs) usage("out of memory");
+  series_ours = calloc((size_t)reps, sizeof(double));
+  series_theirs = calloc((size_t)reps, sizeof(double));
+  if (!sbuf || !rbuf || !counts || !displs || !series_ours || !series_theirs)
+    usage("out of memory");
 
   FILE *out = NULL;
   if (me == 0) {
@@ -221,8 +259,8 @@ int main(int argc, char **argv) {
 #else
     const char *mpi = "MPICH";
 #endif
-    fprintf(out, "# circulant-mpi-calibrate on %s, %s, p = %d, %d repetitions, %d rounds, %s", host,
-            mpi, p, reps, rounds, ctime(&t));
+    fprintf(out, "# circulant-mpi-calibrate on %s, %s, p = %d, %d repetitions (%s), %d rounds, %s",
+            host, mpi, p, reps, by_minimum ? "minimum" : "median", rounds, ctime(&t));
     fprintf(out, "# per size: circulant / MPI time (the largest of the rounds), then the collective "
                  "and its byte ranges\n");
     if (forms & 2)
@@ -249,13 +287,7 @@ int main(int argc, char **argv) {
         for (skewed = 0; skewed <= is_v(op); skewed++) {
           /* Each round in the other order, so that neither side always runs second. */
           double ours, theirs;
-          if (round % 2) {
-            theirs = measure(op, bytes, 1, reps, nb);
-            ours = measure(op, bytes, 0, reps, nb);
-          } else {
-            ours = measure(op, bytes, 0, reps, nb);
-            theirs = measure(op, bytes, 1, reps, nb);
-          }
+          measure_pair(op, bytes, reps, nb, round % 2, &ours, &theirs);
           double ratio = theirs > 0 ? ours / theirs : INFINITY;
           if (ratio > worst[n]) worst[n] = ratio;
           if (me == 0)

@@ -1068,7 +1068,8 @@ fn calibration_writes_a_thresholds_file_the_layer_reads() {
     let done = job(Mpi::OpenMpi, 2, Some(&lib), &[], &calibrate, &args, &dir);
     assert_eq!(done.code(), Some(0), "{done:?}");
     let text = std::fs::read_to_string(&file).expect("the thresholds file");
-    assert!(text.contains("2 repetitions, 2 rounds"), "{text}");
+    // Medians of the two series by default.
+    assert!(text.contains("2 repetitions (median), 2 rounds"), "{text}");
     let settings: Vec<(&str, &str)> = text
         .lines()
         .filter(|l| !l.starts_with('#'))
@@ -1136,7 +1137,8 @@ fn calibration_writes_a_thresholds_file_the_layer_reads() {
     );
     // `--forms nonblocking` measures the nonblocking forms alone, `--sized` names each line
     // for communicators of the job's size and more (`ibcast@2`), `--step 2` measures sizes
-    // twice apart (8, 16, 32, 64 B); a form it does not know is refused.
+    // twice apart (8, 16, 32, 64 B), `--statistic minimum` compares the least times; a form
+    // or statistic it does not know is refused.
     let forms = dir.join("mpi-calibrated-nonblocking.txt");
     let nb_args = [
         "--max-bytes",
@@ -1150,6 +1152,8 @@ fn calibration_writes_a_thresholds_file_the_layer_reads() {
         "--sized",
         "--step",
         "2",
+        "--statistic",
+        "minimum",
         forms.to_str().expect("utf-8"),
     ];
     let measured_nb = job(Mpi::OpenMpi, 2, Some(&lib), &[], &calibrate, &nb_args, &dir);
@@ -1162,6 +1166,10 @@ fn calibration_writes_a_thresholds_file_the_layer_reads() {
         .collect();
     let sized: Vec<String> = names[13..].iter().map(|n| format!("{n}@2")).collect();
     assert_eq!(nb_names, sized, "{nb_text}");
+    assert!(
+        nb_text.contains("1 repetitions (minimum), 1 rounds"),
+        "{nb_text}"
+    );
     assert!(
         nb_text
             .lines()
@@ -1194,6 +1202,14 @@ fn calibration_writes_a_thresholds_file_the_layer_reads() {
     let refused = job(Mpi::OpenMpi, 2, Some(&lib), &[], &calibrate, &bad, &dir);
     assert_eq!(refused.code(), Some(2), "{refused:?}");
     assert!(refused.stderr.contains("--step: 2 to 64"), "{refused:?}");
+    let mut bad = nb_args;
+    bad[12] = "mean";
+    let refused = job(Mpi::OpenMpi, 2, Some(&lib), &[], &calibrate, &bad, &dir);
+    assert_eq!(refused.code(), Some(2), "{refused:?}");
+    assert!(
+        refused.stderr.contains("--statistic: median or minimum"),
+        "{refused:?}"
+    );
 
     // A collective the file says `never` for is never served (the program makes blocking
     // calls only).

@@ -4,13 +4,9 @@
  *
  * Method (seed 000 §3, seed 001 §3, as `circulant bench`): per size one warm-up call (its
  * received data are checked), then REPS repetitions, each timed as the slowest rank's time from
- * a common start: rank 0 broadcasts an instant of CLOCK_MONOTONIC a window ahead, all ranks
+ * a common start (mpi/common_start.h: rank 0 broadcasts an instant a window ahead, all ranks
  * wait for it and call the operation, and the repetition's time is the MAX over the ranks of
- * (return − start). Timing between barriers instead lets a rank that leaves the barrier late
- * find a broadcast's data already there (Open MPI's small broadcasts then "took" 190 ns).
- * The clock is common to all ranks of one machine, the emulated cluster included. A rank that
- * learns the start only after it passed makes the repetition late: it is repeated with the
- * window doubled. The minimum and the median over the repetitions are reported.
+ * return − start). The minimum and the median over the repetitions are reported.
  *
  * Build with either MPI (both come from Debian and coexist):
  *   mpicc.mpich   -O2 -o target/mpi_coll_mpich   benches/peers/mpi_coll.c
@@ -40,12 +36,11 @@
  */
 #define _GNU_SOURCE
 #include <mpi.h>
+#include "../../mpi/common_start.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sched.h>
-#include <time.h>
 
 enum op { OP_BCAST, OP_ALLGATHER, OP_ALLGATHERV, OP_ALLREDUCE };
 
@@ -345,61 +340,21 @@ static uint64_t check(const struct options *o, const struct buffers *b, uint64_t
     return bad;
 }
 
-/* The monotonic clock (CLOCK_MONOTONIC, common to all processes of one kernel) in ns. */
-static uint64_t now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
-/* Sleeps, then yields, until the clock reaches t: no core is spun while ranks outnumber cores. */
-static void wait_until(uint64_t t) {
-    for (;;) {
-        uint64_t now = now_ns();
-        if (now >= t) return;
-        uint64_t left = t - now;
-        if (left > 300000) {
-            uint64_t ns = left - 200000;
-            struct timespec d = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
-            nanosleep(&d, NULL);
-        } else {
-            sched_yield();
-        }
-    }
-}
-
-/* How far ahead rank 0 sets the common start; doubled after a late repetition. */
-struct window {
-    uint64_t ahead_ns;
-    uint64_t late;
+/* One repetition of the operation, from a common start (mpi/common_start.h). */
+struct repetition {
+    const struct options *o;
+    const struct entries *e;
+    struct buffers *b;
+    uint64_t bytes;
 };
-enum { WINDOW_FIRST_NS = 200000 };
-static const uint64_t WINDOW_MOST_NS = 2000000000ull;
-
-/*
- * One repetition: rank 0 broadcasts a start instant ahead of now, every rank waits for it,
- * calls the operation and takes its time from the common start to its return; the result is
- * the maximum over the ranks. A rank that learns the start only after it passed marks the
- * repetition late, and it is repeated with the window doubled.
- */
+static void repeat_op(void *arg) {
+    struct repetition *r = arg;
+    run_op(r->o, r->e, r->b, r->bytes);
+}
 static double timed_call(const struct options *o, const struct entries *e, struct buffers *b,
-                         uint64_t bytes, int rank, struct window *w) {
-    for (;;) {
-        uint64_t start = rank == 0 ? now_ns() + w->ahead_ns : 0;
-        MPI_Bcast(&start, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-        int late = now_ns() > start;
-        wait_until(start);
-        run_op(o, e, b, bytes);
-        uint64_t end = now_ns();
-        double mine[2] = {end > start ? (double)(end - start) * 1e-9 : 0.0, late}, all[2];
-        MPI_Allreduce(mine, all, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        if (all[1] == 0.0) return all[0];
-        if (w->ahead_ns >= WINDOW_MOST_NS) {
-            w->late++;
-            return all[0];
-        }
-        w->ahead_ns = w->ahead_ns * 2 < WINDOW_MOST_NS ? w->ahead_ns * 2 : WINDOW_MOST_NS;
-    }
+                         uint64_t bytes, struct common_window *w) {
+    struct repetition r = {o, e, b, bytes};
+    return common_start_timed(repeat_op, &r, w);
 }
 
 static const char *library_name(void) {
@@ -453,7 +408,7 @@ int main(int argc, char **argv) {
         printf("library,op,algorithm,distribution,p,bytes,total_bytes,reps,min_s,median_s\n");
 
     int failed = 0;
-    struct window window = {WINDOW_FIRST_NS, 0};
+    struct common_window window = COMMON_WINDOW_START;
     for (uint64_t bytes = o.min_bytes, step = 0; bytes <= o.max_bytes;
          bytes *= (step++ % 2 == 0) ? 2 : 5) {
         if (o.op == OP_ALLREDUCE && bytes < 4) {
@@ -486,7 +441,7 @@ int main(int argc, char **argv) {
         for (int r = 0; r < o.reps; r++)
             for (int j = 0; j < n_series; j++) {
                 int k = (j + r) % n_series;
-                times[k][r] = timed_call(&o, series[k], &b, bytes, rank, &window);
+                times[k][r] = timed_call(&o, series[k], &b, bytes, &window);
             }
         for (int k = 0; rank == 0 && k < n_series; k++) {
             double *t = times[k];
