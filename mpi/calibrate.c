@@ -34,7 +34,9 @@
  * every byte on the last rank; the worse of the two counts, as a threshold cannot tell them
  * apart. A measurement is the slowest rank's time of one call from a common start
  * (common_start.h; a barrier before each call instead lets a late rank find a broadcast's data
- * there, and counts nothing of it). */
+ * there, and counts nothing of it). Where the ranks' monotonic clocks differ by more than
+ * 1 ms (several hosts whose clocks are not one), a common start cannot be set, and each call
+ * is timed after a barrier; the file's header says which. */
 #define _GNU_SOURCE
 #include <mpi.h>
 #include "common_start.h"
@@ -150,9 +152,18 @@ static void one_call(void *arg) {
   (c->nb ? icall : call)(c->op, c->bytes, c->native);
 }
 static struct common_window window = COMMON_WINDOW_START;
+/* Whether the ranks' clocks agree (one host): else each call is timed after a barrier, the
+ * slowest rank's time from its own exit of it. */
+static int clock_shared;
 static double timed(int op, uint64_t bytes, int native, int nb) {
   struct one_call c = {op, native, nb, bytes};
-  return common_start_timed(one_call, &c, &window);
+  if (clock_shared) return common_start_timed(one_call, &c, &window);
+  PMPI_Barrier(MPI_COMM_WORLD);
+  uint64_t t0 = common_now_ns();
+  one_call(&c);
+  double mine = (double)(common_now_ns() - t0) * 1e-9, slowest;
+  PMPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return slowest;
 }
 
 /* Circulant's time (`*ours`) and the MPI's (`*theirs`) of `reps` calls each, measured in turn
@@ -244,6 +255,7 @@ int main(int argc, char **argv) {
   if (!sbuf || !rbuf || !counts || !displs || !series_ours || !series_theirs)
     usage("out of memory");
 
+  clock_shared = common_clock_shared(1000000);
   FILE *out = NULL;
   if (me == 0) {
     out = fopen(file, "w");
@@ -261,6 +273,9 @@ int main(int argc, char **argv) {
 #endif
     fprintf(out, "# circulant-mpi-calibrate on %s, %s, p = %d, %d repetitions (%s), %d rounds, %s",
             host, mpi, p, reps, by_minimum ? "minimum" : "median", rounds, ctime(&t));
+    fprintf(out, "# each call timed %s\n",
+            clock_shared ? "from a common start"
+                         : "after a barrier (the ranks' clocks differ by more than 1 ms)");
     fprintf(out, "# per size: circulant / MPI time (the largest of the rounds), then the collective "
                  "and its byte ranges\n");
     if (forms & 2)
@@ -302,7 +317,7 @@ int main(int argc, char **argv) {
     if (me == 0) {
       fprintf(out, "#");
       for (int i = 0; i < n; i++)
-        fprintf(out, " %llu:%.2f", (unsigned long long)sizes[i], worst[i]);
+        fprintf(out, " %llu:%.3f", (unsigned long long)sizes[i], worst[i]);
       fprintf(out, "\n%s", name);
       if (sized) fprintf(out, "@%d", p);
       /* Each run of sizes at which circulant was not slower: a range. */
@@ -322,6 +337,9 @@ int main(int argc, char **argv) {
     }
   }
   if (me == 0) {
+    if (clock_shared)
+      fprintf(out, "# repetitions still late with a start 2 s ahead: %llu\n",
+              (unsigned long long)window.late);
     fclose(out);
     printf("circulant-mpi-calibrate: wrote %s\n", file);
   }

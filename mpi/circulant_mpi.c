@@ -5,8 +5,10 @@
  * where the thresholds say circulant is faster; every other call, and every call it does not
  * serve, goes to the PMPI_ function unchanged. This file: communicators and their mirrors,
  * whether a call may be served at all, errors, MPI_Init and MPI_Finalize; serve.c the served
- * calls; datatypes.c the buffers circulant sees; blocking.c and nonblocking.c the entry
- * points; requests.c the layer's requests and the MPI calls that take requests.
+ * calls; datatypes.c the buffers circulant sees; settings.c the settings and thresholds;
+ * blocking.c and nonblocking.c the entry points; requests.c the layer's requests and the MPI
+ * calls that take requests; point_to_point.c MPI's blocking point-to-point calls while the
+ * layer has calls outstanding.
  *
  * Built once per MPI implementation by ci/mpi-layer:
  *   target/mpi/libcirculant-mpi-mpich.so, target/mpi/libcirculant-mpi-openmpi.so

@@ -1,7 +1,7 @@
 /* Timing one collective call across the ranks of MPI_COMM_WORLD from a common start, the
- * method of `circulant bench` (seed 000 §3, seed 001 §3), for the programs that time MPI
- * calls: circulant-mpi-calibrate (mpi/calibrate.c) and the peer benchmark
- * (benches/peers/mpi_coll.c).
+ * method of `circulant bench` (seed 000 §3, seed 001 §3; its window only grows), for the
+ * programs that time MPI calls: circulant-mpi-calibrate (mpi/calibrate.c) and the peer
+ * benchmark (benches/peers/mpi_coll.c).
  *
  * Rank 0 broadcasts an instant of CLOCK_MONOTONIC a window ahead, every rank waits for it
  * (sleeping, then yielding: no core is spun while ranks outnumber cores), calls the operation
@@ -10,9 +10,11 @@
  * broadcast's data already there, and then counts nothing of the broadcast (Open MPI's small
  * broadcasts "took" 190 ns so; MPICH's took 3.5 µs at p = 8 on two cores, where a common start
  * shows milliseconds). The clock is common to all ranks of one machine, the emulated cluster
- * included. A rank that learns the start only after it passed makes the repetition late: it is
- * repeated with the window doubled. After a repetition on time the window shrinks towards
- * four times the longest any rank took to learn the start (never below 200 µs): one stall of
+ * included; `common_clock_shared` tells whether the ranks' clocks agree (on several hosts
+ * they count from each host's boot). A rank that learns the start only after it passed makes
+ * the repetition late: it is repeated with the window doubled. After a repetition on time the
+ * window shrinks to four times the longest any rank took to learn the start, where that is
+ * less (never below 200 µs): one stall of
  * the machine would otherwise keep every later repetition waiting for the window it needed
  * (on the emulated cluster calls went from a few to 350 ms each so). The synchronisation uses
  * the PMPI_ calls, which a profiling layer does not see. */
@@ -22,6 +24,7 @@
 #include <mpi.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 
 /* The monotonic clock (common to all processes of one kernel) in ns. */
@@ -45,6 +48,45 @@ static inline void common_wait_until(uint64_t t) {
       sched_yield();
     }
   }
+}
+
+/* Whether every rank's monotonic clock agrees with rank 0's within `tolerance_ns`, the same
+ * answer on every rank. Rank 0 sends its clock (a broadcast) and every rank reads its own on
+ * receipt (d1 = delay + offset), then every rank sends its clock and rank 0 reads its own once
+ * all arrived (d2 = delay − offset): the offset lies between −d2 and d1, and the least of
+ * eight tries bounds it. Clocks agree where the offset may be within the tolerance. */
+static inline int common_clock_shared(uint64_t tolerance_ns) {
+  int rank, size;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &size);
+  double there = 1e300, back = 1e300; /* the least d1 of this rank; on rank 0 the least d2 */
+  double *clocks = rank == 0 ? (double *)malloc(sizeof(double) * (size_t)size) : NULL;
+  double *least_back = rank == 0 ? (double *)malloc(sizeof(double) * (size_t)size) : NULL;
+  if (rank == 0 && (!clocks || !least_back)) PMPI_Abort(MPI_COMM_WORLD, 1);
+  for (int r = 0; rank == 0 && r < size; r++) least_back[r] = 1e300;
+  for (int k = 0; k < 8; k++) {
+    double t0 = (double)common_now_ns();
+    PMPI_Bcast(&t0, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    double d1 = (double)common_now_ns() - t0;
+    if (d1 < there) there = d1;
+    double mine = (double)common_now_ns();
+    PMPI_Gather(&mine, 1, MPI_DOUBLE, clocks, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+      double now = (double)common_now_ns();
+      for (int r = 0; r < size; r++)
+        if (now - clocks[r] < least_back[r]) least_back[r] = now - clocks[r];
+    }
+  }
+  PMPI_Scatter(least_back, 1, MPI_DOUBLE, &back, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  free(clocks);
+  free(least_back);
+  /* The offset is within [-back, there]: the clocks agree where that meets
+   * [-tolerance, tolerance]. */
+  double tol = (double)tolerance_ns;
+  int ok = -back <= tol && there >= -tol;
+  int all = 0;
+  PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return all;
 }
 
 /* How far ahead rank 0 sets the common start (doubled after a late repetition, up to 2 s),

@@ -6,7 +6,6 @@
 #define _GNU_SOURCE
 #include "layer.h"
 
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -7,6 +7,8 @@ use std::process::{Command, Output};
 use circulant::plan::distribution::Distribution;
 use circulant::report::csv::read_file;
 
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_circulant");
 
 /// `circulant run -n N --timeout 120 -- circulant bench ARGS...`.
@@ -495,4 +497,50 @@ fn the_pingpong_example_prints_a_broadcast_time_and_refuses_one_rank() {
         "{}",
         text(&out)
     );
+}
+
+/// The common start needs one clock: where rank 1's monotonic clock runs 100000 s ahead (a
+/// time namespace stands for another host's clock), `circulant bench` stops with an error
+/// that says so, instead of timing every call late or waiting for the other clock.
+#[test]
+fn ranks_whose_clocks_differ_are_refused() {
+    if !common::time_namespaces() {
+        common::missing(
+            "time namespaces (unshare --time --monotonic)",
+            "Linux 5.6 and util-linux 2.36, run as root",
+        );
+        return;
+    }
+    let bench = format!("{BIN} bench --op bcast --max-bytes 8 --reps 2");
+    let script = format!(
+        "if [ \"$PMI_RANK\" = 1 ]; then exec unshare --time --fork --monotonic 100000 {bench}; \
+         else exec {bench}; fi"
+    );
+    let job = |script: &str| {
+        Command::new(BIN)
+            .args([
+                "run",
+                "-n",
+                "2",
+                "--timeout",
+                "120",
+                "--",
+                "sh",
+                "-c",
+                script,
+            ])
+            .env("CIRCULANT_TIMEOUT", "60")
+            .output()
+            .expect("circulant run starts")
+    };
+    let out = job(&script);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("the ranks' monotonic clocks differ by more than 1 ms"),
+        "{}",
+        text(&out)
+    );
+    // Without the offset the same job measures.
+    let out = job(&bench);
+    assert!(out.status.success(), "{}", text(&out));
 }

@@ -1034,6 +1034,57 @@ fn scalapack_lu_passes_the_same_checks_with_the_layer() {
     assert_eq!(reports[0], reports[1]);
 }
 
+/// Where the ranks' monotonic clocks differ (rank 1 in a time namespace 100000 s ahead, as
+/// another host's clock), circulant-mpi-calibrate cannot set a common start: it times each
+/// call after a barrier, and the file says so.
+#[test]
+fn calibration_on_ranks_whose_clocks_differ_times_after_a_barrier() {
+    let Some(lib) = layer(Mpi::OpenMpi) else {
+        return;
+    };
+    if !common::time_namespaces() {
+        common::missing(
+            "time namespaces (unshare --time --monotonic)",
+            "Linux 5.6 and util-linux 2.36, run as root",
+        );
+        return;
+    }
+    let calibrate = layers()
+        .expect("built")
+        .join("circulant-mpi-calibrate-openmpi");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let file = dir.join("mpi-calibrated-two-clocks.txt");
+    let _ = std::fs::remove_file(&file);
+    let run = format!(
+        "env LD_PRELOAD={} {} --max-bytes 64 --reps 1 --rounds 1 --forms blocking {}",
+        lib.display(),
+        calibrate.display(),
+        file.display()
+    );
+    let script = format!(
+        "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then \
+         exec unshare --time --fork --monotonic 100000 {run}; else exec {run}; fi"
+    );
+    let done = job(
+        Mpi::OpenMpi,
+        2,
+        None,
+        &[],
+        Path::new("/bin/sh"),
+        &["-c", &script],
+        &dir,
+    );
+    assert_eq!(done.code(), Some(0), "{done:?}");
+    let text = std::fs::read_to_string(&file).expect("the thresholds file");
+    assert!(
+        text.contains(
+            "# each call timed after a barrier (the ranks' clocks differ by more than 1 ms)\n"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("\nbcast "), "{text}");
+}
+
 /// circulant-mpi-calibrate writes a thresholds file (here from a short run) that the layer
 /// then reads; without the layer preloaded it refuses to measure.
 #[test]
@@ -1070,6 +1121,11 @@ fn calibration_writes_a_thresholds_file_the_layer_reads() {
     let text = std::fs::read_to_string(&file).expect("the thresholds file");
     // Medians of the two series by default.
     assert!(text.contains("2 repetitions (median), 2 rounds"), "{text}");
+    // On one host the ranks share a clock: every call is timed from a common start.
+    assert!(
+        text.contains("# each call timed from a common start\n"),
+        "{text}"
+    );
     let settings: Vec<(&str, &str)> = text
         .lines()
         .filter(|l| !l.starts_with('#'))

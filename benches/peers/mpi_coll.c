@@ -407,6 +407,15 @@ int main(int argc, char **argv) {
     if (rank == 0 && o.header)
         printf("library,op,algorithm,distribution,p,bytes,total_bytes,reps,min_s,median_s\n");
 
+    /* A common start needs one clock: ranks on several hosts whose clocks differ are refused,
+     * not timed wrongly (or kept waiting for another host's clock). */
+    if (!common_clock_shared(1000000)) {
+        if (rank == 0)
+            fprintf(stderr, "mpi_coll: the ranks' monotonic clocks differ by more than 1 ms; "
+                            "the common-start timing needs one clock (one host)\n");
+        MPI_Finalize();
+        return 2;
+    }
     int failed = 0;
     struct common_window window = COMMON_WINDOW_START;
     for (uint64_t bytes = o.min_bytes, step = 0; bytes <= o.max_bytes;

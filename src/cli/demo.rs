@@ -14,7 +14,7 @@ use circulant::plan::{registry, Problem};
 use circulant::report::compare::format_seconds;
 use circulant::sim::cases::{CaseData, RankData};
 
-use super::bench::timing::{measure_model, Window};
+use super::bench::timing::{measure_model, require_one_clock, Window};
 use super::{ratio_to_bound, CliResult};
 
 #[derive(clap::Args)]
@@ -77,6 +77,7 @@ fn data_per_rep(problem: &Problem, reps: u32, me: usize) -> Vec<RankData> {
 fn rank(args: &Args) -> CliResult {
     let mut comm = Communicator::init()?;
     let (me, p) = (comm.rank(), comm.size());
+    require_one_clock(&mut comm)?;
     let mut window = Window::new();
     let model = measure_model(&mut comm, &mut window)?;
     comm.set_model(model);

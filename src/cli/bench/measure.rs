@@ -11,8 +11,8 @@
 //! Unlike timing between barriers, this does not let a root that leaves the barrier first start
 //! early (then a rank's call can return before the data could have arrived, or include the
 //! barrier's skew). The clock is common to all ranks on one machine, which includes the
-//! emulated cluster of ci/cluster (one kernel); across machines the clocks would have to be
-//! synchronised. Reported: the minimum and the median over the repetitions.
+//! emulated cluster of ci/cluster (one kernel); a job whose ranks' clocks differ by more than
+//! 1 ms (several hosts) is refused with an error rather than timed wrongly. Reported: the minimum and the median over the repetitions.
 //!
 //! The library plans every call (algorithm choice and this rank's rounds); `plan_s` is that
 //! time alone, measured outside the call (median over the repetitions of the slowest rank's
@@ -38,7 +38,7 @@ use serde::Serialize;
 
 use super::forms::{Form, Repeated, Timed};
 use super::levels::measure_levels;
-use super::timing::{now_ns, Window};
+use super::timing::{now_ns, require_one_clock, Window};
 use super::Args;
 use crate::cli::CliResult;
 
@@ -147,6 +147,7 @@ pub fn run(args: Args) -> CliResult {
     if args.root >= p {
         return Err(MeasureError::Root { root: args.root, p }.into());
     }
+    require_one_clock(&mut comm)?;
     let mut window = Window::new();
     match given_model {
         // Given α and β: o stays the configured one.

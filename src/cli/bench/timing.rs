@@ -58,6 +58,74 @@ impl Window {
     }
 }
 
+/// The ranks' monotonic clocks disagree: a common start cannot be set.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the ranks' monotonic clocks differ by more than {tolerance_ms} ms: every call is timed \
+     from a common start, which needs one clock (ranks on one host, whose processes share it)"
+)]
+pub(in crate::cli) struct ClockDiffers {
+    tolerance_ms: u64,
+}
+
+/// Refuses a job whose ranks' monotonic clocks differ by more than 1 ms ([`clock_shared`]):
+/// its common start would keep a rank waiting for another host's clock, or time every call
+/// late.
+pub(in crate::cli) fn require_one_clock(
+    comm: &mut Communicator,
+) -> Result<(), Box<dyn std::error::Error>> {
+    const TOLERANCE_NS: u64 = 1_000_000;
+    if clock_shared(comm, TOLERANCE_NS)? {
+        Ok(())
+    } else {
+        Err(ClockDiffers {
+            tolerance_ms: TOLERANCE_NS / 1_000_000,
+        }
+        .into())
+    }
+}
+
+/// Whether every rank's monotonic clock agrees with rank 0's within `tolerance_ns`, the same
+/// answer on every rank. The clock counts from the host's boot: the processes of one host
+/// share it, those of several hosts do not. Rank 0 sends its clock and every rank reads its
+/// own on receipt (d1 = delay + offset); every rank sends its clock and rank 0 reads its own
+/// once all arrived (d2 = delay − offset): the offset lies between −d2 and d1, and the least
+/// of eight tries bounds it. The clocks agree where that range meets ±`tolerance_ns`.
+fn clock_shared(comm: &mut Communicator, tolerance_ns: u64) -> Result<bool, CommError> {
+    let (me, p) = (comm.rank(), comm.size());
+    let word = |b: &[u8]| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(b);
+        w
+    };
+    let mut there = f64::INFINITY;
+    let mut back = vec![f64::INFINITY; p];
+    let mut clocks = vec![0u8; 8 * p];
+    for _ in 0..8 {
+        let mut t0 = now_ns().to_le_bytes();
+        comm.bcast(&mut t0[..], 0)?;
+        there = there.min(now_ns() as f64 - u64::from_le_bytes(t0) as f64);
+        let mine = now_ns().to_le_bytes();
+        comm.allgather(&mine[..], &mut clocks[..])?;
+        if me == 0 {
+            let now = now_ns() as f64;
+            for (least, clock) in back.iter_mut().zip(clocks.chunks_exact(8)) {
+                *least = least.min(now - u64::from_le_bytes(word(clock)) as f64);
+            }
+        }
+    }
+    let mut backs: Vec<u8> = back.iter().flat_map(|b| b.to_le_bytes()).collect();
+    comm.bcast(&mut backs[..], 0)?;
+    let mine = f64::from_le_bytes(word(&backs[8 * me..8 * me + 8]));
+    let tolerance = tolerance_ns as f64;
+    let agrees = [f64::from(u8::from(
+        -mine <= tolerance && there >= -tolerance,
+    ))];
+    let mut all = [0.0f64];
+    comm.allreduce(&agrees, &mut all, ReduceOp::Min)?;
+    Ok(all[0] == 1.0)
+}
+
 /// What a timed call runs on: a communicator, or a persistent request, which lends its
 /// communicator for the window's own collectives between its operations.
 pub(in crate::cli) trait OnComm {
