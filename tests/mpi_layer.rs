@@ -97,26 +97,31 @@ fn program(mpi: Mpi, source: &str) -> PathBuf {
     if let Some((_, exe)) = built.iter().find(|(k, _)| *k == key) {
         return exe.clone();
     }
-    let exe = compile(mpi, source);
+    let exe = compile(mpi, &Path::new(ROOT).join("tests/mpi").join(source));
     built.push((key, exe.clone()));
     exe
 }
 
-fn compile(mpi: Mpi, source: &str) -> PathBuf {
-    let fortran = source.ends_with(".f90");
+/// The C or Fortran program at `source` compiled with the MPI's compiler.
+fn compile(mpi: Mpi, source: &Path) -> PathBuf {
+    let fortran = source.extension().is_some_and(|e| e == "f90");
     let compiler = format!(
         "{}.{}",
         if fortran { "mpif90" } else { "mpicc" },
         mpi.name()
     );
-    let stem = source.replace('.', "-");
-    let exe = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("mpi-{stem}-{}", mpi.name()));
+    let name = source
+        .file_name()
+        .expect("a source file")
+        .to_string_lossy()
+        .replace('.', "-");
+    let exe = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("mpi-{name}-{}", mpi.name()));
     let mut command = Command::new(&compiler);
     if !fortran {
         command.args(["-O1", "-Wall", "-Wextra", "-Werror"]);
     }
     let out = command
-        .arg(Path::new(ROOT).join("tests/mpi").join(source))
+        .arg(source)
         .arg("-o")
         .arg(&exe)
         .current_dir(env!("CARGO_TARGET_TMPDIR"))
@@ -124,7 +129,8 @@ fn compile(mpi: Mpi, source: &str) -> PathBuf {
         .unwrap_or_else(|e| panic!("{compiler} starts: {e}"));
     assert!(
         out.status.success(),
-        "{compiler} {source} failed:\n{}",
+        "{compiler} {} failed:\n{}",
+        source.display(),
         String::from_utf8_lossy(&out.stderr)
     );
     exe
@@ -1043,10 +1049,6 @@ fn calibration_on_ranks_whose_clocks_differ_times_after_a_barrier() {
         return;
     };
     if !common::time_namespaces() {
-        common::missing(
-            "time namespaces (unshare --time --monotonic)",
-            "Linux 5.6 and util-linux 2.36, run as root",
-        );
         return;
     }
     let calibrate = layers()
@@ -1061,19 +1063,7 @@ fn calibration_on_ranks_whose_clocks_differ_times_after_a_barrier() {
         calibrate.display(),
         file.display()
     );
-    let script = format!(
-        "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then \
-         exec unshare --time --fork --monotonic 100000 {run}; else exec {run}; fi"
-    );
-    let done = job(
-        Mpi::OpenMpi,
-        2,
-        None,
-        &[],
-        Path::new("/bin/sh"),
-        &["-c", &script],
-        &dir,
-    );
+    let done = two_clock_job(&run, Some(100_000), &dir);
     assert_eq!(done.code(), Some(0), "{done:?}");
     let text = std::fs::read_to_string(&file).expect("the thresholds file");
     assert!(
@@ -1083,6 +1073,68 @@ fn calibration_on_ranks_whose_clocks_differ_times_after_a_barrier() {
         "{text}"
     );
     assert!(text.contains("\nbcast "), "{text}");
+}
+
+/// The shell command `run` on two ranks under Open MPI, rank 1 with its monotonic clock
+/// `offset` seconds ahead (in a time namespace, as another host's clock is) where given.
+fn two_clock_job(run: &str, offset: Option<u64>, dir: &Path) -> Finished {
+    let script = match offset {
+        None => format!("exec {run}"),
+        Some(s) => format!(
+            "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then \
+             exec unshare --time --fork --monotonic {s} {run}; else exec {run}; fi"
+        ),
+    };
+    job(
+        Mpi::OpenMpi,
+        2,
+        None,
+        &[],
+        Path::new("/bin/sh"),
+        &["-c", &script],
+        dir,
+    )
+}
+
+/// The peer benchmark `mpi_coll` times every call from a common start, which needs one clock:
+/// a job with a rank whose monotonic clock runs at an offset (as another host's does) stops
+/// with status 2 and says why; the same job on one clock measures.
+#[test]
+fn the_peer_benchmark_refuses_ranks_whose_clocks_differ() {
+    if Command::new("mpicc.openmpi")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        missing("mpicc.openmpi", "ci/deps installs libopenmpi-dev");
+        return;
+    }
+    if !common::time_namespaces() {
+        return;
+    }
+    let peer = compile(
+        Mpi::OpenMpi,
+        &Path::new(ROOT).join("benches/peers/mpi_coll.c"),
+    );
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let run = format!(
+        "{} --op bcast --reps 2 --min-bytes 8 --max-bytes 8",
+        peer.display()
+    );
+    for offset in [None, Some(100_000)] {
+        let done = two_clock_job(&run, offset, &dir);
+        if offset.is_none() {
+            assert_eq!(done.code(), Some(0), "{done:?}");
+            assert!(done.stdout.contains("\nopenmpi,bcast,"), "{done:?}");
+        } else {
+            common::assert_failed_with(
+                &done,
+                2,
+                "mpi_coll: the ranks' monotonic clocks differ by more than 1 ms",
+            );
+            assert!(!done.stdout.contains("openmpi,bcast,"), "{done:?}");
+        }
+    }
 }
 
 /// circulant-mpi-calibrate writes a thresholds file (here from a short run) that the layer

@@ -566,10 +566,17 @@ impl Drop for ShmRegions {
 
 /// Whether this machine makes time namespaces (`unshare --time --monotonic`: Linux 5.6 and
 /// util-linux 2.36, as root), in which a process's monotonic clock runs at an offset, as
-/// another host's does.
+/// another host's does; where it does not, says what is missing ([`missing`]).
 pub fn time_namespaces() -> bool {
-    Command::new("unshare")
+    let made = Command::new("unshare")
         .args(["--time", "--fork", "--monotonic", "1", "true"])
         .output()
-        .is_ok_and(|o| o.status.success())
+        .is_ok_and(|o| o.status.success());
+    if !made {
+        missing(
+            "time namespaces (unshare --time --monotonic)",
+            "Linux 5.6 and util-linux 2.36, run as root",
+        );
+    }
+    made
 }
