@@ -1,5 +1,5 @@
 /* Timing one collective call across the ranks of MPI_COMM_WORLD from a common start, the
- * method of `circulant bench` (seed 000 §3, seed 001 §3; its window only grows), for the
+ * method of `circulant bench` (seed 000 §3, seed 001 §3), for the
  * programs that time MPI calls: circulant-mpi-calibrate (mpi/calibrate.c) and the peer
  * benchmark (benches/peers/mpi_coll.c).
  *
@@ -89,8 +89,8 @@ static inline int common_clock_shared(uint64_t tolerance_ns) {
   return all;
 }
 
-/* How far ahead rank 0 sets the common start (doubled after a late repetition, up to 2 s),
- * and how many repetitions were late even at 2 s. */
+/* How far ahead rank 0 sets the common start (doubled after a late repetition, up to 2 s;
+ * shrunk after one on time), and how many repetitions were late even at 2 s. */
 struct common_window {
   uint64_t ahead_ns;
   uint64_t late;

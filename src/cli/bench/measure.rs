@@ -7,7 +7,9 @@
 //! δ ahead, every rank waits for it, calls the collective and takes its own time from the
 //! common start to its return; the repetition's time is the maximum over the ranks (the
 //! slowest rank's time), taken with a MAX allreduce. A rank that received the start time only
-//! after it had passed marks the repetition late; late repetitions are repeated with δ doubled.
+//! after it had passed marks the repetition late; late repetitions are repeated with δ doubled,
+//! and after a repetition on time δ shrinks to four times the longest any rank took to receive
+//! the start (never below 200 µs), so one stall of the machine does not slow every later one.
 //! Unlike timing between barriers, this does not let a root that leaves the barrier first start
 //! early (then a rank's call can return before the data could have arrived, or include the
 //! barrier's skew). The clock is common to all ranks on one machine, which includes the

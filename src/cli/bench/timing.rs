@@ -9,7 +9,7 @@ use circulant::plan::{ceil_log2, CostModel, ReduceOp};
 
 /// The common-start timing of `circulant bench`'s method (also the demo's).
 pub(in crate::cli) struct Window {
-    /// How far ahead rank 0 sets the start, in nanoseconds; doubled after a late repetition.
+    /// How far ahead rank 0 sets the start, in nanoseconds ([`Window::next_ahead`]).
     ahead_ns: u64,
     /// Repetitions accepted although still late after the window stopped growing.
     pub(super) late: u64,
@@ -37,23 +37,44 @@ impl Window {
             let mut start = (now_ns() + self.ahead_ns).to_le_bytes();
             on.on_comm()?.bcast(&mut start[..], 0)?;
             let start = u64::from_le_bytes(start);
-            let late = now_ns() > start;
+            let learned = now_ns();
+            let late = learned > start;
+            // How long after rank 0 set the start this rank learned it.
+            let learn_ns = learned.saturating_sub(start.saturating_sub(self.ahead_ns));
             wait_until(start);
             call(on)?;
             let mine = [
                 now_ns().saturating_sub(start) as f64 * 1e-9,
                 f64::from(u8::from(late)),
+                learn_ns as f64,
             ];
-            let mut all = [0.0f64; 2];
+            let mut all = [0.0f64; 3];
             on.on_comm()?.allreduce(&mine, &mut all, ReduceOp::Max)?;
-            if all[1] == 0.0 {
-                return Ok(all[0]);
-            }
-            if self.ahead_ns >= Self::MOST_NS {
+            let late = all[1] != 0.0;
+            if late && self.ahead_ns >= Self::MOST_NS {
                 self.late += 1;
                 return Ok(all[0]);
             }
-            self.ahead_ns = (self.ahead_ns * 2).min(Self::MOST_NS);
+            self.ahead_ns = Self::next_ahead(self.ahead_ns, late, all[2]);
+            if !late {
+                return Ok(all[0]);
+            }
+        }
+    }
+
+    /// The window after a repetition: doubled (up to 2 s) when a rank learned the start late;
+    /// after one on time, shrunk to four times the longest any rank took to learn the start
+    /// where that is less (never below 200 µs). Without the shrink one stall of the machine
+    /// would keep every later repetition waiting for the window it needed.
+    fn next_ahead(ahead_ns: u64, late: bool, longest_learn_ns: f64) -> u64 {
+        if late {
+            return (ahead_ns * 2).min(Self::MOST_NS);
+        }
+        let fit = 4.0 * longest_learn_ns;
+        if fit < ahead_ns as f64 {
+            (fit as u64).max(Self::FIRST_NS)
+        } else {
+            ahead_ns
         }
     }
 }
@@ -203,4 +224,21 @@ pub(in crate::cli) fn measure_model(
         beta,
         o: if configured { comm.model().o } else { measured },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Window;
+
+    #[test]
+    fn the_window_doubles_when_late_and_shrinks_after_a_repetition_on_time() {
+        let most = Window::MOST_NS;
+        assert_eq!(Window::next_ahead(200_000, true, 0.0), 400_000);
+        assert_eq!(Window::next_ahead(most / 2 + 1, true, 0.0), most);
+        // On time: four times the longest learn, where that is less than the window.
+        assert_eq!(Window::next_ahead(3_200_000, false, 150_000.0), 600_000);
+        assert_eq!(Window::next_ahead(3_200_000, false, 1_000.0), 200_000);
+        assert_eq!(Window::next_ahead(400_000, false, 300_000.0), 400_000);
+        assert_eq!(Window::next_ahead(200_000, false, 0.0), 200_000);
+    }
 }
