@@ -14,7 +14,8 @@
 //! early (then a rank's call can return before the data could have arrived, or include the
 //! barrier's skew). The clock is common to all ranks on one machine, which includes the
 //! emulated cluster of ci/cluster (one kernel); a job whose ranks' clocks differ by more than
-//! 1 ms (several hosts) is refused with an error rather than timed wrongly. Reported: the minimum and the median over the repetitions.
+//! 1 ms (several hosts) is refused with an error rather than timed wrongly. Reported: the
+//! minimum and the median over the repetitions.
 //!
 //! The library plans every call (algorithm choice and this rank's rounds); `plan_s` is that
 //! time alone, measured outside the call (median over the repetitions of the slowest rank's
