@@ -17,7 +17,11 @@
  * less (never below 200 µs): one stall of
  * the machine would otherwise keep every later repetition waiting for the window it needed
  * (on the emulated cluster calls went from a few to 350 ms each so). The synchronisation uses
- * the PMPI_ calls, which a profiling layer does not see. */
+ * the PMPI_ calls, which a profiling layer does not see, in their nonblocking forms completed
+ * without spinning (common_complete): MPICH polls inside its blocking calls without yielding,
+ * so a rank that returned early from the timed call would hold a core in the reduction while
+ * a rank still in the call waited a scheduler slice for it (every served call of the MPI
+ * layer took 3.6 ms so at p = 4 on two cores, MPICH's own as long). */
 #ifndef CIRCULANT_COMMON_START_H
 #define CIRCULANT_COMMON_START_H
 
@@ -46,6 +50,25 @@ static inline void common_wait_until(uint64_t t) {
       nanosleep(&d, NULL);
     } else {
       sched_yield();
+    }
+  }
+}
+
+/* Completes `req` without holding a core: tests it, yielding in between, for 50 µs, then
+ * sleeps 20 µs between tests. Only the synchronisation around a timed call waits here, never
+ * the call itself. */
+static inline void common_complete(MPI_Request *req) {
+  const uint64_t yielding = 50000;
+  uint64_t since = common_now_ns();
+  for (;;) {
+    int done = 0;
+    PMPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    if (common_now_ns() - since < yielding) {
+      sched_yield();
+    } else {
+      struct timespec d = {0, 20000};
+      nanosleep(&d, NULL);
     }
   }
 }
@@ -105,7 +128,9 @@ static inline double common_start_timed(void (*call)(void *), void *arg,
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   for (;;) {
     uint64_t start = rank == 0 ? common_now_ns() + w->ahead_ns : 0;
-    PMPI_Bcast(&start, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    MPI_Request req;
+    PMPI_Ibcast(&start, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD, &req);
+    common_complete(&req);
     uint64_t learned = common_now_ns();
     int late = learned > start;
     /* How long after rank 0 set the start this rank learned it. */
@@ -115,7 +140,8 @@ static inline double common_start_timed(void (*call)(void *), void *arg,
     call(arg);
     uint64_t end = common_now_ns();
     double mine[3] = {end > start ? (double)(end - start) * 1e-9 : 0.0, late, delay}, all[3];
-    PMPI_Allreduce(mine, all, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    PMPI_Iallreduce(mine, all, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &req);
+    common_complete(&req);
     if (all[1] == 0.0) {
       double fit = 4.0 * all[2];
       if (fit < (double)w->ahead_ns) w->ahead_ns = fit > (double)least ? (uint64_t)fit : least;
