@@ -17,11 +17,11 @@
  * less (never below 200 µs): one stall of
  * the machine would otherwise keep every later repetition waiting for the window it needed
  * (on the emulated cluster calls went from a few to 350 ms each so). The synchronisation uses
- * the PMPI_ calls, which a profiling layer does not see, in their nonblocking forms completed
- * without spinning (common_complete): MPICH polls inside its blocking calls without yielding,
- * so a rank that returned early from the timed call would hold a core in the reduction while
- * a rank still in the call waited a scheduler slice for it (every served call of the MPI
- * layer took 3.6 ms so at p = 4 on two cores, MPICH's own as long). */
+ * the PMPI_ calls, which a profiling layer does not see: point-to-point and nonblocking ones,
+ * completed without spinning (common_exchange). MPICH polls inside its blocking calls without
+ * yielding, so a rank that returned early from the timed call held a core in the reduction
+ * while a rank still in the call waited a scheduler slice for it (every call the MPI layer
+ * served took 3.6 ms so at p = 4 on two cores, as long as MPICH's own). */
 #ifndef CIRCULANT_COMMON_START_H
 #define CIRCULANT_COMMON_START_H
 
@@ -120,6 +120,41 @@ struct common_window {
 };
 #define COMMON_WINDOW_START {200000, 0}
 
+/* The communicator of the synchronisation's messages, apart from the program's. */
+static MPI_Comm common_comm = MPI_COMM_NULL;
+
+/* Rank 0's `n` values (at most 8) on every rank where `reduce` is 0, else the maximum of every
+ * rank's, by point-to-point messages to and from rank 0, completed without spinning. Not a
+ * nonblocking collective: under Open MPI one of those made the MPI's own next calls slower
+ * (medians of its bcast of 1 B – 2 kB at p = 4 up by 10–40 %), point-to-point ones did not. */
+static inline void common_exchange(double *v, int n, int reduce) {
+  int rank, size;
+  if (common_comm == MPI_COMM_NULL) PMPI_Comm_dup(MPI_COMM_WORLD, &common_comm);
+  PMPI_Comm_rank(common_comm, &rank);
+  PMPI_Comm_size(common_comm, &size);
+  MPI_Request req;
+  if (rank == 0) {
+    double got[8];
+    for (int r = 1; reduce && r < size; r++) {
+      PMPI_Irecv(got, n, MPI_DOUBLE, MPI_ANY_SOURCE, 1, common_comm, &req);
+      common_complete(&req);
+      for (int i = 0; i < n; i++)
+        if (got[i] > v[i]) v[i] = got[i];
+    }
+    for (int r = 1; r < size; r++) {
+      PMPI_Isend(v, n, MPI_DOUBLE, r, 2, common_comm, &req);
+      common_complete(&req);
+    }
+  } else {
+    if (reduce) {
+      PMPI_Isend(v, n, MPI_DOUBLE, 0, 1, common_comm, &req);
+      common_complete(&req);
+    }
+    PMPI_Irecv(v, n, MPI_DOUBLE, 0, 2, common_comm, &req);
+    common_complete(&req);
+  }
+}
+
 /* The slowest rank's time, in seconds, of one `call(arg)` from a common start. */
 static inline double common_start_timed(void (*call)(void *), void *arg,
                                         struct common_window *w) {
@@ -127,10 +162,9 @@ static inline double common_start_timed(void (*call)(void *), void *arg,
   int rank;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   for (;;) {
-    uint64_t start = rank == 0 ? common_now_ns() + w->ahead_ns : 0;
-    MPI_Request req;
-    PMPI_Ibcast(&start, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD, &req);
-    common_complete(&req);
+    double s = rank == 0 ? (double)(common_now_ns() + w->ahead_ns) : 0;
+    common_exchange(&s, 1, 0);
+    uint64_t start = (uint64_t)s;
     uint64_t learned = common_now_ns();
     int late = learned > start;
     /* How long after rank 0 set the start this rank learned it. */
@@ -139,9 +173,8 @@ static inline double common_start_timed(void (*call)(void *), void *arg,
     common_wait_until(start);
     call(arg);
     uint64_t end = common_now_ns();
-    double mine[3] = {end > start ? (double)(end - start) * 1e-9 : 0.0, late, delay}, all[3];
-    PMPI_Iallreduce(mine, all, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &req);
-    common_complete(&req);
+    double all[3] = {end > start ? (double)(end - start) * 1e-9 : 0.0, late, delay};
+    common_exchange(all, 3, 1);
     if (all[1] == 0.0) {
       double fit = 4.0 * all[2];
       if (fit < (double)w->ahead_ns) w->ahead_ns = fit > (double)least ? (uint64_t)fit : least;
