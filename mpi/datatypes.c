@@ -36,9 +36,33 @@ int contiguous(MPI_Datatype type) {
   return yes;
 }
 
+/* The predefined datatypes programs use most, and their sizes (from MPI_Init; 0 before, -1
+ * where this MPI lacks the type). */
+static const MPI_Datatype g_named[] = {
+    MPI_BYTE,     MPI_CHAR,    MPI_INT,    MPI_UNSIGNED, MPI_LONG,    MPI_UNSIGNED_LONG,
+    MPI_LONG_LONG, MPI_FLOAT,  MPI_DOUBLE, MPI_INT32_T,  MPI_INT64_T, MPI_UINT32_T,
+    MPI_UINT64_T, MPI_INTEGER, MPI_REAL,   MPI_DOUBLE_PRECISION};
+enum { N_NAMED = sizeof g_named / sizeof g_named[0] };
+static MPI_Count g_named_size[N_NAMED];
+
+void types_start(void) {
+  for (int i = 0; i < N_NAMED; i++)
+    if (g_named[i] == MPI_DATATYPE_NULL || PMPI_Type_size_x(g_named[i], &g_named_size[i]) != MPI_SUCCESS)
+      g_named_size[i] = -1;
+}
+
+int type_size(MPI_Datatype type, MPI_Count *size) {
+  for (int i = 0; i < N_NAMED; i++)
+    if (g_named[i] == type && g_named_size[i] > 0) {
+      *size = g_named_size[i];
+      return 1;
+    }
+  return PMPI_Type_size_x(type, size) == MPI_SUCCESS;
+}
+
 int type_bytes(MPI_Datatype type, MPI_Count count, uint64_t *bytes) {
   MPI_Count size;
-  if (count < 0 || PMPI_Type_size_x(type, &size) != MPI_SUCCESS || size < 0) return 0;
+  if (count < 0 || !type_size(type, &size) || size < 0) return 0;
   if (size != 0 && (uint64_t)count > (uint64_t)INT64_MAX / (uint64_t)size) return 0;
   *bytes = (uint64_t)count * (uint64_t)size;
   return 1;

@@ -215,6 +215,14 @@ extern HIDDEN unsigned char g_empty[1]; /* a valid address for zero bytes */
 HIDDEN int contiguous(MPI_Datatype type);
 /* `count` elements of `type` in bytes; 0 where that is not a valid size. */
 HIDDEN int type_bytes(MPI_Datatype type, MPI_Count count, uint64_t *bytes);
+/* The predefined datatypes' sizes, asked once at MPI_Init: a call that passes then asks the
+ * MPI nothing about its type (each question costs a call that starts cold a good part of a
+ * microsecond). */
+HIDDEN void types_start(void);
+/* The size of `type` in bytes: 0 where the MPI refuses it. */
+HIDDEN int type_size(MPI_Datatype type, MPI_Count *size);
+/* The size of `comm`: MPI_COMM_WORLD's from MPI_Init, others from the MPI. */
+HIDDEN int comm_size(MPI_Comm comm, int *size);
 HIDDEN MPI_Aint type_extent(MPI_Datatype type);
 HIDDEN int pack_into(void *dst, uint64_t bytes, const void *buf, MPI_Count count,
                      MPI_Datatype type, MPI_Comm comm);

@@ -52,9 +52,11 @@ static int done(struct call *c, int rc) {
 int serve_reduce(struct call *c, enum reducing which, const void *send, void *recv,
                         MPI_Count count, MPI_Datatype type, MPI_Op op, int root) {
   int size;
-  PMPI_Comm_size(c->comm, &size);
+  comm_size(c->comm, &size);
   uint64_t bytes;
   if (count < 0 || !type_bytes(type, count, &bytes)) return layer_pass(c, WHY_ARGUMENT);
+  /* Outside the ranges a call passes before its datatype and operation are looked at. */
+  if (g_mode == MODE_AUTO && !in_ranges(c, bytes)) return layer_pass(c, WHY_THRESHOLD);
   if (which == RED_ROOT && (root < 0 || root >= size)) return layer_pass(c, WHY_ARGUMENT);
   int dtype = circulant_type(type);
   if (dtype < 0) return layer_pass(c, WHY_DATATYPE);
@@ -81,7 +83,7 @@ int serve_barrier(struct call *c) {
 
 int serve_bcast(struct call *c, void *buf, MPI_Count count, MPI_Datatype type, int root) {
   int size;
-  PMPI_Comm_size(c->comm, &size);
+  comm_size(c->comm, &size);
   /* Outside the ranges a call passes before its datatype is looked at: a passed call costs
    * next to nothing. */
   uint64_t bytes;
@@ -106,7 +108,7 @@ int serve_blocks(struct call *c, enum blocks kind, const void *sendbuf, MPI_Coun
                         MPI_Datatype stype, void *recvbuf, MPI_Count rcount, MPI_Datatype rtype,
                         int root) {
   int size, rank;
-  PMPI_Comm_size(c->comm, &size);
+  comm_size(c->comm, &size);
   PMPI_Comm_rank(c->comm, &rank);
   int rooted = kind == BL_GATHER || kind == BL_SCATTER;
   if (rooted && (root < 0 || root >= size)) return layer_pass(c, WHY_ARGUMENT);
@@ -323,7 +325,7 @@ int serve_v(struct call *c, enum vkind kind, const void *sendbuf, MPI_Count scou
                    MPI_Datatype stype, void *recvbuf, const MPI_Count *counts,
                    const MPI_Aint *displs, MPI_Count rcount, MPI_Datatype rtype, int root) {
   int size, rank;
-  PMPI_Comm_size(c->comm, &size);
+  comm_size(c->comm, &size);
   PMPI_Comm_rank(c->comm, &rank);
   if (kind != V_ALLGATHERV && (root < 0 || root >= size)) return layer_pass(c, WHY_ARGUMENT);
   /* The counts array's type: the receive type (allgatherv, gatherv) or send type (scatterv). */
@@ -518,8 +520,7 @@ out:
 int allgatherv_outside(struct call *c, const void *counts, int large, MPI_Datatype type) {
   MPI_Count size;
   int n;
-  if (g_mode != MODE_AUTO || PMPI_Type_size_x(type, &size) != MPI_SUCCESS || size < 0 ||
-      PMPI_Comm_size(c->comm, &n) != MPI_SUCCESS)
+  if (g_mode != MODE_AUTO || !type_size(type, &size) || size < 0 || !comm_size(c->comm, &n))
     return 0;
   uint64_t total = 0;
   for (int j = 0; j < n; j++) {

@@ -21,7 +21,7 @@ const struct ranges *ranges_of(const struct call *c) {
   /* One set for every size (the usual file): no need to ask the communicator's size. */
   if (s->n == 1 && s->ranks[0] == 0) return &s->r[0];
   int size = 0;
-  if (s->n == 0 || PMPI_Comm_size(c->comm, &size) != MPI_SUCCESS) return &none;
+  if (s->n == 0 || !comm_size(c->comm, &size)) return &none;
   const struct ranges *r = &none;
   for (int i = 0; i < s->n && s->ranks[i] <= size; i++) r = &s->r[i];
   return r;
