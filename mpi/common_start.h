@@ -120,7 +120,8 @@ struct common_window {
 };
 #define COMMON_WINDOW_START {200000, 0}
 
-/* The communicator of the synchronisation's messages, apart from the program's. */
+/* The communicator of the synchronisation's messages, apart from the program's (kept until
+ * MPI_Finalize). */
 static MPI_Comm common_comm = MPI_COMM_NULL;
 
 /* Rank 0's `n` values (at most 8) on every rank where `reduce` is 0, else the maximum of every
@@ -129,6 +130,7 @@ static MPI_Comm common_comm = MPI_COMM_NULL;
  * (medians of its bcast of 1 B – 2 kB at p = 4 up by 10–40 %), point-to-point ones did not. */
 static inline void common_exchange(double *v, int n, int reduce) {
   int rank, size;
+  if (n > 8) PMPI_Abort(MPI_COMM_WORLD, 1);
   if (common_comm == MPI_COMM_NULL) PMPI_Comm_dup(MPI_COMM_WORLD, &common_comm);
   PMPI_Comm_rank(common_comm, &rank);
   PMPI_Comm_size(common_comm, &size);
@@ -161,6 +163,8 @@ static inline double common_start_timed(void (*call)(void *), void *arg,
   const uint64_t least = 200000, most = 2000000000ull;
   int rank;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  /* The synchronisation's communicator before the first start is set, not while it runs. */
+  if (common_comm == MPI_COMM_NULL) PMPI_Comm_dup(MPI_COMM_WORLD, &common_comm);
   for (;;) {
     double s = rank == 0 ? (double)(common_now_ns() + w->ahead_ns) : 0;
     common_exchange(&s, 1, 0);

@@ -219,7 +219,7 @@ HIDDEN int type_bytes(MPI_Datatype type, MPI_Count count, uint64_t *bytes);
  * MPI nothing about its type (each question costs a call that starts cold a good part of a
  * microsecond). */
 HIDDEN void types_start(void);
-/* The size of `type` in bytes: 0 where the MPI refuses it. */
+/* The size of `type` in bytes into `*size`; returns 0 where the MPI refuses the type. */
 HIDDEN int type_size(MPI_Datatype type, MPI_Count *size);
 /* The size of `comm`: MPI_COMM_WORLD's from MPI_Init, others from the MPI. */
 HIDDEN int comm_size(MPI_Comm comm, int *size);

@@ -51,12 +51,12 @@ static int done(struct call *c, int rc) {
 
 int serve_reduce(struct call *c, enum reducing which, const void *send, void *recv,
                         MPI_Count count, MPI_Datatype type, MPI_Op op, int root) {
-  int size;
-  comm_size(c->comm, &size);
   uint64_t bytes;
   if (count < 0 || !type_bytes(type, count, &bytes)) return layer_pass(c, WHY_ARGUMENT);
   /* Outside the ranges a call passes before its datatype and operation are looked at. */
   if (g_mode == MODE_AUTO && !in_ranges(c, bytes)) return layer_pass(c, WHY_THRESHOLD);
+  int size;
+  comm_size(c->comm, &size);
   if (which == RED_ROOT && (root < 0 || root >= size)) return layer_pass(c, WHY_ARGUMENT);
   int dtype = circulant_type(type);
   if (dtype < 0) return layer_pass(c, WHY_DATATYPE);
