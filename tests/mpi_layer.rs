@@ -710,6 +710,46 @@ fn a_thresholds_file_replaces_the_built_in_lines_of_every_size() {
     assert_eq!(reason(err, "MPI_Allgatherv", "below-threshold"), 0, "{err}");
 }
 
+/// The built-in thresholds serve what the README says at p = 4: under Open MPI bcast from
+/// 512 B (100 B passes), under MPICH from 64 B (2 B passes). The peer benchmark's timed
+/// bcasts are its only `MPI_Bcast` calls.
+#[test]
+fn the_built_in_thresholds_serve_bcast_where_the_readme_says() {
+    for (mpi, passed, served) in [(Mpi::OpenMpi, "100", "1000"), (Mpi::Mpich, "2", "100")] {
+        let Some(lib) = layer(mpi) else { return };
+        let peer = compile(mpi, &Path::new(ROOT).join("benches/peers/mpi_coll.c"));
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        for (bytes, serves) in [(passed, false), (served, true)] {
+            let args = [
+                "--op",
+                "bcast",
+                "--reps",
+                "3",
+                "--min-bytes",
+                bytes,
+                "--max-bytes",
+                bytes,
+            ];
+            let env = [("CIRCULANT_MPI_STATS", "1")];
+            let done = job(mpi, 4, Some(&lib), &env, &peer, &args, &dir);
+            assert_eq!(done.code(), Some(0), "{done:?}");
+            let err = &done.stderr;
+            let (s, p, _) = stats(err, "MPI_Bcast").unwrap_or_else(|| panic!("no bcast:\n{err}"));
+            let label = format!("{} bcast of {bytes} B", mpi.name());
+            if serves {
+                assert!(s > 0 && p == 0, "{label} not served:\n{err}");
+            } else {
+                assert!(s == 0 && p > 0, "{label} served:\n{err}");
+                assert_eq!(
+                    reason(err, "MPI_Bcast", "below-threshold"),
+                    p,
+                    "{label}:\n{err}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn bad_settings_are_refused_with_a_message() {
     let Some(lib) = layer(Mpi::Mpich) else { return };
