@@ -17,7 +17,11 @@
  *   mpirun -n 4 -x LD_PRELOAD=target/mpi/libcirculant-mpi-openmpi.so \
  *     target/mpi/circulant-mpi-calibrate-openmpi [--max-bytes N] [--reps R] [--rounds K]
  *     [--forms blocking|nonblocking|both] [--step F] [--statistic median|minimum] [--sized]
- *     FILE
+ *     [--collectives LIST] FILE
+ *
+ * --collectives LIST measures only the collectives named (comma-separated, as the file names
+ * them without the `i`: `gather,scatterv`), in the forms asked for; the file then holds their
+ * lines only, to be put in place of theirs in a whole file.
  *
  * --step F puts the sizes F times apart (2 to 64; 8 by default): a crossover between two
  * measured sizes is not seen, and on links whose behaviour changes within a factor of 8 (a
@@ -189,7 +193,7 @@ static void measure_pair(int op, uint64_t bytes, int reps, int nb, int mpi_first
 static void usage(const char *why) {
   if (me == 0)
     fprintf(stderr,
-            "circulant-mpi-calibrate: %s\nusage: circulant-mpi-calibrate [--max-bytes N] [--reps R] [--rounds K] [--forms blocking|nonblocking|both] [--step F] [--statistic median|minimum] [--sized] FILE\n",
+            "circulant-mpi-calibrate: %s\nusage: circulant-mpi-calibrate [--max-bytes N] [--reps R] [--rounds K] [--forms blocking|nonblocking|both] [--step F] [--statistic median|minimum] [--sized] [--collectives LIST] FILE\n",
             why);
   PMPI_Finalize();
   exit(2);
@@ -209,6 +213,8 @@ int main(int argc, char **argv) {
   int sized = 0;  /* lines `NAME@p`: for communicators of p ranks or more */
   uint64_t step = 8; /* the factor between measured sizes */
   const char *file = NULL;
+  int chosen[OPS]; /* the collectives to measure */
+  for (int op = 0; op < OPS; op++) chosen[op] = 1;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc) {
       char *end;
@@ -236,6 +242,17 @@ int main(int argc, char **argv) {
       by_minimum = !strcmp(f, "minimum");
     } else if (!strcmp(argv[i], "--sized")) {
       sized = 1;
+    } else if (!strcmp(argv[i], "--collectives") && i + 1 < argc) {
+      char list[256];
+      snprintf(list, sizeof list, "%s", argv[++i]);
+      for (int op = 0; op < OPS; op++) chosen[op] = 0;
+      for (char *save = NULL, *name = strtok_r(list, ",", &save); name;
+           name = strtok_r(NULL, ",", &save)) {
+        int op = 0;
+        while (op < OPS && strcmp(names[op], name)) op++;
+        if (op == OPS) usage("--collectives: names among barrier, bcast, allgather, allgatherv, allreduce, reduce, gather, gatherv, scatter, scatterv, alltoall, scan, exscan");
+        chosen[op] = 1;
+      }
     } else if (argv[i][0] == '-' || file) {
       usage("unknown argument");
     } else {
@@ -285,7 +302,7 @@ int main(int argc, char **argv) {
   }
   for (int task = 0; task < 2 * OPS; task++) {
     int nb = task >= OPS, op = task % OPS;
-    if (!(forms & (nb ? 2 : 1)) || (nb && !nonblocking_served(op))) continue;
+    if (!chosen[op] || !(forms & (nb ? 2 : 1)) || (nb && !nonblocking_served(op))) continue;
     char name[16];
     snprintf(name, sizeof name, "%s%s", nb ? "i" : "", names[op]);
     uint64_t sizes[32];

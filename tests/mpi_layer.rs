@@ -1358,6 +1358,45 @@ fn calibration_writes_a_thresholds_file_the_layer_reads() {
         refused.stderr.contains("--statistic: median or minimum"),
         "{refused:?}"
     );
+    // `--collectives` measures the collectives named alone, in the forms asked for (the file
+    // then holds their lines only); a name it does not know is refused.
+    let some = dir.join("mpi-calibrated-some.txt");
+    let some_args = [
+        "--max-bytes",
+        "64",
+        "--reps",
+        "1",
+        "--rounds",
+        "1",
+        "--collectives",
+        "scatterv,gather",
+        some.to_str().expect("utf-8"),
+    ];
+    let measured_some = job(
+        Mpi::OpenMpi,
+        2,
+        Some(&lib),
+        &[],
+        &calibrate,
+        &some_args,
+        &dir,
+    );
+    assert_eq!(measured_some.code(), Some(0), "{measured_some:?}");
+    let some_text = std::fs::read_to_string(&some).expect("the thresholds file");
+    let some_names: Vec<&str> = some_text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once(' ').map(|(name, _)| name))
+        .collect();
+    assert_eq!(some_names, ["gather", "scatterv", "igather"], "{some_text}");
+    let mut bad = some_args;
+    bad[7] = "gather,allgatherw";
+    let refused = job(Mpi::OpenMpi, 2, Some(&lib), &[], &calibrate, &bad, &dir);
+    assert_eq!(refused.code(), Some(2), "{refused:?}");
+    assert!(
+        refused.stderr.contains("--collectives: names among"),
+        "{refused:?}"
+    );
 
     // A collective the file says `never` for is never served (the program makes blocking
     // calls only).

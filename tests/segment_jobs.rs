@@ -1,7 +1,7 @@
 //! The shared segment (README, "Shared segment") between real processes on one host: every
 //! collective it serves at p = 2, 3, 4 and 8 (and over `tcp;ofi_rxm` at p = 3) with random
 //! sizes up to the limit (zeros, roots, in place, plain and registered buffers, nonblocking
-//! forms) and bcast and allgather(v) in chunks above it gives every byte right and says so in
+//! forms) and bcast, allgather(v), gather(v) and scatter(v) in chunks above it gives every byte right and says so in
 //! `comm.last()`; reductions above the limit, forced plans and `CIRCULANT_SEGMENT_LIMIT=0`
 //! stay off it; a forced segment that cannot serve is refused; ranks called with different
 //! arguments, a rank that refuses a call and a rank that is killed fail the others promptly;
@@ -65,6 +65,23 @@ fn every_served_collective_is_right_over_tcp_too() {
     assert!(ok, "{all}");
     assert_eq!(all.matches("served ok").count(), 3, "{all}");
     assert_no_files_of(&all);
+}
+
+/// `CIRCULANT_SINGLE_COPY=0`: large gathers and scatters copy through the segment (the
+/// served role checks the bytes each rank copies), every byte right; a value other than 0 or
+/// 1 is refused.
+#[test]
+fn without_single_copy_large_gathers_and_scatters_copy_through_the_segment() {
+    let (ok, all) = job(3, "served", &[("CIRCULANT_SINGLE_COPY", "0")], &[]);
+    assert!(ok, "{all}");
+    assert_eq!(all.matches("served ok").count(), 3, "{all}");
+    assert_no_files_of(&all);
+    let (ok, all) = job(2, "served", &[("CIRCULANT_SINGLE_COPY", "often")], &[]);
+    assert!(!ok, "{all}");
+    assert!(
+        all.contains("CIRCULANT_SINGLE_COPY") && all.contains("expected 0 or 1"),
+        "{all}"
+    );
 }
 
 #[test]
@@ -378,6 +395,7 @@ fn served(comm: &mut Communicator) {
             "allgather in chunks: rank {r}'s block"
         );
     }
+    rooted(comm, &mut rng);
     let mut small = [1u8; 8];
     // A reduction whose p − 1 vectors exceed the limit runs as a plan, unless forced.
     if p > 2 {
@@ -437,6 +455,111 @@ fn served(comm: &mut Communicator) {
     assert_eq!(err.kind(), ErrorKind::Argument, "{err}");
     assert!(err.to_string().contains("CIRCULANT_SEGMENT_LIMIT"), "{err}");
     println!("rank {me}: served ok");
+}
+
+/// gather(v) and scatter(v), blocking and `i*`, from random roots with random counts (empty
+/// blocks among them), within the area and in chunks past it: the root gets every block at
+/// its place, every rank its own block of the root's buffer.
+fn rooted(comm: &mut Communicator, rng: &mut Rng) {
+    let (me, p) = (comm.rank(), comm.size());
+    let single_copy = single_copy_expected();
+    for call in 1000..1120 {
+        let size = match rng.next_u64() % 5 {
+            0 => 0,
+            1 => (rng.next_u64() % 16) as usize,
+            2 => LIMIT,
+            3 => 100_000 + (rng.next_u64() % 50_000) as usize,
+            _ => (rng.next_u64() % LIMIT as u64) as usize,
+        };
+        let root = (rng.next_u64() % p as u64) as usize;
+        let vector = call % 2 == 1;
+        let counts: Vec<usize> = (0..p)
+            .map(|r| match (vector, (r + call) % 3) {
+                (false, _) => size,
+                (true, 0) => 0,
+                (true, _) => size * (r + 1) / p,
+            })
+            .collect();
+        let at: Vec<usize> = counts
+            .iter()
+            .scan(0, |s, &c| {
+                let o = *s;
+                *s += c;
+                Some(o)
+            })
+            .collect();
+        let total: usize = counts.iter().sum();
+        let nonblocking = call % 4 >= 2;
+        if call % 8 < 4 {
+            let send: Vec<u8> = (0..counts[me]).map(|i| byte(call, me, i)).collect();
+            let mut recv = vec![0u8; if me == root { total } else { 0 }];
+            let copied_before = comm.bytes_copied();
+            let name = ["segment-gather", "segment-gatherv"][usize::from(vector)];
+            match (vector, nonblocking) {
+                (false, false) => comm.gather(&send[..], &mut recv[..], root),
+                (true, false) => comm.gatherv(&send[..], &mut recv[..], &counts, root),
+                (false, true) => comm
+                    .igather(&send[..], &mut recv[..], root)
+                    .and_then(|r| r.wait()),
+                (true, true) => comm
+                    .igatherv(&send[..], &mut recv[..], &counts, root)
+                    .and_then(|r| r.wait()),
+            }
+            .expect(name);
+            on_segment(comm, name, "gather");
+            // A rank's block of a large gather is read where it is (nothing copied on its
+            // rank), else copied into the segment.
+            let largest = counts.iter().copied().max().unwrap_or(0);
+            if me != root && largest >= 32 * 1024 {
+                let copied = comm.bytes_copied() - copied_before;
+                let want = if single_copy { 0 } else { counts[me] as u64 };
+                assert_eq!(copied, want, "{name} {call}: bytes copied on {me}");
+            }
+            if me == root {
+                for r in 0..p {
+                    assert!(
+                        (0..counts[r]).all(|i| recv[at[r] + i] == byte(call, r, i)),
+                        "{name} {call}: rank {r}'s block at root {root}"
+                    );
+                }
+            }
+        } else {
+            let send: Vec<u8> = if me == root {
+                (0..p)
+                    .flat_map(|r| (0..counts[r]).map(move |i| byte(call, r, i)))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let mut recv = vec![0u8; counts[me]];
+            let name = ["segment-scatter", "segment-scatterv"][usize::from(vector)];
+            match (vector, nonblocking) {
+                (false, false) => comm.scatter(&send[..], &mut recv[..], root),
+                (true, false) => comm.scatterv(&send[..], &mut recv[..], &counts, root),
+                (false, true) => comm
+                    .iscatter(&send[..], &mut recv[..], root)
+                    .and_then(|r| r.wait()),
+                (true, true) => comm
+                    .iscatterv(&send[..], &mut recv[..], &counts, root)
+                    .and_then(|r| r.wait()),
+            }
+            .expect(name);
+            on_segment(comm, name, "scatter");
+            assert!(
+                (0..counts[me]).all(|i| recv[i] == byte(call, me, i)),
+                "{name} {call} from {root}: the block of {me}"
+            );
+        }
+    }
+}
+
+/// Whether large gathers and scatters read their parts where they are in this job: unless
+/// `CIRCULANT_SINGLE_COPY=0`, or Yama forbids reading a sibling's memory.
+fn single_copy_expected() -> bool {
+    let yama = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
+        .map(|s| s.trim() == "0")
+        .unwrap_or(true);
+    std::env::var("CIRCULANT_SINGLE_COPY").as_deref() != Ok("0") && yama
 }
 
 /// Rank 0 names root 0, the others root 1, in a broadcast of several chunks: without the full

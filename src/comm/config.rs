@@ -16,7 +16,8 @@
 //! | `CIRCULANT_EAGER_CARRIER` | how eager messages reach receive slots: `auto` (stores into shared memory over `shm`, RMA writes elsewhere) or `write` (RMA writes everywhere) | `auto` |
 //! | `CIRCULANT_IOV_LIMIT` | most local and most remote segments of one merged write (at least 1; the provider's `iov_limit` and `rma_iov_limit` if smaller); `1` stands in for providers such as verbs (`rma_iov_limit` 1). The same on every rank | 2 over `tcp` providers ([`TCP_SEGMENTS`]), else the provider's limits |
 //! | `CIRCULANT_MAX_WRITE_BYTES` | most bytes of one zero-copy write (at least 1; the provider's `max_msg_size` if smaller): longer pieces are cut, merged writes stop there. The same on every rank | the provider's `max_msg_size` |
-//! | `CIRCULANT_SEGMENT_LIMIT` | on a communicator whose ranks share one node, bcast and allgather(v) run on the shared segment (one copy into shared memory, flags, one copy out; in chunks beyond its area) at every size, and reduce, allreduce and barrier in which no rank contributes more than this many bytes (and a reduction's p − 1 vectors that each rank folds total at most this many), instead of a plan; `0`: never (at most 65536). The same on every rank | [`DEFAULT_SEGMENT_LIMIT`] |
+//! | `CIRCULANT_SEGMENT_LIMIT` | on a communicator whose ranks share one node, bcast, allgather(v), gather(v) and scatter(v) run on the shared segment (one copy into shared memory, flags, one copy out; in chunks beyond its area) at every size, and reduce, allreduce and barrier in which no rank contributes more than this many bytes (and a reduction's p − 1 vectors that each rank folds total at most this many), instead of a plan; `0`: never (at most 65536). The same on every rank | [`DEFAULT_SEGMENT_LIMIT`] |
+//! | `CIRCULANT_SINGLE_COPY` | `0`: a gather's or scatter's large parts on the shared segment go through it (a copy in, a copy out) even where the ranks could read them where they are (`process_vm_readv`) | `1` |
 //! | `CIRCULANT_PLAN_CACHE` | plans of earlier calls kept per communicator (at most 65536; `0`: none) | 64 |
 //! | `CIRCULANT_AUTH_KEY` | the job's authentication key (hex) for providers that support keys; `circulant run` sets a random one | none |
 
@@ -89,6 +90,10 @@ pub const DEFAULT_SEGMENT_LIMIT: usize = 8192;
 /// The largest [`SEGMENT_LIMIT_ENV`].
 pub const MAX_SEGMENT_LIMIT: usize = 65536;
 
+/// `0`: large gathers and scatters on the shared segment copy through it, not out of the
+/// writer's memory.
+pub const SINGLE_COPY_ENV: &str = "CIRCULANT_SINGLE_COPY";
+
 /// Most plans a communicator keeps (`CIRCULANT_PLAN_CACHE`).
 pub const MAX_PLAN_CACHE: usize = 65536;
 
@@ -151,6 +156,10 @@ pub struct Config {
     /// Calls in which no rank contributes more than this many bytes run on the shared
     /// segment where every rank is on one node (0: never). The same on every rank.
     pub segment_limit: usize,
+    /// Whether a gather's or scatter's large parts on the segment are read where they are,
+    /// where every rank can read every peer's memory (any rank's `false` keeps every rank's
+    /// off).
+    pub single_copy: bool,
     /// Most local and most remote segments of one merged write, if lower than the provider's
     /// (`None`: the provider's). Must be the same on every rank.
     pub iov_limit: Option<usize>,
@@ -181,6 +190,7 @@ impl Default for Config {
             eager_writes_only: false,
             plan_cache: super::plan_cache::DEFAULT_PLAN_CACHE,
             segment_limit: DEFAULT_SEGMENT_LIMIT,
+            single_copy: true,
             iov_limit: None,
             max_write_bytes: None,
         }
@@ -279,6 +289,9 @@ impl Config {
         }
         if let Some(v) = var(SEGMENT_LIMIT_ENV) {
             config.segment_limit = count(SEGMENT_LIMIT_ENV, &v, MAX_SEGMENT_LIMIT)?;
+        }
+        if let Some(v) = var(SINGLE_COPY_ENV) {
+            config.single_copy = flag(SINGLE_COPY_ENV, &v)?;
         }
         config.iov_limit = Config::iov_limit_from_env()?;
         config.max_write_bytes = Config::max_write_bytes_from_env()?;

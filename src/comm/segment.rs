@@ -2,14 +2,15 @@
 //! first of them, and how such a call runs as a [`Request`].
 //!
 //! A call is served on the segment when every rank of the communicator is on one node, the
-//! collective is one the segment has (bcast, reduce, allreduce, allgather(v), barrier), the
-//! part each rank publishes fits (`CIRCULANT_SEGMENT_LIMIT`; bcast and allgather(v) at any
-//! size, in chunks beyond the segment's area), and no algorithm is forced for it (a forced
+//! collective is one the segment has (bcast, reduce, allreduce, allgather(v), gather(v),
+//! scatter(v), barrier), the part each rank publishes fits (`CIRCULANT_SEGMENT_LIMIT`; all
+//! but the reductions and the barrier at any size, in chunks beyond the segment's area), and no algorithm is forced for it (a forced
 //! `segment-…` name forces the segment). Every rank decides alike from the call's arguments.
 //! docs/architecture.md, "The shared segment".
 
 use std::time::{Duration, Instant};
 
+use crate::fabric::peer_memory;
 use crate::plan::Problem;
 use crate::transport::segment::{
     block_offsets, Address, Kind, Own, Run, Source, ADDRESS_BYTES, AREA,
@@ -24,12 +25,16 @@ use super::{Buffer, Choice, CommError, Communicator, Executed, Payload, PayloadM
 
 /// The names of the collectives on the segment, as `Choice::Named` and
 /// `CIRCULANT_ALGORITHM` take them.
-pub const SEGMENT_ALGORITHMS: [&str; 6] = [
+pub const SEGMENT_ALGORITHMS: [&str; 10] = [
     "segment-bcast",
     "segment-reduce",
     "segment-allreduce",
     "segment-allgather",
     "segment-allgatherv",
+    "segment-gather",
+    "segment-gatherv",
+    "segment-scatter",
+    "segment-scatterv",
     "segment-barrier",
 ];
 
@@ -123,6 +128,10 @@ fn segment_name(problem: &Problem) -> Option<&'static str> {
         Problem::Allreduce { .. } => "segment-allreduce",
         Problem::Allgather { .. } => "segment-allgather",
         Problem::Allgatherv { .. } => "segment-allgatherv",
+        Problem::Gather { .. } => "segment-gather",
+        Problem::Gatherv { .. } => "segment-gatherv",
+        Problem::Scatter { .. } => "segment-scatter",
+        Problem::Scatterv { .. } => "segment-scatterv",
         Problem::Barrier { .. } => "segment-barrier",
         _ => return None,
     })
@@ -134,8 +143,13 @@ pub(super) fn part_bytes(problem: &Problem) -> usize {
         Problem::Broadcast { bytes, .. }
         | Problem::Reduce { bytes, .. }
         | Problem::Allreduce { bytes, .. } => *bytes,
-        Problem::Allgather { block, .. } => *block,
-        Problem::Allgatherv { counts } => counts.iter().copied().max().unwrap_or(0),
+        Problem::Allgather { block, .. } | Problem::Gather { block, .. } => *block,
+        Problem::Allgatherv { counts } | Problem::Gatherv { counts, .. } => {
+            counts.iter().copied().max().unwrap_or(0)
+        }
+        // The root publishes every rank's block.
+        Problem::Scatter { p, block, .. } => p.saturating_mul(*block),
+        Problem::Scatterv { counts, .. } => counts.iter().sum(),
         _ => 0,
     }
 }
@@ -149,7 +163,13 @@ const _: () = assert!(super::config::MAX_SEGMENT_LIMIT <= AREA);
 fn runs_in_chunks(problem: &Problem) -> bool {
     matches!(
         problem,
-        Problem::Broadcast { .. } | Problem::Allgather { .. } | Problem::Allgatherv { .. }
+        Problem::Broadcast { .. }
+            | Problem::Allgather { .. }
+            | Problem::Allgatherv { .. }
+            | Problem::Gather { .. }
+            | Problem::Gatherv { .. }
+            | Problem::Scatter { .. }
+            | Problem::Scatterv { .. }
     )
 }
 
@@ -172,9 +192,33 @@ fn kind_of(problem: &Problem) -> Option<Kind> {
         Problem::Allgatherv { counts } => Kind::Allgatherv {
             offsets: block_offsets(counts),
         },
+        Problem::Gather { p, root, block } => Kind::Gatherv {
+            root: *root,
+            bounds: (0..=*p).map(|r| r * block).collect(),
+        },
+        Problem::Gatherv { root, counts } => Kind::Gatherv {
+            root: *root,
+            bounds: block_bounds(counts),
+        },
+        Problem::Scatter { p, root, block } => Kind::Scatterv {
+            root: *root,
+            bounds: (0..=*p).map(|r| r * block).collect(),
+        },
+        Problem::Scatterv { root, counts } => Kind::Scatterv {
+            root: *root,
+            bounds: block_bounds(counts),
+        },
         Problem::Barrier { .. } => Kind::Barrier,
         _ => return None,
     })
+}
+
+/// Where each rank's block of a gatherv or scatterv begins in the root's buffer, then the
+/// total.
+fn block_bounds(counts: &[usize]) -> Vec<usize> {
+    let mut bounds = block_offsets(counts);
+    bounds.push(counts.iter().sum());
+    bounds
 }
 
 impl Communicator {
@@ -268,6 +312,15 @@ impl Communicator {
             Problem::Allgatherv { counts } => {
                 counts.iter().sum::<usize>() - counts.iter().copied().min().unwrap_or(0)
             }
+            // The root copies every block out (its own from its send buffer).
+            Problem::Gather { p, block, .. } => p * block,
+            Problem::Gatherv { counts, .. } => counts.iter().sum(),
+            // The root copies every block in: the rest of its buffer after the first chunk,
+            // then its own block out, while the others copy theirs out.
+            Problem::Scatter { block, .. } => part - part.min(AREA) + block,
+            Problem::Scatterv { counts, root } => {
+                part - part.min(AREA) + counts.get(*root).copied().unwrap_or(0)
+            }
             _ => part * self.size().saturating_sub(1),
         };
         let first = part.min(AREA);
@@ -315,36 +368,50 @@ impl Communicator {
         Ok(matches!(self.segment, SegmentState::Ready))
     }
 
+    /// The record each rank sends: its segment's address, whether it made one (a byte), and
+    /// where its probe word is ([`peer_memory::probe_address`]).
     fn set_up_segment(&mut self) -> Result<SegmentState> {
+        const MADE: usize = ADDRESS_BYTES;
+        const PROBE: usize = ADDRESS_BYTES + 8;
         let own = Own::create(AREA);
-        let mut record = [0u8; ADDRESS_BYTES + 8];
+        let mut record = [0u8; PROBE + 8];
         if let Ok(own) = &own {
             record[..ADDRESS_BYTES].copy_from_slice(&own.address().to_bytes());
-            record[ADDRESS_BYTES] = 1;
+            record[MADE] = 1;
         }
+        record[PROBE..].copy_from_slice(&peer_memory::probe_address().to_le_bytes());
         let mut all = vec![0u8; record.len() * self.size()];
         self.exchange(&record[..], &mut all[..])?;
         let addresses: Option<Vec<Address>> = all
             .chunks_exact(record.len())
+            .map(|r| (r[MADE] == 1).then(|| Address::from_bytes(r)).flatten())
+            .collect();
+        let probes: Vec<u64> = all
+            .chunks_exact(record.len())
             .map(|r| {
-                (r[ADDRESS_BYTES] == 1)
-                    .then(|| Address::from_bytes(r))
-                    .flatten()
+                let mut word = [0u8; 8];
+                word.copy_from_slice(&r[PROBE..]);
+                u64::from_le_bytes(word)
             })
             .collect();
         let joined = match (own, addresses) {
             (Ok(own), Some(addresses)) => own.join(self.rank(), &addresses).ok(),
             _ => None,
         };
-        let mut everyone = [0u32];
+        let readable =
+            self.config.single_copy && joined.as_ref().is_some_and(|s| s.can_read_peers(&probes));
+        let mut everyone = [0u32; 2];
         self.allreduce(
-            &[u32::from(joined.is_some())],
+            &[u32::from(joined.is_some()), u32::from(readable)],
             &mut everyone,
             crate::plan::ReduceOp::Min,
         )?;
         Ok(match joined {
             Some(mut segment) if everyone[0] == 1 => {
                 segment.remove_name();
+                if everyone[1] == 1 {
+                    segment.read_parts_in_place();
+                }
                 self.transport.set_segment(segment);
                 SegmentState::Ready
             }

@@ -50,6 +50,16 @@ pub enum FabricError {
         /// `fi_cq_strerror` text for `prov_errno`.
         prov_text: String,
     },
+    /// A system call outside libfabric failed.
+    #[error("{call}: {text} (errno {code})")]
+    System {
+        /// The system call.
+        call: &'static str,
+        /// Its errno.
+        code: i32,
+        /// What the errno means.
+        text: String,
+    },
     /// The arguments do not fit what the provider or the registration allows; nothing was
     /// passed to libfabric.
     #[error("{what} (libfabric error {code}: {text})")]
@@ -90,10 +100,12 @@ impl FabricError {
         }
     }
 
-    /// The positive libfabric error code.
+    /// The positive libfabric error code (a system call's errno: libfabric's codes are
+    /// errno's).
     pub fn code(&self) -> i32 {
         match self {
             FabricError::Call { code, .. }
+            | FabricError::System { code, .. }
             | FabricError::Completion { code, .. }
             | FabricError::Invalid { code, .. } => *code,
         }
@@ -103,6 +115,7 @@ impl FabricError {
     pub fn text(&self) -> &str {
         match self {
             FabricError::Call { text, .. }
+            | FabricError::System { text, .. }
             | FabricError::Completion { text, .. }
             | FabricError::Invalid { text, .. } => text,
         }

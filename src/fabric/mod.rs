@@ -26,6 +26,7 @@ mod endpoint;
 mod error;
 mod info;
 mod mr;
+pub mod peer_memory;
 mod shared;
 pub(crate) mod shm;
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::plan::Reduction;
 
-use super::{Patience, Pause, Segment, SPINS};
+use super::{Patience, Pause, Segment, SINGLE_COPY_FROM, SPINS};
 
 use crate::transport::{Result, TransportError};
 
@@ -27,6 +27,12 @@ pub enum Kind {
     /// Every rank publishes its block; every rank copies each block to its offset (the sums
     /// of the counts before it).
     Allgatherv { offsets: Vec<usize> },
+    /// Every rank but the root publishes its block; the root copies each block to its place
+    /// (`bounds`: where each block begins, then the total), its own from its send buffer.
+    Gatherv { root: usize, bounds: Vec<usize> },
+    /// The root publishes its send buffer, every rank's block in rank order; every rank copies
+    /// its own block out (`bounds`: where each block begins, then the total).
+    Scatterv { root: usize, bounds: Vec<usize> },
     /// Every rank raises its flag and waits for all others'.
     Barrier,
 }
@@ -35,7 +41,8 @@ impl Kind {
     /// Whether `rank` publishes a part.
     fn publishes(&self, rank: usize) -> bool {
         match self {
-            Kind::Broadcast { root } => rank == *root,
+            Kind::Broadcast { root } | Kind::Scatterv { root, .. } => rank == *root,
+            Kind::Gatherv { root, .. } => rank != *root,
             _ => true,
         }
     }
@@ -44,10 +51,61 @@ impl Kind {
     fn takes(&self, rank: usize, from: usize) -> bool {
         match self {
             Kind::Broadcast { root } => from == *root && rank != *root,
-            Kind::Reduce { root, .. } => rank == *root,
+            Kind::Reduce { root, .. } | Kind::Gatherv { root, .. } => rank == *root,
+            Kind::Scatterv { root, .. } => from == *root,
             Kind::Allreduce { .. } | Kind::Allgatherv { .. } | Kind::Barrier => true,
         }
     }
+
+    /// Whether the readers of a part may read it where it is ([`SINGLE_COPY_FROM`]): each
+    /// part has one reader, the root of a gather or the rank of a scatter's block.
+    fn reads_in_place(&self) -> bool {
+        matches!(self, Kind::Gatherv { .. } | Kind::Scatterv { .. })
+    }
+
+    /// Whether `rank` publishes a part of chunk `chunk` (of `area` bytes each). Every rank
+    /// that publishes does in the first chunk, where its readers check its digest; a gatherv's
+    /// rank in the later ones only while its block lasts, so that a short block's rank is
+    /// done when it is published.
+    fn publishes_in(&self, rank: usize, chunk: u64, area: usize) -> bool {
+        self.publishes(rank)
+            && (chunk == 0
+                || match self {
+                    Kind::Gatherv { bounds, .. } => block_in_chunk(bounds, rank, chunk, area, true),
+                    _ => true,
+                })
+    }
+
+    /// Whether `rank` takes the part of `from` in chunk `chunk`: in the first chunk wherever
+    /// it takes it at all; in a later one a gatherv's root only while `from`'s block lasts,
+    /// a scatterv's rank only where the root's chunk holds bytes of its own block.
+    fn takes_in(&self, rank: usize, from: usize, chunk: u64, area: usize) -> bool {
+        self.takes(rank, from)
+            && (chunk == 0
+                || match self {
+                    Kind::Gatherv { bounds, .. } => block_in_chunk(bounds, from, chunk, area, true),
+                    Kind::Scatterv { bounds, .. } => {
+                        block_in_chunk(bounds, rank, chunk, area, false)
+                    }
+                    _ => true,
+                })
+    }
+}
+
+/// Whether the block of `rank` (from `bounds[rank]` to `bounds[rank + 1]` of the root's
+/// buffer) has bytes in chunk `chunk` (of `area` bytes each) of that buffer, or where `alone`,
+/// of the block itself (a part its rank publishes).
+fn block_in_chunk(bounds: &[usize], rank: usize, chunk: u64, area: usize, alone: bool) -> bool {
+    let Ok((begin, end)) = block(bounds, rank) else {
+        return false;
+    };
+    let from = (chunk as usize).saturating_mul(area);
+    let (begin, end) = if alone {
+        (0, end.saturating_sub(begin))
+    } else {
+        (begin, end)
+    };
+    begin < from.saturating_add(area) && end > from && begin < end
 }
 
 /// Where each rank's block of an allgatherv begins ([`Kind::Allgatherv`]'s offsets): the sums
@@ -61,6 +119,27 @@ pub fn block_offsets(counts: &[usize]) -> Vec<usize> {
             Some(offset)
         })
         .collect()
+}
+
+/// What a part read where it is publishes instead of its bytes: their address in the
+/// writer's memory and their length, each a little-endian u64.
+const DESCRIPTOR_BYTES: usize = 16;
+
+fn descriptor(part: &[u8]) -> [u8; DESCRIPTOR_BYTES] {
+    let mut out = [0u8; DESCRIPTOR_BYTES];
+    out[..8].copy_from_slice(&(part.as_ptr() as u64).to_le_bytes());
+    out[8..].copy_from_slice(&(part.len() as u64).to_le_bytes());
+    out
+}
+
+/// The (address, length) of a descriptor; `None` if `bytes` is not one.
+fn read_descriptor(bytes: &[u8]) -> Option<(u64, usize)> {
+    if bytes.len() != DESCRIPTOR_BYTES {
+        return None;
+    }
+    let address = u64::from_le_bytes(bytes[..8].try_into().ok()?);
+    let len = u64::from_le_bytes(bytes[8..].try_into().ok()?);
+    Some((address, usize::try_from(len).ok()?))
 }
 
 /// Where this rank's part is.
@@ -89,8 +168,14 @@ pub struct Run {
     chunks: u64,
     chunk: u64,
     area: usize,
-    /// Whether this rank published its part of the chunk under way.
+    /// Whether the parts are read where they are (one operation, each part a descriptor), not
+    /// through the segment.
+    single: bool,
+    /// Whether this rank is past publishing in the chunk under way, whether it published a
+    /// part there, and whether it completed the chunk's operation.
     published: bool,
+    wrote: bool,
+    completed: bool,
     /// The next rank whose part of the chunk under way this rank has not taken yet.
     next: usize,
     /// The peer the last test waited for.
@@ -124,7 +209,10 @@ impl Run {
             chunks: 1,
             chunk: 0,
             area: segment.area(),
+            single: false,
             published: false,
+            wrote: false,
+            completed: false,
             next: 0,
             awaited: 0,
             done: false,
@@ -137,8 +225,16 @@ impl Run {
 
     /// The same call in as many chunks as parts of up to `largest` bytes need (every rank
     /// passes the same `largest`: the most bytes any rank publishes), each an operation of the
-    /// segment; taken before any other run begins on the segment.
+    /// segment; taken before any other run begins on the segment. A gather's or scatter's
+    /// parts of [`SINGLE_COPY_FROM`] or more are instead read where they are, in one
+    /// operation, where the ranks can read each other's memory.
     pub fn chunked(mut self, segment: &mut Segment, largest: usize) -> Run {
+        if segment.single_copy && self.kind.reads_in_place() && largest >= SINGLE_COPY_FROM {
+            self.single = true;
+            // One chunk holds every part.
+            self.area = usize::MAX;
+            return self;
+        }
         let chunks = largest.div_ceil(self.area.max(1)).max(1) as u64;
         segment.take_seqs(chunks - 1);
         self.chunks = chunks;
@@ -173,7 +269,7 @@ impl Run {
                 // Every rank looks at the peers' abort words once per operation, so that a
                 // failure on any rank reaches it by its next operation or the one after (a
                 // writer may run one operation ahead of its readers).
-                let writes = self.kind.publishes(me);
+                let writes = self.kind.publishes_in(me, self.chunk, self.area);
                 if let Err(busy) = segment
                     .parity_free(seq, writes)
                     .map_err(|e| rename(e, &self.op()))?
@@ -198,24 +294,47 @@ impl Run {
                         )));
                     }
                     let part = self.chunk_of(data, self.chunk);
-                    segment.publish(seq, self.digest, part)?;
-                    self.bytes_copied += part.len() as u64;
+                    if self.single {
+                        // The part stays where it is until every reader has completed.
+                        segment.publish(seq, self.digest, &descriptor(part))?;
+                    } else {
+                        segment.publish(seq, self.digest, part)?;
+                        self.bytes_copied += part.len() as u64;
+                    }
                     self.parts_published += 1;
                     self.bytes_published += part.len() as u64;
                 }
                 self.published = true;
+                self.wrote = writes;
             }
             while self.next < segment.size() {
                 let from = self.next;
-                if self.kind.takes(me, from) && !self.take(segment, from, send, recv)? {
+                if self.kind.takes_in(me, from, self.chunk, self.area)
+                    && !self.take(segment, from, send, recv)?
+                {
                     self.awaited = from;
                     return Ok(false);
                 }
                 self.next += 1;
             }
-            segment.complete(seq)?;
+            if !self.completed {
+                segment.complete(seq)?;
+                self.completed = true;
+            }
+            if self.single && self.wrote {
+                // Readers copy out of this rank's buffer until they complete.
+                if let Err(busy) = segment
+                    .read_by_all(seq)
+                    .map_err(|e| rename(e, &self.op()))?
+                {
+                    self.awaited = busy;
+                    return Ok(false);
+                }
+            }
             self.chunk += 1;
             self.published = false;
+            self.wrote = false;
+            self.completed = false;
             self.next = 0;
             if self.chunk < self.chunks {
                 // The peers move: the next chunk's wait polls again before it sleeps.
@@ -297,6 +416,11 @@ impl Run {
                 "waiting for the ranks of the shared segment to finish operation {} of it",
                 seq.saturating_sub(2)
             )
+        } else if self.completed {
+            format!(
+                "waiting for rank {} to read this rank's part where it is",
+                self.awaited
+            )
         } else {
             format!(
                 "waiting for rank {}'s part in the shared segment",
@@ -351,15 +475,26 @@ impl Run {
         else {
             return Ok(false);
         };
+        if self.single {
+            let copied = self.read_in_place(segment, from, part, recv)?;
+            self.bytes_copied += copied as u64;
+            return Ok(true);
+        }
         let at = (self.chunk as usize).saturating_mul(self.area);
         let copied = match &self.kind {
             Kind::Barrier => 0,
             Kind::Broadcast { .. } => {
                 place(recv, at, recv.len(), part).map_err(|w| self.invalid(w))?
             }
-            Kind::Allgatherv { offsets } => {
+            Kind::Allgatherv { offsets }
+            | Kind::Gatherv {
+                bounds: offsets, ..
+            } => {
                 let end = offsets.get(from + 1).copied().unwrap_or(recv.len());
                 place(recv, offsets[from] + at, end, part).map_err(|w| self.invalid(w))?
+            }
+            Kind::Scatterv { bounds, .. } => {
+                own_block(recv, bounds, segment.rank(), at, part).map_err(|w| self.invalid(w))?
             }
             Kind::Reduce { reduction, .. } | Kind::Allreduce { reduction } => {
                 let reduction = *reduction;
@@ -370,16 +505,83 @@ impl Run {
         Ok(true)
     }
 
+    /// Reads the part `from` published as a descriptor (`part`) out of its memory into `recv`:
+    /// a gatherv's block to its place, a scatterv's rank its own block of the root's buffer.
+    /// Returns the bytes copied.
+    fn read_in_place(
+        &self,
+        segment: &Segment,
+        from: usize,
+        part: &[u8],
+        recv: &mut [u8],
+    ) -> Result<usize> {
+        let (address, len) = read_descriptor(part).ok_or_else(|| TransportError::Protocol {
+            op: self.op(),
+            what: format!(
+                "rank {from} published {} bytes, not a descriptor",
+                part.len()
+            ),
+        })?;
+        let me = segment.rank();
+        // Where in the peer's part the bytes are, and where in `recv` they go.
+        let (skip, to, bytes) = match &self.kind {
+            Kind::Gatherv { bounds, .. } => {
+                let (begin, end) = block(bounds, from).map_err(|w| self.invalid(w))?;
+                if len != end - begin {
+                    return Err(self.invalid(format!(
+                        "rank {from} published a block of {len} bytes, the counts give {}",
+                        end - begin
+                    )));
+                }
+                (0, begin, end - begin)
+            }
+            Kind::Scatterv { bounds, .. } => {
+                let (begin, end) = block(bounds, me).map_err(|w| self.invalid(w))?;
+                if end > len {
+                    return Err(self.invalid(format!(
+                        "rank {from} published a buffer of {len} bytes, the counts give {}",
+                        bounds.last().copied().unwrap_or(0)
+                    )));
+                }
+                (begin, 0, end - begin)
+            }
+            _ => {
+                return Err(self.invalid(format!("{} reads no part where it is", self.name)));
+            }
+        };
+        if bytes == 0 {
+            return Ok(0);
+        }
+        let len = recv.len();
+        let into = recv.get_mut(to..to + bytes).ok_or_else(|| {
+            self.invalid(format!("{bytes} bytes at {to} outside a buffer of {len}"))
+        })?;
+        segment
+            .read_peer(from, address.saturating_add(skip as u64), into)
+            .map_err(|e| rename(e, &self.op()))?;
+        Ok(bytes)
+    }
+
     /// This rank's own part: copied to its place (allgatherv from a send buffer) or folded
     /// into the reduction.
     fn take_own(&mut self, segment: &mut Segment, send: Source<'_>, recv: &mut [u8]) -> Result<()> {
         let me = segment.rank();
         let at = (self.chunk as usize).saturating_mul(self.area);
         let copied = match (&self.kind, send) {
-            (Kind::Allgatherv { offsets }, Source::Send(data)) => {
+            (
+                Kind::Allgatherv { offsets }
+                | Kind::Gatherv {
+                    bounds: offsets, ..
+                },
+                Source::Send(data),
+            ) => {
                 let end = offsets.get(me + 1).copied().unwrap_or(recv.len());
                 let part = self.chunk_of(data, self.chunk);
                 place(recv, offsets[me] + at, end, part).map_err(|w| self.invalid(w))?
+            }
+            (Kind::Scatterv { bounds, .. }, Source::Send(data)) => {
+                let part = self.chunk_of(data, self.chunk);
+                own_block(recv, bounds, me, at, part).map_err(|w| self.invalid(w))?
             }
             (
                 Kind::Reduce { reduction, .. } | Kind::Allreduce { reduction },
@@ -455,6 +657,36 @@ fn place(
         })?;
     to.copy_from_slice(part);
     Ok(part.len())
+}
+
+/// Copies the bytes of rank `me`'s block (from `bounds[me]` to `bounds[me + 1]` of the
+/// root's buffer) that a chunk of that buffer holds (`part`, from `at`) into `recv`, which
+/// holds the block alone; returns the bytes copied.
+fn own_block(
+    recv: &mut [u8],
+    bounds: &[usize],
+    me: usize,
+    at: usize,
+    part: &[u8],
+) -> std::result::Result<usize, String> {
+    let (begin, end) = block(bounds, me)?;
+    let from = at.max(begin);
+    let to = at.saturating_add(part.len()).min(end);
+    if from >= to {
+        return Ok(0);
+    }
+    place(recv, from - begin, end - begin, &part[from - at..to - at])
+}
+
+/// Where the block of `rank` begins and ends (`bounds[rank]`, `bounds[rank + 1]`).
+fn block(bounds: &[usize], rank: usize) -> std::result::Result<(usize, usize), String> {
+    match (bounds.get(rank), bounds.get(rank + 1)) {
+        (Some(&begin), Some(&end)) if begin <= end => Ok((begin, end)),
+        _ => Err(format!(
+            "no block of rank {rank} among {} bounds",
+            bounds.len()
+        )),
+    }
 }
 
 /// `err` with the operation named `op`.

@@ -36,7 +36,7 @@ mod collective;
 
 use std::time::{Duration, Instant};
 
-use crate::fabric::{FabricError, SharedMemory};
+use crate::fabric::{peer_memory, FabricError, SharedMemory};
 
 use super::liveness::PeerProcesses;
 use super::{Result, TransportError};
@@ -75,6 +75,12 @@ pub fn segment_bytes(area: usize) -> usize {
 /// large keeps the number of operations, each a few flag reads and writes, small beside the
 /// copies.
 pub const AREA: usize = 64 * 1024;
+
+/// The smallest part a gather's rank or a scatter's root publishes whose readers read it where
+/// it is, one copy through the kernel, where the ranks can ([`Segment::read_parts_in_place`]),
+/// instead of through the segment, a copy in and a copy out (docs/performance.md, "Gather and
+/// scatter on the segment").
+pub const SINGLE_COPY_FROM: usize = 32 * 1024;
 
 /// What a rank tells its peers so that they map its segment: its pid and the file's name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,6 +139,7 @@ impl Own {
         let len = segment_bytes(self.area);
         let mut peers = Vec::with_capacity(addresses.len());
         let mut processes = PeerProcesses::none(addresses.len());
+        let pids = addresses.iter().map(|a| a.pid).collect();
         for (r, address) in addresses.iter().enumerate() {
             if r == rank {
                 peers.push(None);
@@ -158,6 +165,8 @@ impl Own {
             done_seen: vec![0; addresses.len()],
             scratch: Vec::new(),
             spins: addresses.len() <= cores,
+            pids,
+            single_copy: false,
         })
     }
 }
@@ -212,6 +221,11 @@ pub struct Segment {
     /// Whether a waiting rank polls in a tight loop ([`SPINS`] times) before it yields its
     /// core.
     spins: bool,
+    /// Every rank's process.
+    pids: Vec<u32>,
+    /// Whether every rank can read every peer's memory ([`peer_memory`]): the large parts of
+    /// a gather or scatter are then read where they are ([`SINGLE_COPY_FROM`]).
+    single_copy: bool,
 }
 
 impl std::fmt::Debug for Segment {
@@ -229,6 +243,23 @@ impl Segment {
     /// Every peer has mapped this rank's segment: its name can go.
     pub fn remove_name(&mut self) {
         self.mine.remove_name();
+    }
+
+    /// Whether this rank can read the memory of every peer, whose probe words are at
+    /// `probes` (in rank order; [`peer_memory::probe_address`]).
+    pub fn can_read_peers(&self, probes: &[u64]) -> bool {
+        (0..self.size()).filter(|&r| r != self.rank).all(|r| {
+            match (self.pids.get(r), probes.get(r)) {
+                (Some(&pid), Some(&probe)) => peer_memory::can_read(pid, probe),
+                _ => false,
+            }
+        })
+    }
+
+    /// Lets large gathers and scatters read their parts where they are: every rank can read
+    /// every peer's memory, as all of them agreed.
+    pub fn read_parts_in_place(&mut self) {
+        self.single_copy = true;
     }
 
     /// The most bytes a rank publishes in one operation.
@@ -302,6 +333,29 @@ impl Segment {
             }
         }
         Ok(busy.map_or(Ok(()), Err))
+    }
+
+    /// Whether every peer has completed operation `seq` (so that none reads this rank's memory
+    /// for it any more), else the first that has not; a peer that failed before is an error.
+    fn read_by_all(&mut self, seq: u64) -> Result<std::result::Result<(), usize>> {
+        for (rank, peer) in self.peers.iter().enumerate() {
+            let Some(peer) = peer else { continue };
+            if self.done_seen[rank] >= seq {
+                continue;
+            }
+            self.done_seen[rank] = peer.load(DONE)?;
+            if self.done_seen[rank] < seq {
+                self.aborted_by(rank, peer, seq)?;
+                return Ok(Err(rank));
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    /// Copies `into.len()` bytes at `address` of `from`'s memory into `into`.
+    fn read_peer(&self, from: usize, address: u64, into: &mut [u8]) -> Result<()> {
+        let pid = self.pids.get(from).copied().unwrap_or(0);
+        peer_memory::read_peer(pid, address, into).map_err(TransportError::from)
     }
 
     /// Where the parity of operation `seq` begins.

@@ -145,6 +145,35 @@ fn pattern(call: usize, r: usize, i: usize) -> u8 {
     (i.wrapping_mul(31) ^ (i >> 8) ^ r.wrapping_mul(7) ^ call) as u8
 }
 
+/// A broadcast of `size` bytes from `root` (call number `call`), in chunks where it exceeds
+/// the area: every byte arrives.
+fn bcast_in_chunks(segment: &mut Segment, call: usize, root: usize, size: usize) {
+    let me = segment.rank();
+    let mut buf: Vec<u8> = (0..size)
+        .map(|i| {
+            if me == root {
+                pattern(call, root, i)
+            } else {
+                0
+            }
+        })
+        .collect();
+    let send = if me == root {
+        Source::InRecv(0, size)
+    } else {
+        Source::None
+    };
+    let kind = Kind::Broadcast { root };
+    Run::new(segment, "bcast", call as u64, 5, kind, DEADLINE)
+        .chunked(segment, size)
+        .wait(segment, send, &mut buf)
+        .expect("bcast");
+    assert!(
+        (0..size).all(|i| buf[i] == pattern(call, root, i)),
+        "bcast {call} of {size} on {me}"
+    );
+}
+
 /// Collectives whose parts exceed the area run in chunks, among calls that run whole, and
 /// every rank gets every byte: broadcasts from every root of sizes at and around the chunk
 /// boundaries, allgathervs with empty, short and long blocks (in place too), allreduces of
@@ -161,32 +190,7 @@ fn calls_larger_than_the_area_run_in_chunks_and_every_byte_arrives() {
                     let me = segment.rank();
                     for (call, &size) in sizes.iter().cycle().take(60).enumerate() {
                         match call % 4 {
-                            0 => {
-                                let root = call % p;
-                                let mut buf: Vec<u8> = (0..size)
-                                    .map(|i| {
-                                        if me == root {
-                                            pattern(call, root, i)
-                                        } else {
-                                            0
-                                        }
-                                    })
-                                    .collect();
-                                let send = if me == root {
-                                    Source::InRecv(0, size)
-                                } else {
-                                    Source::None
-                                };
-                                let kind = Kind::Broadcast { root };
-                                Run::new(&mut segment, "bcast", call as u64, 5, kind, DEADLINE)
-                                    .chunked(&mut segment, size)
-                                    .wait(&mut segment, send, &mut buf)
-                                    .expect("bcast");
-                                assert!(
-                                    (0..size).all(|i| buf[i] == pattern(call, root, i)),
-                                    "bcast {call} of {size} on {me}"
-                                );
-                            }
+                            0 => bcast_in_chunks(&mut segment, call, call % p, size),
                             1 | 2 => {
                                 // Rank r's block: `size` shifted by r, one rank's empty.
                                 let counts: Vec<usize> = (0..p)
@@ -246,6 +250,109 @@ fn calls_larger_than_the_area_run_in_chunks_and_every_byte_arrives() {
                                     (0..n).map(|i| (i * p * p) as i64 + ranks).collect();
                                 assert_eq!(recv, words(&want), "allreduce {call} on {me}");
                             }
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("rank");
+        }
+    }
+}
+
+/// Gathervs and scattervs from every root, whole and in chunks, with empty, short and long
+/// blocks, in turn with broadcasts: the root gets every block at its offset, every rank its
+/// own block of the root's buffer, and nothing else in the buffers changes.
+#[test]
+fn gathers_and_scatters_give_every_block_to_its_place() {
+    gathers_and_scatters(false, &[0, 1, 100, 255, 256, 257, 700, 2560]);
+}
+
+/// The same where the ranks read each other's memory: parts from [`SINGLE_COPY_FROM`] on are
+/// read where they are, smaller ones go through the segment, in turn.
+#[test]
+fn gathers_and_scatters_read_large_parts_where_they_are() {
+    const AT: usize = SINGLE_COPY_FROM;
+    gathers_and_scatters(true, &[0, 1, AT - 1, AT, AT + 1, 3 * AT + 5, 700, 2560]);
+}
+
+fn gathers_and_scatters(single_copy: bool, sizes: &'static [usize]) {
+    let area = 256;
+    for p in [2, 3, 5] {
+        let mut joined = segments(p, area);
+        if single_copy {
+            let probe = crate::fabric::peer_memory::probe_address();
+            for s in &mut joined {
+                assert!(s.can_read_peers(&vec![probe; p]));
+                s.read_parts_in_place();
+            }
+        }
+        let threads: Vec<_> = joined
+            .into_iter()
+            .map(|mut segment| {
+                std::thread::spawn(move || {
+                    let me = segment.rank();
+                    for (call, &size) in sizes.iter().cycle().take(72).enumerate() {
+                        let root = (call / 3) % p;
+                        let counts: Vec<usize> = (0..p)
+                            .map(|r| {
+                                if r == (call + 1) % p {
+                                    0
+                                } else {
+                                    size + r * 61
+                                }
+                            })
+                            .collect();
+                        let offsets = block_offsets(&counts);
+                        let total: usize = counts.iter().sum();
+                        match call % 3 {
+                            0 => {
+                                let mine: Vec<u8> =
+                                    (0..counts[me]).map(|i| pattern(call, me, i)).collect();
+                                let mut recv = vec![0xEEu8; if me == root { total } else { 0 }];
+                                let mut bounds = offsets.clone();
+                                bounds.push(total);
+                                let kind = Kind::Gatherv { root, bounds };
+                                let largest = counts.iter().copied().max().unwrap_or(0);
+                                Run::new(&mut segment, "gatherv", call as u64, 8, kind, DEADLINE)
+                                    .chunked(&mut segment, largest)
+                                    .wait(&mut segment, Source::Send(&mine), &mut recv)
+                                    .expect("gatherv");
+                                if me == root {
+                                    for r in 0..p {
+                                        assert!(
+                                            (0..counts[r]).all(
+                                                |i| recv[offsets[r] + i] == pattern(call, r, i)
+                                            ),
+                                            "gatherv {call}: rank {r}'s block at root {root}"
+                                        );
+                                    }
+                                }
+                            }
+                            1 => {
+                                let all: Vec<u8> = if me == root {
+                                    (0..total).map(|i| pattern(call, root, i)).collect()
+                                } else {
+                                    Vec::new()
+                                };
+                                // One byte past the block stays as it was.
+                                let mut recv = vec![0xEEu8; counts[me] + 1];
+                                let mut bounds = offsets.clone();
+                                bounds.push(total);
+                                let kind = Kind::Scatterv { root, bounds };
+                                Run::new(&mut segment, "scatterv", call as u64, 9, kind, DEADLINE)
+                                    .chunked(&mut segment, total)
+                                    .wait(&mut segment, Source::Send(&all), &mut recv)
+                                    .expect("scatterv");
+                                assert!(
+                                    (0..counts[me])
+                                        .all(|i| recv[i] == pattern(call, root, offsets[me] + i)),
+                                    "scatterv {call} from {root}: the block of {me}"
+                                );
+                                assert_eq!(recv[counts[me]], 0xEE, "scatterv {call} on {me}");
+                            }
+                            _ => bcast_in_chunks(&mut segment, call, root, size),
                         }
                     }
                 })
@@ -473,4 +580,52 @@ fn a_rank_pinned_to_one_core_counts_the_machine_s_cores() {
     })
     .join()
     .expect("the pinned thread");
+}
+
+/// A part read where it is keeps its writer in the call until its reader has completed: the
+/// writer's buffer is read after the writer published, so it must not return before. A reader
+/// that never comes is named in the writer's timeout.
+#[test]
+fn a_part_read_where_it_is_keeps_its_writer_until_it_was_read() {
+    let mut segs = segments(2, 64);
+    let (mut root, mut writer) = (segs.remove(0), segs.remove(0));
+    let probe = crate::fabric::peer_memory::probe_address();
+    for s in [&mut root, &mut writer] {
+        s.read_parts_in_place();
+        assert!(s.can_read_peers(&[probe, probe]));
+    }
+    let len = SINGLE_COPY_FROM + 3;
+    let bounds = vec![0, 0, len];
+    let kind = Kind::Gatherv { root: 0, bounds };
+    let data: Vec<u8> = (0..len).map(|i| pattern(1, 1, i)).collect();
+    let mut run =
+        Run::new(&mut writer, "gatherv", 1, 3, kind.clone(), DEADLINE).chunked(&mut writer, len);
+    for _ in 0..3 {
+        assert!(!run.test(&mut writer, Source::Send(&data), &mut []).unwrap());
+    }
+    let mut got = vec![0u8; len];
+    Run::new(&mut root, "gatherv", 1, 3, kind.clone(), DEADLINE)
+        .chunked(&mut root, len)
+        .wait(&mut root, Source::Send(&[]), &mut got)
+        .expect("gatherv");
+    assert_eq!(got, data);
+    assert!(run.test(&mut writer, Source::Send(&data), &mut []).unwrap());
+    // The next call's root does not come: the writer times out naming it.
+    let mut late = Run::new(
+        &mut writer,
+        "gatherv",
+        2,
+        3,
+        kind,
+        Duration::from_millis(100),
+    )
+    .chunked(&mut writer, len);
+    let err = late
+        .wait(&mut writer, Source::Send(&data), &mut [])
+        .expect_err("a timeout");
+    assert!(
+        err.to_string()
+            .contains("waiting for rank 0 to read this rank's part"),
+        "{err}"
+    );
 }
