@@ -172,10 +172,10 @@ pub struct Run {
     /// through the segment.
     single: bool,
     /// Whether this rank is past publishing in the chunk under way, whether it published a
-    /// part there, and whether it completed the chunk's operation.
+    /// part there, and whether it waits for the readers of its part read where it is.
     published: bool,
     wrote: bool,
-    completed: bool,
+    draining: bool,
     /// The next rank whose part of the chunk under way this rank has not taken yet.
     next: usize,
     /// The peer the last test waited for.
@@ -212,7 +212,7 @@ impl Run {
             single: false,
             published: false,
             wrote: false,
-            completed: false,
+            draining: false,
             next: 0,
             awaited: 0,
             done: false,
@@ -317,24 +317,27 @@ impl Run {
                 }
                 self.next += 1;
             }
-            if !self.completed {
-                segment.complete(seq)?;
-                self.completed = true;
-            }
             if self.single && self.wrote {
-                // Readers copy out of this rank's buffer until they complete.
+                // Readers copy out of this rank's buffer until they complete; this rank
+                // completes after them, so that a failure of its own meanwhile marks this
+                // operation, and a reader that comes late fails instead of reading a buffer
+                // the program has back.
+                let (kind, chunk, area) = (&self.kind, self.chunk, self.area);
+                let readers = |r: usize| kind.takes_in(r, me, chunk, area);
                 if let Err(busy) = segment
-                    .read_by_all(seq)
+                    .read_by(seq, readers)
                     .map_err(|e| rename(e, &self.op()))?
                 {
                     self.awaited = busy;
+                    self.draining = true;
                     return Ok(false);
                 }
+                self.draining = false;
             }
+            segment.complete(seq)?;
             self.chunk += 1;
             self.published = false;
             self.wrote = false;
-            self.completed = false;
             self.next = 0;
             if self.chunk < self.chunks {
                 // The peers move: the next chunk's wait polls again before it sleeps.
@@ -416,7 +419,7 @@ impl Run {
                 "waiting for the ranks of the shared segment to finish operation {} of it",
                 seq.saturating_sub(2)
             )
-        } else if self.completed {
+        } else if self.draining {
             format!(
                 "waiting for rank {} to read this rank's part where it is",
                 self.awaited
@@ -556,9 +559,19 @@ impl Run {
         let into = recv.get_mut(to..to + bytes).ok_or_else(|| {
             self.invalid(format!("{bytes} bytes at {to} outside a buffer of {len}"))
         })?;
-        segment
-            .read_peer(from, address.saturating_add(skip as u64), into)
-            .map_err(|e| rename(e, &self.op()))?;
+        let seq = self.seq + self.chunk;
+        let read = segment.read_peer(from, address.saturating_add(skip as u64), into);
+        // The writer stays in the call until this rank completes, unless it failed: then its
+        // buffer may be the program's again, and what was read may be anything.
+        let failed = if segment.ended(from) {
+            Err(TransportError::Exited {
+                op: self.op(),
+                peer: from,
+            })
+        } else {
+            segment.failed_before(from, seq)
+        };
+        failed.and(read).map_err(|e| rename(e, &self.op()))?;
         Ok(bytes)
     }
 

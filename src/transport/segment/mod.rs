@@ -335,21 +335,32 @@ impl Segment {
         Ok(busy.map_or(Ok(()), Err))
     }
 
-    /// Whether every peer has completed operation `seq` (so that none reads this rank's memory
-    /// for it any more), else the first that has not; a peer that failed before is an error.
-    fn read_by_all(&mut self, seq: u64) -> Result<std::result::Result<(), usize>> {
+    /// Whether every peer that is one of the `readers` has completed operation `seq` (so that
+    /// none reads this rank's memory for it any more), else the first that has not; a reader
+    /// that failed before is an error.
+    fn read_by(
+        &mut self,
+        seq: u64,
+        readers: impl Fn(usize) -> bool,
+    ) -> Result<std::result::Result<(), usize>> {
+        let mut busy = None;
         for (rank, peer) in self.peers.iter().enumerate() {
             let Some(peer) = peer else { continue };
-            if self.done_seen[rank] >= seq {
+            if self.done_seen[rank] >= seq || !readers(rank) {
                 continue;
             }
             self.done_seen[rank] = peer.load(DONE)?;
             if self.done_seen[rank] < seq {
                 self.aborted_by(rank, peer, seq)?;
-                return Ok(Err(rank));
+                busy = busy.or(Some(rank));
             }
         }
-        Ok(Ok(()))
+        Ok(busy.map_or(Ok(()), Err))
+    }
+
+    /// An error if `peer` failed before completing operation `seq`.
+    fn failed_before(&self, peer: usize, seq: u64) -> Result<()> {
+        self.aborted_by(peer, self.peer(peer)?, seq)
     }
 
     /// Copies `into.len()` bytes at `address` of `from`'s memory into `into`.

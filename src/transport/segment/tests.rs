@@ -266,18 +266,22 @@ fn calls_larger_than_the_area_run_in_chunks_and_every_byte_arrives() {
 /// own block of the root's buffer, and nothing else in the buffers changes.
 #[test]
 fn gathers_and_scatters_give_every_block_to_its_place() {
-    gathers_and_scatters(false, &[0, 1, 100, 255, 256, 257, 700, 2560]);
+    gathers_and_scatters(false, &[0, 1, 100, 255, 256, 257, 700, 2560], 61);
 }
 
 /// The same where the ranks read each other's memory: parts from [`SINGLE_COPY_FROM`] on are
-/// read where they are, smaller ones go through the segment, in turn.
+/// read where they are, smaller ones go through the segment, in turn (equal blocks, so that a
+/// gather's largest is the size: both sides of the threshold).
 #[test]
 fn gathers_and_scatters_read_large_parts_where_they_are() {
     const AT: usize = SINGLE_COPY_FROM;
-    gathers_and_scatters(true, &[0, 1, AT - 1, AT, AT + 1, 3 * AT + 5, 700, 2560]);
+    gathers_and_scatters(true, &[0, 1, AT - 1, AT, AT + 1, 3 * AT + 5, 700, 2560], 0);
+    gathers_and_scatters(true, &[AT - 1, 2 * AT + 1, 3], 61);
 }
 
-fn gathers_and_scatters(single_copy: bool, sizes: &'static [usize]) {
+/// Gathervs, scattervs and broadcasts of `sizes` in turn (rank r's block `size + r × stride`,
+/// one empty), the bytes each rank copied telling which way a part went.
+fn gathers_and_scatters(single_copy: bool, sizes: &'static [usize], stride: usize) {
     let area = 256;
     for p in [2, 3, 5] {
         let mut joined = segments(p, area);
@@ -300,7 +304,7 @@ fn gathers_and_scatters(single_copy: bool, sizes: &'static [usize]) {
                                 if r == (call + 1) % p {
                                     0
                                 } else {
-                                    size + r * 61
+                                    size + r * stride
                                 }
                             })
                             .collect();
@@ -315,10 +319,23 @@ fn gathers_and_scatters(single_copy: bool, sizes: &'static [usize]) {
                                 bounds.push(total);
                                 let kind = Kind::Gatherv { root, bounds };
                                 let largest = counts.iter().copied().max().unwrap_or(0);
-                                Run::new(&mut segment, "gatherv", call as u64, 8, kind, DEADLINE)
-                                    .chunked(&mut segment, largest)
-                                    .wait(&mut segment, Source::Send(&mine), &mut recv)
+                                let mut run = Run::new(
+                                    &mut segment,
+                                    "gatherv",
+                                    call as u64,
+                                    8,
+                                    kind,
+                                    DEADLINE,
+                                )
+                                .chunked(&mut segment, largest);
+                                run.wait(&mut segment, Source::Send(&mine), &mut recv)
                                     .expect("gatherv");
+                                // Read where it is, a rank's block costs it no copy.
+                                let single = single_copy && largest >= SINGLE_COPY_FROM;
+                                if me != root {
+                                    let want = if single { 0 } else { counts[me] as u64 };
+                                    assert_eq!(run.bytes_copied, want, "gatherv {call} on {me}");
+                                }
                                 if me == root {
                                     for r in 0..p {
                                         assert!(
@@ -341,10 +358,25 @@ fn gathers_and_scatters(single_copy: bool, sizes: &'static [usize]) {
                                 let mut bounds = offsets.clone();
                                 bounds.push(total);
                                 let kind = Kind::Scatterv { root, bounds };
-                                Run::new(&mut segment, "scatterv", call as u64, 9, kind, DEADLINE)
-                                    .chunked(&mut segment, total)
-                                    .wait(&mut segment, Source::Send(&all), &mut recv)
+                                let mut run = Run::new(
+                                    &mut segment,
+                                    "scatterv",
+                                    call as u64,
+                                    9,
+                                    kind,
+                                    DEADLINE,
+                                )
+                                .chunked(&mut segment, total);
+                                run.wait(&mut segment, Source::Send(&all), &mut recv)
                                     .expect("scatterv");
+                                // Read where it is, the root's buffer is not copied in.
+                                let single = single_copy && total >= SINGLE_COPY_FROM;
+                                let want =
+                                    counts[me] + if me == root && !single { total } else { 0 };
+                                assert_eq!(
+                                    run.bytes_copied, want as u64,
+                                    "scatterv {call} on {me}"
+                                );
                                 assert!(
                                     (0..counts[me])
                                         .all(|i| recv[i] == pattern(call, root, offsets[me] + i)),
@@ -584,7 +616,8 @@ fn a_rank_pinned_to_one_core_counts_the_machine_s_cores() {
 
 /// A part read where it is keeps its writer in the call until its reader has completed: the
 /// writer's buffer is read after the writer published, so it must not return before. A reader
-/// that never comes is named in the writer's timeout.
+/// that never comes is named in the writer's timeout, and once the writer gave up, a reader
+/// that comes late fails.
 #[test]
 fn a_part_read_where_it_is_keeps_its_writer_until_it_was_read() {
     let mut segs = segments(2, 64);
@@ -626,6 +659,22 @@ fn a_part_read_where_it_is_keeps_its_writer_until_it_was_read() {
     assert!(
         err.to_string()
             .contains("waiting for rank 0 to read this rank's part"),
+        "{err}"
+    );
+    // The writer gives up (as a failed operation does) and its program has the buffer back:
+    // the root that comes now fails instead of reading it.
+    writer.abort();
+    let mut got = vec![0u8; len];
+    let kind = Kind::Gatherv {
+        root: 0,
+        bounds: vec![0, 0, len],
+    };
+    let err = Run::new(&mut root, "gatherv", 2, 3, kind, DEADLINE)
+        .chunked(&mut root, len)
+        .wait(&mut root, Source::Send(&[]), &mut got)
+        .expect_err("the writer aborted");
+    assert!(
+        matches!(err, TransportError::AbortedBy { rank: 1, .. }),
         "{err}"
     );
 }
