@@ -34,6 +34,7 @@
 
 mod collective;
 
+use std::sync::atomic::{fence, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::fabric::{peer_memory, FabricError, SharedMemory};
@@ -292,6 +293,9 @@ impl Segment {
         if matches!(self.mine.load(ABORT), Ok(0)) {
             let first = self.mine.load(DONE).unwrap_or(0) + 1;
             let _ = self.mine.publish(ABORT, first);
+            // Before the program's next writes: a reader of a part read where it is that
+            // copied any of them sees the abort after its copy.
+            fence(Ordering::SeqCst);
         }
     }
 
@@ -360,6 +364,8 @@ impl Segment {
 
     /// An error if `peer` failed before completing operation `seq`.
     fn failed_before(&self, peer: usize, seq: u64) -> Result<()> {
+        // After the copy that came before: see `abort`.
+        fence(Ordering::SeqCst);
         self.aborted_by(peer, self.peer(peer)?, seq)
     }
 

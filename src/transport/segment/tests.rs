@@ -276,7 +276,7 @@ fn gathers_and_scatters_give_every_block_to_its_place() {
 fn gathers_and_scatters_read_large_parts_where_they_are() {
     const AT: usize = SINGLE_COPY_FROM;
     gathers_and_scatters(true, &[0, 1, AT - 1, AT, AT + 1, 3 * AT + 5, 700, 2560], 0);
-    gathers_and_scatters(true, &[AT - 1, 2 * AT + 1, 3], 61);
+    gathers_and_scatters(true, &[AT - 1, 2 * AT + 1, 3, AT / 2], 61);
 }
 
 /// Gathervs, scattervs and broadcasts of `sizes` in turn (rank r's block `size + r × stride`,
