@@ -4,8 +4,8 @@
 //! A call is served on the segment when every rank of the communicator is on one node, the
 //! collective is one the segment has (bcast, reduce, allreduce, allgather(v), gather(v),
 //! scatter(v), barrier), the part each rank publishes fits (`CIRCULANT_SEGMENT_LIMIT`; all
-//! but the reductions and the barrier at any size, in chunks beyond the segment's area), and no algorithm is forced for it (a forced
-//! `segment-…` name forces the segment). Every rank decides alike from the call's arguments.
+//! but the reductions and the barrier at any size, in chunks beyond the segment's area), and
+//! no algorithm is forced for it (a forced `segment-…` name forces the segment). Every rank decides alike from the call's arguments.
 //! docs/architecture.md, "The shared segment".
 
 use std::time::{Duration, Instant};
@@ -368,8 +368,9 @@ impl Communicator {
         Ok(matches!(self.segment, SegmentState::Ready))
     }
 
-    /// The record each rank sends: its segment's address, whether it made one (a byte), and
-    /// where its probe word is ([`peer_memory::probe_address`]).
+    /// Creates this rank's segment and joins the peers' (see [`Self::segment_ready`]). The
+    /// record each rank sends: its segment's address, whether it made one (a byte), and where
+    /// its probe word is ([`peer_memory::probe_address`]).
     fn set_up_segment(&mut self) -> Result<SegmentState> {
         const MADE: usize = ADDRESS_BYTES;
         const PROBE: usize = ADDRESS_BYTES + 8;
