@@ -459,6 +459,9 @@ impl Run {
         let mut scratch = std::mem::take(&mut segment.scratch);
         let taken = self.take_peer(segment, from, recv, &mut scratch);
         segment.scratch = scratch;
+        if matches!(taken, Ok(true)) {
+            segment.published_by(from, self.seq + self.chunk);
+        }
         taken
     }
 

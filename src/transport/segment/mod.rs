@@ -15,9 +15,11 @@
 //!
 //! Each control word has a cache line of its own. Every rank reads every peer's abort word at
 //! each operation; that line changes only when the peer fails, so the read stays in the
-//! reader's cache. A writer reads a peer's completion word only when the last value it saw
-//! does not yet free the parity, so that the line a rank raises at every completion mostly
-//! stays in its own cache. A parity's header shares its line with the first 40 bytes of its
+//! reader's cache. A writer reads a peer's completion word only when what it knows of it does
+//! not yet free the parity: the last value it read, or s − 1 where it took that peer's part
+//! of operation s (the peer had completed s − 1 to begin s). So the line a rank raises at
+//! every completion mostly stays in its own cache, and a rank that takes its peers' parts
+//! (allreduce, the other side of a ping-pong) does not read it at all. A parity's header shares its line with the first 40 bytes of its
 //! data, so that a reader of a small part waits on, and pulls, one cache line of the
 //! writer's.
 //!
@@ -422,6 +424,17 @@ impl Segment {
             });
         }
         Ok(Some(peer.bytes(block + H_DATA, len)?))
+    }
+
+    /// `from`'s part of operation `seq` was taken: `from` had completed operation `seq − 1`,
+    /// as a rank begins an operation only once it completed the one before (one operation is
+    /// in flight per communicator). What this rank knows of `from`'s completion grows with
+    /// it, which spares the read of `from`'s completion word, a line `from` just wrote, when
+    /// this rank next publishes.
+    fn published_by(&mut self, from: usize, seq: u64) {
+        if let Some(seen) = self.done_seen.get_mut(from) {
+            *seen = (*seen).max(seq.saturating_sub(1));
+        }
     }
 
     /// Marks operation `seq` complete on this rank.
