@@ -27,6 +27,7 @@ void unwiden(struct varrays *v) {
 }
 
 int MPI_Barrier(MPI_Comm comm) {
+  if (gate_passes(OP_BARRIER, VAR_BLOCKING, comm, MPI_BYTE, 0)) return PMPI_Barrier(comm);
   struct call c;
   int rc = layer_begin(&c, OP_BARRIER, VAR_BLOCKING, comm);
   if (rc != PASS) rc = serve_barrier(&c);
@@ -34,6 +35,8 @@ int MPI_Barrier(MPI_Comm comm) {
 }
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  if (gate_passes(OP_BCAST, VAR_BLOCKING, comm, type, count))
+    return PMPI_Bcast(buf, count, type, root, comm);
   struct call c;
   int rc = layer_begin(&c, OP_BCAST, VAR_BLOCKING, comm);
   if (rc != PASS) rc = serve_bcast(&c, buf, count, type, root);
@@ -74,6 +77,8 @@ int MPI_Alltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, 
 
 int MPI_Allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rcounts[],
                    const int displs[], MPI_Datatype rt, MPI_Comm comm) {
+  if (gate_passes_v(VAR_BLOCKING, comm, rcounts, displs, 0, rt))
+    return PMPI_Allgatherv(sb, sc, st, rb, rcounts, displs, rt, comm);
   struct call c;
   int rc = layer_begin(&c, OP_ALLGATHERV, VAR_BLOCKING, comm);
   if (rc != PASS && rcounts && displs && allgatherv_outside(&c, rcounts, 0, rt)) rc = PASS;
@@ -126,6 +131,8 @@ int MPI_Scatterv(const void *sb, const int scounts[], const int displs[], MPI_Da
 }
 
 int MPI_Allreduce(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm) {
+  if (gate_passes(OP_ALLREDUCE, VAR_BLOCKING, comm, t, count))
+    return PMPI_Allreduce(sb, rb, count, t, op, comm);
   struct call c;
   int rc = layer_begin(&c, OP_ALLREDUCE, VAR_BLOCKING, comm);
   if (rc != PASS) rc = serve_reduce(&c, RED_ALL, sb, rb, count, t, op, 0);
@@ -134,6 +141,8 @@ int MPI_Allreduce(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op
 
 int MPI_Reduce(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, int root,
                MPI_Comm comm) {
+  if (gate_passes(OP_REDUCE, VAR_BLOCKING, comm, t, count))
+    return PMPI_Reduce(sb, rb, count, t, op, root, comm);
   struct call c;
   int rc = layer_begin(&c, OP_REDUCE, VAR_BLOCKING, comm);
   if (rc != PASS) rc = serve_reduce(&c, RED_ROOT, sb, rb, count, t, op, root);
@@ -141,6 +150,7 @@ int MPI_Reduce(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, i
 }
 
 int MPI_Scan(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm) {
+  if (gate_passes(OP_SCAN, VAR_BLOCKING, comm, t, count)) return PMPI_Scan(sb, rb, count, t, op, comm);
   struct call c;
   int rc = layer_begin(&c, OP_SCAN, VAR_BLOCKING, comm);
   if (rc != PASS) rc = serve_reduce(&c, RED_SCAN, sb, rb, count, t, op, 0);
@@ -148,6 +158,8 @@ int MPI_Scan(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI
 }
 
 int MPI_Exscan(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm) {
+  if (gate_passes(OP_EXSCAN, VAR_BLOCKING, comm, t, count))
+    return PMPI_Exscan(sb, rb, count, t, op, comm);
   struct call c;
   int rc = layer_begin(&c, OP_EXSCAN, VAR_BLOCKING, comm);
   if (rc != PASS) rc = serve_reduce(&c, RED_EXSCAN, sb, rb, count, t, op, 0);
@@ -158,6 +170,8 @@ int MPI_Exscan(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, M
 /* ---------------------------------------------------------------- MPI-4 large counts */
 
 int MPI_Bcast_c(void *buf, MPI_Count count, MPI_Datatype type, int root, MPI_Comm comm) {
+  if (gate_passes(OP_BCAST, VAR_BLOCKING_C, comm, type, count))
+    return PMPI_Bcast_c(buf, count, type, root, comm);
   struct call c;
   int rc = layer_begin(&c, OP_BCAST, VAR_BLOCKING_C, comm);
   if (rc != PASS) rc = serve_bcast(&c, buf, count, type, root);
@@ -199,6 +213,8 @@ int MPI_Alltoall_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_
 int MPI_Allgatherv_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb,
                      const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rt,
                      MPI_Comm comm) {
+  if (gate_passes_v(VAR_BLOCKING_C, comm, rcounts, displs, 1, rt))
+    return PMPI_Allgatherv_c(sb, sc, st, rb, rcounts, displs, rt, comm);
   struct call c;
   int rc = layer_begin(&c, OP_ALLGATHERV, VAR_BLOCKING_C, comm);
   if (rc != PASS && rcounts && displs && allgatherv_outside(&c, rcounts, 1, rt)) rc = PASS;
@@ -241,6 +257,8 @@ int MPI_Scatterv_c(const void *sb, const MPI_Count scounts[], const MPI_Aint dis
 
 int MPI_Allreduce_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op,
                     MPI_Comm comm) {
+  if (gate_passes(OP_ALLREDUCE, VAR_BLOCKING_C, comm, t, count))
+    return PMPI_Allreduce_c(sb, rb, count, t, op, comm);
   struct call c;
   int rc = layer_begin(&c, OP_ALLREDUCE, VAR_BLOCKING_C, comm);
   if (rc != PASS) rc = serve_reduce(&c, RED_ALL, sb, rb, count, t, op, 0);
@@ -249,6 +267,8 @@ int MPI_Allreduce_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, M
 
 int MPI_Reduce_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op, int root,
                  MPI_Comm comm) {
+  if (gate_passes(OP_REDUCE, VAR_BLOCKING_C, comm, t, count))
+    return PMPI_Reduce_c(sb, rb, count, t, op, root, comm);
   struct call c;
   int rc = layer_begin(&c, OP_REDUCE, VAR_BLOCKING_C, comm);
   if (rc != PASS) rc = serve_reduce(&c, RED_ROOT, sb, rb, count, t, op, root);
@@ -257,6 +277,8 @@ int MPI_Reduce_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_
 
 int MPI_Scan_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op,
                MPI_Comm comm) {
+  if (gate_passes(OP_SCAN, VAR_BLOCKING_C, comm, t, count))
+    return PMPI_Scan_c(sb, rb, count, t, op, comm);
   struct call c;
   int rc = layer_begin(&c, OP_SCAN, VAR_BLOCKING_C, comm);
   if (rc != PASS) rc = serve_reduce(&c, RED_SCAN, sb, rb, count, t, op, 0);
@@ -265,6 +287,8 @@ int MPI_Scan_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op
 
 int MPI_Exscan_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op,
                  MPI_Comm comm) {
+  if (gate_passes(OP_EXSCAN, VAR_BLOCKING_C, comm, t, count))
+    return PMPI_Exscan_c(sb, rb, count, t, op, comm);
   struct call c;
   int rc = layer_begin(&c, OP_EXSCAN, VAR_BLOCKING_C, comm);
   if (rc != PASS) rc = serve_reduce(&c, RED_EXSCAN, sb, rb, count, t, op, 0);

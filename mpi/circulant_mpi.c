@@ -53,6 +53,7 @@ static const char *const why_names[WHY_COUNT] = {
 unsigned long long g_stats[OP_COUNT][VAR_COUNT][WHY_COUNT];
 
 int g_active;              /* between our MPI_Init and MPI_Finalize */
+struct gate g_gate;
 static int g_threads;      /* MPI_THREAD_MULTIPLE was given */
 static int g_comm_keyval = MPI_KEYVAL_INVALID;
 static int g_world_size;    /* MPI_COMM_WORLD's size, from MPI_Init */
@@ -167,7 +168,7 @@ struct mirror *layer_mirror_of(MPI_Comm comm) {
 /* ---------------------------------------------------------------- one call */
 
 static int pass(struct call *c, enum reason why) {
-  g_stats[c->op][c->variant][why]++;
+  count_call(c->op, c->variant, why);
   return PASS;
 }
 
@@ -179,6 +180,7 @@ static int begin(struct call *c, enum op op, int variant, MPI_Comm comm) {
   c->op = op;
   c->variant = variant;
   c->comm = comm;
+  if (g_gate.open && comm == g_gate.world) return 0;
   if (!g_active) return pass(c, WHY_INACTIVE);
   if (g_mode == MODE_OFF) return pass(c, WHY_OFF);
   if (g_threads) return pass(c, WHY_THREADS);
@@ -255,6 +257,11 @@ static void start(int provided) {
   types_start();
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_mirror, &g_comm_keyval, NULL);
   g_active = 1;
+  for (int op = 0; op < OP_COUNT; op++)
+    g_gate.classes[op] = size_classes(FORM_BLOCKING, op, g_world_size);
+  g_gate.world = MPI_COMM_WORLD;
+  g_gate.world_size = g_world_size;
+  g_gate.open = g_mode == MODE_AUTO && !g_threads;
   /* circulant starts with the job: MPI_COMM_WORLD's communicator is made now. */
   if (g_mode != MODE_OFF && !g_threads) {
     struct mirror *w = layer_mirror_of(MPI_COMM_WORLD);
@@ -324,6 +331,7 @@ int MPI_Finalize(void) {
     /* Requests the program left: completed, then released before their communicators. */
     requests_finalize();
     g_active = 0;
+    g_gate.open = 0;
     /* Releases what the program did not free, MPI_COMM_WORLD's communicator included. */
     while (g_mirrors) {
       struct mirror *m = g_mirrors;

@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include <circulant.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define HIDDEN __attribute__((visibility("hidden")))
@@ -197,6 +198,101 @@ HIDDEN void die(const char *fmt, const char *a, const char *b);
 extern HIDDEN const char *const op_names[OP_COUNT]; /* "bcast", ... (thresholds' names) */
 extern HIDDEN int g_active;
 extern HIDDEN unsigned long long g_stats[OP_COUNT][VAR_COUNT][WHY_COUNT];
+
+/* What a blocking call on MPI_COMM_WORLD that auto passes by its size reads of the layer's
+ * state: two cache lines, the first holding all but the datatypes. A call of a few
+ * microseconds that starts cold (its program waited in between) pays for every line and page
+ * of the layer it touches, and most calls of a program pass. Set up at MPI_Init, closed at
+ * MPI_Finalize. */
+enum { GATE_TYPES = 3 };
+struct gate {
+  /* MPI_COMM_WORLD (in Open MPI an address the program would otherwise look up). */
+  MPI_Comm world;
+  /* In auto, between MPI_Init and MPI_Finalize, without MPI_THREAD_MULTIPLE. */
+  int open;
+  /* Per collective, for MPI_COMM_WORLD's size: bit k set where auto serves some size of
+   * class k (size_class). */
+  uint32_t classes[OP_COUNT];
+  /* The second line: CIRCULANT_MPI_STATS=1 (calls are counted), MPI_COMM_WORLD's size, the
+   * most used predefined datatypes and their sizes (0 where this MPI lacks one). */
+  int counting;
+  int world_size;
+  struct {
+    MPI_Datatype type;
+    int64_t size;
+  } types[GATE_TYPES];
+} __attribute__((aligned(64)));
+_Static_assert(offsetof(struct gate, classes) + sizeof(uint32_t[OP_COUNT]) <= 64,
+               "the gate's first line holds the world and the classes");
+_Static_assert(sizeof(struct gate) == 128, "the gate is two cache lines");
+extern HIDDEN struct gate g_gate;
+
+/* Counts a call of `op` in `variant` for CIRCULANT_MPI_STATS (only where they are printed: the
+ * counters are one more line a call that starts cold would touch). */
+static inline void count_call(int op, int variant, enum reason why) {
+  if (g_gate.counting) g_stats[op][variant][why]++;
+}
+
+/* The class of a size: 0 for no bytes, else its bit length (1 B: 1, 2-3 B: 2, 4-7 B: 3, ...),
+ * 31 for every size from 1 GiB. */
+static inline int size_class(uint64_t bytes) {
+  int k = bytes ? 64 - __builtin_clzll(bytes) : 0;
+  return k > 31 ? 31 : k;
+}
+
+/* The classes of the sizes auto serves for collective `op` in `form` on communicators of
+ * `size` ranks (struct gate). */
+HIDDEN uint32_t size_classes(int form, int op, int size);
+
+/* Whether auto passes call `c` of `bytes` bytes by its size (outside the ranges of its
+ * collective). A blocking call on MPI_COMM_WORLD whose size class auto never serves is told
+ * from the gate alone. */
+static inline int auto_passes(const struct call *c, uint64_t bytes) {
+  if (g_gate.open && c->comm == g_gate.world && !variant_nonblocking(c->variant) &&
+      !(g_gate.classes[c->op] >> size_class(bytes) & 1))
+    return 1;
+  return g_mode == MODE_AUTO && !in_ranges(c, bytes);
+}
+
+/* The size of `type` from the gate's types; 0 where it is not one of them. */
+static inline int64_t gate_type_size(MPI_Datatype type) {
+  for (int i = 0; i < GATE_TYPES; i++)
+    if (g_gate.types[i].type == type) return g_gate.types[i].size;
+  return 0;
+}
+
+/* Whether a blocking call of `op` in `variant` on `comm`, of `count` elements of `type` on
+ * every rank (bcast, the reductions; a barrier: none of MPI_BYTE), passes by its size, as the
+ * full path would decide, from the gate alone: then it is counted and goes to the MPI at once.
+ * Where the gate cannot tell (another communicator or type, a negative count), the full path
+ * decides. */
+static inline int gate_passes(enum op op, int variant, MPI_Comm comm, MPI_Datatype type,
+                              int64_t count) {
+  if (!g_gate.open || comm != g_gate.world || count < 0) return 0;
+  int64_t size = gate_type_size(type);
+  if (size <= 0 || (uint64_t)count > (uint64_t)INT64_MAX / (uint64_t)size) return 0;
+  if (g_gate.classes[op] >> size_class((uint64_t)count * (uint64_t)size) & 1) return 0;
+  count_call(op, variant, WHY_THRESHOLD);
+  return 1;
+}
+
+/* The same for an allgatherv, whose bytes are the sum of its `counts` (`int`s, or MPI_Counts
+ * where `large`) times the size of `type`. */
+static inline int gate_passes_v(int variant, MPI_Comm comm, const void *counts,
+                                const void *displs, int large, MPI_Datatype type) {
+  if (!g_gate.open || comm != g_gate.world || !counts || !displs) return 0;
+  int64_t size = gate_type_size(type);
+  if (size <= 0) return 0;
+  uint64_t total = 0;
+  for (int j = 0; j < g_gate.world_size; j++) {
+    int64_t count = large ? (int64_t)((const MPI_Count *)counts)[j] : ((const int *)counts)[j];
+    if (count < 0 || (uint64_t)count > (UINT64_MAX / 2 - total) / (uint64_t)size) return 0;
+    total += (uint64_t)count * (uint64_t)size;
+  }
+  if (g_gate.classes[OP_ALLGATHERV] >> size_class(total) & 1) return 0;
+  count_call(OP_ALLGATHERV, variant, WHY_THRESHOLD);
+  return 1;
+}
 
 HIDDEN int layer_begin(struct call *c, enum op op, int variant, MPI_Comm comm);
 HIDDEN int layer_pass(struct call *c, enum reason why);

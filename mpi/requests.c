@@ -181,7 +181,7 @@ static void complete(struct lreq *q, int rc) {
     q->message = strdup(message);
   }
   q->result = layer_finish(&q->l, result, comm);
-  if (rc == CIRCULANT_SUCCESS) g_stats[q->c.op][q->c.variant][WHY_SERVED]++;
+  if (rc == CIRCULANT_SUCCESS) count_call(q->c.op, q->c.variant, WHY_SERVED);
 }
 
 static void raise_once(struct lreq *q) {

@@ -26,7 +26,7 @@ static int usable(struct call *c) {
 
 /* The threshold, then the communicator's mirror: 0 to serve, else PASS. */
 static int decide(struct call *c, uint64_t bytes) {
-  if (g_mode == MODE_AUTO && !in_ranges(c, bytes))
+  if (auto_passes(c, bytes))
     return layer_pass(c, WHY_THRESHOLD);
   c->m = layer_mirror_for(c);
   if (!c->m) return layer_pass(c, WHY_UNMIRRORED);
@@ -45,7 +45,7 @@ static int run_now(struct call *c, const struct ccall *x);
 
 static int done(struct call *c, int rc) {
   if (rc != CIRCULANT_SUCCESS) return failed(c, rc);
-  g_stats[c->op][c->variant][WHY_SERVED]++;
+  count_call(c->op, c->variant, WHY_SERVED);
   return MPI_SUCCESS;
 }
 
@@ -54,7 +54,7 @@ int serve_reduce(struct call *c, enum reducing which, const void *send, void *re
   uint64_t bytes;
   if (count < 0 || !type_bytes(type, count, &bytes)) return layer_pass(c, WHY_ARGUMENT);
   /* Outside the ranges a call passes before its datatype and operation are looked at. */
-  if (g_mode == MODE_AUTO && !in_ranges(c, bytes)) return layer_pass(c, WHY_THRESHOLD);
+  if (auto_passes(c, bytes)) return layer_pass(c, WHY_THRESHOLD);
   int size;
   comm_size(c->comm, &size);
   if (which == RED_ROOT && (root < 0 || root >= size)) return layer_pass(c, WHY_ARGUMENT);
@@ -87,7 +87,7 @@ int serve_bcast(struct call *c, void *buf, MPI_Count count, MPI_Datatype type, i
   /* Outside the ranges a call passes before its datatype is looked at: a passed call costs
    * next to nothing. */
   uint64_t bytes;
-  if (g_mode == MODE_AUTO && type_bytes(type, count, &bytes) && !in_ranges(c, bytes))
+  if (type_bytes(type, count, &bytes) && auto_passes(c, bytes))
     return layer_pass(c, WHY_THRESHOLD);
   struct side s;
   if (!side_of(&s, buf, count, type) || root < 0 || root >= size) return layer_pass(c, WHY_ARGUMENT);
@@ -372,7 +372,7 @@ int serve_v(struct call *c, enum vkind kind, const void *sendbuf, MPI_Count scou
     if (rank == root) {
       enum reason why = WHY_SERVED;
       if (!valid) why = packable(total) ? WHY_ARGUMENT : WHY_SIZE;
-      else if (g_mode == MODE_AUTO && !in_ranges(c, total)) why = WHY_THRESHOLD;
+      else if (auto_passes(c, total)) why = WHY_THRESHOLD;
       bytes[size] = (uint64_t)why;
     }
     struct ccall decision = {.op = OP_BCAST, .recv = bytes,
@@ -528,7 +528,7 @@ int allgatherv_outside(struct call *c, const void *counts, int large, MPI_Dataty
     if (count < 0 || (size && (uint64_t)count > (UINT64_MAX / 2 - total) / (uint64_t)size)) return 0;
     total += (uint64_t)count * (uint64_t)size;
   }
-  if (in_ranges(c, total)) return 0;
+  if (!auto_passes(c, total)) return 0;
   layer_pass(c, WHY_THRESHOLD);
   return 1;
 }

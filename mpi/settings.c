@@ -27,6 +27,20 @@ const struct ranges *ranges_of(const struct call *c) {
   return r;
 }
 
+uint32_t size_classes(int form, int op, int size) {
+  const struct sized_ranges *s = &g_threshold[form][op];
+  const struct ranges *r = NULL;
+  for (int i = 0; i < s->n && s->ranks[i] <= size; i++) r = &s->r[i];
+  uint32_t classes = 0;
+  for (int i = 0; r && i < r->n; i++)
+    for (int k = 0; k < 32; k++) {
+      /* Class k holds the sizes from 2^(k-1) to 2^k - 1 (0: none; 31: to the end). */
+      uint64_t lo = k ? 1ull << (k - 1) : 0, hi = k == 0 ? 0 : k == 31 ? NEVER : (1ull << k) - 1;
+      if (r->from[i] <= hi && r->to[i] >= lo) classes |= 1u << k;
+    }
+  return classes;
+}
+
 int in_ranges(const struct call *c, uint64_t bytes) {
   const struct ranges *r = ranges_of(c);
   for (int i = 0; i < r->n; i++)
@@ -182,7 +196,7 @@ void read_settings(void) {
   const char *stats = getenv("CIRCULANT_MPI_STATS");
   if (stats && *stats) {
     if (strcmp(stats, "1") == 0)
-      g_print_stats = 1;
+      g_print_stats = g_gate.counting = 1;
     else if (strcmp(stats, "0") != 0)
       die("CIRCULANT_MPI_STATS=%s: expected 0 or 1%s", stats, "");
   }

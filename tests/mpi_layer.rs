@@ -667,6 +667,41 @@ fn thresholds_and_off_decide_what_is_served() {
     }
 }
 
+/// A call on the world that auto passes by its size is decided from the layer's gate (size
+/// classes of the ranges), a call on any other communicator by the ranges themselves: at sizes
+/// on both sides of every edge of the ranges and of the classes, the world and its duplicate
+/// serve exactly the calls within the ranges, under both MPIs (tests/mpi/edges.c: bcast of
+/// 0-1025 bytes, allreduce of 0-2400 bytes, allgatherv of 0-27 bytes at p = 3, barrier).
+#[test]
+fn the_world_and_a_duplicate_serve_the_same_sizes() {
+    let text =
+        "bcast 5-8 512-1023 1025\nallreduce 4-4 1024-2044 2400-\nallgatherv 12-14 27\nbarrier 0\n";
+    for mpi in [Mpi::Mpich, Mpi::OpenMpi] {
+        let Some(lib) = layer(mpi) else { return };
+        let exe = program(mpi, "edges.c");
+        let done = with_thresholds(mpi, &lib, 3, "mpi-edges.txt", text, &exe, &[]);
+        assert_all_passed(&done, 3, 30);
+        let err = &done.stderr;
+        // Per rank and communicator: bcast 5, 8, 512, 1023 and 1025 bytes of 11 sizes;
+        // allreduce 4, 1024, 1028, 2044 and 2400 bytes of 10; allgatherv totals 12 and 27 of
+        // 10; the barrier. Summed over 3 ranks and 2 communicators.
+        for (name, served, passed) in [
+            ("MPI_Bcast", 30, 36),
+            ("MPI_Allreduce", 30, 30),
+            ("MPI_Allgatherv", 12, 48),
+            ("MPI_Barrier", 6, 0),
+        ] {
+            let (s, p, _) = stats(err, name).unwrap_or_else(|| panic!("no {name}:\n{err}"));
+            assert_eq!((s, p), (served, passed), "{} {name}:\n{err}", mpi.name());
+            assert_eq!(
+                reason(err, name, "below-threshold"),
+                passed,
+                "{name}:\n{err}"
+            );
+        }
+    }
+}
+
 /// The built-in Open MPI thresholds have lines for communicators of 8 ranks or more
 /// (`allgatherv@8 4096-`, which passes the program's small allgathervs on its world); a file's
 /// line for allgatherv replaces the built-in ones of every size, so that at p = 8 every
