@@ -745,12 +745,12 @@ fn a_thresholds_file_replaces_the_built_in_lines_of_every_size() {
     assert_eq!(reason(err, "MPI_Allgatherv", "below-threshold"), 0, "{err}");
 }
 
-/// The built-in thresholds serve what the README says at p = 4: under Open MPI bcast from
-/// 512 B (100 B passes), under MPICH from 64 B (2 B passes). The peer benchmark's timed
+/// The built-in thresholds serve what the README says at p = 4: under Open MPI bcast at
+/// 4-8 KiB (100 B passes), under MPICH from 64 B (2 B passes). The peer benchmark's timed
 /// bcasts are its only `MPI_Bcast` calls.
 #[test]
 fn the_built_in_thresholds_serve_bcast_where_the_readme_says() {
-    for (mpi, passed, served) in [(Mpi::OpenMpi, "100", "1000"), (Mpi::Mpich, "2", "100")] {
+    for (mpi, passed, served) in [(Mpi::OpenMpi, "100", "5000"), (Mpi::Mpich, "2", "100")] {
         let Some(lib) = layer(mpi) else { return };
         let peer = compile(mpi, &Path::new(ROOT).join("benches/peers/mpi_coll.c"));
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
