@@ -53,7 +53,7 @@ static const char *const why_names[WHY_COUNT] = {
 unsigned long long g_stats[OP_COUNT][VAR_COUNT][WHY_COUNT];
 
 int g_active;              /* between our MPI_Init and MPI_Finalize */
-struct gate g_gate;
+struct gate g_gate = {.counting = 1}; /* counted until MPI_Init reads the settings */
 static int g_threads;      /* MPI_THREAD_MULTIPLE was given */
 static int g_comm_keyval = MPI_KEYVAL_INVALID;
 static int g_world_size;    /* MPI_COMM_WORLD's size, from MPI_Init */

@@ -200,7 +200,8 @@ extern HIDDEN int g_active;
 extern HIDDEN unsigned long long g_stats[OP_COUNT][VAR_COUNT][WHY_COUNT];
 
 /* What a blocking call on MPI_COMM_WORLD that auto passes by its size reads of the layer's
- * state: two cache lines, the first holding all but the datatypes. A call of a few
+ * state: two cache lines, the first holding the world, whether the gate is open and the
+ * classes. A call of a few
  * microseconds that starts cold (its program waited in between) pays for every line and page
  * of the layer it touches, and most calls of a program pass. Set up at MPI_Init, closed at
  * MPI_Finalize. */
@@ -213,8 +214,9 @@ struct gate {
   /* Per collective, for MPI_COMM_WORLD's size: bit k set where auto serves some size of
    * class k (size_class). */
   uint32_t classes[OP_COUNT];
-  /* The second line: CIRCULANT_MPI_STATS=1 (calls are counted), MPI_COMM_WORLD's size, the
-   * most used predefined datatypes and their sizes (0 where this MPI lacks one). */
+  /* Whether calls are counted: until MPI_Init reads the settings, then where
+   * CIRCULANT_MPI_STATS=1 prints them. MPI_COMM_WORLD's size, the most used predefined
+   * datatypes and their sizes (0 where this MPI lacks one). */
   int counting;
   int world_size;
   struct {
@@ -227,8 +229,8 @@ _Static_assert(offsetof(struct gate, classes) + sizeof(uint32_t[OP_COUNT]) <= 64
 _Static_assert(sizeof(struct gate) == 128, "the gate is two cache lines");
 extern HIDDEN struct gate g_gate;
 
-/* Counts a call of `op` in `variant` for CIRCULANT_MPI_STATS (only where they are printed: the
- * counters are one more line a call that starts cold would touch). */
+/* Counts a call of `op` in `variant` for CIRCULANT_MPI_STATS (after MPI_Init only where they
+ * are printed: the counters are one more line a call that starts cold would touch). */
 static inline void count_call(int op, int variant, enum reason why) {
   if (g_gate.counting) g_stats[op][variant][why]++;
 }

@@ -196,10 +196,11 @@ void read_settings(void) {
   const char *stats = getenv("CIRCULANT_MPI_STATS");
   if (stats && *stats) {
     if (strcmp(stats, "1") == 0)
-      g_print_stats = g_gate.counting = 1;
+      g_print_stats = 1;
     else if (strcmp(stats, "0") != 0)
       die("CIRCULANT_MPI_STATS=%s: expected 0 or 1%s", stats, "");
   }
+  g_gate.counting = g_print_stats;
   memset(g_threshold, 0, sizeof g_threshold);
   parse_thresholds(LAYER_THRESHOLDS, "the built-in thresholds");
   const char *file = getenv("CIRCULANT_MPI_THRESHOLDS");

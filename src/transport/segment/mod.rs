@@ -217,7 +217,8 @@ pub struct Segment {
     area: usize,
     /// The last operation begun.
     seq: u64,
-    /// Per peer, the completion word as this rank last read it.
+    /// Per peer, the least its completion word can be: as this rank last read it, or one
+    /// below an operation whose part of that peer's this rank took ([`Segment::published_by`]).
     done_seen: Vec<u64>,
     /// Room for a reduction's operand.
     scratch: Vec<u8>,
