@@ -5,8 +5,8 @@
 //! collective is one the segment has (bcast, reduce, allreduce, allgather(v), gather(v),
 //! scatter(v), barrier), the part each rank publishes fits (`CIRCULANT_SEGMENT_LIMIT`; all
 //! but the reductions and the barrier at any size, in chunks beyond the segment's area), and
-//! no algorithm is forced for it (a forced `segment-…` name forces the segment). Every rank decides alike from the call's arguments.
-//! docs/architecture.md, "The shared segment".
+//! no algorithm is forced for it (a forced `segment-…` name forces the segment). Every rank
+//! decides alike from the call's arguments. docs/architecture.md, "The shared segment".
 
 use std::time::{Duration, Instant};
 

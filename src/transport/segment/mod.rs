@@ -19,9 +19,9 @@
 //! not yet free the parity: the last value it read, or s − 1 where it took that peer's part
 //! of operation s (the peer had completed s − 1 to begin s). So the line a rank raises at
 //! every completion mostly stays in its own cache, and a rank that takes its peers' parts
-//! (allreduce, the other side of a ping-pong) does not read it at all. A parity's header shares its line with the first 40 bytes of its
-//! data, so that a reader of a small part waits on, and pulls, one cache line of the
-//! writer's.
+//! (allreduce, the other side of a ping-pong) does not read it at all. A parity's header
+//! shares its line with the first 40 bytes of its data, so that a reader of a small part
+//! waits on, and pulls, one cache line of the writer's.
 //!
 //! The operations of a communicator on the segment are numbered 1, 2, … alike on every rank;
 //! operation s uses parity s mod 2. A rank fills a parity only when every peer's `DONE` is at
