@@ -56,6 +56,7 @@ int g_active;              /* between our MPI_Init and MPI_Finalize */
 struct gate g_gate = {.counting = 1}; /* counted until MPI_Init reads the settings */
 static int g_threads;      /* MPI_THREAD_MULTIPLE was given */
 static int g_comm_keyval = MPI_KEYVAL_INVALID;
+static int g_gate_keyval = MPI_KEYVAL_INVALID; /* on a communicator the gate knows */
 static int g_world_size;    /* MPI_COMM_WORLD's size, from MPI_Init */
 
 int comm_size(MPI_Comm comm, int *size) {
@@ -180,7 +181,8 @@ static int begin(struct call *c, enum op op, int variant, MPI_Comm comm) {
   c->op = op;
   c->variant = variant;
   c->comm = comm;
-  if (g_gate.open && comm == g_gate.world) return 0;
+  int size;
+  if (gate_classes(comm, variant, &size)) return 0;
   if (!g_active) return pass(c, WHY_INACTIVE);
   if (g_mode == MODE_OFF) return pass(c, WHY_OFF);
   if (g_threads) return pass(c, WHY_THREADS);
@@ -189,7 +191,34 @@ static int begin(struct call *c, enum op op, int variant, MPI_Comm comm) {
   int inter = 0;
   if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return pass(c, WHY_ARGUMENT);
   if (inter) return pass(c, WHY_INTER);
+  gate_learn(comm);
   return 0;
+}
+
+/* A communicator the gate knows is being freed: its handle may come back as another. */
+static int gate_forget(MPI_Comm comm, int keyval, void *value, void *extra) {
+  (void)keyval;
+  (void)value;
+  (void)extra;
+  for (int i = 0; i < GATE_COMMS; i++)
+    if (g_gate.comms[i] == comm) g_gate.comms[i] = MPI_COMM_NULL;
+  return MPI_SUCCESS;
+}
+
+void gate_learn(MPI_Comm comm) {
+  int size;
+  if (!g_gate.open || gate_classes(comm, VAR_BLOCKING, &size)) return;
+  if (PMPI_Comm_size(comm, &size) != MPI_SUCCESS) return;
+  /* The attribute tells the gate when the communicator is freed; without it, not learnt. */
+  if (PMPI_Comm_set_attr(comm, g_gate_keyval, NULL) != MPI_SUCCESS) return;
+  int at = 0;
+  while (at < GATE_COMMS && g_gate.comms[at] != MPI_COMM_NULL) at++;
+  if (at == GATE_COMMS) at = g_gate.next++ % GATE_COMMS;
+  struct gate_comm *k = &g_gate.known[at];
+  k->size = size;
+  for (int form = 0; form < FORM_COUNT; form++)
+    for (int op = 0; op < OP_COUNT; op++) k->classes[form][op] = size_classes(form, op, size);
+  g_gate.comms[at] = comm;
 }
 
 int layer_begin(struct call *c, enum op op, int variant, MPI_Comm comm) {
@@ -257,8 +286,12 @@ static void start(int provided) {
   types_start();
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_mirror, &g_comm_keyval, NULL);
   g_active = 1;
-  for (int op = 0; op < OP_COUNT; op++)
+  PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, gate_forget, &g_gate_keyval, NULL);
+  for (int op = 0; op < OP_COUNT; op++) {
     g_gate.classes[op] = size_classes(FORM_BLOCKING, op, g_world_size);
+    g_gate.world_nonblocking[op] = size_classes(FORM_NONBLOCKING, op, g_world_size);
+  }
+  for (int i = 0; i < GATE_COMMS; i++) g_gate.comms[i] = MPI_COMM_NULL;
   g_gate.world = MPI_COMM_WORLD;
   g_gate.world_size = g_world_size;
   g_gate.open = g_mode == MODE_AUTO && !g_threads;
@@ -339,6 +372,7 @@ int MPI_Finalize(void) {
         release(m);
     }
     PMPI_Comm_free_keyval(&g_comm_keyval);
+    PMPI_Comm_free_keyval(&g_gate_keyval);
   }
   return PMPI_Finalize();
 }

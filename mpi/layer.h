@@ -199,20 +199,28 @@ extern HIDDEN const char *const op_names[OP_COUNT]; /* "bcast", ... (thresholds'
 extern HIDDEN int g_active;
 extern HIDDEN unsigned long long g_stats[OP_COUNT][VAR_COUNT][WHY_COUNT];
 
-/* What a blocking call on MPI_COMM_WORLD that auto passes by its size reads of the layer's
- * state: two cache lines, the first holding the world, whether the gate is open and the
- * classes. A call of a few
+/* What a call that auto passes by its size reads of the layer's state. A call of a few
  * microseconds that starts cold (its program waited in between) pays for every line and page
- * of the layer it touches, and most calls of a program pass. Set up at MPI_Init, closed at
- * MPI_Finalize. */
-enum { GATE_TYPES = 3 };
+ * of the layer it touches, and most calls of a program pass. A blocking call on
+ * MPI_COMM_WORLD reads the first two cache lines (the world, whether the gate is open and the
+ * classes; the types); a call on another communicator the gate knows, or a nonblocking one,
+ * also the line of the known communicators and the line of its classes. Set up at MPI_Init,
+ * closed at MPI_Finalize. */
+enum { GATE_TYPES = 3, GATE_COMMS = 8 };
+/* An intra-communicator other than MPI_COMM_WORLD that the full path has seen. */
+struct gate_comm {
+  int size;
+  /* Per form and collective, for this size: bit k set where auto serves some size of class k
+   * (size_class). */
+  uint32_t classes[FORM_COUNT][OP_COUNT];
+} __attribute__((aligned(128)));
 struct gate {
   /* MPI_COMM_WORLD (in Open MPI an address the program would otherwise look up). */
   MPI_Comm world;
   /* In auto, between MPI_Init and MPI_Finalize, without MPI_THREAD_MULTIPLE. */
   int open;
   /* Per collective, for MPI_COMM_WORLD's size: bit k set where auto serves some size of
-   * class k (size_class). */
+   * class k (size_class) in a blocking call. */
   uint32_t classes[OP_COUNT];
   /* Whether calls are counted: until MPI_Init reads the settings, then where
    * CIRCULANT_MPI_STATS=1 prints them. MPI_COMM_WORLD's size, the most used predefined
@@ -223,10 +231,21 @@ struct gate {
     MPI_Datatype type;
     int64_t size;
   } types[GATE_TYPES];
+  /* The other communicators known (MPI_COMM_NULL: a free entry), forgotten when they are
+   * freed (an attribute's delete callback), and their sizes and classes. */
+  MPI_Comm comms[GATE_COMMS] __attribute__((aligned(64)));
+  /* MPI_COMM_WORLD's classes for the nonblocking and persistent calls; the entry the next
+   * communicator learnt takes where none is free. */
+  uint32_t world_nonblocking[OP_COUNT] __attribute__((aligned(64)));
+  int next;
+  struct gate_comm known[GATE_COMMS];
 } __attribute__((aligned(64)));
 _Static_assert(offsetof(struct gate, classes) + sizeof(uint32_t[OP_COUNT]) <= 64,
                "the gate's first line holds the world and the classes");
-_Static_assert(sizeof(struct gate) == 128, "the gate is two cache lines");
+_Static_assert(offsetof(struct gate, comms) == 128 && sizeof(MPI_Comm[GATE_COMMS]) <= 64,
+               "the known communicators are the gate's third line");
+_Static_assert(sizeof(uint32_t[FORM_COUNT][OP_COUNT]) + sizeof(int) <= 128,
+               "a known communicator's classes are one line per form");
 extern HIDDEN struct gate g_gate;
 
 /* Counts a call of `op` in `variant` for CIRCULANT_MPI_STATS (after MPI_Init only where they
@@ -246,13 +265,34 @@ static inline int size_class(uint64_t bytes) {
  * `size` ranks (struct gate). */
 HIDDEN uint32_t size_classes(int form, int op, int size);
 
+/* The classes of the collectives in the form of `variant` on `comm` (and its size), where
+ * the gate is open and knows `comm`; else NULL. */
+static inline const uint32_t *gate_classes(MPI_Comm comm, int variant, int *size) {
+  if (!g_gate.open) return NULL;
+  int form = variant_nonblocking(variant) ? FORM_NONBLOCKING : FORM_BLOCKING;
+  if (comm == g_gate.world) {
+    *size = g_gate.world_size;
+    return form == FORM_BLOCKING ? g_gate.classes : g_gate.world_nonblocking;
+  }
+  if (comm == MPI_COMM_NULL) return NULL;
+  for (int i = 0; i < GATE_COMMS; i++)
+    if (g_gate.comms[i] == comm) {
+      *size = g_gate.known[i].size;
+      return g_gate.known[i].classes[form];
+    }
+  return NULL;
+}
+
+/* Learns intra-communicator `comm` (not MPI_COMM_WORLD), which the full path found fit to
+ * serve, where the gate is open and does not know it yet. */
+HIDDEN void gate_learn(MPI_Comm comm);
+
 /* Whether auto passes call `c` of `bytes` bytes by its size (outside the ranges of its
- * collective). A blocking call on MPI_COMM_WORLD whose size class auto never serves is told
- * from the gate alone. */
+ * collective). A call on a communicator the gate knows is told from the gate alone. */
 static inline int auto_passes(const struct call *c, uint64_t bytes) {
-  if (g_gate.open && c->comm == g_gate.world && !variant_nonblocking(c->variant) &&
-      !(g_gate.classes[c->op] >> size_class(bytes) & 1))
-    return 1;
+  int size;
+  const uint32_t *classes = gate_classes(c->comm, c->variant, &size);
+  if (classes && !(classes[c->op] >> size_class(bytes) & 1)) return 1;
   return g_mode == MODE_AUTO && !in_ranges(c, bytes);
 }
 
@@ -263,17 +303,19 @@ static inline int64_t gate_type_size(MPI_Datatype type) {
   return 0;
 }
 
-/* Whether a blocking call of `op` in `variant` on `comm`, of `count` elements of `type` on
- * every rank (bcast, the reductions; a barrier: none of MPI_BYTE), passes by its size, as the
- * full path would decide, from the gate alone: then it is counted and goes to the MPI at once.
- * Where the gate cannot tell (another communicator or type, a negative count), the full path
- * decides. */
+/* Whether a call of `op` in `variant` on `comm`, of `count` elements of `type` on every rank
+ * (bcast, the reductions; a barrier: none of MPI_BYTE), passes by its size, as the full path
+ * would decide, from the gate alone: then it is counted and goes to the MPI at once. Where
+ * the gate cannot tell (a communicator it does not know, another type, a negative count),
+ * the full path decides. */
 static inline int gate_passes(enum op op, int variant, MPI_Comm comm, MPI_Datatype type,
                               int64_t count) {
-  if (!g_gate.open || comm != g_gate.world || count < 0) return 0;
+  int ranks;
+  const uint32_t *classes = gate_classes(comm, variant, &ranks);
+  if (!classes || count < 0) return 0;
   int64_t size = gate_type_size(type);
   if (size <= 0 || (uint64_t)count > (uint64_t)INT64_MAX / (uint64_t)size) return 0;
-  if (g_gate.classes[op] >> size_class((uint64_t)count * (uint64_t)size) & 1) return 0;
+  if (classes[op] >> size_class((uint64_t)count * (uint64_t)size) & 1) return 0;
   count_call(op, variant, WHY_THRESHOLD);
   return 1;
 }
@@ -282,16 +324,18 @@ static inline int gate_passes(enum op op, int variant, MPI_Comm comm, MPI_Dataty
  * where `large`) times the size of `type`. */
 static inline int gate_passes_v(int variant, MPI_Comm comm, const void *counts,
                                 const void *displs, int large, MPI_Datatype type) {
-  if (!g_gate.open || comm != g_gate.world || !counts || !displs) return 0;
+  int ranks;
+  const uint32_t *classes = gate_classes(comm, variant, &ranks);
+  if (!classes || !counts || !displs) return 0;
   int64_t size = gate_type_size(type);
   if (size <= 0) return 0;
   uint64_t total = 0;
-  for (int j = 0; j < g_gate.world_size; j++) {
+  for (int j = 0; j < ranks; j++) {
     int64_t count = large ? (int64_t)((const MPI_Count *)counts)[j] : ((const int *)counts)[j];
     if (count < 0 || (uint64_t)count > (UINT64_MAX / 2 - total) / (uint64_t)size) return 0;
     total += (uint64_t)count * (uint64_t)size;
   }
-  if (g_gate.classes[OP_ALLGATHERV] >> size_class(total) & 1) return 0;
+  if (classes[OP_ALLGATHERV] >> size_class(total) & 1) return 0;
   count_call(OP_ALLGATHERV, variant, WHY_THRESHOLD);
   return 1;
 }

@@ -163,9 +163,14 @@ int layer_issue(const struct args *a, int variant, MPI_Request *req) {
     return layer_issue(&a, VARIANT, req);                                                          \
   } while (0)
 
-int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req) { ISSUE(VAR_NB, .op = OP_BARRIER, .comm = comm); }
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req) {
+  if (gate_passes(OP_BARRIER, VAR_NB, comm, MPI_BYTE, 0)) return PMPI_Ibarrier(comm, req);
+  ISSUE(VAR_NB, .op = OP_BARRIER, .comm = comm);
+}
 
 int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request *req) {
+  if (gate_passes(OP_BCAST, VAR_NB, comm, type, count))
+    return PMPI_Ibcast(buf, count, type, root, comm, req);
   ISSUE(VAR_NB, .op = OP_BCAST, .recv = buf, .rcount = count, .rtype = type, .root = root,
         .comm = comm);
 }
@@ -196,6 +201,8 @@ int MPI_Ialltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount,
 
 int MPI_Iallgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rcounts[],
                     const int displs[], MPI_Datatype rt, MPI_Comm comm, MPI_Request *req) {
+  if (gate_passes_v(VAR_NB, comm, rcounts, displs, 0, rt))
+    return PMPI_Iallgatherv(sb, sc, st, rb, rcounts, displs, rt, comm, req);
   ISSUE(VAR_NB, .op = OP_ALLGATHERV, .send = sb, .scount = sc, .stype = st, .recv = rb,
         .counts = rcounts, .displs = displs, .rtype = rt, .comm = comm);
 }
@@ -215,24 +222,32 @@ int MPI_Iscatterv(const void *sb, const int scounts[], const int displs[], MPI_D
 
 int MPI_Iallreduce(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
                    MPI_Request *req) {
+  if (gate_passes(OP_ALLREDUCE, VAR_NB, comm, t, count))
+    return PMPI_Iallreduce(sb, rb, count, t, op, comm, req);
   ISSUE(VAR_NB, .op = OP_ALLREDUCE, .send = sb, .recv = rb, .rcount = count, .rtype = t,
         .reduction = op, .comm = comm);
 }
 
 int MPI_Ireduce(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, int root,
                 MPI_Comm comm, MPI_Request *req) {
+  if (gate_passes(OP_REDUCE, VAR_NB, comm, t, count))
+    return PMPI_Ireduce(sb, rb, count, t, op, root, comm, req);
   ISSUE(VAR_NB, .op = OP_REDUCE, .send = sb, .recv = rb, .rcount = count, .rtype = t,
         .reduction = op, .root = root, .comm = comm);
 }
 
 int MPI_Iscan(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
               MPI_Request *req) {
+  if (gate_passes(OP_SCAN, VAR_NB, comm, t, count))
+    return PMPI_Iscan(sb, rb, count, t, op, comm, req);
   ISSUE(VAR_NB, .op = OP_SCAN, .send = sb, .recv = rb, .rcount = count, .rtype = t,
         .reduction = op, .comm = comm);
 }
 
 int MPI_Iexscan(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
                 MPI_Request *req) {
+  if (gate_passes(OP_EXSCAN, VAR_NB, comm, t, count))
+    return PMPI_Iexscan(sb, rb, count, t, op, comm, req);
   ISSUE(VAR_NB, .op = OP_EXSCAN, .send = sb, .recv = rb, .rcount = count, .rtype = t,
         .reduction = op, .comm = comm);
 }
@@ -242,6 +257,8 @@ int MPI_Iexscan(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, 
 
 int MPI_Ibcast_c(void *buf, MPI_Count count, MPI_Datatype type, int root, MPI_Comm comm,
                  MPI_Request *req) {
+  if (gate_passes(OP_BCAST, VAR_NB_C, comm, type, count))
+    return PMPI_Ibcast_c(buf, count, type, root, comm, req);
   ISSUE(VAR_NB_C, .op = OP_BCAST, .recv = buf, .rcount = count, .rtype = type, .root = root,
         .comm = comm);
 }
@@ -273,6 +290,8 @@ int MPI_Ialltoall_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI
 int MPI_Iallgatherv_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb,
                       const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rt,
                       MPI_Comm comm, MPI_Request *req) {
+  if (gate_passes_v(VAR_NB_C, comm, rcounts, displs, 1, rt))
+    return PMPI_Iallgatherv_c(sb, sc, st, rb, rcounts, displs, rt, comm, req);
   ISSUE(VAR_NB_C, .op = OP_ALLGATHERV, .send = sb, .scount = sc, .stype = st, .recv = rb,
         .counts = rcounts, .displs = displs, .rtype = rt, .comm = comm);
 }
@@ -293,24 +312,32 @@ int MPI_Iscatterv_c(const void *sb, const MPI_Count scounts[], const MPI_Aint di
 
 int MPI_Iallreduce_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op,
                      MPI_Comm comm, MPI_Request *req) {
+  if (gate_passes(OP_ALLREDUCE, VAR_NB_C, comm, t, count))
+    return PMPI_Iallreduce_c(sb, rb, count, t, op, comm, req);
   ISSUE(VAR_NB_C, .op = OP_ALLREDUCE, .send = sb, .recv = rb, .rcount = count, .rtype = t,
         .reduction = op, .comm = comm);
 }
 
 int MPI_Ireduce_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op, int root,
                   MPI_Comm comm, MPI_Request *req) {
+  if (gate_passes(OP_REDUCE, VAR_NB_C, comm, t, count))
+    return PMPI_Ireduce_c(sb, rb, count, t, op, root, comm, req);
   ISSUE(VAR_NB_C, .op = OP_REDUCE, .send = sb, .recv = rb, .rcount = count, .rtype = t,
         .reduction = op, .root = root, .comm = comm);
 }
 
 int MPI_Iscan_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op,
                 MPI_Comm comm, MPI_Request *req) {
+  if (gate_passes(OP_SCAN, VAR_NB_C, comm, t, count))
+    return PMPI_Iscan_c(sb, rb, count, t, op, comm, req);
   ISSUE(VAR_NB_C, .op = OP_SCAN, .send = sb, .recv = rb, .rcount = count, .rtype = t,
         .reduction = op, .comm = comm);
 }
 
 int MPI_Iexscan_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op,
                   MPI_Comm comm, MPI_Request *req) {
+  if (gate_passes(OP_EXSCAN, VAR_NB_C, comm, t, count))
+    return PMPI_Iexscan_c(sb, rb, count, t, op, comm, req);
   ISSUE(VAR_NB_C, .op = OP_EXSCAN, .send = sb, .recv = rb, .rcount = count, .rtype = t,
         .reduction = op, .comm = comm);
 }

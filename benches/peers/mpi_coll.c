@@ -15,6 +15,9 @@
  *   mpiexec.mpich -n 4 target/mpi_coll_mpich --op bcast --max-bytes 1048576
  *   mpi_coll --print-counts --dist spike -p 5 --bytes 1000     (no MPI job needed)
  *
+ * --comm dup makes the measured calls on a duplicate of MPI_COMM_WORLD (same ranks, made once
+ * after MPI_Init) instead of on the world itself.
+ *
  * --nonblocking measures the nonblocking forms instead (MPI_Ibcast, ..., each call started and
  * then completed by MPI_Wait; the algorithm column says "nonblocking").
  *
@@ -61,6 +64,8 @@ struct options {
     int nonblocking;
     int paired;
     int print_counts;
+    MPI_Comm comm; /* the communicator of the measured calls: the world or its duplicate */
+    int dup;
     int counts_p;
     uint64_t counts_bytes;
 };
@@ -70,7 +75,7 @@ static void usage_exit(const char *msg) {
             "mpi_coll: %s\n"
             "usage: mpi_coll --op bcast|allgather|allgatherv|allreduce [--dist NAME] [--root R]\n"
             "                [--reps N] [--min-bytes B] [--max-bytes B] [--no-header]\n"
-            "                [--nonblocking] [--paired]\n"
+            "                [--nonblocking] [--paired] [--comm world|dup]\n"
             "       mpi_coll --print-counts --dist NAME -p P --bytes C\n"
             "distributions: regular broadcast spike half-full decreasing geometric mod3\n",
             msg);
@@ -114,6 +119,9 @@ static void parse_args(int argc, char **argv, struct options *o) {
             for (int k = 0; k < N_DISTS; k++)
                 if (!strcmp(v, dist_names[k])) o->dist = k;
             if (o->dist < 0) usage_exit("unknown --dist");
+        } else if (!strcmp(a, "--comm")) {
+            if (!strcmp(v, "dup")) o->dup = 1;
+            else if (strcmp(v, "world")) usage_exit("--comm is world or dup");
         } else if (!strcmp(a, "--root")) {
             o->root = (int)parse_u64(v, "--root");
         } else if (!strcmp(a, "--reps")) {
@@ -233,19 +241,19 @@ static void run_op(const struct options *o, const struct entries *e, struct buff
         MPI_Request req;
         switch (o->op) {
         case OP_BCAST:
-            e->ibcast(b->recv, (int)bytes, MPI_BYTE, o->root, MPI_COMM_WORLD, &req);
+            e->ibcast(b->recv, (int)bytes, MPI_BYTE, o->root, o->comm, &req);
             break;
         case OP_ALLGATHER:
             e->iallgather(b->send, (int)bytes, MPI_BYTE, b->recv, (int)bytes, MPI_BYTE,
-                          MPI_COMM_WORLD, &req);
+                          o->comm, &req);
             break;
         case OP_ALLGATHERV:
             e->iallgatherv(b->send, b->counts[rank], MPI_BYTE, b->recv, b->counts, b->displs,
-                           MPI_BYTE, MPI_COMM_WORLD, &req);
+                           MPI_BYTE, o->comm, &req);
             break;
         default:
             e->iallreduce(b->send, b->recv, (int)(bytes / 4), MPI_INT32_T, MPI_SUM,
-                          MPI_COMM_WORLD, &req);
+                          o->comm, &req);
             break;
         }
         e->wait(&req, MPI_STATUS_IGNORE);
@@ -253,17 +261,17 @@ static void run_op(const struct options *o, const struct entries *e, struct buff
     }
     switch (o->op) {
     case OP_BCAST:
-        e->bcast(b->recv, (int)bytes, MPI_BYTE, o->root, MPI_COMM_WORLD);
+        e->bcast(b->recv, (int)bytes, MPI_BYTE, o->root, o->comm);
         break;
     case OP_ALLGATHER:
-        e->allgather(b->send, (int)bytes, MPI_BYTE, b->recv, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+        e->allgather(b->send, (int)bytes, MPI_BYTE, b->recv, (int)bytes, MPI_BYTE, o->comm);
         break;
     case OP_ALLGATHERV:
         e->allgatherv(b->send, b->counts[rank], MPI_BYTE, b->recv, b->counts, b->displs, MPI_BYTE,
-                      MPI_COMM_WORLD);
+                      o->comm);
         break;
     case OP_ALLREDUCE:
-        e->allreduce(b->send, b->recv, (int)(bytes / 4), MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);
+        e->allreduce(b->send, b->recv, (int)(bytes / 4), MPI_INT32_T, MPI_SUM, o->comm);
         break;
     }
 }
@@ -382,6 +390,8 @@ int main(int argc, char **argv) {
     }
 
     MPI_Init(&argc, &argv);
+    o.comm = MPI_COMM_WORLD;
+    if (o.dup) MPI_Comm_dup(MPI_COMM_WORLD, &o.comm);
     int rank, p;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &p);
@@ -475,6 +485,7 @@ int main(int argc, char **argv) {
     free(b.displs);
     free(times[0]);
     free(times[1]);
+    if (o.dup) MPI_Comm_free(&o.comm);
     MPI_Finalize();
     return failed;
 }

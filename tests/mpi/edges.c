@@ -1,9 +1,16 @@
-/* Calls at sizes on both sides of the edges of a thresholds file's ranges, on MPI_COMM_WORLD
- * (whose passed calls the layer decides from its gate) and on a duplicate of it (which takes
- * the layer's full path): bcast of 0-1025 bytes of MPI_BYTE, allreduce of 0-600 MPI_INTs
- * (MPI_SUM), allgatherv of 0-9 bytes from each rank (the total p times that), and barrier,
- * every result compared with the PMPI_ call's on the same data. Prints
- * "rank R: N passed, M failed"; exits non-zero on a failure.
+/* Calls at sizes on both sides of the edges of a thresholds file's ranges, each result
+ * compared with the PMPI_ call's on the same data: bcast of 0-1025 bytes, allreduce of 0-600
+ * ints (MPI_SUM), allgatherv of 0-9 bytes from each rank (the total p times that), and
+ * barrier, blocking and nonblocking. The layer decides a passed call on a communicator it knows
+ * from its gate, and on one it does not know, or of a type the gate has no size of, by the
+ * ranges themselves; so the calls run on
+ *   - MPI_COMM_WORLD (the gate from MPI_Init),
+ *   - a duplicate of it (the full path at its first call, then the gate),
+ *   - the duplicate with other types of the same sizes (MPI_UNSIGNED, a contiguous type of one
+ *     byte: always the full path), and
+ *   - after the duplicate is freed, a communicator of ranks 0 and 1 (other ranges at p = 2; its
+ *     handle is often the freed one's, whose classes the gate must have forgotten).
+ * Prints "rank R: N passed, M failed"; exits non-zero on a failure.
  *
  *   edges */
 #include <mpi.h>
@@ -22,25 +29,43 @@ static void check(int ok, const char *what, int n, const char *comm) {
   }
 }
 
-static void on(MPI_Comm comm, const char *name) {
-  static const int bcast_bytes[] = {0, 1, 4, 5, 8, 9, 511, 512, 1023, 1024, 1025};
-  static const int allreduce_ints[] = {0, 1, 2, 3, 255, 256, 257, 511, 512, 600};
+static const int bcast_bytes[] = {0, 1, 4, 5, 8, 9, 511, 512, 1023, 1024, 1025};
+static const int allreduce_ints[] = {0, 1, 2, 3, 255, 256, 257, 511, 512, 600};
+enum {
+  BCASTS = sizeof bcast_bytes / sizeof bcast_bytes[0],
+  ALLREDUCES = sizeof allreduce_ints / sizeof allreduce_ints[0]
+};
+
+/* Completes a nonblocking call at once; blocking calls pass NULL. */
+static void complete(MPI_Request *req) {
+  if (req) MPI_Wait(req, MPI_STATUS_IGNORE);
+}
+
+/* Every call once on `comm`, with `byte` for the bytes and `ints` for the allreduce's ints;
+ * nonblocking where `nonblocking`. */
+static void on(MPI_Comm comm, const char *name, MPI_Datatype byte, MPI_Datatype ints,
+               int nonblocking) {
   int p, r;
   MPI_Comm_size(comm, &p);
   MPI_Comm_rank(comm, &r);
+  MPI_Request request, *req = nonblocking ? &request : NULL;
   unsigned char *a = calloc(2048, 1), *b = calloc(2048, 1);
-  for (size_t i = 0; i < sizeof bcast_bytes / sizeof bcast_bytes[0]; i++) {
+  for (int i = 0; i < BCASTS; i++) {
     int n = bcast_bytes[i];
     for (int k = 0; k < n; k++) a[k] = b[k] = (unsigned char)(r == 1 ? k * 7 + n : 0);
-    MPI_Bcast(a, n, MPI_BYTE, 1 % p, comm);
+    if (req) MPI_Ibcast(a, n, byte, 1 % p, comm, req);
+    else MPI_Bcast(a, n, byte, 1 % p, comm);
+    complete(req);
     PMPI_Bcast(b, n, MPI_BYTE, 1 % p, comm);
     check(memcmp(a, b, (size_t)n) == 0, "bcast", n, name);
   }
   int *x = calloc(600, sizeof(int)), *y = calloc(600, sizeof(int)), *z = calloc(600, sizeof(int));
-  for (size_t i = 0; i < sizeof allreduce_ints / sizeof allreduce_ints[0]; i++) {
+  for (int i = 0; i < ALLREDUCES; i++) {
     int n = allreduce_ints[i];
     for (int k = 0; k < n; k++) x[k] = (k * 13 + r * 101 + n) % 1000;
-    MPI_Allreduce(x, y, n, MPI_INT, MPI_SUM, comm);
+    if (req) MPI_Iallreduce(x, y, n, ints, MPI_SUM, comm, req);
+    else MPI_Allreduce(x, y, n, ints, MPI_SUM, comm);
+    complete(req);
     PMPI_Allreduce(x, z, n, MPI_INT, MPI_SUM, comm);
     check(memcmp(y, z, sizeof(int) * (size_t)n) == 0, "allreduce", n, name);
   }
@@ -50,11 +75,15 @@ static void on(MPI_Comm comm, const char *name) {
   for (int n = 0; n <= 9; n++) {
     for (int j = 0; j < p; j++) counts[j] = n, displs[j] = j * n;
     for (int k = 0; k < n; k++) mine[k] = (unsigned char)(r * 31 + k + n);
-    MPI_Allgatherv(mine, n, MPI_BYTE, all1, counts, displs, MPI_BYTE, comm);
+    if (req) MPI_Iallgatherv(mine, n, byte, all1, counts, displs, byte, comm, req);
+    else MPI_Allgatherv(mine, n, byte, all1, counts, displs, byte, comm);
+    complete(req);
     PMPI_Allgatherv(mine, n, MPI_BYTE, all2, counts, displs, MPI_BYTE, comm);
     check(memcmp(all1, all2, (size_t)(p * n)) == 0, "allgatherv", n, name);
   }
-  check(MPI_Barrier(comm) == MPI_SUCCESS, "barrier", 0, name);
+  int rc = req ? MPI_Ibarrier(comm, req) : MPI_Barrier(comm);
+  complete(req);
+  check(rc == MPI_SUCCESS, "barrier", 0, name);
   free(a), free(b), free(x), free(y), free(z), free(counts), free(displs), free(mine);
   free(all1), free(all2);
 }
@@ -62,11 +91,24 @@ static void on(MPI_Comm comm, const char *name) {
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Datatype one_byte;
+  MPI_Type_contiguous(1, MPI_BYTE, &one_byte);
+  MPI_Type_commit(&one_byte);
   MPI_Comm dup;
   MPI_Comm_dup(MPI_COMM_WORLD, &dup);
-  on(MPI_COMM_WORLD, "the world");
-  on(dup, "a duplicate");
+  on(MPI_COMM_WORLD, "the world", MPI_BYTE, MPI_INT, 0);
+  on(dup, "a duplicate", MPI_BYTE, MPI_INT, 0);
+  on(dup, "a duplicate, other types", one_byte, MPI_UNSIGNED, 0);
+  on(MPI_COMM_WORLD, "the world, nonblocking", MPI_BYTE, MPI_INT, 1);
+  on(dup, "a duplicate, nonblocking", MPI_BYTE, MPI_INT, 1);
   MPI_Comm_free(&dup);
+  MPI_Comm pair;
+  MPI_Comm_split(MPI_COMM_WORLD, me < 2 ? 0 : MPI_UNDEFINED, me, &pair);
+  if (pair != MPI_COMM_NULL) {
+    on(pair, "a pair", MPI_BYTE, MPI_INT, 0);
+    MPI_Comm_free(&pair);
+  }
+  MPI_Type_free(&one_byte);
   printf("rank %d: %d passed, %d failed\n", me, passed, failures);
   MPI_Finalize();
   return failures ? 1 : 0;
