@@ -191,7 +191,10 @@ static int begin(struct call *c, enum op op, int variant, MPI_Comm comm) {
   int inter = 0;
   if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return pass(c, WHY_ARGUMENT);
   if (inter) return pass(c, WHY_INTER);
-  gate_learn(comm);
+  /* Not from a persistent request's start: the program may have freed its communicator
+   * since (MPI lets the request outlive it), and the gate would learn a handle that has had
+   * its delete callback already. */
+  if (variant < VAR_INIT) gate_learn(comm);
   return 0;
 }
 
@@ -206,18 +209,19 @@ static int gate_forget(MPI_Comm comm, int keyval, void *value, void *extra) {
 }
 
 void gate_learn(MPI_Comm comm) {
-  int size;
+  int size, at = 0;
   if (!g_gate.open || gate_classes(comm, VAR_BLOCKING, &size)) return;
+  while (at < GATE_COMMS && g_gate.comms[at] != MPI_COMM_NULL) at++;
+  if (at == GATE_COMMS) return;
   if (PMPI_Comm_size(comm, &size) != MPI_SUCCESS) return;
   /* The attribute tells the gate when the communicator is freed; without it, not learnt. */
   if (PMPI_Comm_set_attr(comm, g_gate_keyval, NULL) != MPI_SUCCESS) return;
-  int at = 0;
-  while (at < GATE_COMMS && g_gate.comms[at] != MPI_COMM_NULL) at++;
-  if (at == GATE_COMMS) at = g_gate.next++ % GATE_COMMS;
   struct gate_comm *k = &g_gate.known[at];
-  k->size = size;
-  for (int form = 0; form < FORM_COUNT; form++)
-    for (int op = 0; op < OP_COUNT; op++) k->classes[form][op] = size_classes(form, op, size);
+  for (int form = 0; form < FORM_COUNT; form++) {
+    k->form[form].size = size;
+    for (int op = 0; op < OP_COUNT; op++)
+      k->form[form].classes[op] = size_classes(form, op, size);
+  }
   g_gate.comms[at] = comm;
 }
 

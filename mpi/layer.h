@@ -203,17 +203,20 @@ extern HIDDEN unsigned long long g_stats[OP_COUNT][VAR_COUNT][WHY_COUNT];
  * microseconds that starts cold (its program waited in between) pays for every line and page
  * of the layer it touches, and most calls of a program pass. A blocking call on
  * MPI_COMM_WORLD reads the first two cache lines (the world, whether the gate is open and the
- * classes; the types); a call on another communicator the gate knows, or a nonblocking one,
- * also the line of the known communicators and the line of its classes. Set up at MPI_Init,
- * closed at MPI_Finalize. */
+ * classes; the types); a nonblocking one on the world also the line of the world's
+ * nonblocking classes; a call on another communicator the gate knows the first two, the line
+ * of the known communicators and the line of its form's classes. Set up at MPI_Init, closed
+ * at MPI_Finalize. */
 enum { GATE_TYPES = 3, GATE_COMMS = 8 };
-/* An intra-communicator other than MPI_COMM_WORLD that the full path has seen. */
+/* An intra-communicator other than MPI_COMM_WORLD that the full path has seen: per form, a
+ * line with its size and, per collective, bit k set where auto serves some size of class k
+ * (size_class). */
 struct gate_comm {
-  int size;
-  /* Per form and collective, for this size: bit k set where auto serves some size of class k
-   * (size_class). */
-  uint32_t classes[FORM_COUNT][OP_COUNT];
-} __attribute__((aligned(128)));
+  struct {
+    int size;
+    uint32_t classes[OP_COUNT];
+  } __attribute__((aligned(64))) form[FORM_COUNT];
+};
 struct gate {
   /* MPI_COMM_WORLD (in Open MPI an address the program would otherwise look up). */
   MPI_Comm world;
@@ -231,21 +234,20 @@ struct gate {
     MPI_Datatype type;
     int64_t size;
   } types[GATE_TYPES];
-  /* The other communicators known (MPI_COMM_NULL: a free entry), forgotten when they are
-   * freed (an attribute's delete callback), and their sizes and classes. */
+  /* The other communicators known (MPI_COMM_NULL: a free entry; while none is free, no
+   * other is learnt), forgotten when they are freed (an attribute's delete callback), and
+   * their sizes and classes. */
   MPI_Comm comms[GATE_COMMS] __attribute__((aligned(64)));
-  /* MPI_COMM_WORLD's classes for the nonblocking and persistent calls; the entry the next
-   * communicator learnt takes where none is free. */
+  /* MPI_COMM_WORLD's classes for the nonblocking and persistent calls. */
   uint32_t world_nonblocking[OP_COUNT] __attribute__((aligned(64)));
-  int next;
   struct gate_comm known[GATE_COMMS];
 } __attribute__((aligned(64)));
 _Static_assert(offsetof(struct gate, classes) + sizeof(uint32_t[OP_COUNT]) <= 64,
                "the gate's first line holds the world and the classes");
 _Static_assert(offsetof(struct gate, comms) == 128 && sizeof(MPI_Comm[GATE_COMMS]) <= 64,
                "the known communicators are the gate's third line");
-_Static_assert(sizeof(uint32_t[FORM_COUNT][OP_COUNT]) + sizeof(int) <= 128,
-               "a known communicator's classes are one line per form");
+_Static_assert(sizeof(struct gate_comm) == 64 * FORM_COUNT,
+               "a known communicator's size and classes are one line per form");
 extern HIDDEN struct gate g_gate;
 
 /* Counts a call of `op` in `variant` for CIRCULANT_MPI_STATS (after MPI_Init only where they
@@ -277,14 +279,14 @@ static inline const uint32_t *gate_classes(MPI_Comm comm, int variant, int *size
   if (comm == MPI_COMM_NULL) return NULL;
   for (int i = 0; i < GATE_COMMS; i++)
     if (g_gate.comms[i] == comm) {
-      *size = g_gate.known[i].size;
-      return g_gate.known[i].classes[form];
+      *size = g_gate.known[i].form[form].size;
+      return g_gate.known[i].form[form].classes;
     }
   return NULL;
 }
 
 /* Learns intra-communicator `comm` (not MPI_COMM_WORLD), which the full path found fit to
- * serve, where the gate is open and does not know it yet. */
+ * serve, where the gate is open, does not know it yet and has a free entry. */
 HIDDEN void gate_learn(MPI_Comm comm);
 
 /* Whether auto passes call `c` of `bytes` bytes by its size (outside the ranges of its

@@ -674,9 +674,11 @@ fn thresholds_and_off_decide_what_is_served() {
 /// (tests/mpi/edges.c at p = 3: bcast of 0-1025 bytes, allreduce of 0-2400 bytes, allgatherv of
 /// 0-27 bytes, barrier; on the world and a duplicate, blocking and nonblocking, on the duplicate
 /// with other types, and on a pair of ranks made after the duplicate was freed, whose bcast
-/// ranges differ: a gate that kept the freed duplicate's classes would pass its 511 B).
+/// ranges differ: a gate that kept the freed duplicate's classes would pass its 511 B, where
+/// the MPI gives the pair the freed handle, as at least one of the two does).
 #[test]
 fn every_communicator_serves_the_sizes_of_its_ranges() {
+    let mut reused = Vec::new();
     let text = "bcast 9-511\nbcast@3 5-8 512-1023 1025\nallreduce 4-4 1024-2044 2400-\n\
                 allgatherv 12-14 27\nbarrier 0\nibcast 5-8 512-1023 1025\n\
                 iallreduce 4-4 1024-2044 2400-\niallgatherv 12-14 27\nibarrier 0\n";
@@ -685,6 +687,12 @@ fn every_communicator_serves_the_sizes_of_its_ranges() {
         let exe = program(mpi, "edges.c");
         let done = with_thresholds(mpi, &lib, 3, "mpi-edges.txt", text, &exe, &[]);
         assert_all_passed(&done, 3, 150);
+        if done
+            .stdout
+            .contains("the pair's handle was the duplicate's: yes")
+        {
+            reused.push(mpi.name());
+        }
         let err = &done.stderr;
         // Per rank and communicator of 3: bcast 5, 8, 512, 1023 and 1025 bytes of 11 sizes;
         // allreduce 4, 1024, 1028, 2044 and 2400 bytes of 10; allgatherv totals 12 and 27 of
@@ -710,6 +718,10 @@ fn every_communicator_serves_the_sizes_of_its_ranges() {
             );
         }
     }
+    assert!(
+        !reused.is_empty(),
+        "neither MPI gave the pair the freed duplicate's handle: the test of a forgotten entry ran nowhere"
+    );
 }
 
 /// The built-in Open MPI thresholds have lines for communicators of 8 ranks or more

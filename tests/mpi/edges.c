@@ -9,7 +9,8 @@
  *   - the duplicate with other types of the same sizes (MPI_UNSIGNED, a contiguous type of one
  *     byte: always the full path), and
  *   - after the duplicate is freed, a communicator of ranks 0 and 1 (other ranges at p = 2; its
- *     handle is often the freed one's, whose classes the gate must have forgotten).
+ *     handle may be the freed one's, whose classes the gate must have forgotten: rank 0 prints
+ *     "the pair's handle was the duplicate's: yes" or "no").
  * Prints "rank R: N passed, M failed"; exits non-zero on a failure.
  *
  *   edges */
@@ -101,9 +102,11 @@ int main(int argc, char **argv) {
   on(dup, "a duplicate, other types", one_byte, MPI_UNSIGNED, 0);
   on(MPI_COMM_WORLD, "the world, nonblocking", MPI_BYTE, MPI_INT, 1);
   on(dup, "a duplicate, nonblocking", MPI_BYTE, MPI_INT, 1);
+  MPI_Comm freed = dup;
   MPI_Comm_free(&dup);
   MPI_Comm pair;
   MPI_Comm_split(MPI_COMM_WORLD, me < 2 ? 0 : MPI_UNDEFINED, me, &pair);
+  if (me == 0) printf("the pair's handle was the duplicate's: %s\n", pair == freed ? "yes" : "no");
   if (pair != MPI_COMM_NULL) {
     on(pair, "a pair", MPI_BYTE, MPI_INT, 0);
     MPI_Comm_free(&pair);
