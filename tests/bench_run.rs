@@ -68,6 +68,7 @@ fn bcast_job_writes_a_csv_the_report_reads() {
             "1000",
             "--reps",
             "2",
+            "--overhead",
             "--csv",
             csv.to_str().expect("utf-8 path"),
         ],
@@ -104,7 +105,8 @@ fn bcast_job_writes_a_csv_the_report_reads() {
             );
             assert_eq!((r.p, r.total_bytes, r.reps), (2, bytes, 2));
             assert!(r.min_s > 0.0 && r.min_s <= r.median_s, "{r:?}");
-            // Entry to first post is part of every rank's call, so of the slowest one's.
+            // Entry to first post is part of every rank's call, so of the slowest one's
+            // (`--overhead`).
             let overhead = r.overhead_s.expect("the overhead column");
             assert!(overhead > 0.0 && overhead <= r.median_s, "{r:?}");
         }
@@ -179,6 +181,8 @@ fn chosen_algorithms_and_distributions_only() {
     let m = read_file(&csv).expect("the CSV parses");
     let (ab, _) = m.alpha_beta.expect("α and β");
     assert_eq!((ab.alpha_s, ab.beta_s_per_byte), (1e-5, 1e-9));
+    // Without `--overhead` the calls do not measure it: no column.
+    assert!(m.records.iter().all(|r| r.overhead_s.is_none()));
     let mut seen: Vec<(String, String, String, u64, u64)> = m
         .records
         .iter()

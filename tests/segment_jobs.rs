@@ -166,6 +166,13 @@ fn a_rank_killed_between_segment_calls_fails_every_survivor() {
     assert!(started.elapsed() < Duration::from_secs(60), "{all}");
 }
 
+#[test]
+fn the_overhead_is_measured_only_where_asked() {
+    let (ok, all) = job(2, "overhead", &[], &[]);
+    assert!(ok, "{all}");
+    assert_eq!(all.matches("overhead ok").count(), 2, "{all}");
+}
+
 /// Entry point of the ranks of the jobs above.
 #[test]
 #[ignore = "a rank of the jobs this file's tests start; not a test on its own"]
@@ -191,6 +198,7 @@ fn rank_role() {
                 .expect("the job's communicator is unaffected");
         }
         "chunk-deadlines" => chunk_deadlines(&mut comm),
+        "overhead" => overhead(&mut comm),
         "kill" => common::rank_killed_during_broadcasts(&mut comm, 64, 500, 10_000_001),
         other => panic!("unknown role {other}"),
     }
@@ -206,6 +214,44 @@ fn byte(call: usize, rank: usize, i: usize) -> u8 {
 /// chunk read from a stale parity or at the wrong offset shows.
 fn wide_byte(call: usize, rank: usize, i: usize) -> u8 {
     byte(call, rank, i) ^ (i >> 8) as u8 ^ (i >> 16) as u8
+}
+
+/// `Executed::overhead` is zero until the communicator measures it, then positive: on the
+/// segment, as a plan (an allreduce above the limit), for a nonblocking call, and in a split
+/// made after it was turned on.
+fn overhead(comm: &mut Communicator) {
+    let measured = |comm: &mut Communicator, what: &str| {
+        let mut data = [comm.rank() as u8; 8];
+        comm.bcast(&mut data[..], 1).expect("bcast");
+        on_segment(comm, "segment-bcast", what);
+        let bcast = comm.last().expect("a call ran").overhead;
+        comm.ibcast(&mut data[..], 0)
+            .expect("ibcast")
+            .wait()
+            .expect("wait");
+        let ibcast = comm.last().expect("a call ran").overhead;
+        let big = vec![1u64; LIMIT];
+        let mut sum = vec![0u64; LIMIT];
+        comm.allreduce(&big[..], &mut sum[..], ReduceOp::Sum)
+            .expect("allreduce");
+        let name = comm.last().expect("a call ran").algorithm;
+        assert!(!name.starts_with("segment-"), "{what}: {name}");
+        let plan = comm.last().expect("a call ran").overhead;
+        [bcast, ibcast, plan]
+    };
+    let off = measured(comm, "not measured");
+    assert!(off.iter().all(|d| d.is_zero()), "not measured: {off:?}");
+    comm.measure_overhead(true);
+    let on = measured(comm, "measured");
+    assert!(on.iter().all(|d| !d.is_zero()), "measured: {on:?}");
+    let rank = comm.rank() as i64;
+    let mut half = comm.split(Some(0), rank).expect("split").expect("a member");
+    let inherited = measured(&mut half, "in a split");
+    assert!(
+        inherited.iter().all(|d| !d.is_zero()),
+        "in a split: {inherited:?}"
+    );
+    println!("overhead ok");
 }
 
 /// Asserts the last call ran on the segment as `name`.

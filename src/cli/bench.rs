@@ -70,6 +70,12 @@ pub struct Args {
     #[arg(long, conflicts_with = "nonblocking")]
     pub persistent: bool,
 
+    /// Measure each timed call's software overhead (entry to first post,
+    /// `Executed::overhead`): the `overhead` column, `overhead_s` in CSV. It reads the clock
+    /// twice per call, which the times then include.
+    #[arg(long)]
+    pub overhead: bool,
+
     /// No progress bar on stderr.
     #[arg(long)]
     pub no_progress: bool,

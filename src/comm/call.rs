@@ -5,10 +5,35 @@
 //! How the digest is checked: docs/architecture.md, section "The one-sided protocol
 //! (src/transport)", paragraph "Disagreeing ranks".
 
+use std::time::{Duration, Instant};
+
 use crate::plan::{Problem, Reduction};
 use crate::transport::wire::Digest;
 
 use super::{Choice, Result};
+
+/// When a call entered the communicator, where its software overhead is measured
+/// ([`super::Communicator::measure_overhead`]): the clock is read only then, as two reads cost
+/// about a tenth of a small call on the shared segment.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Entered(Option<Instant>);
+
+impl Entered {
+    pub fn now(measured: bool) -> Self {
+        Entered(measured.then(Instant::now))
+    }
+
+    /// The overhead up to now (zero where it is not measured).
+    pub fn elapsed(self) -> Duration {
+        self.0.map_or(Duration::ZERO, |at| at.elapsed())
+    }
+
+    /// The overhead up to `later` (zero where it is not measured).
+    pub fn until(self, later: Instant) -> Duration {
+        self.0
+            .map_or(Duration::ZERO, |at| later.saturating_duration_since(at))
+    }
+}
 
 /// Version of the encoding below: part of every digest, so that ranks of different library
 /// versions fail instead of misreading each other.

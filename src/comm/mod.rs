@@ -138,6 +138,8 @@ pub struct Communicator {
     /// reference count.
     plans: PlanCache<plan_cache::PlanKey, Arc<Planned>>,
     last: Option<Executed>,
+    /// Whether [`Executed::overhead`] is measured ([`Communicator::measure_overhead`]).
+    measures_overhead: bool,
     /// Other ranks' address cards read from the key-value space at start.
     cards_at_start: usize,
     /// The node of every rank ([`Communicator::node`]).
@@ -162,7 +164,7 @@ pub struct Executed {
     /// its writes, before any wait for the peers); on the shared segment, to the end of its
     /// first pass (its part published where the peers let it). It includes the argument check
     /// when `CIRCULANT_CHECK` is on (an exchange with the peers) and the staging of plain
-    /// slices.
+    /// slices. Zero unless the communicator measures it ([`Communicator::measure_overhead`]).
     pub overhead: Duration,
 }
 
@@ -278,6 +280,7 @@ impl Communicator {
             check_plan: None,
             plans,
             last: None,
+            measures_overhead: false,
             cards_at_start: 0,
             nodes,
             segment: segment::SegmentState::default(),
@@ -413,6 +416,13 @@ impl Communicator {
     /// The algorithm and counts of the last collective.
     pub fn last(&self) -> Option<&Executed> {
         self.last.as_ref()
+    }
+
+    /// Whether collectives measure their software overhead ([`Executed::overhead`]; off at
+    /// first, and in a split as in its parent when it was made). Measuring reads the clock
+    /// twice per call, which costs about a tenth of a small call on the shared segment.
+    pub fn measure_overhead(&mut self, on: bool) {
+        self.measures_overhead = on;
     }
 
     /// `len` bytes of registered memory, zeroed: collectives on it copy nothing.

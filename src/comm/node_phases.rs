@@ -15,12 +15,11 @@
 //! The decision and its pieces: docs/architecture.md, "Node phases on the shared segment".
 
 use std::borrow::Cow;
-use std::time::Instant;
 
 use crate::plan::Problem;
 
 use super::arguments::argument;
-use super::call::Call;
+use super::call::{Call, Entered};
 use super::nonblocking::Request;
 use super::phased::{LevelBuffers, PhasedCall};
 use super::segment::{part_bytes, served};
@@ -222,7 +221,7 @@ impl Communicator {
         S: Payload + ?Sized,
         R: PayloadMut + ?Sized,
     {
-        let entered = Instant::now();
+        let entered = Entered::now(self.measures_overhead);
         let op = call.op;
         // Compared with every rank's before the phases, as the other paths do before their
         // first message.
@@ -272,7 +271,7 @@ impl Communicator {
                 return Err(err);
             }
         };
-        let overhead = Instant::now().saturating_duration_since(entered);
+        let overhead = entered.elapsed();
         if posts_first {
             // The first steps, as far as the peers allow (a failure gives the phases up).
             self.phases_progress(op, &mut phased, out, false)?;

@@ -36,7 +36,7 @@ use std::time::Duration;
 use crate::fabric::Access;
 use crate::transport::Operation;
 
-use super::call::Call;
+use super::call::{Call, Entered};
 use super::detached::Detached;
 use super::plan_cache::Planned;
 use super::staging::ensure;
@@ -123,7 +123,7 @@ impl<'c, 'b> Persistent<'c, 'b> {
         }
         let active = match self.persisted.kept() {
             Kept::Plan(planned) => {
-                let entered = std::time::Instant::now();
+                let entered = Entered::now(self.comm.measures_overhead);
                 let (operation, overhead) = self.comm.restart_kept(
                     entered,
                     &self.persisted,

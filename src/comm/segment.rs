@@ -8,7 +8,7 @@
 //! no algorithm is forced for it (a forced `segment-…` name forces the segment). Every rank
 //! decides alike from the call's arguments. docs/architecture.md, "The shared segment".
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::fabric::peer_memory;
 use crate::plan::Problem;
@@ -18,7 +18,7 @@ use crate::transport::segment::{
 use crate::transport::{OpStats, TransportError};
 
 use super::arguments::{argument, in_call};
-use super::call::{digest, Call};
+use super::call::{digest, Call, Entered};
 use super::detached::Detached;
 use super::nonblocking::Request;
 use super::{Buffer, Choice, CommError, Communicator, Executed, Payload, PayloadMut, Result};
@@ -423,7 +423,7 @@ impl Communicator {
     /// Starts `call` on the segment as algorithm `name`.
     pub(super) fn start_on_segment<'a, S, R>(
         &'a mut self,
-        entered: Instant,
+        entered: Entered,
         mut call: Call<'_>,
         name: &'static str,
         send: Option<&'a S>,
@@ -459,7 +459,7 @@ impl Communicator {
             self.start_node_phases(call, name, send, recv, true)?
         } else {
             // The call's software overhead counts from here (see `Executed::overhead`).
-            let entered = Instant::now();
+            let entered = Entered::now(self.measures_overhead);
             match self.on_segment(&call)? {
                 Some(name) => match self.begin_on_segment(entered, &mut call, name, send, recv)? {
                     Begun::OnSegment(segment_call, overhead) => {
@@ -477,7 +477,7 @@ impl Communicator {
     /// Runs `call` on the segment as algorithm `name` to its end.
     pub(super) fn run_on_segment<S, R>(
         &mut self,
-        entered: Instant,
+        entered: Entered,
         mut call: Call<'_>,
         name: &'static str,
         send: Option<&S>,
@@ -507,7 +507,7 @@ impl Communicator {
     /// share memory and the call runs as a plan.
     fn begin_on_segment<'a, S, R>(
         &mut self,
-        entered: Instant,
+        entered: Entered,
         call: &mut Call<'_>,
         name: &'static str,
         send: Option<&'a S>,
@@ -566,7 +566,7 @@ impl Communicator {
         if let Err(err) = run.test(segment, send, recv) {
             return Err(self.segment_failed(op, err));
         }
-        let overhead = Instant::now().saturating_duration_since(entered);
+        let overhead = entered.elapsed();
         Ok(Begun::OnSegment(SegmentCall { run, send, recv }, overhead))
     }
 

@@ -120,13 +120,15 @@ impl Communicator {
                 .ok_or_else(|| argument("split", "the new group's node map".into()))?;
             let mates = super::provider::on_this_node(&nodes);
             let transport = opened.connect(&cards, &mates, self.transport.deadline())?;
-            Ok(Some(Communicator::new(
+            let mut comm = Communicator::new(
                 transport,
                 Arc::clone(&self.job),
                 self.config.clone(),
                 self.levels,
                 nodes,
-            )))
+            );
+            comm.measures_overhead = self.measures_overhead;
+            Ok(Some(comm))
         })();
         // Every rank learns whether all others joined their new communicator, so that none
         // waits for a member that failed.

@@ -8,14 +8,14 @@
 //! `i*` form does, so that every form of a call runs alike.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::fabric::RegisteredMemory;
 use crate::plan::Algorithm;
 use crate::transport::{OpStats, Operation, TransportError};
 
 use super::arguments::in_call;
-use super::call::{digest, Call};
+use super::call::{digest, Call, Entered};
 use super::nonblocking::Request;
 use super::plan_cache::{CallKey, PlanKey, Planned};
 use super::staging::{split, Placement};
@@ -118,7 +118,7 @@ impl Communicator {
         }
         // A blocking call on the segment runs there without a request of its own: a small
         // call costs about as much as moving one.
-        let entered = Instant::now();
+        let entered = Entered::now(self.measures_overhead);
         if let Some(name) = self.on_segment(&call)? {
             return self.run_on_segment(entered, call, name, send, recv);
         }
@@ -178,7 +178,7 @@ impl Communicator {
         R: PayloadMut + ?Sized,
     {
         // The call's software overhead counts from here (see `Executed::overhead`).
-        let entered = Instant::now();
+        let entered = Entered::now(self.measures_overhead);
         if let Some(name) = self.on_segment(&call)? {
             return self.start_on_segment(entered, call, name, send, recv);
         }
@@ -188,7 +188,7 @@ impl Communicator {
     /// [`Self::start`] as a plan.
     pub(super) fn start_planned<'a, S, R>(
         &'a mut self,
-        entered: Instant,
+        entered: Entered,
         mut call: Call<'_>,
         send: Option<&'a S>,
         recv: Option<&'a mut R>,
@@ -256,7 +256,7 @@ impl Communicator {
         let Kept::Plan(planned) = &persisted.kept else {
             return self.start(persisted.call(), send, recv);
         };
-        let entered = Instant::now();
+        let entered = Entered::now(self.measures_overhead);
         let key = persisted.key.view();
         self.check_start(key.op, key.problem, persisted.algorithm())?;
         self.launch(entered, key, planned, send, recv)
@@ -268,7 +268,7 @@ impl Communicator {
     /// it.
     pub(super) fn restart_kept(
         &mut self,
-        entered: Instant,
+        entered: Entered,
         persisted: &Persisted,
         planned: &Planned,
         send: Option<&Buffer>,
@@ -405,7 +405,7 @@ impl Communicator {
     /// [`Self::plan_call`].
     fn launch<'a, S, R>(
         &'a mut self,
-        entered: Instant,
+        entered: Entered,
         key: CallKey<'_>,
         planned: &Planned,
         send: Option<&'a S>,
@@ -426,7 +426,7 @@ impl Communicator {
 
     fn place_and_start<'a, S, R>(
         &mut self,
-        entered: Instant,
+        entered: Entered,
         key: CallKey<'_>,
         planned: &Planned,
         send: Option<&'a S>,
@@ -441,7 +441,7 @@ impl Communicator {
         let buffers = placement.views(owned);
         let operation = transport.start(key.op, planned.digest, &planned.prepared, buffers)?;
         Ok(Started {
-            overhead: operation.posting().saturating_duration_since(entered),
+            overhead: entered.until(operation.posting()),
             operation,
             algorithm: planned.algorithm,
             placement,

@@ -22,9 +22,11 @@
 //! time); it is part of the measured time of each call, except with `--persistent`, whose
 //! request is made (and planned) once before its warm-up calls.
 //!
-//! `overhead_s` is the software overhead of the timed calls themselves: from the entry into
-//! the collective to its first post to the fabric ([`circulant::comm::Executed::overhead`]),
-//! the median over the repetitions on each rank, then the slowest rank's.
+//! With `--overhead`, `overhead_s` is the software overhead of the timed calls themselves:
+//! from the entry into the collective to its first post to the fabric
+//! ([`circulant::comm::Executed::overhead`]), the median over the repetitions on each rank,
+//! then the slowest rank's. Without it the communicator does not read the clock for it, as a
+//! program's calls do not.
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -146,6 +148,8 @@ pub fn run(args: Args) -> CliResult {
     };
 
     let mut comm = Communicator::init()?;
+    // The `overhead_s` column (read after every timed call).
+    comm.measure_overhead(args.overhead);
     let (me, p) = (comm.rank(), comm.size());
     if args.root >= p {
         return Err(MeasureError::Root { root: args.root, p }.into());
@@ -210,7 +214,10 @@ pub fn run(args: Args) -> CliResult {
                 plan_times.push(plan_time(&comm, &cell.problem, taken, me)?);
             }
             let plan_s = slowest(&mut comm, median(&mut plan_times))?;
-            let overhead_s = slowest(&mut comm, median(&mut overheads))?;
+            let overhead_s = match args.overhead {
+                true => Some(slowest(&mut comm, median(&mut overheads))?),
+                false => None,
+            };
             let wrong = sum(&mut comm, wrong)?;
             times.sort_by(f64::total_cmp);
             results.push(Measured {
@@ -229,7 +236,7 @@ pub fn run(args: Args) -> CliResult {
                     reps: u64::from(args.reps),
                     min_s: times.first().copied().unwrap_or(0.0),
                     median_s: median(&mut times),
-                    overhead_s: Some(overhead_s),
+                    overhead_s,
                     origin: Default::default(),
                 },
                 plan_s,
@@ -520,14 +527,19 @@ fn render_csv(
     out.push_str(&levels_line(comm, "# "));
     out.push_str(&traffic_line(comm, traffic, "# "));
     out.push_str(&header());
-    out.push_str(&format!(",plan_s,{OVERHEAD_COLUMN}\n"));
+    // The overhead where it was measured (`--overhead`: on every row).
+    let measured = rows.iter().any(|r| r.record.overhead_s.is_some());
+    out.push_str(",plan_s");
+    if measured {
+        out.push_str(&format!(",{OVERHEAD_COLUMN}"));
+    }
+    out.push('\n');
     for r in rows {
-        out.push_str(&format!(
-            "{},{:.9},{:.9}\n",
-            r.record.csv_line(),
-            r.plan_s,
-            r.record.overhead_s.unwrap_or(0.0)
-        ));
+        out.push_str(&format!("{},{:.9}", r.record.csv_line(), r.plan_s));
+        if measured {
+            out.push_str(&format!(",{:.9}", r.record.overhead_s.unwrap_or(0.0)));
+        }
+        out.push('\n');
     }
     out
 }
@@ -610,10 +622,15 @@ fn render_table(
         ));
     }
     out.push_str(&format!(
-        "times: {} repetitions of the {} calls, each the slowest rank's time from a common start; min and median over them; plan: {}; overhead: entry to first post, median{}\n",
+        "times: {} repetitions of the {} calls, each the slowest rank's time from a common start; min and median over them; plan: {}{}{}\n",
         rows.first().map_or(0, |r| r.record.reps),
         form.name(),
         form.plan(),
+        if rows.iter().any(|r| r.record.overhead_s.is_some()) {
+            "; overhead: entry to first post, median"
+        } else {
+            ""
+        },
         if late > 0 {
             format!("; {late} repetitions late")
         } else {
