@@ -13,8 +13,8 @@ use crate::transport::wire::Digest;
 use super::{Choice, Result};
 
 /// When a call entered the communicator, where its software overhead is measured
-/// ([`super::Communicator::measure_overhead`]): the clock is read only then, as two reads cost
-/// about a tenth of a small call on the shared segment.
+/// ([`super::Communicator::measure_overhead`]): the clock is read only then, as its reads
+/// cost a sixth of a small call on the shared segment.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Entered(Option<Instant>);
 

@@ -419,8 +419,9 @@ impl Communicator {
     }
 
     /// Whether collectives measure their software overhead ([`Executed::overhead`]; off at
-    /// first, and in a split as in its parent when it was made). Measuring reads the clock
-    /// twice per call, which costs about a tenth of a small call on the shared segment.
+    /// first, and in a split as in its parent when it was made). Measuring reads the clock at
+    /// each call's entry and at the end of its overhead: on the shared segment two reads,
+    /// about 50 ns, a sixth of a small broadcast between two ranks.
     pub fn measure_overhead(&mut self, on: bool) {
         self.measures_overhead = on;
     }

@@ -281,7 +281,8 @@ impl Communicator {
 
     /// Splits the phases' communicators (collective over this one): the ranks of each node,
     /// and each node's first rank. They take this communicator's configuration, without
-    /// forced algorithms (they choose for themselves) and without the full argument check.
+    /// forced algorithms (they choose for themselves), without the full argument check and
+    /// without measuring their steps' overhead (the call's own covers them).
     fn split_phases(&mut self) -> Result<Phases> {
         let mut node = self.split_by_node()?;
         let first = self.local_ranks().first() == Some(&self.rank());
@@ -291,6 +292,7 @@ impl Communicator {
         for comm in std::iter::once(&mut node).chain(leaders.as_mut()) {
             comm.config.algorithms.clear();
             comm.config.check = false;
+            comm.measures_overhead = false;
         }
         // The node's segment now, not in its first step (its setup is an exchange that
         // waits for the node's ranks). Where it cannot be set up the steps run plans.
