@@ -45,6 +45,9 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) 
 
 int MPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount,
                   MPI_Datatype rt, MPI_Comm comm) {
+  if (gate_passes_blocks(OP_ALLGATHER, VAR_BLOCKING, comm, sb == MPI_IN_PLACE ? rt : st,
+                         sb == MPI_IN_PLACE ? rcount : sc))
+    return PMPI_Allgather(sb, sc, st, rb, rcount, rt, comm);
   struct call c;
   int rc = layer_begin(&c, OP_ALLGATHER, VAR_BLOCKING, comm);
   if (rc != PASS) rc = serve_blocks(&c, BL_ALLGATHER, sb, sc, st, rb, rcount, rt, 0);
@@ -180,6 +183,9 @@ int MPI_Bcast_c(void *buf, MPI_Count count, MPI_Datatype type, int root, MPI_Com
 
 int MPI_Allgather_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
                     MPI_Datatype rt, MPI_Comm comm) {
+  if (gate_passes_blocks(OP_ALLGATHER, VAR_BLOCKING_C, comm, sb == MPI_IN_PLACE ? rt : st,
+                         sb == MPI_IN_PLACE ? rcount : sc))
+    return PMPI_Allgather_c(sb, sc, st, rb, rcount, rt, comm);
   struct call c;
   int rc = layer_begin(&c, OP_ALLGATHER, VAR_BLOCKING_C, comm);
   if (rc != PASS) rc = serve_blocks(&c, BL_ALLGATHER, sb, sc, st, rb, rcount, rt, 0);

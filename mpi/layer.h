@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include <circulant.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -339,6 +340,22 @@ static inline int gate_passes_v(int variant, MPI_Comm comm, const void *counts,
   }
   if (classes[OP_ALLGATHERV] >> size_class(total) & 1) return 0;
   count_call(OP_ALLGATHERV, variant, WHY_THRESHOLD);
+  return 1;
+}
+
+/* The same for an allgather, whose bytes are the communicator's size times a block of `count`
+ * elements of `type` (the receive side's where the send side is MPI_IN_PLACE). Only totals
+ * up to INT_MAX, which every build can pack, are told here. */
+static inline int gate_passes_blocks(enum op op, int variant, MPI_Comm comm, MPI_Datatype type,
+                                     int64_t count) {
+  int ranks;
+  const uint32_t *classes = gate_classes(comm, variant, &ranks);
+  if (!classes || count < 0 || ranks < 1) return 0;
+  int64_t size = gate_type_size(type);
+  if (size <= 0 || (uint64_t)count > (uint64_t)INT_MAX / (uint64_t)size / (uint64_t)ranks)
+    return 0;
+  if (classes[op] >> size_class((uint64_t)count * (uint64_t)size * (uint64_t)ranks) & 1) return 0;
+  count_call(op, variant, WHY_THRESHOLD);
   return 1;
 }
 

@@ -177,6 +177,9 @@ int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
 
 int MPI_Iallgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
                    MPI_Comm comm, MPI_Request *req) {
+  if (gate_passes_blocks(OP_ALLGATHER, VAR_NB, comm, sb == MPI_IN_PLACE ? rt : st,
+                         sb == MPI_IN_PLACE ? rcount : sc))
+    return PMPI_Iallgather(sb, sc, st, rb, rcount, rt, comm, req);
   ISSUE(VAR_NB, .op = OP_ALLGATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
         .rcount = rcount, .rtype = rt, .comm = comm);
 }
@@ -265,6 +268,9 @@ int MPI_Ibcast_c(void *buf, MPI_Count count, MPI_Datatype type, int root, MPI_Co
 
 int MPI_Iallgather_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
                      MPI_Datatype rt, MPI_Comm comm, MPI_Request *req) {
+  if (gate_passes_blocks(OP_ALLGATHER, VAR_NB_C, comm, sb == MPI_IN_PLACE ? rt : st,
+                         sb == MPI_IN_PLACE ? rcount : sc))
+    return PMPI_Iallgather_c(sb, sc, st, rb, rcount, rt, comm, req);
   ISSUE(VAR_NB_C, .op = OP_ALLGATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
         .rcount = rcount, .rtype = rt, .comm = comm);
 }

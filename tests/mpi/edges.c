@@ -1,7 +1,7 @@
 /* Calls at sizes on both sides of the edges of a thresholds file's ranges, each result
  * compared with the PMPI_ call's on the same data: bcast of 0-1025 bytes, allreduce of 0-600
- * ints (MPI_SUM), allgatherv of 0-9 bytes from each rank (the total p times that), and
- * barrier, blocking and nonblocking. The layer decides a passed call on a communicator it knows
+ * ints (MPI_SUM), allgatherv and allgather of 0-9 bytes from each rank (the total p times
+ * that), and barrier, blocking and nonblocking. The layer decides a passed call on a communicator it knows
  * from its gate, and on one it does not know, or of a type the gate has no size of, by the
  * ranges themselves; so the calls run on
  *   - MPI_COMM_WORLD (the gate from MPI_Init),
@@ -81,6 +81,15 @@ static void on(MPI_Comm comm, const char *name, MPI_Datatype byte, MPI_Datatype 
     complete(req);
     PMPI_Allgatherv(mine, n, MPI_BYTE, all2, counts, displs, MPI_BYTE, comm);
     check(memcmp(all1, all2, (size_t)(p * n)) == 0, "allgatherv", n, name);
+  }
+  for (int n = 0; n <= 9; n++) {
+    for (int k = 0; k < n; k++) mine[k] = (unsigned char)(r * 17 + k + n);
+    memset(all1, 0, (size_t)p * 16);
+    if (req) MPI_Iallgather(mine, n, byte, all1, n, byte, comm, req);
+    else MPI_Allgather(mine, n, byte, all1, n, byte, comm);
+    complete(req);
+    PMPI_Allgather(mine, n, MPI_BYTE, all2, n, MPI_BYTE, comm);
+    check(memcmp(all1, all2, (size_t)(p * n)) == 0, "allgather", n, name);
   }
   int rc = req ? MPI_Ibarrier(comm, req) : MPI_Barrier(comm);
   complete(req);
