@@ -672,7 +672,8 @@ fn thresholds_and_off_decide_what_is_served() {
 /// a type the gate has no size of: at sizes on both sides of every edge of the ranges and of
 /// the classes, every communicator serves exactly the calls within its ranges, under both MPIs
 /// (tests/mpi/edges.c at p = 3: bcast of 0-1025 bytes, allreduce of 0-2400 bytes, allgatherv
-/// and allgather of 0-27 bytes, barrier; on the world and a duplicate, blocking and nonblocking, on the duplicate
+/// and allgather of 0-27 bytes (allgather also in place and with other types on its two
+/// sides), barrier; on the world and a duplicate, blocking and nonblocking, on the duplicate
 /// with other types, and on a pair of ranks made after the duplicate was freed, whose bcast
 /// ranges differ: a gate that kept the freed duplicate's classes would pass its 511 B, where
 /// the MPI gives the pair the freed handle, as at least one of the two does).
@@ -687,7 +688,7 @@ fn every_communicator_serves_the_sizes_of_its_ranges() {
         let Some(lib) = layer(mpi) else { return };
         let exe = program(mpi, "edges.c");
         let done = with_thresholds(mpi, &lib, 3, "mpi-edges.txt", text, &exe, &[]);
-        assert_all_passed(&done, 3, 190);
+        assert_all_passed(&done, 3, 300);
         if done
             .stdout
             .contains("the pair's handle was the duplicate's: yes")
@@ -696,20 +697,22 @@ fn every_communicator_serves_the_sizes_of_its_ranges() {
         }
         let err = &done.stderr;
         // Per rank and communicator of 3: bcast 5, 8, 512, 1023 and 1025 bytes of 11 sizes;
-        // allreduce 4, 1024, 1028, 2044 and 2400 bytes of 10; allgatherv and allgather totals
-        // 12 and 27 of 10; the barrier. Blocking: the world, the duplicate twice; nonblocking: the world and
-        // the duplicate. The pair (per rank, 2 ranks): bcast 9 and 511 bytes, allgatherv and
-        // allgather totals 12 and 14, the same allreduces, the barrier.
+        // allreduce 4, 1024, 1028, 2044 and 2400 bytes of 10; allgatherv totals 12 and 27 of
+        // 10; allgather the same, again in place, and totals 12n (12 and 36-108: a range `27`
+        // is 27 B and more) of 10; the barrier. Blocking: the world, the duplicate twice; nonblocking: the world and
+        // the duplicate. The pair (per rank, 2 ranks): bcast 9 and 511 bytes, allgatherv
+        // totals 12 and 14, allgather the same twice and totals 8n from 32 (6 of 10), the same
+        // allreduces, the barrier.
         for (name, served, passed) in [
             ("MPI_Bcast", 3 * 3 * 5 + 2 * 2, 3 * 3 * 6 + 2 * 9),
             ("MPI_Allreduce", 3 * 3 * 5 + 2 * 5, 3 * 3 * 5 + 2 * 5),
             ("MPI_Allgatherv", 3 * 3 * 2 + 2 * 2, 3 * 3 * 8 + 2 * 8),
-            ("MPI_Allgather", 3 * 3 * 2 + 2 * 2, 3 * 3 * 8 + 2 * 8),
+            ("MPI_Allgather", 3 * 3 * 12 + 2 * 10, 3 * 3 * 18 + 2 * 20),
             ("MPI_Barrier", 3 * 3 + 2, 0),
             ("MPI_Ibcast", 2 * 3 * 5, 2 * 3 * 6),
             ("MPI_Iallreduce", 2 * 3 * 5, 2 * 3 * 5),
             ("MPI_Iallgatherv", 2 * 3 * 2, 2 * 3 * 8),
-            ("MPI_Iallgather", 2 * 3 * 2, 2 * 3 * 8),
+            ("MPI_Iallgather", 2 * 3 * 12, 2 * 3 * 18),
             ("MPI_Ibarrier", 2 * 3, 0),
         ] {
             let (s, p, _) = stats(err, name).unwrap_or_else(|| panic!("no {name}:\n{err}"));
@@ -723,7 +726,8 @@ fn every_communicator_serves_the_sizes_of_its_ranges() {
     }
     assert!(
         !reused.is_empty(),
-        "neither MPI gave the pair the freed duplicate's handle: the test of a forgotten entry ran nowhere"
+        "neither MPI gave the pair the freed duplicate's handle: \
+         the test of a forgotten entry ran nowhere"
     );
 }
 

@@ -1,9 +1,10 @@
 /* Calls at sizes on both sides of the edges of a thresholds file's ranges, each result
  * compared with the PMPI_ call's on the same data: bcast of 0-1025 bytes, allreduce of 0-600
  * ints (MPI_SUM), allgatherv and allgather of 0-9 bytes from each rank (the total p times
- * that), and barrier, blocking and nonblocking. The layer decides a passed call on a communicator it knows
- * from its gate, and on one it does not know, or of a type the gate has no size of, by the
- * ranges themselves; so the calls run on
+ * that; allgather also in place, with send arguments MPI ignores then, and with 4n bytes
+ * sent as n ints received), and barrier, blocking and nonblocking. The layer decides a
+ * passed call on a communicator it knows from its gate, and on one it does not know, or of a
+ * type the gate has no size of, by the ranges themselves; so the calls run on
  *   - MPI_COMM_WORLD (the gate from MPI_Init),
  *   - a duplicate of it (the full path at its first call, then the gate),
  *   - the duplicate with other types of the same sizes (MPI_UNSIGNED, a contiguous type of one
@@ -82,6 +83,7 @@ static void on(MPI_Comm comm, const char *name, MPI_Datatype byte, MPI_Datatype 
     PMPI_Allgatherv(mine, n, MPI_BYTE, all2, counts, displs, MPI_BYTE, comm);
     check(memcmp(all1, all2, (size_t)(p * n)) == 0, "allgatherv", n, name);
   }
+  unsigned char *all3 = calloc((size_t)p * 40, 1), *all4 = calloc((size_t)p * 40, 1);
   for (int n = 0; n <= 9; n++) {
     for (int k = 0; k < n; k++) mine[k] = (unsigned char)(r * 17 + k + n);
     memset(all1, 0, (size_t)p * 16);
@@ -90,7 +92,22 @@ static void on(MPI_Comm comm, const char *name, MPI_Datatype byte, MPI_Datatype 
     complete(req);
     PMPI_Allgather(mine, n, MPI_BYTE, all2, n, MPI_BYTE, comm);
     check(memcmp(all1, all2, (size_t)(p * n)) == 0, "allgather", n, name);
+    /* In place: the block from the receive side; the send arguments (no ints) are ignored. */
+    memset(all1, 0, (size_t)p * 16);
+    memcpy(all1 + r * n, mine, (size_t)n);
+    if (req) MPI_Iallgather(MPI_IN_PLACE, 0, MPI_INT, all1, n, byte, comm, req);
+    else MPI_Allgather(MPI_IN_PLACE, 0, MPI_INT, all1, n, byte, comm);
+    complete(req);
+    check(memcmp(all1, all2, (size_t)(p * n)) == 0, "allgather in place", n, name);
+    /* 4n bytes sent as n ints received. */
+    for (int k = 0; k < 4 * n; k++) all3[r * 4 * n + k] = (unsigned char)(r * 5 + k + n);
+    if (req) MPI_Iallgather(all3 + r * 4 * n, 4 * n, byte, all4, n, ints, comm, req);
+    else MPI_Allgather(all3 + r * 4 * n, 4 * n, byte, all4, n, ints, comm);
+    complete(req);
+    PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all3, 4 * n, MPI_BYTE, comm);
+    check(memcmp(all3, all4, (size_t)(p * 4 * n)) == 0, "allgather of bytes as ints", n, name);
   }
+  free(all3), free(all4);
   int rc = req ? MPI_Ibarrier(comm, req) : MPI_Barrier(comm);
   complete(req);
   check(rc == MPI_SUCCESS, "barrier", 0, name);
