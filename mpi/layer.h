@@ -440,8 +440,10 @@ struct args {
 };
 
 /* nonblocking.c: a nonblocking call of `variant` (an `I` or `_init` variant), served by
- * circulant or given to the PMPI_ nonblocking function; `*req` the program's request. */
-HIDDEN int layer_issue(const struct args *a, int variant, MPI_Request *req);
+ * circulant or given to the MPI: a persistent request's start to the MPI's own persistent
+ * request `native` of the same call, any other to the PMPI_ nonblocking function (`native`
+ * MPI_REQUEST_NULL); `*req` the program's request (the started `native` where it passes). */
+HIDDEN int layer_issue(const struct args *a, int variant, MPI_Request native, MPI_Request *req);
 
 /* blocking.c: `int` counts and displacements as MPI_Count and MPI_Aint (NULL where
  * `counts` or `displs` is NULL); 0 when out of memory. */
@@ -468,7 +470,10 @@ HIDDEN int wait_moving(MPI_Request *r, MPI_Status *st);
 /* `x` run on `m` as a started call waited for by the layer (which progresses the others
  * meanwhile). */
 HIDDEN int requests_run(struct mirror *m, const struct ccall *x);
-HIDDEN int request_persistent(const struct args *a, int variant, MPI_Request *req);
+/* A persistent request of the layer for the call of `a`, holding `native`, the MPI's own
+ * persistent request of that call (never started where circulant serves each start). */
+HIDDEN int request_persistent(const struct args *a, int variant, MPI_Request native,
+                              MPI_Request *req);
 HIDDEN void requests_finalize(void);
 
 #endif

@@ -104,7 +104,7 @@ static int mpi_nonblocking(const struct args *a, int large, MPI_Request *req) {
   }
 }
 
-int layer_issue(const struct args *a, int variant, MPI_Request *req) {
+int layer_issue(const struct args *a, int variant, MPI_Request native, MPI_Request *req) {
   struct call c;
   int large = variant_large(variant);
   int rc = layer_begin(&c, a->op, variant, a->comm);
@@ -152,7 +152,10 @@ int layer_issue(const struct args *a, int variant, MPI_Request *req) {
       rc = serve_reduce(&c, RED_EXSCAN, a->send, a->recv, a->rcount, a->rtype, a->reduction, 0);
       break;
     }
-  return rc == PASS ? mpi_nonblocking(a, large, req) : rc;
+  if (rc != PASS) return rc;
+  if (native == MPI_REQUEST_NULL) return mpi_nonblocking(a, large, req);
+  *req = native;
+  return PMPI_Start(req);
 }
 
 /* ---------------------------------------------------------------- MPI_I... */
@@ -160,7 +163,7 @@ int layer_issue(const struct args *a, int variant, MPI_Request *req) {
 #define ISSUE(VARIANT, ...)                                                                        \
   do {                                                                                             \
     struct args a = {__VA_ARGS__};                                                                 \
-    return layer_issue(&a, VARIANT, req);                                                          \
+    return layer_issue(&a, VARIANT, MPI_REQUEST_NULL, req);                                        \
   } while (0)
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req) {
@@ -437,7 +440,11 @@ static int predefined_op(MPI_Op op) {
 /* A persistent request: the layer's own where the layer may serve on the communicator at all
  * (each start then decides as a nonblocking call does), else the MPI's. A reduction with a
  * user's operation is the MPI's (the layer never serves it, and the program may free the
- * operation while the request lives); a derived datatype is kept as a duplicate. */
+ * operation while the request lives); a derived datatype is kept as a duplicate. The layer's
+ * request holds the MPI's own of the same call: MPI keeps a communicator while a persistent
+ * request uses it, so a start after the program freed the communicator still finds it (and
+ * its circulant communicator, an attribute released only with it), and a start that passes
+ * starts that request. */
 static int persistent(const struct args *a, int variant, MPI_Info info, MPI_Request *req) {
   struct call c;
   int reduction = a->op == OP_ALLREDUCE || a->op == OP_REDUCE || a->op == OP_SCAN ||
@@ -475,10 +482,13 @@ static int persistent(const struct args *a, int variant, MPI_Info info, MPI_Requ
     receives = 1;
     break;
   }
+  MPI_Request native;
+  int rc = mpi_init(a, variant_large(variant), info, &native);
+  if (rc != MPI_SUCCESS) return rc;
   struct args kept = *a;
   if (sends && type_kept(a->stype, &kept.types[kept.ntypes])) kept.stype = kept.types[kept.ntypes++];
   if (receives && type_kept(a->rtype, &kept.types[kept.ntypes])) kept.rtype = kept.types[kept.ntypes++];
-  return request_persistent(&kept, variant, req);
+  return request_persistent(&kept, variant, native, req);
 }
 
 #define INIT(VARIANT, ...)                                                                         \

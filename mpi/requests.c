@@ -16,9 +16,10 @@
  * flight, and each starts as the one before completes (every rank starts them in the same
  * order, as MPI has every rank make them). A blocking call completes them first.
  *
- * A persistent collective (MPI-4's MPI_Bcast_init, ...) of the layer keeps its arguments; each
- * start issues the nonblocking call, which circulant serves or the MPI's nonblocking function
- * runs, as that call alone would be.
+ * A persistent collective (MPI-4's MPI_Bcast_init, ...) of the layer keeps its arguments and
+ * the MPI's own persistent request of the call (which keeps the communicator for it); each
+ * start issues the nonblocking call, which circulant serves or, where it passes, that request
+ * runs.
  */
 #define _GNU_SOURCE
 #include "layer.h"
@@ -43,11 +44,11 @@ struct lreq {
   char *message; /* the error's message, raised when the program learns of it */
   int raised;
   struct lreq *queue_next;
-  /* PERSISTENT: the arguments, the variant, and the started call (MPI_REQUEST_NULL when
-   * inactive). */
+  /* PERSISTENT: the arguments, the variant, the MPI's own persistent request of the call,
+   * and the started call (MPI_REQUEST_NULL when inactive; `native` where it passed). */
   struct args a;
   int variant;
-  MPI_Request inner;
+  MPI_Request native, inner;
   struct lreq *prev, *next;
 };
 
@@ -115,7 +116,7 @@ static struct lreq *made(enum kind kind) {
     PMPI_Abort(MPI_COMM_WORLD, 1);
   }
   q->kind = kind;
-  q->inner = MPI_REQUEST_NULL;
+  q->native = q->inner = MPI_REQUEST_NULL;
   q->next = g_requests;
   if (g_requests) g_requests->prev = q;
   g_requests = q;
@@ -132,6 +133,7 @@ static void drop(struct lreq *q) {
   PMPI_Grequest_complete(h);
   PMPI_Request_free(&h);
   if (q->kind == NONBLOCKING) layer_release_mirror(q->c.m);
+  if (q->native != MPI_REQUEST_NULL) PMPI_Request_free(&q->native);
   for (int i = 0; i < q->a.ntypes; i++) PMPI_Type_free(&q->a.types[i]);
   free(q->message);
   free(q);
@@ -157,10 +159,11 @@ int request_started(struct call *c, const struct ccall *x, struct later *l) {
   return MPI_SUCCESS;
 }
 
-int request_persistent(const struct args *a, int variant, MPI_Request *req) {
+int request_persistent(const struct args *a, int variant, MPI_Request native, MPI_Request *req) {
   struct lreq *q = made(PERSISTENT);
   q->a = *a;
   q->variant = variant;
+  q->native = native;
   *req = q->handle;
   return MPI_SUCCESS;
 }
@@ -488,7 +491,7 @@ static int start_one(MPI_Request *r) {
   struct lreq *q = find(*r);
   if (!q) return PMPI_Start(r);
   if (q->kind != PERSISTENT || q->inner != MPI_REQUEST_NULL) return MPI_ERR_REQUEST;
-  return layer_issue(&q->a, q->variant, &q->inner);
+  return layer_issue(&q->a, q->variant, q->native, &q->inner);
 }
 
 int MPI_Start(MPI_Request *r) { return start_one(r); }

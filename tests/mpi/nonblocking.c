@@ -9,7 +9,8 @@
  * nonblocking barrier that returns while a peer still waits for this rank's message;
  * MPI_Testall that frees nothing before all are complete; a rank inside MPI's own blocking
  * point-to-point calls while a call its peers need is outstanding; MPI_Cancel refused (with
- * CIRCULANT_MPI=on); with MPI 4, the large-count forms.
+ * CIRCULANT_MPI=on); with MPI 4, the large-count forms, and persistent requests started after
+ * their communicator was freed.
  * Prints "rank R: N passed, M failed"; exits non-zero on a failure.
  *
  *   nonblocking [ROUNDS]   (seeded alike on every rank) */
@@ -587,6 +588,43 @@ static void persistent_on(MPI_Comm comm, int big) {
   free(counts);
   free(displs);
 }
+
+/* Persistent requests started after the program freed their communicator, which MPI keeps
+ * for them, and made a communicator of another size meanwhile (which may take the freed
+ * one's handle): every start runs on the freed one's ranks and root. */
+static void persistent_after_free(int n) {
+  int p;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  MPI_Comm gone, other;
+  MPI_Comm_dup(MPI_COMM_WORLD, &gone);
+  MPI_Barrier(gone); /* its circulant communicator, so that its starts may be served */
+  int root = p - 1;
+  int *b = ints((size_t)n), *bw = ints((size_t)n), s[3], a[3], aw[3];
+  MPI_Request rs[2];
+  MPI_Bcast_init(b, n, MPI_INT, root, gone, MPI_INFO_NULL, &rs[0]);
+  MPI_Allreduce_init(s, a, 3, MPI_INT, MPI_SUM, gone, MPI_INFO_NULL, &rs[1]);
+  MPI_Comm freed = gone;
+  MPI_Comm_free(&gone);
+  MPI_Comm_split(MPI_COMM_WORLD, me % 2, me, &other);
+  MPI_Barrier(other);
+  if (me == 0) printf("persistent after free: the new communicator %s the freed one's handle\n",
+                      other == freed ? "took" : "did not take");
+  for (int start = 0; start < 2; start++) {
+    fill(b, n, 80 + start);
+    memcpy(bw, b, (size_t)n * sizeof(int));
+    fill(s, 3, 90 + start);
+    PMPI_Bcast(bw, n, MPI_INT, root, MPI_COMM_WORLD);
+    PMPI_Allreduce(s, aw, 3, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Startall(2, rs);
+    MPI_Waitall(2, rs, MPI_STATUSES_IGNORE);
+    check(!memcmp(b, bw, (size_t)n * sizeof(int)), "persistent bcast after its free", start);
+    check(!memcmp(a, aw, sizeof a), "persistent allreduce after its free", start);
+  }
+  for (int i = 0; i < 2; i++) MPI_Request_free(&rs[i]);
+  MPI_Barrier(other);
+  MPI_Comm_free(&other);
+  free(b), free(bw);
+}
 #endif
 
 int main(int argc, char **argv) {
@@ -678,6 +716,7 @@ int main(int argc, char **argv) {
   }
   persistent_on(MPI_COMM_WORLD, 300);
   persistent_on(dup, 5000);
+  persistent_after_free(3000);
 #endif
   MPI_Comm_free(&dup);
 
