@@ -46,7 +46,7 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) 
 int MPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount,
                   MPI_Datatype rt, MPI_Comm comm) {
   if (gate_passes_blocks(OP_ALLGATHER, VAR_BLOCKING, comm, sb == MPI_IN_PLACE ? rt : st,
-                         sb == MPI_IN_PLACE ? rcount : sc))
+                         sb == MPI_IN_PLACE ? rcount : sc, 0))
     return PMPI_Allgather(sb, sc, st, rb, rcount, rt, comm);
   struct call c;
   int rc = layer_begin(&c, OP_ALLGATHER, VAR_BLOCKING, comm);
@@ -56,6 +56,9 @@ int MPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount,
 
 int MPI_Gather(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
                int root, MPI_Comm comm) {
+  if (gate_passes_blocks(OP_GATHER, VAR_BLOCKING, comm, st, sb == MPI_IN_PLACE ? -1 : (int64_t)sc,
+                         root))
+    return PMPI_Gather(sb, sc, st, rb, rcount, rt, root, comm);
   struct call c;
   int rc = layer_begin(&c, OP_GATHER, VAR_BLOCKING, comm);
   if (rc != PASS) rc = serve_blocks(&c, BL_GATHER, sb, sc, st, rb, rcount, rt, root);
@@ -64,6 +67,9 @@ int MPI_Gather(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MP
 
 int MPI_Scatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
                 int root, MPI_Comm comm) {
+  if (gate_passes_blocks(OP_SCATTER, VAR_BLOCKING, comm, rt,
+                         rb == MPI_IN_PLACE ? -1 : (int64_t)rcount, root))
+    return PMPI_Scatter(sb, sc, st, rb, rcount, rt, root, comm);
   struct call c;
   int rc = layer_begin(&c, OP_SCATTER, VAR_BLOCKING, comm);
   if (rc != PASS) rc = serve_blocks(&c, BL_SCATTER, sb, sc, st, rb, rcount, rt, root);
@@ -72,6 +78,9 @@ int MPI_Scatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, M
 
 int MPI_Alltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
                  MPI_Comm comm) {
+  if (gate_passes_blocks(OP_ALLTOALL, VAR_BLOCKING, comm, sb == MPI_IN_PLACE ? rt : st,
+                         sb == MPI_IN_PLACE ? rcount : sc, 0))
+    return PMPI_Alltoall(sb, sc, st, rb, rcount, rt, comm);
   struct call c;
   int rc = layer_begin(&c, OP_ALLTOALL, VAR_BLOCKING, comm);
   if (rc != PASS) rc = serve_blocks(&c, BL_ALLTOALL, sb, sc, st, rb, rcount, rt, 0);
@@ -103,6 +112,8 @@ static int is_root(MPI_Comm comm, int root) {
 
 int MPI_Gatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rcounts[],
                 const int displs[], MPI_Datatype rt, int root, MPI_Comm comm) {
+  if (gate_passes_rooted_v(OP_GATHERV, VAR_BLOCKING, comm, root, rcounts, displs))
+    return PMPI_Gatherv(sb, sc, st, rb, rcounts, displs, rt, root, comm);
   struct call c;
   int rc = layer_begin(&c, OP_GATHERV, VAR_BLOCKING, comm);
   if (rc != PASS) {
@@ -119,6 +130,8 @@ int MPI_Gatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rco
 
 int MPI_Scatterv(const void *sb, const int scounts[], const int displs[], MPI_Datatype st,
                  void *rb, int rcount, MPI_Datatype rt, int root, MPI_Comm comm) {
+  if (gate_passes_rooted_v(OP_SCATTERV, VAR_BLOCKING, comm, root, scounts, displs))
+    return PMPI_Scatterv(sb, scounts, displs, st, rb, rcount, rt, root, comm);
   struct call c;
   int rc = layer_begin(&c, OP_SCATTERV, VAR_BLOCKING, comm);
   if (rc != PASS) {
@@ -184,7 +197,7 @@ int MPI_Bcast_c(void *buf, MPI_Count count, MPI_Datatype type, int root, MPI_Com
 int MPI_Allgather_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
                     MPI_Datatype rt, MPI_Comm comm) {
   if (gate_passes_blocks(OP_ALLGATHER, VAR_BLOCKING_C, comm, sb == MPI_IN_PLACE ? rt : st,
-                         sb == MPI_IN_PLACE ? rcount : sc))
+                         sb == MPI_IN_PLACE ? rcount : sc, 0))
     return PMPI_Allgather_c(sb, sc, st, rb, rcount, rt, comm);
   struct call c;
   int rc = layer_begin(&c, OP_ALLGATHER, VAR_BLOCKING_C, comm);
@@ -194,6 +207,9 @@ int MPI_Allgather_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI
 
 int MPI_Gather_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
                  MPI_Datatype rt, int root, MPI_Comm comm) {
+  if (gate_passes_blocks(OP_GATHER, VAR_BLOCKING_C, comm, st, sb == MPI_IN_PLACE ? -1 : (int64_t)sc,
+                         root))
+    return PMPI_Gather_c(sb, sc, st, rb, rcount, rt, root, comm);
   struct call c;
   int rc = layer_begin(&c, OP_GATHER, VAR_BLOCKING_C, comm);
   if (rc != PASS) rc = serve_blocks(&c, BL_GATHER, sb, sc, st, rb, rcount, rt, root);
@@ -202,6 +218,9 @@ int MPI_Gather_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Co
 
 int MPI_Scatter_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
                   MPI_Datatype rt, int root, MPI_Comm comm) {
+  if (gate_passes_blocks(OP_SCATTER, VAR_BLOCKING_C, comm, rt,
+                         rb == MPI_IN_PLACE ? -1 : (int64_t)rcount, root))
+    return PMPI_Scatter_c(sb, sc, st, rb, rcount, rt, root, comm);
   struct call c;
   int rc = layer_begin(&c, OP_SCATTER, VAR_BLOCKING_C, comm);
   if (rc != PASS) rc = serve_blocks(&c, BL_SCATTER, sb, sc, st, rb, rcount, rt, root);
@@ -210,6 +229,9 @@ int MPI_Scatter_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_C
 
 int MPI_Alltoall_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
                    MPI_Datatype rt, MPI_Comm comm) {
+  if (gate_passes_blocks(OP_ALLTOALL, VAR_BLOCKING_C, comm, sb == MPI_IN_PLACE ? rt : st,
+                         sb == MPI_IN_PLACE ? rcount : sc, 0))
+    return PMPI_Alltoall_c(sb, sc, st, rb, rcount, rt, comm);
   struct call c;
   int rc = layer_begin(&c, OP_ALLTOALL, VAR_BLOCKING_C, comm);
   if (rc != PASS) rc = serve_blocks(&c, BL_ALLTOALL, sb, sc, st, rb, rcount, rt, 0);
@@ -236,6 +258,8 @@ int MPI_Allgatherv_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb,
 int MPI_Gatherv_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb,
                   const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rt, int root,
                   MPI_Comm comm) {
+  if (gate_passes_rooted_v(OP_GATHERV, VAR_BLOCKING_C, comm, root, rcounts, displs))
+    return PMPI_Gatherv_c(sb, sc, st, rb, rcounts, displs, rt, root, comm);
   struct call c;
   int rc = layer_begin(&c, OP_GATHERV, VAR_BLOCKING_C, comm);
   if (rc != PASS) {
@@ -250,6 +274,8 @@ int MPI_Gatherv_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb,
 int MPI_Scatterv_c(const void *sb, const MPI_Count scounts[], const MPI_Aint displs[],
                    MPI_Datatype st, void *rb, MPI_Count rcount, MPI_Datatype rt, int root,
                    MPI_Comm comm) {
+  if (gate_passes_rooted_v(OP_SCATTERV, VAR_BLOCKING_C, comm, root, scounts, displs))
+    return PMPI_Scatterv_c(sb, scounts, displs, st, rb, rcount, rt, root, comm);
   struct call c;
   int rc = layer_begin(&c, OP_SCATTERV, VAR_BLOCKING_C, comm);
   if (rc != PASS) {

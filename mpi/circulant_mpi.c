@@ -213,12 +213,15 @@ void gate_learn(MPI_Comm comm) {
   if (!g_gate.open || gate_classes(comm, VAR_BLOCKING, &size)) return;
   while (at < GATE_COMMS && g_gate.comms[at] != MPI_COMM_NULL) at++;
   if (at == GATE_COMMS) return;
-  if (PMPI_Comm_size(comm, &size) != MPI_SUCCESS) return;
+  int rank;
+  if (PMPI_Comm_size(comm, &size) != MPI_SUCCESS || PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS)
+    return;
   /* The attribute tells the gate when the communicator is freed; without it, not learnt. */
   if (PMPI_Comm_set_attr(comm, g_gate_keyval, NULL) != MPI_SUCCESS) return;
   struct gate_comm *k = &g_gate.known[at];
   for (int form = 0; form < FORM_COUNT; form++) {
     k->form[form].size = size;
+    k->form[form].rank = rank;
     for (int op = 0; op < OP_COUNT; op++)
       k->form[form].classes[op] = size_classes(form, op, size);
   }
@@ -298,6 +301,7 @@ static void start(int provided) {
   for (int i = 0; i < GATE_COMMS; i++) g_gate.comms[i] = MPI_COMM_NULL;
   g_gate.world = MPI_COMM_WORLD;
   g_gate.world_size = g_world_size;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &g_gate.world_rank);
   g_gate.open = g_mode == MODE_AUTO && !g_threads;
   /* circulant starts with the job: MPI_COMM_WORLD's communicator is made now. */
   if (g_mode != MODE_OFF && !g_threads) {

@@ -55,8 +55,22 @@ void types_start(void) {
         PMPI_Type_size_x(g_named[i].type, &g_named[i].size) != MPI_SUCCESS)
       g_named[i].size = -1;
   for (int i = 0; i < GATE_TYPES; i++) {
-    g_gate.types[i].type = g_named[i].size > 0 ? g_named[i].type : MPI_DATATYPE_NULL;
-    g_gate.types[i].size = g_named[i].size > 0 ? (int64_t)g_named[i].size : 0;
+    int preset = i < GATE_PRESET_TYPES && g_named[i].size > 0 && g_named[i].size <= UINT8_MAX;
+    g_gate.types[i] = preset ? g_named[i].type : MPI_DATATYPE_NULL;
+    g_gate.type_sizes[i] = preset ? (uint8_t)g_named[i].size : 0;
+  }
+}
+
+/* The gate takes named type `i` where it has a free entry. */
+static void gate_learn_type(int i) {
+  if (!g_gate.open || g_named[i].size > UINT8_MAX) return;
+  for (int j = GATE_PRESET_TYPES; j < GATE_TYPES; j++) {
+    if (g_gate.types[j] == g_named[i].type) return;
+    if (g_gate.types[j] == MPI_DATATYPE_NULL) {
+      g_gate.type_sizes[j] = (uint8_t)g_named[i].size;
+      g_gate.types[j] = g_named[i].type;
+      return;
+    }
   }
 }
 
@@ -64,6 +78,7 @@ int type_size(MPI_Datatype type, MPI_Count *size) {
   for (int i = 0; i < N_NAMED; i++)
     if (g_named[i].type == type && g_named[i].size > 0) {
       *size = g_named[i].size;
+      if (i >= GATE_PRESET_TYPES) gate_learn_type(i);
       return 1;
     }
   return PMPI_Type_size_x(type, size) == MPI_SUCCESS;

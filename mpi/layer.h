@@ -204,17 +204,18 @@ extern HIDDEN unsigned long long g_stats[OP_COUNT][VAR_COUNT][WHY_COUNT];
  * microseconds that starts cold (its program waited in between) pays for every line and page
  * of the layer it touches, and most calls of a program pass. A blocking call on
  * MPI_COMM_WORLD reads the first two cache lines (the world, whether the gate is open and the
- * classes; the types); a nonblocking one on the world also the line of the world's
- * nonblocking classes; a call on another communicator the gate knows the first two, the line
- * of the known communicators and the line of its form's classes. Set up at MPI_Init, closed
- * at MPI_Finalize. */
-enum { GATE_TYPES = 3, GATE_COMMS = 8 };
+ * classes; the types); a nonblocking one on the world, or a blocking gatherv or scatterv
+ * there (which needs the rank), also the line of the world's nonblocking classes and rank; a
+ * call on another communicator the gate knows the first two, the line of the known
+ * communicators and the line of its form's classes. Set up at MPI_Init, closed at
+ * MPI_Finalize. */
+enum { GATE_TYPES = 6, GATE_PRESET_TYPES = 3, GATE_COMMS = 8 };
 /* An intra-communicator other than MPI_COMM_WORLD that the full path has seen: per form, a
- * line with its size and, per collective, bit k set where auto serves some size of class k
- * (size_class). */
+ * line with its size, this rank's rank in it and, per collective, bit k set where auto serves
+ * some size of class k (size_class). */
 struct gate_comm {
   struct {
-    int size;
+    int size, rank;
     uint32_t classes[OP_COUNT];
   } __attribute__((aligned(64))) form[FORM_COUNT];
 };
@@ -227,24 +228,31 @@ struct gate {
    * class k (size_class) in a blocking call. */
   uint32_t classes[OP_COUNT];
   /* Whether calls are counted: until MPI_Init reads the settings, then where
-   * CIRCULANT_MPI_STATS=1 prints them. MPI_COMM_WORLD's size, the most used predefined
-   * datatypes and their sizes (0 where this MPI lacks one). */
+   * CIRCULANT_MPI_STATS=1 prints them. MPI_COMM_WORLD's size. Predefined datatypes and their
+   * sizes (MPI_DATATYPE_NULL: none): the three most used from MPI_Init (where this MPI has
+   * them), the others taken by the first calls of other predefined types the full path sizes
+   * (datatypes.c's list), while an entry is free. A predefined datatype is never freed. */
   int counting;
   int world_size;
-  struct {
-    MPI_Datatype type;
-    int64_t size;
-  } types[GATE_TYPES];
+  MPI_Datatype types[GATE_TYPES];
+  uint8_t type_sizes[GATE_TYPES];
   /* The other communicators known (MPI_COMM_NULL: a free entry; while none is free, no
    * other is learnt), forgotten when they are freed (an attribute's delete callback), and
    * their sizes and classes. */
   MPI_Comm comms[GATE_COMMS] __attribute__((aligned(64)));
-  /* MPI_COMM_WORLD's classes for the nonblocking and persistent calls. */
+  /* MPI_COMM_WORLD's classes for the nonblocking and persistent calls, and this rank's rank
+   * in it. */
   uint32_t world_nonblocking[OP_COUNT] __attribute__((aligned(64)));
+  int world_rank;
   struct gate_comm known[GATE_COMMS];
 } __attribute__((aligned(64)));
 _Static_assert(offsetof(struct gate, classes) + sizeof(uint32_t[OP_COUNT]) <= 64,
                "the gate's first line holds the world and the classes");
+_Static_assert(offsetof(struct gate, type_sizes) + sizeof(uint8_t[GATE_TYPES]) <= 128,
+               "the gate's second line holds the types");
+_Static_assert(offsetof(struct gate, world_rank) / 64 ==
+                   offsetof(struct gate, world_nonblocking) / 64,
+               "the world's rank is on the line of its nonblocking classes");
 _Static_assert(offsetof(struct gate, comms) == 128 && sizeof(MPI_Comm[GATE_COMMS]) <= 64,
                "the known communicators are the gate's third line");
 _Static_assert(sizeof(struct gate_comm) == 64 * FORM_COUNT,
@@ -268,22 +276,29 @@ static inline int size_class(uint64_t bytes) {
  * `size` ranks (struct gate). */
 HIDDEN uint32_t size_classes(int form, int op, int size);
 
-/* The classes of the collectives in the form of `variant` on `comm` (and its size), where
- * the gate is open and knows `comm`; else NULL. */
-static inline const uint32_t *gate_classes(MPI_Comm comm, int variant, int *size) {
+/* The classes of the collectives in the form of `variant` on `comm` (and its size; with
+ * `rank`, this rank's rank in it), where the gate is open and knows `comm`; else NULL. */
+static inline const uint32_t *gate_classes_rank(MPI_Comm comm, int variant, int *size,
+                                                int *rank) {
   if (!g_gate.open) return NULL;
   int form = variant_nonblocking(variant) ? FORM_NONBLOCKING : FORM_BLOCKING;
   if (comm == g_gate.world) {
     *size = g_gate.world_size;
+    if (rank) *rank = g_gate.world_rank;
     return form == FORM_BLOCKING ? g_gate.classes : g_gate.world_nonblocking;
   }
   if (comm == MPI_COMM_NULL) return NULL;
   for (int i = 0; i < GATE_COMMS; i++)
     if (g_gate.comms[i] == comm) {
       *size = g_gate.known[i].form[form].size;
+      if (rank) *rank = g_gate.known[i].form[form].rank;
       return g_gate.known[i].form[form].classes;
     }
   return NULL;
+}
+
+static inline const uint32_t *gate_classes(MPI_Comm comm, int variant, int *size) {
+  return gate_classes_rank(comm, variant, size, NULL);
 }
 
 /* Learns intra-communicator `comm` (not MPI_COMM_WORLD), which the full path found fit to
@@ -302,7 +317,7 @@ static inline int auto_passes(const struct call *c, uint64_t bytes) {
 /* The size of `type` from the gate's types; 0 where it is not one of them. */
 static inline int64_t gate_type_size(MPI_Datatype type) {
   for (int i = 0; i < GATE_TYPES; i++)
-    if (g_gate.types[i].type == type) return g_gate.types[i].size;
+    if (g_gate.types[i] == type) return type == MPI_DATATYPE_NULL ? 0 : g_gate.type_sizes[i];
   return 0;
 }
 
@@ -343,19 +358,47 @@ static inline int gate_passes_v(int variant, MPI_Comm comm, const void *counts,
   return 1;
 }
 
-/* The same for an allgather, whose bytes are the communicator's size times a block of `count`
- * elements of `type` (the receive side's where the send side is MPI_IN_PLACE). Only totals
- * up to INT_MAX, which every build can pack, are told here. */
+/* The same for an allgather, gather, scatter or alltoall, whose bytes are the communicator's
+ * size times a block of `count` elements of `type`: the block of the side every rank has (an
+ * allgather's or alltoall's receive side where the send side is MPI_IN_PLACE, else its send
+ * side; a gather's send side, a scatter's receive side; the callers leave an in-place gather
+ * or scatter undecided, with a count of -1, as only the root may be in place). A gather's or
+ * scatter's `root` must be a rank, as the full path checks first. Only totals up to INT_MAX,
+ * which every build can pack, are told here. */
 static inline int gate_passes_blocks(enum op op, int variant, MPI_Comm comm, MPI_Datatype type,
-                                     int64_t count) {
+                                     int64_t count, int root) {
   int ranks;
   const uint32_t *classes = gate_classes(comm, variant, &ranks);
   if (!classes || count < 0 || ranks < 1) return 0;
+  if ((op == OP_GATHER || op == OP_SCATTER) && (root < 0 || root >= ranks)) return 0;
   int64_t size = gate_type_size(type);
   if (size <= 0 || (uint64_t)count > (uint64_t)INT_MAX / (uint64_t)size / (uint64_t)ranks)
     return 0;
   if (classes[op] >> size_class((uint64_t)count * (uint64_t)size * (uint64_t)ranks) & 1) return 0;
   count_call(op, variant, WHY_THRESHOLD);
+  return 1;
+}
+
+/* Whether a blocking gatherv or scatterv on `comm` passes because auto serves no size of it
+ * there (the full path passes it so before the root tells its counts): `root` a rank, and
+ * at the root `counts` and `displs` given, as the full path checks first. */
+static inline int gate_passes_rooted_v(enum op op, int variant, MPI_Comm comm, int root,
+                                       const void *counts, const void *displs) {
+  int ranks, rank;
+  const uint32_t *classes = gate_classes_rank(comm, variant, &ranks, &rank);
+  if (!classes || classes[op] || root < 0 || root >= ranks) return 0;
+  if (rank == root && (!counts || !displs)) return 0;
+  count_call(op, variant, WHY_THRESHOLD);
+  return 1;
+}
+
+/* Whether a nonblocking gatherv or scatterv on `comm` passes from the gate: the layer never
+ * serves them (only the root knows their counts), so every one on a communicator the gate
+ * knows does, as the full path would pass it. */
+static inline int gate_passes_nonblocking_v(enum op op, int variant, MPI_Comm comm) {
+  int ranks;
+  if (!gate_classes(comm, variant, &ranks)) return 0;
+  count_call(op, variant, WHY_ROOTED_V);
   return 1;
 }
 

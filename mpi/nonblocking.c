@@ -181,7 +181,7 @@ int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
 int MPI_Iallgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
                    MPI_Comm comm, MPI_Request *req) {
   if (gate_passes_blocks(OP_ALLGATHER, VAR_NB, comm, sb == MPI_IN_PLACE ? rt : st,
-                         sb == MPI_IN_PLACE ? rcount : sc))
+                         sb == MPI_IN_PLACE ? rcount : sc, 0))
     return PMPI_Iallgather(sb, sc, st, rb, rcount, rt, comm, req);
   ISSUE(VAR_NB, .op = OP_ALLGATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
         .rcount = rcount, .rtype = rt, .comm = comm);
@@ -189,18 +189,27 @@ int MPI_Iallgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount
 
 int MPI_Igather(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
                 int root, MPI_Comm comm, MPI_Request *req) {
+  if (gate_passes_blocks(OP_GATHER, VAR_NB, comm, st, sb == MPI_IN_PLACE ? -1 : (int64_t)sc,
+                         root))
+    return PMPI_Igather(sb, sc, st, rb, rcount, rt, root, comm, req);
   ISSUE(VAR_NB, .op = OP_GATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
         .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
 }
 
 int MPI_Iscatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
                  int root, MPI_Comm comm, MPI_Request *req) {
+  if (gate_passes_blocks(OP_SCATTER, VAR_NB, comm, rt,
+                         rb == MPI_IN_PLACE ? -1 : (int64_t)rcount, root))
+    return PMPI_Iscatter(sb, sc, st, rb, rcount, rt, root, comm, req);
   ISSUE(VAR_NB, .op = OP_SCATTER, .send = sb, .scount = sc, .stype = st, .recv = rb,
         .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
 }
 
 int MPI_Ialltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
                   MPI_Comm comm, MPI_Request *req) {
+  if (gate_passes_blocks(OP_ALLTOALL, VAR_NB, comm, sb == MPI_IN_PLACE ? rt : st,
+                         sb == MPI_IN_PLACE ? rcount : sc, 0))
+    return PMPI_Ialltoall(sb, sc, st, rb, rcount, rt, comm, req);
   ISSUE(VAR_NB, .op = OP_ALLTOALL, .send = sb, .scount = sc, .stype = st, .recv = rb,
         .rcount = rcount, .rtype = rt, .comm = comm);
 }
@@ -215,6 +224,8 @@ int MPI_Iallgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int
 
 int MPI_Igatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rcounts[],
                  const int displs[], MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request *req) {
+  if (gate_passes_nonblocking_v(OP_GATHERV, VAR_NB, comm))
+    return PMPI_Igatherv(sb, sc, st, rb, rcounts, displs, rt, root, comm, req);
   ISSUE(VAR_NB, .op = OP_GATHERV, .send = sb, .scount = sc, .stype = st, .recv = rb,
         .counts = rcounts, .displs = displs, .rtype = rt, .root = root, .comm = comm);
 }
@@ -222,6 +233,8 @@ int MPI_Igatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rc
 int MPI_Iscatterv(const void *sb, const int scounts[], const int displs[], MPI_Datatype st,
                   void *rb, int rcount, MPI_Datatype rt, int root, MPI_Comm comm,
                   MPI_Request *req) {
+  if (gate_passes_nonblocking_v(OP_SCATTERV, VAR_NB, comm))
+    return PMPI_Iscatterv(sb, scounts, displs, st, rb, rcount, rt, root, comm, req);
   ISSUE(VAR_NB, .op = OP_SCATTERV, .send = sb, .counts = scounts, .displs = displs, .stype = st,
         .recv = rb, .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
 }
@@ -272,7 +285,7 @@ int MPI_Ibcast_c(void *buf, MPI_Count count, MPI_Datatype type, int root, MPI_Co
 int MPI_Iallgather_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
                      MPI_Datatype rt, MPI_Comm comm, MPI_Request *req) {
   if (gate_passes_blocks(OP_ALLGATHER, VAR_NB_C, comm, sb == MPI_IN_PLACE ? rt : st,
-                         sb == MPI_IN_PLACE ? rcount : sc))
+                         sb == MPI_IN_PLACE ? rcount : sc, 0))
     return PMPI_Iallgather_c(sb, sc, st, rb, rcount, rt, comm, req);
   ISSUE(VAR_NB_C, .op = OP_ALLGATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
         .rcount = rcount, .rtype = rt, .comm = comm);
@@ -280,18 +293,27 @@ int MPI_Iallgather_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MP
 
 int MPI_Igather_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
                   MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request *req) {
+  if (gate_passes_blocks(OP_GATHER, VAR_NB_C, comm, st, sb == MPI_IN_PLACE ? -1 : (int64_t)sc,
+                         root))
+    return PMPI_Igather_c(sb, sc, st, rb, rcount, rt, root, comm, req);
   ISSUE(VAR_NB_C, .op = OP_GATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
         .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
 }
 
 int MPI_Iscatter_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
                    MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request *req) {
+  if (gate_passes_blocks(OP_SCATTER, VAR_NB_C, comm, rt,
+                         rb == MPI_IN_PLACE ? -1 : (int64_t)rcount, root))
+    return PMPI_Iscatter_c(sb, sc, st, rb, rcount, rt, root, comm, req);
   ISSUE(VAR_NB_C, .op = OP_SCATTER, .send = sb, .scount = sc, .stype = st, .recv = rb,
         .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
 }
 
 int MPI_Ialltoall_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
                     MPI_Datatype rt, MPI_Comm comm, MPI_Request *req) {
+  if (gate_passes_blocks(OP_ALLTOALL, VAR_NB_C, comm, sb == MPI_IN_PLACE ? rt : st,
+                         sb == MPI_IN_PLACE ? rcount : sc, 0))
+    return PMPI_Ialltoall_c(sb, sc, st, rb, rcount, rt, comm, req);
   ISSUE(VAR_NB_C, .op = OP_ALLTOALL, .send = sb, .scount = sc, .stype = st, .recv = rb,
         .rcount = rcount, .rtype = rt, .comm = comm);
 }
@@ -308,6 +330,8 @@ int MPI_Iallgatherv_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb,
 int MPI_Igatherv_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb,
                    const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rt, int root,
                    MPI_Comm comm, MPI_Request *req) {
+  if (gate_passes_nonblocking_v(OP_GATHERV, VAR_NB_C, comm))
+    return PMPI_Igatherv_c(sb, sc, st, rb, rcounts, displs, rt, root, comm, req);
   ISSUE(VAR_NB_C, .op = OP_GATHERV, .send = sb, .scount = sc, .stype = st, .recv = rb,
         .counts = rcounts, .displs = displs, .rtype = rt, .root = root, .comm = comm);
 }
@@ -315,6 +339,8 @@ int MPI_Igatherv_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb,
 int MPI_Iscatterv_c(const void *sb, const MPI_Count scounts[], const MPI_Aint displs[],
                     MPI_Datatype st, void *rb, MPI_Count rcount, MPI_Datatype rt, int root,
                     MPI_Comm comm, MPI_Request *req) {
+  if (gate_passes_nonblocking_v(OP_SCATTERV, VAR_NB_C, comm))
+    return PMPI_Iscatterv_c(sb, scounts, displs, st, rb, rcount, rt, root, comm, req);
   ISSUE(VAR_NB_C, .op = OP_SCATTERV, .send = sb, .counts = scounts, .displs = displs, .stype = st,
         .recv = rb, .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
 }

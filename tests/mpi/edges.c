@@ -2,13 +2,15 @@
  * compared with the PMPI_ call's on the same data: bcast of 0-1025 bytes, allreduce of 0-600
  * ints (MPI_SUM), allgatherv and allgather of 0-9 bytes from each rank (the total p times
  * that; allgather also in place, with send arguments MPI ignores then, and with 4n bytes
- * sent as n ints received), and barrier, blocking and nonblocking. The layer decides a
- * passed call on a communicator it knows from its gate, and on one it does not know, or of a
- * type the gate has no size of, by the ranges themselves; so the calls run on
+ * sent as n ints received), gather, scatter (both also in place at the root), gatherv,
+ * scatterv (the counts at the root only) and alltoall of 0-9 bytes per rank, and barrier,
+ * blocking and nonblocking. The layer decides a passed call on a communicator it knows from
+ * its gate, and on one it does not know, or of a type the gate has no size of, by the ranges
+ * themselves; so the calls run on
  *   - MPI_COMM_WORLD (the gate from MPI_Init),
  *   - a duplicate of it (the full path at its first call, then the gate),
- *   - the duplicate with other types of the same sizes (MPI_UNSIGNED, a contiguous type of one
- *     byte: always the full path), and
+ *   - the duplicate with other types of the same sizes (a contiguous type of one byte: always
+ *     the full path; MPI_UNSIGNED: the full path until the gate takes it), and
  *   - after the duplicate is freed, a communicator of ranks 0 and 1 (other ranges at p = 2; its
  *     handle may be the freed one's, whose classes the gate must have forgotten: rank 0 prints
  *     "the pair's handle was the duplicate's: yes" or "no").
@@ -108,6 +110,66 @@ static void on(MPI_Comm comm, const char *name, MPI_Datatype byte, MPI_Datatype 
     check(memcmp(all3, all4, (size_t)(p * 4 * n)) == 0, "allgather of bytes as ints", n, name);
   }
   free(all3), free(all4);
+  /* Gather and scatter of n bytes per rank (each also in place at the root), alltoall of n
+   * bytes to each rank, gatherv and scatterv of n bytes per rank (the counts given at the
+   * root only). */
+  int root = 1 % p;
+  unsigned char *blocks = calloc((size_t)p * 16, 1), *got = calloc(16, 1), *want = calloc(16, 1);
+  for (int n = 0; n <= 9; n++) {
+    for (int k = 0; k < n; k++) mine[k] = (unsigned char)(r * 13 + k + n);
+    for (int k = 0; k < p * n; k++) blocks[k] = (unsigned char)(r * 11 + k + n);
+    for (int j = 0; j < p; j++) counts[j] = n, displs[j] = j * n;
+    int *vcounts = r == root ? counts : NULL, *vdispls = r == root ? displs : NULL;
+    PMPI_Gather(mine, n, MPI_BYTE, all2, n, MPI_BYTE, root, comm);
+    /* The arguments MPI ignores (a gather's receive side and a scatter's send side off the
+     * root, the other side of an in-place root) say no bytes: n of `byte` at the root only,
+     * or off the root only. */
+    int root_n = r == root ? n : 0, others_n = r == root ? 0 : n;
+    MPI_Datatype root_t = r == root ? byte : MPI_INT, others_t = r == root ? MPI_INT : byte;
+    memset(all1, 0, (size_t)p * 16);
+    if (req) MPI_Igather(mine, n, byte, all1, root_n, root_t, root, comm, req);
+    else MPI_Gather(mine, n, byte, all1, root_n, root_t, root, comm);
+    complete(req);
+    check(r != root || memcmp(all1, all2, (size_t)(p * n)) == 0, "gather", n, name);
+    memset(all1, 0, (size_t)p * 16);
+    memcpy(all1 + r * n, mine, (size_t)n);
+    const void *send = r == root ? MPI_IN_PLACE : mine;
+    if (req) MPI_Igather(send, others_n, others_t, all1, n, byte, root, comm, req);
+    else MPI_Gather(send, others_n, others_t, all1, n, byte, root, comm);
+    complete(req);
+    check(r != root || memcmp(all1, all2, (size_t)(p * n)) == 0, "gather in place", n, name);
+    memset(all1, 0, (size_t)p * 16);
+    if (req) MPI_Igatherv(mine, n, byte, all1, vcounts, vdispls, byte, root, comm, req);
+    else MPI_Gatherv(mine, n, byte, all1, vcounts, vdispls, byte, root, comm);
+    complete(req);
+    check(r != root || memcmp(all1, all2, (size_t)(p * n)) == 0, "gatherv", n, name);
+
+    PMPI_Scatter(blocks, n, MPI_BYTE, want, n, MPI_BYTE, root, comm);
+    memset(got, 0, 16);
+    if (req) MPI_Iscatter(blocks, root_n, root_t, got, n, byte, root, comm, req);
+    else MPI_Scatter(blocks, root_n, root_t, got, n, byte, root, comm);
+    complete(req);
+    check(memcmp(got, want, (size_t)n) == 0, "scatter", n, name);
+    memset(got, 0, 16);
+    void *into = r == root ? MPI_IN_PLACE : got;
+    if (req) MPI_Iscatter(blocks, n, byte, into, others_n, others_t, root, comm, req);
+    else MPI_Scatter(blocks, n, byte, into, others_n, others_t, root, comm);
+    complete(req);
+    check(r == root || memcmp(got, want, (size_t)n) == 0, "scatter in place", n, name);
+    memset(got, 0, 16);
+    if (req) MPI_Iscatterv(blocks, vcounts, vdispls, byte, got, n, byte, root, comm, req);
+    else MPI_Scatterv(blocks, vcounts, vdispls, byte, got, n, byte, root, comm);
+    complete(req);
+    check(memcmp(got, want, (size_t)n) == 0, "scatterv", n, name);
+
+    PMPI_Alltoall(blocks, n, MPI_BYTE, all2, n, MPI_BYTE, comm);
+    memset(all1, 0, (size_t)p * 16);
+    if (req) MPI_Ialltoall(blocks, n, byte, all1, n, byte, comm, req);
+    else MPI_Alltoall(blocks, n, byte, all1, n, byte, comm);
+    complete(req);
+    check(memcmp(all1, all2, (size_t)(p * n)) == 0, "alltoall", n, name);
+  }
+  free(blocks), free(got), free(want);
   int rc = req ? MPI_Ibarrier(comm, req) : MPI_Barrier(comm);
   complete(req);
   check(rc == MPI_SUCCESS, "barrier", 0, name);
