@@ -32,7 +32,9 @@
  * Sizes go from --min-bytes to --max-bytes multiplying alternately by 2 and 5 (1, 2, 10, 20,
  * 100, ...). For bcast the size is the message; for allgather it is each rank's contribution;
  * for allgatherv it is the base count c of the distribution (the total follows from it, see
- * distribution_counts); for allreduce it is the vector of int32 elements (size/4 of them).
+ * distribution_counts); for allreduce it is the vector of int32 elements (size/4 of them);
+ * for gather and scatter it is each rank's block (from --root, to it), for alltoall the block
+ * each rank sends to each rank.
  *
  * CSV columns (header printed once by rank 0):
  *   library,op,algorithm,distribution,p,bytes,total_bytes,reps,min_s,median_s
@@ -45,9 +47,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum op { OP_BCAST, OP_ALLGATHER, OP_ALLGATHERV, OP_ALLREDUCE };
+enum op { OP_BCAST, OP_ALLGATHER, OP_ALLGATHERV, OP_ALLREDUCE, OP_GATHER, OP_SCATTER, OP_ALLTOALL };
 
-static const char *op_names[] = {"bcast", "allgather", "allgatherv", "allreduce"};
+static const char *op_names[] = {"bcast",      "allgather", "allgatherv", "allreduce",
+                                 "gather",     "scatter",   "alltoall"};
+enum { N_OPS = sizeof op_names / sizeof op_names[0] };
 
 static const char *dist_names[] = {"regular", "broadcast", "spike", "half-full",
                                    "decreasing", "geometric", "mod3"};
@@ -73,7 +77,8 @@ struct options {
 static void usage_exit(const char *msg) {
     fprintf(stderr,
             "mpi_coll: %s\n"
-            "usage: mpi_coll --op bcast|allgather|allgatherv|allreduce [--dist NAME] [--root R]\n"
+            "usage: mpi_coll --op bcast|allgather|allgatherv|allreduce|gather|scatter|alltoall\n"
+            "                [--dist NAME] [--root R]\n"
             "                [--reps N] [--min-bytes B] [--max-bytes B] [--no-header]\n"
             "                [--nonblocking] [--paired] [--comm world|dup]\n"
             "       mpi_coll --print-counts --dist NAME -p P --bytes C\n"
@@ -111,7 +116,7 @@ static void parse_args(int argc, char **argv, struct options *o) {
         i++;
         if (!strcmp(a, "--op")) {
             int found = 0;
-            for (int k = 0; k < 4; k++)
+            for (int k = 0; k < N_OPS; k++)
                 if (!strcmp(v, op_names[k])) { o->op = (enum op)k; found = 1; }
             if (!found) usage_exit("unknown --op");
         } else if (!strcmp(a, "--dist")) {
@@ -215,22 +220,35 @@ struct entries {
     int (*allgatherv)(const void *, int, MPI_Datatype, void *, const int *, const int *,
                       MPI_Datatype, MPI_Comm);
     int (*allreduce)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+    int (*gather)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm);
+    int (*scatter)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm);
+    int (*alltoall)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
     int (*ibcast)(void *, int, MPI_Datatype, int, MPI_Comm, MPI_Request *);
     int (*iallgather)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm,
                       MPI_Request *);
     int (*iallgatherv)(const void *, int, MPI_Datatype, void *, const int *, const int *,
                        MPI_Datatype, MPI_Comm, MPI_Request *);
     int (*iallreduce)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request *);
+    int (*igather)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm,
+                   MPI_Request *);
+    int (*iscatter)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm,
+                    MPI_Request *);
+    int (*ialltoall)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm,
+                     MPI_Request *);
     int (*wait)(MPI_Request *, MPI_Status *);
 };
 
 static const struct entries through_mpi = {
-    "mpi",          MPI_Bcast,     MPI_Allgather,  MPI_Allgatherv,  MPI_Allreduce,
-    MPI_Ibcast,     MPI_Iallgather, MPI_Iallgatherv, MPI_Iallreduce, MPI_Wait,
+    "mpi",       MPI_Bcast,      MPI_Allgather,   MPI_Allgatherv, MPI_Allreduce,
+    MPI_Gather,  MPI_Scatter,    MPI_Alltoall,    MPI_Ibcast,     MPI_Iallgather,
+    MPI_Iallgatherv, MPI_Iallreduce, MPI_Igather, MPI_Iscatter,   MPI_Ialltoall,
+    MPI_Wait,
 };
 static const struct entries through_pmpi = {
-    "pmpi",         PMPI_Bcast,     PMPI_Allgather,  PMPI_Allgatherv,  PMPI_Allreduce,
-    PMPI_Ibcast,    PMPI_Iallgather, PMPI_Iallgatherv, PMPI_Iallreduce, PMPI_Wait,
+    "pmpi",       PMPI_Bcast,      PMPI_Allgather,   PMPI_Allgatherv, PMPI_Allreduce,
+    PMPI_Gather,  PMPI_Scatter,    PMPI_Alltoall,    PMPI_Ibcast,     PMPI_Iallgather,
+    PMPI_Iallgatherv, PMPI_Iallreduce, PMPI_Igather, PMPI_Iscatter,   PMPI_Ialltoall,
+    PMPI_Wait,
 };
 
 /* One call of the operation under test, through entry points `e`. */
@@ -250,6 +268,18 @@ static void run_op(const struct options *o, const struct entries *e, struct buff
         case OP_ALLGATHERV:
             e->iallgatherv(b->send, b->counts[rank], MPI_BYTE, b->recv, b->counts, b->displs,
                            MPI_BYTE, o->comm, &req);
+            break;
+        case OP_GATHER:
+            e->igather(b->send, (int)bytes, MPI_BYTE, b->recv, (int)bytes, MPI_BYTE, o->root,
+                       o->comm, &req);
+            break;
+        case OP_SCATTER:
+            e->iscatter(b->send, (int)bytes, MPI_BYTE, b->recv, (int)bytes, MPI_BYTE, o->root,
+                        o->comm, &req);
+            break;
+        case OP_ALLTOALL:
+            e->ialltoall(b->send, (int)bytes, MPI_BYTE, b->recv, (int)bytes, MPI_BYTE, o->comm,
+                         &req);
             break;
         default:
             e->iallreduce(b->send, b->recv, (int)(bytes / 4), MPI_INT32_T, MPI_SUM,
@@ -272,6 +302,15 @@ static void run_op(const struct options *o, const struct entries *e, struct buff
         break;
     case OP_ALLREDUCE:
         e->allreduce(b->send, b->recv, (int)(bytes / 4), MPI_INT32_T, MPI_SUM, o->comm);
+        break;
+    case OP_GATHER:
+        e->gather(b->send, (int)bytes, MPI_BYTE, b->recv, (int)bytes, MPI_BYTE, o->root, o->comm);
+        break;
+    case OP_SCATTER:
+        e->scatter(b->send, (int)bytes, MPI_BYTE, b->recv, (int)bytes, MPI_BYTE, o->root, o->comm);
+        break;
+    case OP_ALLTOALL:
+        e->alltoall(b->send, (int)bytes, MPI_BYTE, b->recv, (int)bytes, MPI_BYTE, o->comm);
         break;
     }
 }
@@ -300,6 +339,9 @@ static int prepare(const struct options *o, struct buffers *b, uint64_t bytes, i
         break;
     }
     case OP_ALLREDUCE: send_len = recv_len = bytes / 4 * 4; b->total = recv_len; break;
+    case OP_GATHER: send_len = bytes; recv_len = bytes * (uint64_t)p; b->total = recv_len; break;
+    case OP_SCATTER: send_len = bytes * (uint64_t)p; recv_len = bytes; b->total = send_len; break;
+    case OP_ALLTOALL: send_len = recv_len = bytes * (uint64_t)p; b->total = recv_len; break;
     }
     if (!fits_int(send_len) || !fits_int(recv_len)) return -1;
     free(b->send);
@@ -343,6 +385,19 @@ static uint64_t check(const struct options *o, const struct buffers *b, uint64_t
             for (int r = 0; r < p; r++) want += r + (int64_t)(k % 17);
             bad += ((const int32_t *)b->recv)[k] != (int32_t)want;
         }
+        break;
+    case OP_GATHER: /* the root's blocks, each rank's pattern */
+        for (int r = 0; b->rank == o->root && r < p; r++)
+            for (uint64_t k = 0; k < bytes; k++) bad += b->recv[(uint64_t)r * bytes + k] != pattern(r, k);
+        break;
+    case OP_SCATTER: /* this rank's block of the root's pattern */
+        for (uint64_t k = 0; k < bytes; k++)
+            bad += b->recv[k] != pattern(o->root, (uint64_t)b->rank * bytes + k);
+        break;
+    case OP_ALLTOALL: /* from each rank r, r's block for this rank */
+        for (int r = 0; r < p; r++)
+            for (uint64_t k = 0; k < bytes; k++)
+                bad += b->recv[(uint64_t)r * bytes + k] != pattern(r, (uint64_t)b->rank * bytes + k);
         break;
     }
     return bad;
