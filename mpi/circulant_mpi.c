@@ -192,8 +192,9 @@ static int begin(struct call *c, enum op op, int variant, MPI_Comm comm) {
   if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return pass(c, WHY_ARGUMENT);
   if (inter) return pass(c, WHY_INTER);
   /* Not from a persistent request's start: the program may have freed its communicator
-   * since (MPI lets the request outlive it), and the gate would learn a handle that has had
-   * its delete callback already. */
+   * since (MPI lets the request outlive it). MPICH keeps it, and its attributes, for the MPI
+   * request the layer's holds; an MPI that ran the delete callbacks at MPI_Comm_free would
+   * have the gate learn a handle it could give to another communicator. */
   if (variant < VAR_INIT) gate_learn(comm);
   return 0;
 }

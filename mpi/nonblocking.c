@@ -154,8 +154,10 @@ int layer_issue(const struct args *a, int variant, MPI_Request native, MPI_Reque
     }
   if (rc != PASS) return rc;
   if (native == MPI_REQUEST_NULL) return mpi_nonblocking(a, large, req);
-  *req = native;
-  return PMPI_Start(req);
+  /* `*req` names the started call only once it started (else the request stays inactive). */
+  rc = PMPI_Start(&native);
+  if (rc == MPI_SUCCESS) *req = native;
+  return rc;
 }
 
 /* ---------------------------------------------------------------- MPI_I... */
