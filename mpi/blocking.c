@@ -45,8 +45,7 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) 
 
 int MPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount,
                   MPI_Datatype rt, MPI_Comm comm) {
-  if (gate_passes_blocks(OP_ALLGATHER, VAR_BLOCKING, comm, sb == MPI_IN_PLACE ? rt : st,
-                         sb == MPI_IN_PLACE ? rcount : sc, 0))
+  if (gate_passes_sides(OP_ALLGATHER, VAR_BLOCKING, comm, sb, sc, st, rb, rcount, rt, 0))
     return PMPI_Allgather(sb, sc, st, rb, rcount, rt, comm);
   struct call c;
   int rc = layer_begin(&c, OP_ALLGATHER, VAR_BLOCKING, comm);
@@ -56,8 +55,7 @@ int MPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount,
 
 int MPI_Gather(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
                int root, MPI_Comm comm) {
-  if (gate_passes_blocks(OP_GATHER, VAR_BLOCKING, comm, st, sb == MPI_IN_PLACE ? -1 : (int64_t)sc,
-                         root))
+  if (gate_passes_sides(OP_GATHER, VAR_BLOCKING, comm, sb, sc, st, rb, rcount, rt, root))
     return PMPI_Gather(sb, sc, st, rb, rcount, rt, root, comm);
   struct call c;
   int rc = layer_begin(&c, OP_GATHER, VAR_BLOCKING, comm);
@@ -67,8 +65,7 @@ int MPI_Gather(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MP
 
 int MPI_Scatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
                 int root, MPI_Comm comm) {
-  if (gate_passes_blocks(OP_SCATTER, VAR_BLOCKING, comm, rt,
-                         rb == MPI_IN_PLACE ? -1 : (int64_t)rcount, root))
+  if (gate_passes_sides(OP_SCATTER, VAR_BLOCKING, comm, sb, sc, st, rb, rcount, rt, root))
     return PMPI_Scatter(sb, sc, st, rb, rcount, rt, root, comm);
   struct call c;
   int rc = layer_begin(&c, OP_SCATTER, VAR_BLOCKING, comm);
@@ -78,8 +75,7 @@ int MPI_Scatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, M
 
 int MPI_Alltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
                  MPI_Comm comm) {
-  if (gate_passes_blocks(OP_ALLTOALL, VAR_BLOCKING, comm, sb == MPI_IN_PLACE ? rt : st,
-                         sb == MPI_IN_PLACE ? rcount : sc, 0))
+  if (gate_passes_sides(OP_ALLTOALL, VAR_BLOCKING, comm, sb, sc, st, rb, rcount, rt, 0))
     return PMPI_Alltoall(sb, sc, st, rb, rcount, rt, comm);
   struct call c;
   int rc = layer_begin(&c, OP_ALLTOALL, VAR_BLOCKING, comm);
@@ -196,8 +192,7 @@ int MPI_Bcast_c(void *buf, MPI_Count count, MPI_Datatype type, int root, MPI_Com
 
 int MPI_Allgather_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
                     MPI_Datatype rt, MPI_Comm comm) {
-  if (gate_passes_blocks(OP_ALLGATHER, VAR_BLOCKING_C, comm, sb == MPI_IN_PLACE ? rt : st,
-                         sb == MPI_IN_PLACE ? rcount : sc, 0))
+  if (gate_passes_sides(OP_ALLGATHER, VAR_BLOCKING_C, comm, sb, sc, st, rb, rcount, rt, 0))
     return PMPI_Allgather_c(sb, sc, st, rb, rcount, rt, comm);
   struct call c;
   int rc = layer_begin(&c, OP_ALLGATHER, VAR_BLOCKING_C, comm);
@@ -207,8 +202,7 @@ int MPI_Allgather_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI
 
 int MPI_Gather_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
                  MPI_Datatype rt, int root, MPI_Comm comm) {
-  if (gate_passes_blocks(OP_GATHER, VAR_BLOCKING_C, comm, st, sb == MPI_IN_PLACE ? -1 : (int64_t)sc,
-                         root))
+  if (gate_passes_sides(OP_GATHER, VAR_BLOCKING_C, comm, sb, sc, st, rb, rcount, rt, root))
     return PMPI_Gather_c(sb, sc, st, rb, rcount, rt, root, comm);
   struct call c;
   int rc = layer_begin(&c, OP_GATHER, VAR_BLOCKING_C, comm);
@@ -218,8 +212,7 @@ int MPI_Gather_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Co
 
 int MPI_Scatter_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
                   MPI_Datatype rt, int root, MPI_Comm comm) {
-  if (gate_passes_blocks(OP_SCATTER, VAR_BLOCKING_C, comm, rt,
-                         rb == MPI_IN_PLACE ? -1 : (int64_t)rcount, root))
+  if (gate_passes_sides(OP_SCATTER, VAR_BLOCKING_C, comm, sb, sc, st, rb, rcount, rt, root))
     return PMPI_Scatter_c(sb, sc, st, rb, rcount, rt, root, comm);
   struct call c;
   int rc = layer_begin(&c, OP_SCATTER, VAR_BLOCKING_C, comm);
@@ -229,8 +222,7 @@ int MPI_Scatter_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_C
 
 int MPI_Alltoall_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
                    MPI_Datatype rt, MPI_Comm comm) {
-  if (gate_passes_blocks(OP_ALLTOALL, VAR_BLOCKING_C, comm, sb == MPI_IN_PLACE ? rt : st,
-                         sb == MPI_IN_PLACE ? rcount : sc, 0))
+  if (gate_passes_sides(OP_ALLTOALL, VAR_BLOCKING_C, comm, sb, sc, st, rb, rcount, rt, 0))
     return PMPI_Alltoall_c(sb, sc, st, rb, rcount, rt, comm);
   struct call c;
   int rc = layer_begin(&c, OP_ALLTOALL, VAR_BLOCKING_C, comm);

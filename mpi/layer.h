@@ -361,10 +361,10 @@ static inline int gate_passes_v(int variant, MPI_Comm comm, const void *counts,
 /* The same for an allgather, gather, scatter or alltoall, whose bytes are the communicator's
  * size times a block of `count` elements of `type`: the block of the side every rank has (an
  * allgather's or alltoall's receive side where the send side is MPI_IN_PLACE, else its send
- * side; a gather's send side, a scatter's receive side; the callers leave an in-place gather
- * or scatter undecided, with a count of -1, as only the root may be in place). A gather's or
- * scatter's `root` must be a rank, as the full path checks first. Only totals up to INT_MAX,
- * which every build can pack, are told here. */
+ * side; a gather's send side, a scatter's receive side; gate_passes_sides picks it, and
+ * leaves an in-place gather or scatter undecided with a count of -1, as only the root may be
+ * in place). A gather's or scatter's `root` must be a rank, as the full path checks first.
+ * Only totals up to INT_MAX, which every build can pack, are told here. */
 static inline int gate_passes_blocks(enum op op, int variant, MPI_Comm comm, MPI_Datatype type,
                                      int64_t count, int root) {
   int ranks;
@@ -377,6 +377,22 @@ static inline int gate_passes_blocks(enum op op, int variant, MPI_Comm comm, MPI
   if (classes[op] >> size_class((uint64_t)count * (uint64_t)size * (uint64_t)ranks) & 1) return 0;
   count_call(op, variant, WHY_THRESHOLD);
   return 1;
+}
+
+/* gate_passes_blocks for an allgather, gather, scatter or alltoall with both of its sides as
+ * the program gave them: the side every rank has is picked here, once for every entry point. */
+static inline int gate_passes_sides(enum op op, int variant, MPI_Comm comm, const void *sb,
+                                    int64_t scount, MPI_Datatype stype, const void *rb,
+                                    int64_t rcount, MPI_Datatype rtype, int root) {
+  switch (op) {
+  case OP_GATHER:
+    return gate_passes_blocks(op, variant, comm, stype, sb == MPI_IN_PLACE ? -1 : scount, root);
+  case OP_SCATTER:
+    return gate_passes_blocks(op, variant, comm, rtype, rb == MPI_IN_PLACE ? -1 : rcount, root);
+  default: /* allgather, alltoall */
+    return sb == MPI_IN_PLACE ? gate_passes_blocks(op, variant, comm, rtype, rcount, root)
+                              : gate_passes_blocks(op, variant, comm, stype, scount, root);
+  }
 }
 
 /* Whether a blocking gatherv or scatterv on `comm` passes because auto serves no size of it

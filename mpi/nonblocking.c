@@ -182,8 +182,7 @@ int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
 
 int MPI_Iallgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
                    MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes_blocks(OP_ALLGATHER, VAR_NB, comm, sb == MPI_IN_PLACE ? rt : st,
-                         sb == MPI_IN_PLACE ? rcount : sc, 0))
+  if (gate_passes_sides(OP_ALLGATHER, VAR_NB, comm, sb, sc, st, rb, rcount, rt, 0))
     return PMPI_Iallgather(sb, sc, st, rb, rcount, rt, comm, req);
   ISSUE(VAR_NB, .op = OP_ALLGATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
         .rcount = rcount, .rtype = rt, .comm = comm);
@@ -191,8 +190,7 @@ int MPI_Iallgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount
 
 int MPI_Igather(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
                 int root, MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes_blocks(OP_GATHER, VAR_NB, comm, st, sb == MPI_IN_PLACE ? -1 : (int64_t)sc,
-                         root))
+  if (gate_passes_sides(OP_GATHER, VAR_NB, comm, sb, sc, st, rb, rcount, rt, root))
     return PMPI_Igather(sb, sc, st, rb, rcount, rt, root, comm, req);
   ISSUE(VAR_NB, .op = OP_GATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
         .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
@@ -200,8 +198,7 @@ int MPI_Igather(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, M
 
 int MPI_Iscatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
                  int root, MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes_blocks(OP_SCATTER, VAR_NB, comm, rt,
-                         rb == MPI_IN_PLACE ? -1 : (int64_t)rcount, root))
+  if (gate_passes_sides(OP_SCATTER, VAR_NB, comm, sb, sc, st, rb, rcount, rt, root))
     return PMPI_Iscatter(sb, sc, st, rb, rcount, rt, root, comm, req);
   ISSUE(VAR_NB, .op = OP_SCATTER, .send = sb, .scount = sc, .stype = st, .recv = rb,
         .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
@@ -209,8 +206,7 @@ int MPI_Iscatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, 
 
 int MPI_Ialltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
                   MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes_blocks(OP_ALLTOALL, VAR_NB, comm, sb == MPI_IN_PLACE ? rt : st,
-                         sb == MPI_IN_PLACE ? rcount : sc, 0))
+  if (gate_passes_sides(OP_ALLTOALL, VAR_NB, comm, sb, sc, st, rb, rcount, rt, 0))
     return PMPI_Ialltoall(sb, sc, st, rb, rcount, rt, comm, req);
   ISSUE(VAR_NB, .op = OP_ALLTOALL, .send = sb, .scount = sc, .stype = st, .recv = rb,
         .rcount = rcount, .rtype = rt, .comm = comm);
@@ -286,8 +282,7 @@ int MPI_Ibcast_c(void *buf, MPI_Count count, MPI_Datatype type, int root, MPI_Co
 
 int MPI_Iallgather_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
                      MPI_Datatype rt, MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes_blocks(OP_ALLGATHER, VAR_NB_C, comm, sb == MPI_IN_PLACE ? rt : st,
-                         sb == MPI_IN_PLACE ? rcount : sc, 0))
+  if (gate_passes_sides(OP_ALLGATHER, VAR_NB_C, comm, sb, sc, st, rb, rcount, rt, 0))
     return PMPI_Iallgather_c(sb, sc, st, rb, rcount, rt, comm, req);
   ISSUE(VAR_NB_C, .op = OP_ALLGATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
         .rcount = rcount, .rtype = rt, .comm = comm);
@@ -295,8 +290,7 @@ int MPI_Iallgather_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MP
 
 int MPI_Igather_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
                   MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes_blocks(OP_GATHER, VAR_NB_C, comm, st, sb == MPI_IN_PLACE ? -1 : (int64_t)sc,
-                         root))
+  if (gate_passes_sides(OP_GATHER, VAR_NB_C, comm, sb, sc, st, rb, rcount, rt, root))
     return PMPI_Igather_c(sb, sc, st, rb, rcount, rt, root, comm, req);
   ISSUE(VAR_NB_C, .op = OP_GATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
         .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
@@ -304,8 +298,7 @@ int MPI_Igather_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_C
 
 int MPI_Iscatter_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
                    MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes_blocks(OP_SCATTER, VAR_NB_C, comm, rt,
-                         rb == MPI_IN_PLACE ? -1 : (int64_t)rcount, root))
+  if (gate_passes_sides(OP_SCATTER, VAR_NB_C, comm, sb, sc, st, rb, rcount, rt, root))
     return PMPI_Iscatter_c(sb, sc, st, rb, rcount, rt, root, comm, req);
   ISSUE(VAR_NB_C, .op = OP_SCATTER, .send = sb, .scount = sc, .stype = st, .recv = rb,
         .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
@@ -313,8 +306,7 @@ int MPI_Iscatter_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_
 
 int MPI_Ialltoall_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
                     MPI_Datatype rt, MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes_blocks(OP_ALLTOALL, VAR_NB_C, comm, sb == MPI_IN_PLACE ? rt : st,
-                         sb == MPI_IN_PLACE ? rcount : sc, 0))
+  if (gate_passes_sides(OP_ALLTOALL, VAR_NB_C, comm, sb, sc, st, rb, rcount, rt, 0))
     return PMPI_Ialltoall_c(sb, sc, st, rb, rcount, rt, comm, req);
   ISSUE(VAR_NB_C, .op = OP_ALLTOALL, .send = sb, .scount = sc, .stype = st, .recv = rb,
         .rcount = rcount, .rtype = rt, .comm = comm);

@@ -13,6 +13,9 @@
  *                   rank may know yet: "rank R: next nonblocking call failed"); a blocking
  *                   broadcast then passes to MPI, and so does the nonblocking one after it
  *                   ("rank R: after the nonblocking error ok").
+ *                   With MPI 4, a persistent broadcast of a root that is no rank is refused at
+ *                   its init, as MPI alone refuses it ("rank R: persistent bad root:
+ *                   MPI_ERR_ROOT, no request").
  *   errors fatal    the same broadcast on MPI_COMM_WORLD (MPI_ERRORS_ARE_FATAL): the job
  *                   is aborted with circulant's message. */
 #include <mpi.h>
@@ -37,6 +40,16 @@ int main(int argc, char **argv) {
     int cls = MPI_SUCCESS;
     if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
     printf("rank %d: negative count: %s\n", rank, cls == MPI_ERR_COUNT ? "MPI_ERR_COUNT" : "other");
+#if MPI_VERSION >= 4
+    MPI_Request r = MPI_REQUEST_NULL;
+    rc = MPI_Bcast_init(buf, 8, MPI_INT, 99, comm, MPI_INFO_NULL, &r);
+    cls = MPI_SUCCESS;
+    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+    printf("rank %d: persistent bad root: %s, %s\n", rank,
+           cls == MPI_ERR_ROOT ? "MPI_ERR_ROOT" : "other",
+           r == MPI_REQUEST_NULL ? "no request" : "a request");
+    if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+#endif
   }
   rc = MPI_Bcast(buf, rank == 0 ? 4 : 8, MPI_INT, 0, comm);
   if (rc == MPI_SUCCESS) {
