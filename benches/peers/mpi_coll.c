@@ -19,13 +19,17 @@
  * after MPI_Init) instead of on the world itself.
  *
  * --nonblocking measures the nonblocking forms instead (MPI_Ibcast, ..., each call started and
- * then completed by MPI_Wait; the algorithm column says "nonblocking").
+ * then completed by MPI_Wait; the algorithm column says "nonblocking"). --persistent measures
+ * MPI-4's persistent forms (an MPI 4 only, such as MPICH 4): per size one request made
+ * (MPI_Bcast_init, ...) and then started and completed by MPI_Start and MPI_Wait at every
+ * call; the algorithm column says "persistent".
  *
  * --paired measures every size twice in one run, repetition by repetition in turn (the order
  * swapped at every repetition): the call through its MPI_ name (which a profiling layer
  * preloaded before the MPI intercepts) and through its PMPI_ name (the MPI's own, which no
  * layer sees). Two rows per size, algorithm "mpi" and "pmpi" (with --nonblocking
- * "mpi-nonblocking" and "pmpi-nonblocking"; the wait goes by the same name as the start).
+ * "mpi-nonblocking" and "pmpi-nonblocking", with --persistent "mpi-persistent" and
+ * "pmpi-persistent"; the init, start, wait and free go by the same names).
  * Both series see the same moments of a noisy machine, so their ratio shows what the layer
  * adds or saves; without a layer both are the MPI's, and the ratio shows the method's floor.
  *
@@ -47,6 +51,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if MPI_VERSION >= 4
+#define HAVE_PERSISTENT 1
+#else
+#define HAVE_PERSISTENT 0
+#endif
+
 enum op { OP_BCAST, OP_ALLGATHER, OP_ALLGATHERV, OP_ALLREDUCE, OP_GATHER, OP_SCATTER, OP_ALLTOALL };
 
 static const char *op_names[] = {"bcast",      "allgather", "allgatherv", "allreduce",
@@ -66,6 +76,7 @@ struct options {
     uint64_t max_bytes;
     int header;
     int nonblocking;
+    int persistent;
     int paired;
     int print_counts;
     MPI_Comm comm; /* the communicator of the measured calls: the world or its duplicate */
@@ -80,7 +91,7 @@ static void usage_exit(const char *msg) {
             "usage: mpi_coll --op bcast|allgather|allgatherv|allreduce|gather|scatter|alltoall\n"
             "                [--dist NAME] [--root R]\n"
             "                [--reps N] [--min-bytes B] [--max-bytes B] [--no-header]\n"
-            "                [--nonblocking] [--paired] [--comm world|dup]\n"
+            "                [--nonblocking | --persistent] [--paired] [--comm world|dup]\n"
             "       mpi_coll --print-counts --dist NAME -p P --bytes C\n"
             "distributions: regular broadcast spike half-full decreasing geometric mod3\n",
             msg);
@@ -111,6 +122,7 @@ static void parse_args(int argc, char **argv, struct options *o) {
         if (!strcmp(a, "--no-header")) { o->header = 0; continue; }
         if (!strcmp(a, "--print-counts")) { o->print_counts = 1; continue; }
         if (!strcmp(a, "--nonblocking")) { o->nonblocking = 1; continue; }
+        if (!strcmp(a, "--persistent")) { o->persistent = 1; continue; }
         if (!strcmp(a, "--paired")) { o->paired = 1; continue; }
         if (!v) usage_exit("missing value after an option");
         i++;
@@ -144,6 +156,9 @@ static void parse_args(int argc, char **argv, struct options *o) {
             usage_exit("unknown option");
         }
     }
+    if (o->nonblocking && o->persistent) usage_exit("--nonblocking and --persistent exclude each other");
+    if (o->persistent && !HAVE_PERSISTENT)
+        usage_exit("--persistent needs MPI-4's persistent collectives, which this MPI has not");
 }
 
 /* ⌊log2 x⌋ for x >= 1. */
@@ -206,8 +221,9 @@ struct buffers {
     unsigned char *recv;
     int *counts;
     int *displs;
-    uint64_t total;
+    uint64_t send_len, recv_len, total;
     int rank; /* this rank in MPI_COMM_WORLD: its count of an allgatherv */
+    MPI_Request persistent[2]; /* --persistent: each series' request of the current size */
 };
 
 static int fits_int(uint64_t v) { return v <= (uint64_t)INT32_MAX; }
@@ -236,25 +252,97 @@ struct entries {
     int (*ialltoall)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm,
                      MPI_Request *);
     int (*wait)(MPI_Request *, MPI_Status *);
+    int (*request_free)(MPI_Request *);
+    int series; /* the index of this series' persistent request in struct buffers */
+#if HAVE_PERSISTENT
+    int (*bcast_init)(void *, int, MPI_Datatype, int, MPI_Comm, MPI_Info, MPI_Request *);
+    int (*allgather_init)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm,
+                          MPI_Info, MPI_Request *);
+    int (*allgatherv_init)(const void *, int, MPI_Datatype, void *, const int *, const int *,
+                           MPI_Datatype, MPI_Comm, MPI_Info, MPI_Request *);
+    int (*allreduce_init)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Info,
+                          MPI_Request *);
+    int (*gather_init)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm,
+                       MPI_Info, MPI_Request *);
+    int (*scatter_init)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int,
+                        MPI_Comm, MPI_Info, MPI_Request *);
+    int (*alltoall_init)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm,
+                         MPI_Info, MPI_Request *);
+    int (*start)(MPI_Request *);
+#endif
 };
 
-static const struct entries through_mpi = {
-    "mpi",       MPI_Bcast,      MPI_Allgather,   MPI_Allgatherv, MPI_Allreduce,
-    MPI_Gather,  MPI_Scatter,    MPI_Alltoall,    MPI_Ibcast,     MPI_Iallgather,
-    MPI_Iallgatherv, MPI_Iallreduce, MPI_Igather, MPI_Iscatter,   MPI_Ialltoall,
-    MPI_Wait,
-};
-static const struct entries through_pmpi = {
-    "pmpi",       PMPI_Bcast,      PMPI_Allgather,   PMPI_Allgatherv, PMPI_Allreduce,
-    PMPI_Gather,  PMPI_Scatter,    PMPI_Alltoall,    PMPI_Ibcast,     PMPI_Iallgather,
-    PMPI_Iallgatherv, PMPI_Iallreduce, PMPI_Igather, PMPI_Iscatter,   PMPI_Ialltoall,
-    PMPI_Wait,
-};
+/* The entry points with prefix P (nothing: the MPI_ names; P: the PMPI_ names). */
+#if HAVE_PERSISTENT
+#define PERSISTENT_ENTRIES(P)                                                                    \
+    .bcast_init = P##MPI_Bcast_init, .allgather_init = P##MPI_Allgather_init,                    \
+    .allgatherv_init = P##MPI_Allgatherv_init, .allreduce_init = P##MPI_Allreduce_init,          \
+    .gather_init = P##MPI_Gather_init, .scatter_init = P##MPI_Scatter_init,                      \
+    .alltoall_init = P##MPI_Alltoall_init, .start = P##MPI_Start,
+#else
+#define PERSISTENT_ENTRIES(P)
+#endif
+#define ENTRIES(P, NAME, SERIES)                                                                 \
+    {                                                                                            \
+        .name = NAME, .bcast = P##MPI_Bcast, .allgather = P##MPI_Allgather,                      \
+        .allgatherv = P##MPI_Allgatherv, .allreduce = P##MPI_Allreduce,                          \
+        .gather = P##MPI_Gather, .scatter = P##MPI_Scatter, .alltoall = P##MPI_Alltoall,         \
+        .ibcast = P##MPI_Ibcast, .iallgather = P##MPI_Iallgather,                                \
+        .iallgatherv = P##MPI_Iallgatherv, .iallreduce = P##MPI_Iallreduce,                      \
+        .igather = P##MPI_Igather, .iscatter = P##MPI_Iscatter, .ialltoall = P##MPI_Ialltoall,   \
+        .wait = P##MPI_Wait, .request_free = P##MPI_Request_free, .series = SERIES,              \
+        PERSISTENT_ENTRIES(P)                                                                    \
+    }
+static const struct entries through_mpi = ENTRIES(, "mpi", 0);
+static const struct entries through_pmpi = ENTRIES(P, "pmpi", 1);
+
+/* --persistent: series `e`'s request of the operation on the current buffers. */
+static void make_persistent(const struct options *o, const struct entries *e, struct buffers *b,
+                            uint64_t bytes) {
+#if HAVE_PERSISTENT
+    MPI_Request *req = &b->persistent[e->series];
+    int rank = b->rank, n = (int)bytes;
+    MPI_Info none = MPI_INFO_NULL;
+    switch (o->op) {
+    case OP_BCAST:
+        e->bcast_init(b->recv, n, MPI_BYTE, o->root, o->comm, none, req);
+        break;
+    case OP_ALLGATHER:
+        e->allgather_init(b->send, n, MPI_BYTE, b->recv, n, MPI_BYTE, o->comm, none, req);
+        break;
+    case OP_ALLGATHERV:
+        e->allgatherv_init(b->send, b->counts[rank], MPI_BYTE, b->recv, b->counts, b->displs,
+                           MPI_BYTE, o->comm, none, req);
+        break;
+    case OP_ALLREDUCE:
+        e->allreduce_init(b->send, b->recv, n / 4, MPI_INT32_T, MPI_SUM, o->comm, none, req);
+        break;
+    case OP_GATHER:
+        e->gather_init(b->send, n, MPI_BYTE, b->recv, n, MPI_BYTE, o->root, o->comm, none, req);
+        break;
+    case OP_SCATTER:
+        e->scatter_init(b->send, n, MPI_BYTE, b->recv, n, MPI_BYTE, o->root, o->comm, none, req);
+        break;
+    case OP_ALLTOALL:
+        e->alltoall_init(b->send, n, MPI_BYTE, b->recv, n, MPI_BYTE, o->comm, none, req);
+        break;
+    }
+#else
+    (void)o, (void)e, (void)b, (void)bytes;
+#endif
+}
 
 /* One call of the operation under test, through entry points `e`. */
 static void run_op(const struct options *o, const struct entries *e, struct buffers *b,
                    uint64_t bytes) {
     int rank = b->rank;
+#if HAVE_PERSISTENT
+    if (o->persistent) {
+        e->start(&b->persistent[e->series]);
+        e->wait(&b->persistent[e->series], MPI_STATUS_IGNORE);
+        return;
+    }
+#endif
     if (o->nonblocking) {
         MPI_Request req;
         switch (o->op) {
@@ -315,7 +403,10 @@ static void run_op(const struct options *o, const struct entries *e, struct buff
     }
 }
 
-/* Fills the inputs for one size; returns 0, or -1 when the size does not fit MPI's int counts. */
+static void fill(const struct options *o, struct buffers *b, uint64_t bytes, int rank);
+
+/* Makes and fills the buffers for one size; returns 0, or -1 when the size does not fit MPI's
+ * int counts. */
 static int prepare(const struct options *o, struct buffers *b, uint64_t bytes, int p, int rank) {
     uint64_t send_len = 0, recv_len = 0;
     switch (o->op) {
@@ -352,6 +443,15 @@ static int prepare(const struct options *o, struct buffers *b, uint64_t bytes, i
         fprintf(stderr, "mpi_coll: out of memory for %llu bytes\n", (unsigned long long)recv_len);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
+    b->send_len = send_len;
+    b->recv_len = recv_len;
+    fill(o, b, bytes, rank);
+    return 0;
+}
+
+/* Fills the buffers prepare made for `bytes`: the inputs, and the outputs cleared. */
+static void fill(const struct options *o, struct buffers *b, uint64_t bytes, int rank) {
+    uint64_t send_len = b->send_len, recv_len = b->recv_len;
     if (o->op == OP_ALLREDUCE) {
         for (uint64_t k = 0; k < send_len / 4; k++) ((int32_t *)b->send)[k] = (int32_t)(rank + k % 17);
     } else {
@@ -360,7 +460,6 @@ static int prepare(const struct options *o, struct buffers *b, uint64_t bytes, i
     memset(b->recv, 0, recv_len);
     if (o->op == OP_BCAST && rank == o->root)
         for (uint64_t k = 0; k < bytes; k++) b->recv[k] = pattern(o->root, k);
-    return 0;
 }
 
 /* Returns the number of wrong bytes (or elements) this rank received. */
@@ -494,9 +593,11 @@ int main(int argc, char **argv) {
                                    (unsigned long long)bytes);
             break;
         }
+        /* --persistent: each series' request, on the buffers every call of this size uses. */
+        for (int k = 0; o.persistent && k < n_series; k++) make_persistent(&o, series[k], &b, bytes);
         for (int k = 0; k < n_series; k++) {
             /* Each series checks a call of its own, into a cleared buffer. */
-            if (k > 0 && prepare(&o, &b, bytes, p, rank) != 0) MPI_Abort(MPI_COMM_WORLD, 1);
+            if (k > 0) fill(&o, &b, bytes, rank);
             run_op(&o, series[k], &b, bytes); /* warm-up, also the checked call */
             uint64_t bad = check(&o, &b, bytes, p), all_bad = 0;
             MPI_Allreduce(&bad, &all_bad, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
@@ -522,13 +623,15 @@ int main(int argc, char **argv) {
             qsort(t, (size_t)o.reps, sizeof *t, cmp_double);
             double median = o.reps % 2 ? t[o.reps / 2] : (t[o.reps / 2 - 1] + t[o.reps / 2]) / 2;
             char algorithm[64];
+            const char *form = o.nonblocking ? "nonblocking" : o.persistent ? "persistent" : "";
             snprintf(algorithm, sizeof algorithm, "%s%s%s", o.paired ? series[k]->name : "",
-                     o.paired && o.nonblocking ? "-" : "",
-                     o.nonblocking ? "nonblocking" : o.paired ? "" : "native");
+                     o.paired && *form ? "-" : "", *form ? form : o.paired ? "" : "native");
             printf("%s,%s,%s,%s,%d,%llu,%llu,%d,%.9f,%.9f\n", lib, op_names[o.op], algorithm, dist,
                    p, (unsigned long long)bytes, (unsigned long long)b.total, o.reps, t[0], median);
             fflush(stdout);
         }
+        for (int k = 0; o.persistent && k < n_series; k++)
+            series[k]->request_free(&b.persistent[series[k]->series]);
         if (bytes == 0) break;
     }
     if (rank == 0)

@@ -14,6 +14,9 @@
  *   - after the duplicate is freed, a communicator of ranks 0 and 1 (other ranges at p = 2; its
  *     handle may be the freed one's, whose classes the gate must have forgotten: rank 0 prints
  *     "the pair's handle was the duplicate's: yes" or "no").
+ * Where the MPI has MPI-4's persistent collectives, persistent bcasts of the same sizes, each
+ * started twice, on the world (which the gate knows at the init) and on a new duplicate (which
+ * it learns between the inits and the starts).
  * Prints "rank R: N passed, M failed"; exits non-zero on a failure.
  *
  *   edges */
@@ -177,6 +180,34 @@ static void on(MPI_Comm comm, const char *name, MPI_Datatype byte, MPI_Datatype 
   free(all1), free(all2);
 }
 
+#if MPI_VERSION >= 4
+/* Persistent bcasts of every size of bcast_bytes on `comm`: all made, then each started twice
+ * and compared with the PMPI_ call's. With `fresh`, `comm` is a duplicate no call has used
+ * yet, so the layer does not know it at the inits, and a blocking barrier between the inits
+ * and the starts makes it known. */
+static void persistent_bcasts(MPI_Comm comm, const char *name, int fresh) {
+  int r;
+  MPI_Comm_rank(comm, &r);
+  MPI_Request reqs[BCASTS];
+  unsigned char *a = calloc((size_t)BCASTS * 1025, 1), *b = calloc(1025, 1);
+  for (int i = 0; i < BCASTS; i++)
+    MPI_Bcast_init(a + i * 1025, bcast_bytes[i], MPI_BYTE, 1, comm, MPI_INFO_NULL, &reqs[i]);
+  if (fresh) MPI_Barrier(comm);
+  for (int round = 0; round < 2; round++)
+    for (int i = 0; i < BCASTS; i++) {
+      int n = bcast_bytes[i];
+      unsigned char *mine = a + i * 1025;
+      for (int k = 0; k < n; k++) mine[k] = b[k] = (unsigned char)(r == 1 ? k * 3 + n + round : 0);
+      MPI_Start(&reqs[i]);
+      MPI_Wait(&reqs[i], MPI_STATUS_IGNORE);
+      PMPI_Bcast(b, n, MPI_BYTE, 1, comm);
+      check(memcmp(mine, b, (size_t)n) == 0, "persistent bcast", n, name);
+    }
+  for (int i = 0; i < BCASTS; i++) MPI_Request_free(&reqs[i]);
+  free(a), free(b);
+}
+#endif
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
@@ -190,6 +221,13 @@ int main(int argc, char **argv) {
   on(dup, "a duplicate, other types", one_byte, MPI_UNSIGNED, 0);
   on(MPI_COMM_WORLD, "the world, nonblocking", MPI_BYTE, MPI_INT, 1);
   on(dup, "a duplicate, nonblocking", MPI_BYTE, MPI_INT, 1);
+#if MPI_VERSION >= 4
+  persistent_bcasts(MPI_COMM_WORLD, "the world, persistent", 0);
+  MPI_Comm fresh;
+  MPI_Comm_dup(MPI_COMM_WORLD, &fresh);
+  persistent_bcasts(fresh, "a new duplicate, persistent", 1);
+  MPI_Comm_free(&fresh);
+#endif
   MPI_Comm freed = dup;
   MPI_Comm_free(&dup);
   MPI_Comm pair;

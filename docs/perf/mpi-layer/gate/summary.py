@@ -2,7 +2,7 @@
 run of each build (docs/perf/mpi-layer/gate/run.sh), as median (range) over the rounds, and
 the control's (the MPI against itself, without the layer).
 
-    python3 docs/perf/mpi-layer/gate/summary.py OUT
+    python3 docs/perf/mpi-layer/gate/summary.py OUT [MPI]     (MPI: openmpi, or mpich)
 """
 import csv
 import glob
@@ -13,11 +13,12 @@ import sys
 from collections import defaultdict
 
 out = sys.argv[1]
+mpi = sys.argv[2] if len(sys.argv) > 2 else "openmpi"
 # (op, dist, bytes) -> {(build, series): [ratio per round]}
 ratios = defaultdict(lambda: defaultdict(list))
-for path in sorted(glob.glob(os.path.join(out, "*-r*", "openmpi-*-r1.csv"))):
+for path in sorted(glob.glob(os.path.join(out, "*-r*", f"{mpi}-*-r1.csv"))):
     build = re.match(r"(old|new)-r\d+", os.path.basename(os.path.dirname(path))).group(1)
-    series = re.match(r"openmpi-(control|layer)-r1\.csv", os.path.basename(path)).group(1)
+    series = re.match(rf"{mpi}-(control|layer)-r1\.csv", os.path.basename(path)).group(1)
     medians = defaultdict(dict)
     for row in csv.reader(open(path)):
         if row[0].startswith("#") or len(row) < 10:
