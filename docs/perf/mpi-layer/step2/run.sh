@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Calibrates the built-in Open MPI thresholds again with sizes twice apart (--step 2; the
-# built-in method otherwise: 10 repetitions, medians, 5 rounds, both forms, p = 4 to 16 MiB and
-# p = 8 to 2 MiB with --sized) on shared memory, and writes mpi/thresholds-openmpi.txt from the
-# two files (the p = 8 lines after the others, as before). Usage: run.sh OUT (a directory for
-# the two files and their logs).
+# built-in method otherwise: 10 repetitions, medians, 5 rounds, both forms, p = 2 to 16 MiB,
+# and with --sized p = 3 and 4 to 16 MiB and p = 8 to 2 MiB) on shared memory, and writes
+# mpi/thresholds-openmpi.txt from the four files (the p = 2 lines first, for communicators of
+# 1 and 2 ranks; then the `@3`, `@4` and `@8` lines). Usage: run.sh OUT (a directory for the
+# files and their logs).
 set -euo pipefail
 out=${1:?usage: run.sh OUT}
 mkdir -p "$out"
@@ -19,10 +20,19 @@ calibrate() { # P FILE ARGS...
     target/mpi/circulant-mpi-calibrate-openmpi --reps 10 --rounds 5 --step 2 "$@" \
     "$out/$file" > "$out/${file%.txt}.log"
 }
-calibrate 4 openmpi-p4.txt --max-bytes 16777216
+calibrate 2 openmpi-p2.txt --max-bytes 16777216
+calibrate 3 openmpi-p3.txt --max-bytes 16777216 --sized
+calibrate 4 openmpi-p4.txt --max-bytes 16777216 --sized
 calibrate 8 openmpi-p8.txt --max-bytes 2097152 --sized
 {
+  cat "$out/openmpi-p2.txt"
+  echo
+  echo "# Communicators of 3 ranks (--sized), calibrated apart:"
+  cat "$out/openmpi-p3.txt"
+  echo
+  echo "# Communicators of 4 to 7 ranks (--sized), calibrated apart:"
   cat "$out/openmpi-p4.txt"
+  echo
   echo "# Communicators of 8 ranks or more (--sized), calibrated apart:"
   cat "$out/openmpi-p8.txt"
 } > mpi/thresholds-openmpi.txt
