@@ -587,8 +587,9 @@ fn thresholds_and_off_decide_what_is_served() {
 
     // A line for communicators of 3 ranks or more (`bcast@3`): the world and its duplicate
     // take it, the split communicators of 2 and 1 ranks the line without a size. A
-    // collective with only a sized line (`reduce@3`, whose built-in line has no size) has no
-    // ranges below it: the file's lines replace the built-in ones of every size.
+    // collective with only a sized line (`reduce@3`; the built-in file has reduce lines of
+    // every size) has no ranges below it: the file's lines replace the built-in ones of every
+    // size.
     let sized = |p| {
         let text = "bcast never\nbcast@3 0-\nallgather@3 never\nallgather 0-\nreduce@3 0-\n";
         with_thresholds(
