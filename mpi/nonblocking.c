@@ -104,42 +104,7 @@ static int mpi_nonblocking(const struct args *a, int large, MPI_Request *req) {
   }
 }
 
-/* Whether a call of `variant` with arguments `a` passes from the gate alone (counted there),
- * as the entry point of its nonblocking form would ask. */
-static int gate_passes_args(const struct args *a, int variant) {
-  switch (a->op) {
-  case OP_BARRIER:
-    return gate_passes(OP_BARRIER, variant, a->comm, MPI_BYTE, 0);
-  case OP_ALLGATHER:
-  case OP_GATHER:
-  case OP_SCATTER:
-  case OP_ALLTOALL:
-    return gate_passes_sides(a->op, variant, a->comm, a->send, a->scount, a->stype, a->recv,
-                             a->rcount, a->rtype, a->root);
-  case OP_ALLGATHERV:
-    return gate_passes_v(variant, a->comm, a->counts, a->displs, variant_large(variant),
-                         a->rtype);
-  case OP_GATHERV:
-  case OP_SCATTERV:
-    return gate_passes_nonblocking_v(a->op, variant, a->comm);
-  default: /* bcast and the reductions */
-    return gate_passes(a->op, variant, a->comm, a->rtype, a->rcount);
-  }
-}
-
-/* Starts the MPI's own persistent request `native`; `*req` names it only once it started
- * (else the program's request stays inactive). */
-static int start_native(MPI_Request native, MPI_Request *req) {
-  int rc = PMPI_Start(&native);
-  if (rc == MPI_SUCCESS) *req = native;
-  return rc;
-}
-
 int layer_issue(const struct args *a, int variant, MPI_Request native, MPI_Request *req) {
-  /* A persistent start the gate passes goes to the MPI's request at once (the gate may have
-   * learnt the communicator after the init). */
-  if (native != MPI_REQUEST_NULL && gate_passes_args(a, variant))
-    return start_native(native, req);
   struct call c;
   int large = variant_large(variant);
   int rc = layer_begin(&c, a->op, variant, a->comm);
@@ -189,7 +154,10 @@ int layer_issue(const struct args *a, int variant, MPI_Request native, MPI_Reque
     }
   if (rc != PASS) return rc;
   if (native == MPI_REQUEST_NULL) return mpi_nonblocking(a, large, req);
-  return start_native(native, req);
+  /* `*req` names the started call only once it started (else the request stays inactive). */
+  rc = PMPI_Start(&native);
+  if (rc == MPI_SUCCESS) *req = native;
+  return rc;
 }
 
 /* ---------------------------------------------------------------- MPI_I... */
@@ -480,6 +448,29 @@ static int mpi_init(const struct args *x, int large, MPI_Info info, MPI_Request 
     return PMPI_Scan_init(x->send, x->recv, rc, x->rtype, x->reduction, x->comm, info, req);
   default:
     return PMPI_Exscan_init(x->send, x->recv, rc, x->rtype, x->reduction, x->comm, info, req);
+  }
+}
+
+/* Whether a persistent call of `variant` with arguments `a` passes from the gate alone
+ * (counted there), as the entry point of its nonblocking form would ask. */
+static int gate_passes_args(const struct args *a, int variant) {
+  switch (a->op) {
+  case OP_BARRIER:
+    return gate_passes(OP_BARRIER, variant, a->comm, MPI_BYTE, 0);
+  case OP_ALLGATHER:
+  case OP_GATHER:
+  case OP_SCATTER:
+  case OP_ALLTOALL:
+    return gate_passes_sides(a->op, variant, a->comm, a->send, a->scount, a->stype, a->recv,
+                             a->rcount, a->rtype, a->root);
+  case OP_ALLGATHERV:
+    return gate_passes_v(variant, a->comm, a->counts, a->displs, variant_large(variant),
+                         a->rtype);
+  case OP_GATHERV:
+  case OP_SCATTERV:
+    return gate_passes_nonblocking_v(a->op, variant, a->comm);
+  default: /* bcast and the reductions */
+    return gate_passes(a->op, variant, a->comm, a->rtype, a->rcount);
   }
 }
 

@@ -824,42 +824,63 @@ fn a_thresholds_file_replaces_the_built_in_lines_of_every_size() {
     assert_eq!(reason(err, "MPI_Allgatherv", "below-threshold"), 0, "{err}");
 }
 
-/// The built-in thresholds serve what the README says at p = 4: under Open MPI bcast at
-/// 4-8 KiB (100 B passes), under MPICH from 64 B (2 B passes). The peer benchmark's timed
-/// bcasts are its only `MPI_Bcast` calls.
+/// The built-in thresholds serve what the README says: at p = 4 under Open MPI bcast at
+/// 4-8 KiB (100 B passes), under MPICH from 64 B (2 B passes); at p = 2 under Open MPI
+/// allgather at 8 KiB in all (100 B a rank passes, and so does the bcast of 5000 B served at
+/// p = 4), under MPICH bcast at 512 B - 4 KiB (2 B and 10 kB pass); at p = 3 under Open MPI
+/// bcast at 4 KiB (5000 B passes), under MPICH from 512 B (100 B passes). The peer
+/// benchmark's timed calls are its only calls of the collective measured.
 #[test]
-fn the_built_in_thresholds_serve_bcast_where_the_readme_says() {
-    for (mpi, passed, served) in [(Mpi::OpenMpi, "100", "5000"), (Mpi::Mpich, "2", "100")] {
+fn the_built_in_thresholds_serve_where_the_readme_says() {
+    let cases = [
+        (Mpi::OpenMpi, 4, "bcast", "100", false),
+        (Mpi::OpenMpi, 4, "bcast", "5000", true),
+        (Mpi::Mpich, 4, "bcast", "2", false),
+        (Mpi::Mpich, 4, "bcast", "100", true),
+        (Mpi::OpenMpi, 2, "allgather", "100", false),
+        (Mpi::OpenMpi, 2, "allgather", "4096", true),
+        (Mpi::OpenMpi, 2, "bcast", "5000", false),
+        (Mpi::Mpich, 2, "bcast", "2", false),
+        (Mpi::Mpich, 2, "bcast", "1000", true),
+        (Mpi::Mpich, 2, "bcast", "10000", false),
+        (Mpi::OpenMpi, 3, "bcast", "4096", true),
+        (Mpi::OpenMpi, 3, "bcast", "5000", false),
+        (Mpi::Mpich, 3, "bcast", "100", false),
+        (Mpi::Mpich, 3, "bcast", "1000", true),
+    ];
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    for (mpi, p, op, bytes, serves) in cases {
         let Some(lib) = layer(mpi) else { return };
-        let peer = peer(mpi);
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-        for (bytes, serves) in [(passed, false), (served, true)] {
-            let args = [
-                "--op",
-                "bcast",
-                "--reps",
-                "3",
-                "--min-bytes",
-                bytes,
-                "--max-bytes",
-                bytes,
-            ];
-            let env = [("CIRCULANT_MPI_STATS", "1")];
-            let done = job(mpi, 4, Some(&lib), &env, &peer, &args, &dir);
-            assert_eq!(done.code(), Some(0), "{done:?}");
-            let err = &done.stderr;
-            let (s, p, _) = stats(err, "MPI_Bcast").unwrap_or_else(|| panic!("no bcast:\n{err}"));
-            let label = format!("{} bcast of {bytes} B", mpi.name());
-            if serves {
-                assert!(s > 0 && p == 0, "{label} not served:\n{err}");
-            } else {
-                assert!(s == 0 && p > 0, "{label} served:\n{err}");
-                assert_eq!(
-                    reason(err, "MPI_Bcast", "below-threshold"),
-                    p,
-                    "{label}:\n{err}"
-                );
-            }
+        let args = [
+            "--op",
+            op,
+            "--reps",
+            "3",
+            "--min-bytes",
+            bytes,
+            "--max-bytes",
+            bytes,
+        ];
+        let env = [("CIRCULANT_MPI_STATS", "1")];
+        let done = job(mpi, p, Some(&lib), &env, &peer(mpi), &args, &dir);
+        assert_eq!(done.code(), Some(0), "{done:?}");
+        let err = &done.stderr;
+        let name = if op == "bcast" {
+            "MPI_Bcast"
+        } else {
+            "MPI_Allgather"
+        };
+        let (s, passed, _) = stats(err, name).unwrap_or_else(|| panic!("no {name}:\n{err}"));
+        let label = format!("{} {op} of {bytes} B at p = {p}", mpi.name());
+        if serves {
+            assert!(s > 0 && passed == 0, "{label} not served:\n{err}");
+        } else {
+            assert!(s == 0 && passed > 0, "{label} served:\n{err}");
+            assert_eq!(
+                reason(err, name, "below-threshold"),
+                passed,
+                "{label}:\n{err}"
+            );
         }
     }
 }
