@@ -485,9 +485,11 @@ static int predefined_op(MPI_Op op) {
  * user's operation is the MPI's (the layer never serves it, and the program may free the
  * operation while the request lives); a derived datatype is kept as a duplicate. The layer's
  * request holds the MPI's own of the same call: MPI keeps a communicator while a persistent
- * request uses it, so a start after the program freed the communicator still finds it (and
- * its circulant communicator, an attribute released only with it), and a start that passes
- * starts that request. A call the gate passes by its size is the MPI's alone, counted once
+ * request uses it, so a start after the program freed the communicator still finds it (and,
+ * under MPICH, which runs the delete callbacks only when it lets the communicator go, its
+ * circulant communicator; an MPI that runs them at MPI_Comm_free leaves the start none, and
+ * it passes as a nonblocking call on a communicator without one does), and a start that
+ * passes starts that request. A call the gate passes by its size is the MPI's alone, counted once
  * at its init. */
 static int persistent(const struct args *a, int variant, MPI_Info info, MPI_Request *req) {
   struct call c;

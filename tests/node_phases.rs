@@ -132,8 +132,7 @@ fn every_case_forced_and_automatic_on_every_layout() {
             let mut wrong = Vec::new();
             for problem in problems(p) {
                 let name = forced(&problem);
-                // Forced within the limit (past it a forced name is refused, which gives
-                // the communicator up: tested apart).
+                // Forced within the limit (past it, in chunks: tested apart).
                 let whole = match &problem {
                     Problem::Allgather { p, block } => p * block,
                     Problem::Allgatherv { counts } => counts.iter().sum(),
@@ -259,6 +258,67 @@ fn nonblocking_calls_take_the_node_phases() {
             request.wait().expect("ibarrier");
             if ran != "hier-segment-barrier" {
                 wrong.push(format!("ibarrier ran {ran}"));
+            }
+            wrong
+        });
+        for (rank, wrong) in results.iter().enumerate() {
+            assert!(wrong.is_empty(), "{hosts:?} rank {rank}: {wrong:?}");
+        }
+    }
+}
+
+/// Past the limit a forced bcast or allgather(v) runs its node phases on the segment in
+/// chunks (64 KiB a chunk: these take several), blocking and nonblocking, every byte checked
+/// on every layout and from every root; unforced, the same calls take a plan.
+#[test]
+fn forced_broadcasts_and_allgathers_run_past_the_limit_in_chunks() {
+    for hosts in LAYOUTS {
+        let p = hosts.len();
+        let mut large = Vec::new();
+        for root in 0..p {
+            large.push(Problem::Broadcast {
+                p,
+                root,
+                bytes: 150_001,
+            });
+        }
+        large.push(Problem::Allgather { p, block: 40_003 });
+        large.push(Problem::Allgatherv {
+            counts: (0..p).map(|r| (r * 7 + 3) % 5 * 30_001).collect(),
+        });
+        let results = run(hosts, config(), |comm| {
+            let mut wrong = Vec::new();
+            let published = comm.traffic().memory.bytes;
+            for problem in &large {
+                let name = forced(problem);
+                let listed = comm
+                    .algorithms(problem)
+                    .map(|all| all.iter().any(|(n, _)| *n == name));
+                if !matches!(listed, Ok(true)) {
+                    wrong.push(format!("{name} not listed for {problem:?}: {listed:?}"));
+                }
+                for result in [
+                    call(comm, problem, Choice::Named(name)),
+                    icall(comm, problem, Choice::Named(name)),
+                ] {
+                    match result {
+                        Ok(ran) if ran == name => {}
+                        Ok(ran) => wrong.push(format!("forced {name}, ran {ran}")),
+                        Err(e) => wrong.push(e),
+                    }
+                }
+                match call(comm, problem, Choice::Auto) {
+                    Ok(ran) if !ran.starts_with("hier-segment-") => {}
+                    Ok(ran) => wrong.push(format!("{problem:?} unforced ran {ran}")),
+                    Err(e) => wrong.push(e),
+                }
+            }
+            // The broadcasts alone put more than 150 kB through the segment of every node
+            // with several ranks.
+            let node_has_peers = hosts.iter().filter(|h| **h == hosts[comm.rank()]).count() > 1;
+            let moved = comm.traffic().memory.bytes - published;
+            if node_has_peers && moved < 150_001 {
+                wrong.push(format!("{moved} bytes through the segment"));
             }
             wrong
         });
@@ -429,20 +489,36 @@ fn forced_names_that_cannot_serve_are_refused_with_the_reason() {
         root: 0,
         bytes: 8,
     };
+    // A reduction past the limit: its vectors are folded, not moved in chunks.
+    let past = |p| Problem::Allreduce {
+        p,
+        reduction: sum(),
+        bytes: 8200,
+    };
     let errors = run(LAYOUTS[0], config(), |comm| {
         let listed = comm
             .algorithms(&problem(4))
             .expect("algorithms")
             .iter()
             .any(|(n, _)| *n == "hier-segment-bcast");
-        let mut big = vec![0u8; 8193];
+        let listed_past = comm
+            .algorithms(&past(4))
+            .expect("algorithms")
+            .iter()
+            .any(|(n, _)| *n == "hier-segment-allreduce");
+        let (send, mut recv) = (vec![1i64; 1025], vec![0i64; 1025]);
         let err = comm
-            .bcast_using(&mut big[..], 0, Choice::Named("hier-segment-bcast"))
+            .allreduce_using(
+                &send,
+                &mut recv,
+                ReduceOp::Sum,
+                Choice::Named("hier-segment-allreduce"),
+            )
             .expect_err("above the limit");
-        (listed, err.to_string())
+        (listed, listed_past, err.to_string())
     });
-    for (listed, err) in errors {
-        assert!(listed);
+    for (listed, listed_past, err) in errors {
+        assert!(listed && !listed_past);
         assert!(err.contains("exceed"), "{err}");
     }
     let errors = run(&["a", "a", "a"], config(), |comm| {

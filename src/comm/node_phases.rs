@@ -9,7 +9,10 @@
 //!
 //! The plans' own hierarchical and multi-lane algorithms run their node phases as writes over
 //! the node's fabric; for small calls, where a phase costs its latency, one segment operation
-//! replaces the rounds of a node phase. Served in the blocking and nonblocking forms, which
+//! replaces the rounds of a node phase. Past the limit a forced bcast or allgather(v) runs
+//! here too (the segment moves it in chunks), one phase after the other; unforced, such calls
+//! take the plans, whose node phases move each block on as it arrives (docs/performance.md,
+//! "Large calls on the node phases"). Served in the blocking and nonblocking forms, which
 //! run the same steps as one request ([`super::phased`]), and by persistent requests, which
 //! start the call anew each time.
 //! The decision and its pieces: docs/architecture.md, "Node phases on the shared segment".
@@ -95,6 +98,16 @@ fn phases_name(problem: &Problem) -> Option<&'static str> {
     })
 }
 
+/// Whether every phase of the composition of `problem` runs on the segment in chunks at any
+/// size (a broadcast's, an allgather(v)'s gather and broadcast of the whole), so that a
+/// forced name serves it past the limit. The reductions fold, and keep the limit.
+fn phases_run_in_chunks(problem: &Problem) -> bool {
+    matches!(
+        problem,
+        Problem::Broadcast { .. } | Problem::Allgather { .. } | Problem::Allgatherv { .. }
+    )
+}
+
 /// The most bytes one rank publishes in a segment operation of the composition: an
 /// allgather(v)'s whole result (the last phase broadcasts it), else the call's part.
 fn phase_bytes(problem: &Problem) -> usize {
@@ -151,7 +164,11 @@ impl Communicator {
             ))
         } else if call.problem.p() != layout.p() || !layout.is_hierarchical() {
             Some("node phases need several nodes, one of them with several ranks".to_string())
-        } else if bytes > self.config.segment_limit.max(1) {
+        } else if bytes > self.config.segment_limit.max(1)
+            && !(forced.is_some()
+                && self.config.segment_limit > 0
+                && phases_run_in_chunks(&call.problem))
+        {
             Some(format!(
                 "{bytes} bytes exceed the segment's {} (CIRCULANT_SEGMENT_LIMIT)",
                 self.config.segment_limit
@@ -164,9 +181,10 @@ impl Communicator {
         served(call, name, forced, why_not)
     }
 
-    /// The composition that would serve `problem` unforced, with the time the models give it
-    /// (a segment operation inside the nodes, the fastest plan among the nodes' first ranks,
-    /// a segment operation again).
+    /// The composition that would serve `problem`, unforced or (past the limit, for the
+    /// collectives whose phases run in chunks) forced, with the time the models give it (a
+    /// segment operation inside the nodes, the fastest plan among the nodes' first ranks, a
+    /// segment operation again, one after the other).
     pub(super) fn node_phases_for(&self, problem: &Problem) -> Option<(&'static str, f64)> {
         let name = phases_name(problem)?;
         let layout = self.nodes.layout();
@@ -174,7 +192,7 @@ impl Communicator {
         let serves = self.config.segment_limit > 0
             && problem.p() == layout.p()
             && layout.is_hierarchical()
-            && folds <= self.config.segment_limit;
+            && (folds <= self.config.segment_limit || phases_run_in_chunks(problem));
         if !serves {
             return None;
         }
