@@ -22,15 +22,16 @@ impl Communicator {
             if let Some(&segment) = super::SEGMENT_ALGORITHMS.iter().find(|&&s| s == name) {
                 return Err(CommError::Plan(PlanError::Unsupported {
                     algorithm: segment,
-                    reason: "the shared segment serves calls started once (blocking and \
-                             nonblocking), not persistent requests"
+                    reason: "the shared segment serves calls, not plans: it has no plan to \
+                             give"
                         .into(),
                 }));
             }
             if let Some(&phases) = super::NODE_PHASE_ALGORITHMS.iter().find(|&&s| s == name) {
                 return Err(CommError::Plan(PlanError::Unsupported {
                     algorithm: phases,
-                    reason: "the node phases on the shared segment serve blocking calls only"
+                    reason: "the node phases on the shared segment are calls on each node's \
+                             and the nodes' first ranks' communicators, not a plan"
                         .into(),
                 }));
             }
