@@ -344,6 +344,40 @@ fn forced_broadcasts_and_allgathers_run_past_the_limit_in_chunks() {
     }
 }
 
+/// `CIRCULANT_ALGORITHM` forces the node phases as a name does: a large broadcast runs on them
+/// (in chunks), and the calls the name does not cover choose for themselves.
+#[test]
+fn a_configured_name_forces_the_node_phases_past_the_limit() {
+    let forced = Config {
+        algorithms: vec!["hier-segment-bcast".into()],
+        ..config()
+    };
+    let hosts = LAYOUTS[1];
+    let ran = run(hosts, forced, |comm| {
+        let root = 3;
+        let mut big: Vec<u8> = if comm.rank() == root {
+            (0..100_003u32).map(|i| (i % 251) as u8).collect()
+        } else {
+            vec![0; 100_003]
+        };
+        comm.bcast(&mut big[..], root).expect("bcast");
+        let right = big.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8);
+        let bcast = comm.last().map(|e| e.algorithm);
+        let (send, mut recv) = (vec![1i64; 2000], vec![0i64; 2000]);
+        comm.allreduce(&send, &mut recv, ReduceOp::Sum)
+            .expect("allreduce");
+        (right, bcast, comm.last().map(|e| e.algorithm))
+    });
+    for (rank, (right, bcast, allreduce)) in ran.into_iter().enumerate() {
+        assert!(right, "rank {rank}: wrong data");
+        assert_eq!(bcast, Some("hier-segment-bcast"), "rank {rank}");
+        assert!(
+            !allreduce.expect("ran").starts_with("hier-segment-"),
+            "rank {rank}: {allreduce:?}"
+        );
+    }
+}
+
 /// A started nonblocking call does not wait for its peers' later steps, also with the full
 /// argument check on: between the start and the wait every rank makes a blocking call on
 /// another communicator, which a start that waited in a step's exchange would never reach.
