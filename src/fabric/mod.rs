@@ -28,7 +28,7 @@ mod info;
 mod mr;
 pub mod peer_memory;
 mod shared;
-pub(crate) mod shm;
+pub mod shm;
 
 pub use av::{Address, AddressVector};
 pub use cq::{Completion, CompletionQueue};

@@ -10,7 +10,7 @@ const SHM_DIR: &str = "/dev/shm";
 
 /// Removes the regions of process `pid`, a process that has ended: files named `PID:N:M` or
 /// `circulant-PID-NAME`, owned by this user.
-pub(crate) fn remove_regions_of(pid: u32) {
+pub fn remove_regions_of(pid: u32) {
     remove_files_of(pid, true);
 }
 

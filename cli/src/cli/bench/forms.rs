@@ -1,0 +1,211 @@
+//! The forms of the calls `circulant bench` measures (blocking, nonblocking, persistent) and
+//! the repetitions of one algorithm on one cell in a form: the first call checked, the
+//! warm-up calls, then the timed repetitions through the common-start [`Window`].
+
+use circulant::comm::{Buffer, Choice, CommError, Communicator, Persistent};
+use circulant_cli::cases::CaseData;
+
+use super::measure::{int32_sum, Op, AUTO};
+use super::timing::{OnComm, Window};
+use super::Args;
+
+/// Which form of the collectives a bench measures.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Form {
+    /// The blocking calls.
+    Blocking,
+    /// The nonblocking ones, started and then waited for.
+    Nonblocking,
+    /// A persistent request per algorithm and size, made once and run at each repetition.
+    Persistent,
+}
+
+impl Form {
+    pub(super) fn of(args: &Args) -> Self {
+        if args.persistent {
+            Form::Persistent
+        } else if args.nonblocking {
+            Form::Nonblocking
+        } else {
+            Form::Blocking
+        }
+    }
+
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Form::Blocking => "blocking",
+            Form::Nonblocking => "nonblocking",
+            Form::Persistent => "persistent",
+        }
+    }
+
+    /// Where the planning time is.
+    pub(super) fn plan(self) -> &'static str {
+        match self {
+            Form::Persistent => "made once per request, before the repetitions",
+            _ => "included in the time",
+        }
+    }
+}
+
+/// The repetitions of one algorithm on one cell.
+pub(super) struct Repeated<'a> {
+    pub op: Op,
+    pub counts: &'a [usize],
+    pub root: usize,
+    pub name: &'static str,
+    pub warmup: u32,
+    pub reps: u32,
+}
+
+/// What the repetitions of one algorithm gave on this rank.
+pub(super) struct Timed {
+    /// Wrong bytes (or elements) of the first call.
+    pub wrong: u64,
+    /// The algorithm the call took (the automatic choice's, where it was asked for).
+    pub taken: &'static str,
+    pub times: Vec<f64>,
+    pub overheads: Vec<f64>,
+}
+
+/// What one repetition runs: a call of each form, on the communicator or a persistent
+/// request.
+trait Target: OnComm {
+    /// One call (or start and wait).
+    fn call(&mut self, cell: &Repeated<'_>) -> Result<(), CommError>;
+    /// The receive buffer (the broadcast's buffer).
+    fn received(&self) -> Result<&[u8], CommError>;
+}
+
+/// The blocking or nonblocking calls on the communicator.
+struct Calls<'a> {
+    comm: &'a mut Communicator,
+    send: &'a Buffer,
+    recv: &'a mut Buffer,
+    nonblocking: bool,
+}
+
+impl OnComm for Calls<'_> {
+    fn on_comm(&mut self) -> Result<&mut Communicator, CommError> {
+        Ok(self.comm)
+    }
+}
+
+impl Target for Calls<'_> {
+    fn call(&mut self, cell: &Repeated<'_>) -> Result<(), CommError> {
+        let (comm, send, recv) = (&mut *self.comm, self.send, &mut *self.recv);
+        let (root, counts, choice) = (cell.root, cell.counts, cell.choice());
+        if self.nonblocking {
+            let request = match cell.op {
+                Op::Bcast => comm.ibcast_using(recv, root, choice),
+                Op::Allgather => comm.iallgather_using(send, recv, choice),
+                Op::Allgatherv => comm.iallgatherv_using(send, recv, counts, choice),
+                Op::Allreduce => comm.iallreduce_bytes(send, recv, int32_sum(), choice),
+            };
+            return request?.wait();
+        }
+        match cell.op {
+            Op::Bcast => comm.bcast_using(recv, root, choice),
+            Op::Allgather => comm.allgather_using(send, recv, choice),
+            Op::Allgatherv => comm.allgatherv_using(send, recv, counts, choice),
+            Op::Allreduce => comm.allreduce_bytes(send, recv, int32_sum(), choice),
+        }
+    }
+
+    fn received(&self) -> Result<&[u8], CommError> {
+        Ok(self.recv)
+    }
+}
+
+impl Target for Persistent<'_, '_> {
+    fn call(&mut self, _: &Repeated<'_>) -> Result<(), CommError> {
+        self.run()
+    }
+
+    fn received(&self) -> Result<&[u8], CommError> {
+        self.buffer()
+    }
+}
+
+impl Repeated<'_> {
+    fn choice(&self) -> Choice<'static> {
+        if self.name == AUTO {
+            Choice::Auto
+        } else {
+            Choice::Named(self.name)
+        }
+    }
+
+    /// Every repetition in `form`: a persistent request is made first (outside the timing,
+    /// as a program makes it before its loop), then run at each repetition.
+    pub(super) fn measure(
+        &self,
+        comm: &mut Communicator,
+        window: &mut Window,
+        (send, recv): (&mut Buffer, &mut Buffer),
+        data: &CaseData,
+        form: Form,
+    ) -> Result<Timed, CommError> {
+        let nonblocking = match form {
+            Form::Persistent => {
+                let choice = self.choice();
+                let mut request = match self.op {
+                    Op::Bcast => comm.bcast_init_using(recv, self.root, choice),
+                    Op::Allgather => comm.allgather_init_using(send, recv, choice),
+                    Op::Allgatherv => comm.allgatherv_init_using(send, recv, self.counts, choice),
+                    Op::Allreduce => comm.allreduce_init_bytes(send, recv, int32_sum(), choice),
+                }?;
+                return self.repeat(&mut request, window, data);
+            }
+            Form::Blocking => false,
+            Form::Nonblocking => true,
+        };
+        let mut calls = Calls {
+            comm,
+            send,
+            recv,
+            nonblocking,
+        };
+        self.repeat(&mut calls, window, data)
+    }
+
+    /// The first call (its data checked, the algorithm it took read), the warm-up calls,
+    /// then the timed repetitions.
+    fn repeat<X: Target>(
+        &self,
+        target: &mut X,
+        window: &mut Window,
+        data: &CaseData,
+    ) -> Result<Timed, CommError> {
+        target.call(self)?;
+        let comm = target.on_comm()?;
+        let me = comm.rank();
+        // The automatic choice is named by what it took (alike on every rank).
+        let taken = match comm.last() {
+            Some(executed) if self.name == AUTO => executed.algorithm,
+            _ => self.name,
+        };
+        let wrong = data.wrong(me, target.received()?);
+        for _ in 1..self.warmup {
+            target.call(self)?;
+        }
+        let mut times = Vec::with_capacity(self.reps as usize);
+        let mut overheads = Vec::with_capacity(self.reps as usize);
+        for _ in 0..self.reps {
+            // The window's own collectives run before and after the call: its overhead is
+            // read as soon as it returns.
+            let mut timed = |x: &mut X| {
+                x.call(self)?;
+                overheads.extend(x.on_comm()?.last().map(|e| e.overhead.as_secs_f64()));
+                Ok(())
+            };
+            times.push(window.time(target, &mut timed)?);
+        }
+        Ok(Timed {
+            wrong,
+            taken,
+            times,
+            overheads,
+        })
+    }
+}
