@@ -11,7 +11,7 @@
 //! - with the check on, every rank gets an error for the call itself, naming the difference.
 //!
 //! Only disagreements that leave a rank without any peer to compare with (a root or an
-//! algorithm that differs) may end at the deadline without the check, as the README says.
+//! algorithm that differs) may end at the deadline without the check, as docs/failures.md says.
 
 mod common;
 
@@ -37,7 +37,7 @@ fn job(n: usize, provider: &str, check: bool) -> String {
         // The rules below assume that every call waits for its peers' ready tokens, so that a
         // rank hears of a failure by its next call. On the eager path a rank that needs nothing
         // from its peers (a broadcast root) completes calls until its receive slots run out
-        // (README, "Eager path"); tests/eager.rs checks the failures of that path. The same
+        // (docs/failures.md, "The rule"); tests/eager.rs checks the failures of that path. The same
         // holds on the shared segment, whose failures tests/segment_jobs.rs checks.
         .env("CIRCULANT_EAGER_LIMIT", "0")
         .env("CIRCULANT_SEGMENT_LIMIT", "0")
@@ -237,7 +237,7 @@ fn roots_differ(comm: &mut Communicator, r: &Rules) {
 /// (a barrier) fails on every rank. A broadcast then need not: a rank whose data come from
 /// ranks that agree completes it where the failed rank's word has not reached it yet (the
 /// failed rank tells a rank it never exchanged with only while that rank makes progress, for
-/// 2 s; README, "Failures are collective"). The barrier may fail at its deadline: the cases
+/// 2 s; docs/failures.md, "How the word travels"). The barrier may fail at its deadline: the cases
 /// above assert that failures spread promptly.
 fn later(comm: &mut Communicator, r: &Rules) {
     if r.check {

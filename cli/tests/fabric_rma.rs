@@ -630,7 +630,7 @@ fn local_only(cfg: Config) {
 /// A read from a region registered for remote writes only (as every region of the transport
 /// is) is refused: an error, or no completion where the provider drops refusals silently; no
 /// byte arrives. Except on shm, which (libfabric 1.17) does not check the access of reads: the
-/// read succeeds there, as the README says.
+/// read succeeds there, as docs/security.md says.
 fn write_only_read(cfg: Config) {
     let Some(info) = cfg.info() else { return };
     let checks_reads = cfg.provider != "shm";

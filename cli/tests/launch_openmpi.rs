@@ -125,7 +125,7 @@ fn a_pmix_abort_ends_the_mpirun_job_and_leaves_no_rank() {
     let mut job = Started::new(command);
     let Some(status) = job.wait(Duration::from_secs(45)) else {
         // Debian 12's mpirun (Open MPI 4.1.4) was seen to hang in its own PMIx server's
-        // finalize (README, "Jobs"): that is its own end, not the ranks'. It was also seen to
+        // finalize (docs/running.md): that is its own end, not the ranks'. It was also seen to
         // hang before it had ended the ranks waiting in a fence, its server answering nothing,
         // where no deadline of theirs can act (the fence's timeout is the server's). Once
         // mpirun alone is gone, every rank must end by itself.
@@ -145,7 +145,7 @@ fn a_pmix_abort_ends_the_mpirun_job_and_leaves_no_rank() {
         done.stderr
     );
     // The abort's code, as in most runs. Debian 12's mpirun was also seen to crash itself
-    // after ending the ranks (README, "Jobs"): with SIGSEGV, or with SIGPIPE from a write of
+    // after ending the ranks (docs/running.md): with SIGSEGV, or with SIGPIPE from a write of
     // its own to a connection that an ended rank had closed (the test reads mpirun's output
     // to its end). Its own end, not the ranks'.
     let crashed = matches!(done.status.signal(), Some(11) | Some(13));

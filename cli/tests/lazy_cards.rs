@@ -112,7 +112,7 @@ fn rank_abort() {
     let rank = comm.rank();
     comm.set_deadline(Duration::from_secs(30));
     // Above the eager limit: every call waits for its targets' tokens, so a rank hears of the
-    // refusal by its next call (an eager root may run ahead; see the README).
+    // refusal by its next call (an eager root may run ahead; docs/failures.md, "The rule").
     let mut data = vec![0u8; 1 << 16];
     comm.bcast_using(&mut data[..], 0, Choice::Named("binomial-bcast"))
         .expect("bcast");

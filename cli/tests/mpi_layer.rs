@@ -466,7 +466,7 @@ fn nonblocking_and_persistent_under_open_mpi() {
     nonblocking(Mpi::OpenMpi);
 }
 
-/// The README's *Progress* bullet: a rank inside a collective MPI runs does not move the
+/// mpi/README.md, "Where progress stops": a rank inside a collective MPI runs does not move the
 /// layer's calls, so a peer that waits for one before it joins that collective fails at the
 /// call's deadline (with circulant's message, not a hang); completing the call first avoids it.
 #[test]
@@ -824,7 +824,7 @@ fn a_thresholds_file_replaces_the_built_in_lines_of_every_size() {
     assert_eq!(reason(err, "MPI_Allgatherv", "below-threshold"), 0, "{err}");
 }
 
-/// The built-in thresholds serve what the README says: at p = 4 under Open MPI bcast at
+/// The built-in thresholds serve what mpi/README.md says: at p = 4 under Open MPI bcast at
 /// 4-8 KiB (100 B passes), under MPICH from 64 B (2 B passes); at p = 2 under Open MPI
 /// allgather at 8 KiB in all (100 B a rank passes, and so does the bcast of 5000 B served at
 /// p = 4), under MPICH bcast at 512 B - 4 KiB (2 B and 10 kB pass); at p = 3 under Open MPI

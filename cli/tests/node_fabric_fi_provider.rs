@@ -1,6 +1,6 @@
 //! `FI_PROVIDER` names the only providers libfabric offers: set to the network's provider, it
 //! hides the node fabric's `shm`, and the ranks of one node reach each other through the
-//! network provider (README, "Configuration"). A file of its own: libfabric reads the variable
+//! network provider (docs/library.md, "Configuration"). A file of its own: libfabric reads the variable
 //! once per process.
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! The shared segment (README, "Shared segment") between real processes on one host: every
+//! The shared segment (docs/library.md, "Shared segment") between real processes on one host: every
 //! collective it serves at p = 2, 3, 4 and 8 (and over `tcp;ofi_rxm` at p = 3) with random
 //! sizes up to the limit (zeros, roots, in place, plain and registered buffers, nonblocking
 //! forms) and bcast, allgather(v), gather(v) and scatter(v) in chunks above it gives every byte right and says so in
@@ -113,7 +113,7 @@ fn ranks_called_with_different_sizes_fail_at_once() {
     }
 }
 
-/// README, "Shared segment": a broadcast whose root the ranks disagree on is not caught on the
+/// docs/failures.md, "The rule": a broadcast whose root the ranks disagree on is not caught on the
 /// segment (each rank completes with the data of its own call); the full check catches it.
 #[test]
 fn a_broadcast_whose_root_the_ranks_disagree_on_runs_each_rank_s_own_call() {
@@ -129,7 +129,7 @@ fn a_broadcast_whose_root_the_ranks_disagree_on_runs_each_rank_s_own_call() {
     }
 }
 
-/// README, "Shared segment": a call in chunks has its deadline counted from the last chunk that
+/// Deadlines (docs/failures.md): a call in chunks has its deadline counted from the last chunk that
 /// moved (a root waits on a reader that tests once a second); an `i*` broadcast's root whose
 /// reader completed the calls before but is not in this one yet publishes two chunks at its
 /// start (the reader completes a call of two while the root sleeps past the deadline) and no

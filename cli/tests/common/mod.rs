@@ -447,8 +447,8 @@ pub fn clean_summaries(stdout: &str) -> usize {
 /// broadcasts of `len` bytes from rotating roots, and every other rank must get an error within
 /// 10 s. Over shm rank 1 dies between two of its calls (after `shm_warmup` of them): a rank
 /// killed inside libfabric's shm provider while it holds the lock of its shared queue can leave
-/// a peer spinning on that lock for ever (see the README). `max_calls` bounds a survivor's
-/// calls, so that a test that never fails ends.
+/// a peer spinning on that lock for ever (docs/failures.md, "A rank that dies"). `max_calls`
+/// bounds a survivor's calls, so that a test that never fails ends.
 pub fn rank_killed_during_broadcasts(
     comm: &mut circulant::comm::Communicator,
     len: usize,
