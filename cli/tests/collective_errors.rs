@@ -196,7 +196,7 @@ fn bcast(
     if comm.rank() == root {
         buf.fill(fill(root));
     }
-    let result = comm.bcast_using(&mut buf[..], root, choice);
+    let result = comm.choosing(choice).bcast(&mut buf[..], root);
     if result.is_ok() && buf.iter().any(|&x| x != fill(root)) {
         r.fail(format!("bcast returned Ok without root {root}'s data"));
     }
@@ -320,7 +320,10 @@ fn foreign_buffer(world: &mut Communicator, comm: &mut Communicator, r: &Rules) 
 /// Every rank forces an allgather algorithm on a broadcast.
 fn other_collective(comm: &mut Communicator, r: &Rules) {
     let mut buf = [0u8; 10];
-    match comm.bcast_using(&mut buf[..], 0, Choice::Named("ring-allgather")) {
+    match comm
+        .choosing(Choice::Named("ring-allgather"))
+        .bcast(&mut buf[..], 0)
+    {
         Ok(()) => r.fail("an allgather algorithm ran a broadcast".into()),
         Err(err) => {
             let text = err.to_string();

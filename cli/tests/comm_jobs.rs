@@ -419,7 +419,7 @@ fn zero_copy(comm: &mut Communicator) {
             let problem = Problem::Broadcast { p, root, bytes };
             let data = CaseData::generation(problem, generation as u64).for_rank(rank);
             buf.copy_from_slice(&data.recv_initial);
-            comm.bcast_using(&mut buf, root, choice).unwrap();
+            comm.choosing(choice).bcast(&mut buf, root).unwrap();
             data.expected.check(&buf).unwrap();
         }
     }
@@ -435,7 +435,8 @@ fn zero_copy(comm: &mut Communicator) {
         let data = CaseData::generation(problem, generation as u64).for_rank(rank);
         let in_place = data.in_place_initial.as_ref().expect("an allgatherv");
         recv.copy_from_slice(in_place);
-        comm.allgatherv_in_place_using(&mut recv, &counts, choice)
+        comm.choosing(choice)
+            .allgatherv_in_place(&mut recv, &counts)
             .unwrap();
         data.expected.check(recv.bytes()).unwrap();
     }
@@ -531,7 +532,8 @@ fn persistent(comm: &mut Communicator) {
     };
     let forced = comm.algorithms(&problem).unwrap().last().unwrap().0;
     let mut allreduce = comm
-        .allreduce_init_using::<i64>(&mut send, &mut sum, ReduceOp::Sum, Choice::Named(forced))
+        .choosing(Choice::Named(forced))
+        .allreduce_init::<i64>(&mut send, &mut sum, ReduceOp::Sum)
         .unwrap();
     assert_eq!(allreduce.algorithm(), forced);
     for step in 0..3i64 {
@@ -572,9 +574,9 @@ fn persistent(comm: &mut Communicator) {
     // A persistent call on the shared segment reports what it did, as the blocking one does.
     let mut small = comm.alloc(64).unwrap();
     let segment = Choice::Named("segment-bcast");
-    comm.bcast_using(&mut small, 0, segment).unwrap();
+    comm.choosing(segment).bcast(&mut small, 0).unwrap();
     let blocking = comm.last().unwrap().stats;
-    let mut bcast = comm.bcast_init_using(&mut small, 0, segment).unwrap();
+    let mut bcast = comm.choosing(segment).bcast_init(&mut small, 0).unwrap();
     bcast.run().unwrap();
     let executed = bcast.comm().unwrap().last().unwrap();
     assert_eq!(executed.algorithm, "segment-bcast");
@@ -616,40 +618,28 @@ fn api(comm: &mut Communicator) {
     let total = (p * (p + 1) / 2) as i64;
     for name in ["recursive-doubling-allreduce", "reduce-scatter-allgather"] {
         sum.fill(0);
-        comm.allreduce_using(&send, &mut sum, ReduceOp::Sum, Choice::Named(name))
+        comm.choosing(Choice::Named(name))
+            .allreduce(&send, &mut sum, ReduceOp::Sum)
             .unwrap();
         assert_eq!(sum, [total; 5], "{name}");
         assert_eq!(comm.last().unwrap().algorithm, name);
     }
     let mut root_sum = [0i64; 5];
-    comm.reduce_using(
-        &send,
-        &mut root_sum,
-        ReduceOp::Sum,
-        0,
-        Choice::Named("binomial-reduce"),
-    )
-    .unwrap();
+    comm.choosing(Choice::Named("binomial-reduce"))
+        .reduce(&send, &mut root_sum, ReduceOp::Sum, 0)
+        .unwrap();
     if rank == 0 {
         assert_eq!(root_sum, [total; 5]);
     }
     let mut prefix = [0i64; 5];
-    comm.scan_using(
-        &send,
-        &mut prefix,
-        ReduceOp::Sum,
-        Choice::Named("hypercube-scan"),
-    )
-    .unwrap();
+    comm.choosing(Choice::Named("hypercube-scan"))
+        .scan(&send, &mut prefix, ReduceOp::Sum)
+        .unwrap();
     assert_eq!(prefix, [((rank + 1) * (rank + 2) / 2) as i64; 5]);
     prefix.fill(0);
-    comm.exscan_using(
-        &send,
-        &mut prefix,
-        ReduceOp::Sum,
-        Choice::Named("hypercube-scan"),
-    )
-    .unwrap();
+    comm.choosing(Choice::Named("hypercube-scan"))
+        .exscan(&send, &mut prefix, ReduceOp::Sum)
+        .unwrap();
     if rank > 0 {
         assert_eq!(prefix, [(rank * (rank + 1) / 2) as i64; 5]);
     }
@@ -673,7 +663,8 @@ fn api(comm: &mut Communicator) {
     // The root's plain buffer is staged in once and not copied back; the others' only out.
     let mut data = vec![if rank == 1 { 7u8 } else { 0 }; 10_000];
     let before = comm.bytes_copied();
-    comm.bcast_using(&mut data[..], 1, Choice::Named("circulant-bcast"))
+    comm.choosing(Choice::Named("circulant-bcast"))
+        .bcast(&mut data[..], 1)
         .unwrap();
     assert!(data.iter().all(|&x| x == 7));
     let copied = comm.bytes_copied() - before;
@@ -701,12 +692,14 @@ fn timing(comm: &mut Communicator) {
     comm.barrier().unwrap();
     let started = Instant::now();
     for _ in 0..n {
-        comm.allgatherv_using(&send, &mut recv, &counts, choice)
+        comm.choosing(choice)
+            .allgatherv(&send, &mut recv, &counts)
             .unwrap();
     }
     let plain = started.elapsed() / n;
     let mut request = comm
-        .allgatherv_init_using(&mut send, &mut recv, &counts, choice)
+        .choosing(choice)
+        .allgatherv_init(&mut send, &mut recv, &counts)
         .unwrap();
     request.comm().unwrap().barrier().unwrap();
     let started = Instant::now();

@@ -419,7 +419,8 @@ fn mixed(comm: &mut Communicator) {
             *x = byte(i + rank, k);
         }
         let before = comm.bytes_copied();
-        comm.allgatherv_in_place_using(&mut recv, &counts, ring)
+        comm.choosing(ring)
+            .allgatherv_in_place(&mut recv, &counts)
             .unwrap_or_else(|e| panic!("rank {rank}: allgatherv {i}: {e}"));
         let copied = comm.bytes_copied() - before;
         for owner in 0..p {

@@ -306,27 +306,32 @@ fn check(
     let send = &send[..];
     let done = match problem {
         Problem::Barrier { .. } => comm.barrier(),
-        Problem::Broadcast { root, .. } => comm.bcast_using(recv, *root, choice),
+        Problem::Broadcast { root, .. } => comm.choosing(choice).bcast(recv, *root),
         Problem::Reduce {
             root, reduction, ..
-        } => comm.reduce_bytes(send, recv, *reduction, *root, choice),
-        Problem::Allreduce { reduction, .. } => {
-            comm.allreduce_bytes(send, recv, *reduction, choice)
-        }
+        } => comm
+            .choosing(choice)
+            .reduce_bytes(send, recv, *reduction, *root),
+        Problem::Allreduce { reduction, .. } => comm
+            .choosing(choice)
+            .allreduce_bytes(send, recv, *reduction),
         Problem::Scan {
             reduction,
             exclusive,
             ..
-        } => comm.scan_bytes(send, recv, *reduction, *exclusive, choice),
-        Problem::Allgather { .. } => comm.allgather_using(send, recv, choice),
-        Problem::Allgatherv { counts } => comm.allgatherv_using(send, recv, counts, choice),
-        Problem::Scatter { root, .. } => comm.scatter_using(send, recv, *root, choice),
-        Problem::Gather { root, .. } => comm.gather_using(send, recv, *root, choice),
+        } if *exclusive => comm.choosing(choice).exscan_bytes(send, recv, *reduction),
+        Problem::Scan { reduction, .. } => comm.choosing(choice).scan_bytes(send, recv, *reduction),
+        Problem::Allgather { .. } => comm.choosing(choice).allgather(send, recv),
+        Problem::Allgatherv { counts } => comm.choosing(choice).allgatherv(send, recv, counts),
+        Problem::Scatter { root, .. } => comm.choosing(choice).scatter(send, recv, *root),
+        Problem::Gather { root, .. } => comm.choosing(choice).gather(send, recv, *root),
         Problem::Scatterv { root, counts } => {
-            comm.scatterv_using(send, recv, counts, *root, choice)
+            comm.choosing(choice).scatterv(send, recv, counts, *root)
         }
-        Problem::Gatherv { root, counts } => comm.gatherv_using(send, recv, counts, *root, choice),
-        Problem::Alltoall { .. } => comm.alltoall_using(send, recv, choice),
+        Problem::Gatherv { root, counts } => {
+            comm.choosing(choice).gatherv(send, recv, counts, *root)
+        }
+        Problem::Alltoall { .. } => comm.choosing(choice).alltoall(send, recv),
         Problem::Intergroup { .. } => return Err("intergroup is not a one-call collective".into()),
     };
     done.map_err(|e| format!("{problem:?}: {e}"))?;

@@ -89,7 +89,8 @@ fn rank_broadcast() {
     if rank == 0 {
         data.iter_mut().enumerate().for_each(|(i, b)| *b = i as u8);
     }
-    comm.bcast_using(&mut data[..], 0, Choice::Named("binomial-bcast"))
+    comm.choosing(Choice::Named("binomial-bcast"))
+        .bcast(&mut data[..], 0)
         .expect("bcast");
     assert!(data.iter().enumerate().all(|(i, &b)| b == i as u8));
     let read = comm.cards_fetched();
@@ -114,7 +115,8 @@ fn rank_abort() {
     // Above the eager limit: every call waits for its targets' tokens, so a rank hears of the
     // refusal by its next call (an eager root may run ahead; docs/failures.md, "The rule").
     let mut data = vec![0u8; 1 << 16];
-    comm.bcast_using(&mut data[..], 0, Choice::Named("binomial-bcast"))
+    comm.choosing(Choice::Named("binomial-bcast"))
+        .bcast(&mut data[..], 0)
         .expect("bcast");
     // The last rank refuses the next broadcast without having read every card: it reads
     // them to tell every rank. Every other rank gets an error soon after, not at its deadline.
@@ -125,7 +127,10 @@ fn rank_abort() {
         comm.refuse("bcast", "refused by the test");
         assert_eq!(comm.cards_fetched(), P - 1, "the abort went to every rank");
     } else {
-        let mut bcast = || comm.bcast_using(&mut data[..], 0, Choice::Named("binomial-bcast"));
+        let mut bcast = || {
+            comm.choosing(Choice::Named("binomial-bcast"))
+                .bcast(&mut data[..], 0)
+        };
         // Ranks that do not write to the last rank may finish calls before its abort (sent
         // after it read the missing cards) arrives; the abort must end them well before the
         // deadline.

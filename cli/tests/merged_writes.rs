@@ -356,7 +356,8 @@ fn count(mut comm: Communicator) {
     for (i, x) in buf.iter_mut().enumerate() {
         *x = if i / 8 == rank { rank as u8 + 1 } else { 0 };
     }
-    comm.allgatherv_in_place_using(&mut buf, &counts, Choice::Named("circulant-allgatherv"))
+    comm.choosing(Choice::Named("circulant-allgatherv"))
+        .allgatherv_in_place(&mut buf, &counts)
         .expect("allgatherv");
     for (i, x) in buf.iter().enumerate() {
         assert_eq!(*x, (i / 8) as u8 + 1, "byte {i}");

@@ -92,17 +92,21 @@ fn call(comm: &mut Communicator, problem: &Problem, name: &'static str) -> Optio
     let mut recv = me.recv_initial.clone();
     let send = me.send.clone();
     let result = match problem {
-        Problem::Broadcast { root, .. } => comm.bcast_using(&mut recv[..], *root, choice),
-        Problem::Allgather { .. } => comm.allgather_using(&send[..], &mut recv[..], choice),
+        Problem::Broadcast { root, .. } => comm.choosing(choice).bcast(&mut recv[..], *root),
+        Problem::Allgather { .. } => comm.choosing(choice).allgather(&send[..], &mut recv[..]),
         Problem::Allgatherv { counts } => {
-            comm.allgatherv_using(&send[..], &mut recv[..], counts, choice)
+            comm.choosing(choice)
+                .allgatherv(&send[..], &mut recv[..], counts)
         }
         Problem::Allreduce { reduction, .. } => {
-            comm.allreduce_bytes(&send[..], &mut recv[..], *reduction, choice)
+            comm.choosing(choice)
+                .allreduce_bytes(&send[..], &mut recv[..], *reduction)
         }
         Problem::Reduce {
             root, reduction, ..
-        } => comm.reduce_bytes(&send[..], &mut recv[..], *reduction, *root, choice),
+        } => comm
+            .choosing(choice)
+            .reduce_bytes(&send[..], &mut recv[..], *reduction, *root),
         _ => return Some("not a case of this test".into()),
     };
     if let Err(e) = result {
@@ -220,7 +224,7 @@ fn the_automatic_choice_takes_a_node_aware_algorithm_where_it_is_priced_fastest(
             unreachable!("an allgatherv")
         };
         let mut recv = me.recv_initial.clone();
-        comm.allgatherv_using(&me.send[..], &mut recv[..], counts, Choice::Auto)
+        comm.allgatherv(&me.send[..], &mut recv[..], counts)
             .expect("allgatherv");
         let wrong = me.expected.check(&recv).err().map(|m| m.to_string());
         (comm.last().map(|e| e.algorithm), wrong)
@@ -274,7 +278,7 @@ fn the_automatic_choice_takes_the_lanes_for_allreduce_and_barrier_on_a_slow_link
             unreachable!("an allreduce")
         };
         let mut recv = me.recv_initial.clone();
-        comm.allreduce_bytes(&me.send[..], &mut recv[..], reduction, Choice::Auto)
+        comm.allreduce_bytes(&me.send[..], &mut recv[..], reduction)
             .expect("allreduce");
         let wrong = me.expected.check(&recv).err().map(|m| m.to_string());
         let allreduce = comm.last().map(|e| e.algorithm);

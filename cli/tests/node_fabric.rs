@@ -80,7 +80,8 @@ fn collectives(comm: &mut Communicator) -> Seen {
             buf.copy_from_slice(&want);
         }
         let before = comm.traffic();
-        comm.bcast_using(&mut buf, root, Choice::Named(name))
+        comm.choosing(Choice::Named(name))
+            .bcast(&mut buf, root)
             .expect(name);
         assert_eq!(&buf[..], &want[..], "{name} root {root} rank {me}");
         out.push((since(comm.traffic(), before), planned(comm, name, &problem)));
@@ -109,7 +110,8 @@ fn collectives(comm: &mut Communicator) -> Seen {
         let send: Vec<u8> = (0..counts[me]).map(|i| value(me, i)).collect();
         let mut recv = comm.alloc(total).expect("alloc");
         let before = comm.traffic();
-        comm.allgatherv_using(&send[..], &mut recv, &counts, Choice::Named(name))
+        comm.choosing(Choice::Named(name))
+            .allgatherv(&send[..], &mut recv, &counts)
             .expect(name);
         for r in 0..p {
             for i in 0..counts[r] {
@@ -202,7 +204,8 @@ fn eager_messages_between_ranks_of_a_node_go_through_shared_memory() {
                     buf.fill(i as u8 + 1);
                 }
                 let before = comm.traffic();
-                comm.bcast_using(&mut buf[..], root, Choice::Named(name))
+                comm.choosing(Choice::Named(name))
+                    .bcast(&mut buf[..], root)
                     .expect(name);
                 assert!(buf.iter().all(|&b| b == i as u8 + 1), "rank {me} bcast {i}");
                 out.push((since(comm.traffic(), before), planned(comm, name, &problem)));

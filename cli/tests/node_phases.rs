@@ -91,16 +91,20 @@ fn call(
     let mut recv = me.recv_initial.clone();
     let send = me.send.clone();
     let result = match problem {
-        Problem::Broadcast { root, .. } => comm.bcast_using(&mut recv[..], *root, choice),
+        Problem::Broadcast { root, .. } => comm.choosing(choice).bcast(&mut recv[..], *root),
         Problem::Allreduce { reduction, .. } => {
-            comm.allreduce_bytes(&send[..], &mut recv[..], *reduction, choice)
+            comm.choosing(choice)
+                .allreduce_bytes(&send[..], &mut recv[..], *reduction)
         }
         Problem::Reduce {
             root, reduction, ..
-        } => comm.reduce_bytes(&send[..], &mut recv[..], *reduction, *root, choice),
-        Problem::Allgather { .. } => comm.allgather_using(&send[..], &mut recv[..], choice),
+        } => comm
+            .choosing(choice)
+            .reduce_bytes(&send[..], &mut recv[..], *reduction, *root),
+        Problem::Allgather { .. } => comm.choosing(choice).allgather(&send[..], &mut recv[..]),
         Problem::Allgatherv { counts } => {
-            comm.allgatherv_using(&send[..], &mut recv[..], counts, choice)
+            comm.choosing(choice)
+                .allgatherv(&send[..], &mut recv[..], counts)
         }
         _ => return Err("not a case of this test".into()),
     };
@@ -193,16 +197,20 @@ fn icall(
     let mut recv = me.recv_initial.clone();
     let send = me.send.clone();
     let request = match problem {
-        Problem::Broadcast { root, .. } => comm.ibcast_using(&mut recv[..], *root, choice),
+        Problem::Broadcast { root, .. } => comm.choosing(choice).ibcast(&mut recv[..], *root),
         Problem::Allreduce { reduction, .. } => {
-            comm.iallreduce_bytes(&send[..], &mut recv[..], *reduction, choice)
+            comm.choosing(choice)
+                .iallreduce_bytes(&send[..], &mut recv[..], *reduction)
         }
         Problem::Reduce {
             root, reduction, ..
-        } => comm.ireduce_bytes(&send[..], &mut recv[..], *reduction, *root, choice),
-        Problem::Allgather { .. } => comm.iallgather_using(&send[..], &mut recv[..], choice),
+        } => comm
+            .choosing(choice)
+            .ireduce_bytes(&send[..], &mut recv[..], *reduction, *root),
+        Problem::Allgather { .. } => comm.choosing(choice).iallgather(&send[..], &mut recv[..]),
         Problem::Allgatherv { counts } => {
-            comm.iallgatherv_using(&send[..], &mut recv[..], counts, choice)
+            comm.choosing(choice)
+                .iallgatherv(&send[..], &mut recv[..], counts)
         }
         _ => return Err("not a case of this test".into()),
     };
@@ -498,7 +506,8 @@ fn large_calls_and_no_segment_run_plans() {
         let mut buf = [7u8; 8];
         comm.bcast(&mut buf[..], 0).expect("bcast");
         let configured = comm.last().map(|e| e.algorithm);
-        comm.bcast_using(&mut buf[..], 0, Choice::Named("circulant-bcast"))
+        comm.choosing(Choice::Named("circulant-bcast"))
+            .bcast(&mut buf[..], 0)
             .expect("bcast");
         let named = comm.last().map(|e| e.algorithm);
         let (send, mut recv) = ([1i64], [0i64]);
@@ -559,12 +568,8 @@ fn forced_names_that_cannot_serve_are_refused_with_the_reason() {
             .any(|(n, _)| *n == "hier-segment-allreduce");
         let (send, mut recv) = (vec![1i64; 1025], vec![0i64; 1025]);
         let err = comm
-            .allreduce_using(
-                &send,
-                &mut recv,
-                ReduceOp::Sum,
-                Choice::Named("hier-segment-allreduce"),
-            )
+            .choosing(Choice::Named("hier-segment-allreduce"))
+            .allreduce(&send, &mut recv, ReduceOp::Sum)
             .expect_err("above the limit");
         (listed, listed_past, err.to_string())
     });
@@ -580,7 +585,8 @@ fn forced_names_that_cannot_serve_are_refused_with_the_reason() {
             .any(|(n, _)| n.starts_with("hier-segment-"));
         let mut buf = [0u8; 8];
         let err = comm
-            .bcast_using(&mut buf[..], 0, Choice::Named("hier-segment-bcast"))
+            .choosing(Choice::Named("hier-segment-bcast"))
+            .bcast(&mut buf[..], 0)
             .expect_err("one node");
         (listed, err.to_string())
     });
@@ -700,7 +706,7 @@ fn a_forced_name_refused_on_one_rank_fails_the_others_at_once() {
             };
             // The refusing rank is the root: every other rank waits for it in some phase.
             let started = Instant::now();
-            let refused = comm.bcast_using(&mut buf[..], p - 1, choice);
+            let refused = comm.choosing(choice).bcast(&mut buf[..], p - 1);
             let took = started.elapsed();
             if refuses {
                 std::thread::sleep(QUIET);

@@ -143,7 +143,8 @@ fn bcast(
             *x = pattern(step, root, k);
         }
     }
-    comm.bcast_using(&mut buf, root, choice)
+    comm.choosing(choice)
+        .bcast(&mut buf, root)
         .unwrap_or_else(|e| panic!("bcast {step}: {e}"));
     assert!(
         buf.iter()

@@ -464,11 +464,13 @@ fn served(comm: &mut Communicator) {
         );
         let sum =
             circulant::plan::Reduction::new(circulant::plan::Dtype::I64, ReduceOp::Sum).unwrap();
-        comm.allreduce_bytes::<[u8], [u8]>(send, recv, sum, Choice::Named("segment-allreduce"))
+        comm.choosing(Choice::Named("segment-allreduce"))
+            .allreduce_bytes::<[u8], [u8]>(send, recv, sum)
             .expect("forced");
         on_segment(comm, "segment-allreduce", "forced above the fold limit");
     }
-    comm.bcast_using(&mut small[..], 0, Choice::Named("binomial-bcast"))
+    comm.choosing(Choice::Named("binomial-bcast"))
+        .bcast(&mut small[..], 0)
         .expect("binomial");
     assert_eq!(comm.last().unwrap().algorithm, "binomial-bcast");
     // The segment is listed where it serves.
@@ -499,11 +501,11 @@ fn served(comm: &mut Communicator) {
     let (send, mut recv) = (vec![1i64; n], vec![0i64; n]);
     let sum = circulant::plan::Reduction::new(circulant::plan::Dtype::I64, ReduceOp::Sum).unwrap();
     let err = comm
+        .choosing(Choice::Named("segment-allreduce"))
         .allreduce_bytes::<[u8], [u8]>(
             bytemuck::cast_slice(&send),
             bytemuck::cast_slice_mut(&mut recv),
             sum,
-            Choice::Named("segment-allreduce"),
         )
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Argument, "{err}");

@@ -5,8 +5,8 @@
 
 use std::ffi::{c_int, c_void};
 
-use crate::comm::{Buffer, Choice, Communicator, Request};
-use crate::comm::{Call, Lengths, Persisted};
+use crate::comm::{Buffer, Call, Choice, Communicator, Lengths, Memory, Output, Request};
+use crate::comm::{Input, Kept, ENGINES};
 use crate::plan::{Dtype, ReduceOp, Reduction};
 
 use super::collectives::{
@@ -102,13 +102,6 @@ enum In {
     Registered(&'static Buffer),
 }
 
-/// Bytes the library writes.
-enum Out {
-    None,
-    Plain(&'static mut [u8]),
-    Registered(&'static mut Buffer),
-}
-
 impl In {
     fn len(&self) -> usize {
         match self {
@@ -119,59 +112,40 @@ impl In {
     }
 }
 
-impl Out {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Out::None => &[],
-            Out::Plain(bytes) => bytes,
-            Out::Registered(buffer) => buffer,
-        }
-    }
-}
-
-/// `$call` with `$s` and `$r` bound to the send and receive memory as options of
-/// references, whichever kinds they are.
-macro_rules! with_memory {
-    ($send:expr, $recv:expr, |$s:ident, $r:ident| $call:expr) => {
-        match $send {
-            In::None => with_memory!(@recv None::<&'static [u8]>, $recv, |$s, $r| $call),
-            In::Plain(send) => with_memory!(@recv Some(send), $recv, |$s, $r| $call),
-            In::Registered(send) => with_memory!(@recv Some(send), $recv, |$s, $r| $call),
-        }
-    };
-    (@recv $send:expr, $recv:expr, |$s:ident, $r:ident| $call:expr) => {
-        match $recv {
-            Out::None => {
-                let ($s, $r) = ($send, None::<&'static mut [u8]>);
-                $call
-            }
-            Out::Plain(recv) => {
-                let ($s, $r) = ($send, Some(recv));
-                $call
-            }
-            Out::Registered(recv) => {
-                let ($s, $r) = ($send, Some(recv));
-                $call
-            }
-        }
-    };
-}
-
 /// One collective's call on a communicator, and its memory.
 struct Described {
     call: Call<'static>,
     send: In,
-    recv: Out,
+    recv: Option<Output<'static>>,
 }
 
-/// The memory of one operation, read and written.
-struct Memory<'c> {
+impl Described {
+    /// The call, and its memory as the communicator takes it.
+    fn memory(self) -> (Call<'static>, Memory<'static>) {
+        let send = match self.send {
+            In::None => None,
+            In::Plain(bytes) => Some(Input {
+                bytes,
+                registered: None,
+            }),
+            In::Registered(buffer) => Some(Input::of(buffer)),
+        };
+        let memory = Memory {
+            send,
+            recv: self.recv,
+        };
+        (self.call, memory)
+    }
+}
+
+/// The memory of one operation as it is claimed, read and written.
+struct Claims<'c> {
     comm: &'c Comm,
     /// Byte ranges handed out so far, to refuse overlapping send and receive buffers.
     ranges: Vec<(usize, usize, &'static str)>,
 }
 
-impl Memory<'_> {
+impl Claims<'_> {
     fn claim(&mut self, ptr: *const c_void, len: usize, what: &'static str) -> Outcome {
         if len == 0 {
             return Ok(());
@@ -194,20 +168,25 @@ impl Memory<'_> {
         })
     }
 
-    fn output(&mut self, ptr: *mut c_void, len: usize, what: &'static str) -> Outcome<Out> {
+    fn output(
+        &mut self,
+        ptr: *mut c_void,
+        len: usize,
+        what: &'static str,
+    ) -> Outcome<Option<Output<'static>>> {
         self.claim(ptr, len, what)?;
-        Ok(match raw::allocation(self.comm, ptr, len) {
-            Some(buffer) => Out::Registered(buffer),
-            None => Out::Plain(raw::bytes_mut(ptr, len, what)?),
-        })
+        Ok(Some(match raw::allocation(self.comm, ptr, len) {
+            Some(buffer) => Output::Registered(buffer),
+            None => Output::Plain(raw::bytes_mut(ptr, len, what)?),
+        }))
     }
 }
 
 /// The lengths of a call's buffers.
-fn lengths(send: &In, recv: &Out) -> Lengths {
+fn lengths(send: &In, recv: &Option<Output<'_>>) -> Lengths {
     Lengths {
         send: send.len(),
-        recv: recv.bytes().len(),
+        recv: recv.as_ref().map_or(0, |r| r.bytes().len()),
     }
 }
 
@@ -218,8 +197,8 @@ impl Collective {
     pub(super) fn start(&mut self, comm: &Comm) -> Outcome<Request<'static>> {
         let communicator = raw::lease(comm)?;
         let started = self.describe(communicator, comm).and_then(|d| {
-            let request = with_memory!(d.send, d.recv, |s, r| communicator.start(d.call, s, r))?;
-            Ok(request)
+            let (call, memory) = d.memory();
+            Ok(Request::start(communicator, ENGINES, call, memory)?)
         });
         if started.is_err() {
             comm.end_lease();
@@ -227,32 +206,23 @@ impl Collective {
         started
     }
 
-    /// Plans the call once for a persistent request, as Rust's persistent requests do
-    /// ([`Communicator::persist`]): its arguments are checked and its algorithm chosen and
-    /// planned now, on this memory.
-    pub(super) fn persist(&mut self, comm: &Comm) -> Outcome<Persisted> {
+    /// Sets the call up once for a persistent request, as Rust's persistent requests are:
+    /// its arguments are checked and its algorithm chosen (and planned) now, on this memory.
+    pub(super) fn keep(&mut self, comm: &Comm) -> Outcome<Box<dyn Kept>> {
         comm.with(|communicator| {
-            let d = self.describe(communicator, comm)?;
-            let persisted = with_memory!(d.send, d.recv, |s, r| {
-                communicator.persist(d.call, s, r.as_deref())
-            })?;
-            Ok(persisted)
+            let (call, memory) = self.describe(communicator, comm)?.memory();
+            Ok(ENGINES.keep(communicator, call, memory)?)
         })
     }
 
-    /// Starts a persistent request's plan again ([`Communicator::restart`]), as
-    /// [`Self::start`] starts a call: the memory is looked at anew (registered or staged; an
-    /// in-place reduction's input copied again), the call as it was planned.
-    pub(super) fn restart(
-        &mut self,
-        comm: &Comm,
-        persisted: &Persisted,
-    ) -> Outcome<Request<'static>> {
+    /// Starts a persistent request's call again, as [`Self::start`] starts a call: the
+    /// memory is looked at anew (registered or staged; an in-place reduction's input copied
+    /// again), the call as it was set up.
+    pub(super) fn restart(&mut self, comm: &Comm, kept: &dyn Kept) -> Outcome<Request<'static>> {
         let communicator = raw::lease(comm)?;
         let started = self.describe(communicator, comm).and_then(|d| {
-            let request =
-                with_memory!(d.send, d.recv, |s, r| communicator.restart(persisted, s, r))?;
-            Ok(request)
+            let (_, memory) = d.memory();
+            Ok(Request::of_kept(communicator, kept, memory)?)
         });
         if started.is_err() {
             comm.end_lease();
@@ -263,7 +233,7 @@ impl Collective {
     /// The call of this collective on `c` and its memory.
     fn describe(&mut self, c: &Communicator, comm: &Comm) -> Outcome<Described> {
         let (rank, p) = (comm.rank(), comm.size());
-        let mut mem = Memory {
+        let mut mem = Claims {
             comm,
             ranges: Vec::new(),
         };
@@ -275,9 +245,9 @@ impl Collective {
         };
         let described = match self {
             Collective::Barrier => Described {
-                call: c.barrier_call(),
+                call: c.barrier_call(Choice::Auto),
                 send: In::None,
-                recv: Out::None,
+                recv: None,
             },
             Collective::Bcast { buf, bytes, root } => {
                 let buf = mem.output(*buf, *bytes, "buf")?;
@@ -287,7 +257,7 @@ impl Collective {
                 let total = times(*block, p, "recv")?;
                 if in_place(*send) {
                     let recv = mem.output(*recv, total, "recv")?;
-                    in_recv(c.allgather_in_place_call(total), recv)
+                    in_recv(c.allgather_in_place_call(total, Choice::Auto), recv)
                 } else {
                     let send = mem.input(*send, *block, "send")?;
                     let recv = mem.output(*recv, total, "recv")?;
@@ -340,7 +310,7 @@ impl Collective {
                 };
                 let recv = mem.output(*recv, recv_len, "recv")?;
                 let send = if in_place(*send) {
-                    let current = recv.bytes();
+                    let current = recv.as_ref().map_or(&[][..], |r| r.bytes());
                     if current.len() != *bytes {
                         return Err(Failure::argument("CIRCULANT_IN_PLACE needs recv"));
                     }
@@ -444,8 +414,8 @@ impl Collective {
     pub(super) fn run(mut self, comm: &Comm) -> Outcome {
         let communicator = raw::lease(comm)?;
         let _end = EndLease(comm);
-        let d = self.describe(communicator, comm)?;
-        Ok(with_memory!(d.send, d.recv, |s, r| communicator.run(d.call, s, r))?)
+        let (call, memory) = self.describe(communicator, comm)?.memory();
+        Ok(ENGINES.run(communicator, call, memory)?)
     }
 }
 
@@ -493,120 +463,126 @@ pub(super) fn reduction_arg(dtype: c_int, op: c_int) -> Outcome<Reduction> {
     Reduction::new(dtype, op).map_err(|e| Failure::argument(e.to_string()))
 }
 
-/// A reduction of `count` elements.
-pub(super) fn reducing(
-    which: Reducing,
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    dtype: c_int,
-    op: c_int,
-) -> Outcome<Collective> {
-    let reduction = reduction_arg(dtype, op)?;
-    let bytes = count
-        .checked_mul(reduction.dtype.size())
-        .ok_or_else(|| Failure::argument(format!("count {count} overflows")))?;
-    Ok(Collective::Reduce {
-        which,
-        send,
-        recv,
-        bytes,
-        reduction,
-        input: Box::default(),
-    })
-}
+impl Collective {
+    /// A reduction of `count` elements.
+    pub(super) fn reducing(
+        which: Reducing,
+        send: *const c_void,
+        recv: *mut c_void,
+        count: usize,
+        dtype: c_int,
+        op: c_int,
+    ) -> Outcome<Self> {
+        let reduction = reduction_arg(dtype, op)?;
+        let bytes = count
+            .checked_mul(reduction.dtype.size())
+            .ok_or_else(|| Failure::argument(format!("count {count} overflows")))?;
+        Ok(Collective::Reduce {
+            which,
+            send,
+            recv,
+            bytes,
+            reduction,
+            input: Box::default(),
+        })
+    }
 
-pub(super) fn bcast(buf: *mut c_void, bytes: usize, root: c_int) -> Outcome<Collective> {
-    Ok(Collective::Bcast {
-        buf,
-        bytes,
-        root: rank_arg(root, "root")?,
-    })
-}
+    pub(super) fn bcast(buf: *mut c_void, bytes: usize, root: c_int) -> Outcome<Self> {
+        Ok(Collective::Bcast {
+            buf,
+            bytes,
+            root: rank_arg(root, "root")?,
+        })
+    }
 
-pub(super) fn allgather(send: *const c_void, block: usize, recv: *mut c_void) -> Collective {
-    Collective::Allgather { send, block, recv }
-}
+    pub(super) fn allgather(send: *const c_void, block: usize, recv: *mut c_void) -> Self {
+        Collective::Allgather { send, block, recv }
+    }
 
-pub(super) fn allgatherv(
-    comm: &Comm,
-    send: *const c_void,
-    send_bytes: usize,
-    recv: *mut c_void,
-    counts: *const usize,
-) -> Outcome<Collective> {
-    Ok(Collective::Allgatherv {
-        send,
-        send_bytes,
-        recv,
-        counts: counts_arg(comm, counts)?,
-    })
-}
+    pub(super) fn allgatherv(
+        comm: &Comm,
+        send: *const c_void,
+        send_bytes: usize,
+        recv: *mut c_void,
+        counts: *const usize,
+    ) -> Outcome<Self> {
+        Ok(Collective::Allgatherv {
+            send,
+            send_bytes,
+            recv,
+            counts: counts_arg(comm, counts)?,
+        })
+    }
 
-pub(super) fn gather(
-    send: *const c_void,
-    block: usize,
-    recv: *mut c_void,
-    root: c_int,
-) -> Outcome<Collective> {
-    let root = rank_arg(root, "root")?;
-    Ok(Collective::Gather {
-        send,
-        block,
-        recv,
-        root,
-    })
-}
+    pub(super) fn gather(
+        send: *const c_void,
+        block: usize,
+        recv: *mut c_void,
+        root: c_int,
+    ) -> Outcome<Self> {
+        let root = rank_arg(root, "root")?;
+        Ok(Collective::Gather {
+            send,
+            block,
+            recv,
+            root,
+        })
+    }
 
-pub(super) fn gatherv(
-    comm: &Comm,
-    send: *const c_void,
-    send_bytes: usize,
-    recv: *mut c_void,
-    counts: *const usize,
-    root: c_int,
-) -> Outcome<Collective> {
-    let root = rank_arg(root, "root")?;
-    let counts = counts_arg(comm, counts)?;
-    Ok(Collective::Gatherv {
-        send,
-        send_bytes,
-        recv,
-        counts,
-        root,
-    })
-}
+    pub(super) fn gatherv(
+        comm: &Comm,
+        send: *const c_void,
+        send_bytes: usize,
+        recv: *mut c_void,
+        counts: *const usize,
+        root: c_int,
+    ) -> Outcome<Self> {
+        let root = rank_arg(root, "root")?;
+        let counts = counts_arg(comm, counts)?;
+        Ok(Collective::Gatherv {
+            send,
+            send_bytes,
+            recv,
+            counts,
+            root,
+        })
+    }
 
-pub(super) fn scatter(
-    send: *const c_void,
-    recv: *mut c_void,
-    block: usize,
-    root: c_int,
-) -> Outcome<Collective> {
-    let root = rank_arg(root, "root")?;
-    Ok(Collective::Scatter {
-        send,
-        recv,
-        block,
-        root,
-    })
-}
+    pub(super) fn scatter(
+        send: *const c_void,
+        recv: *mut c_void,
+        block: usize,
+        root: c_int,
+    ) -> Outcome<Self> {
+        let root = rank_arg(root, "root")?;
+        Ok(Collective::Scatter {
+            send,
+            recv,
+            block,
+            root,
+        })
+    }
 
-pub(super) fn scatterv(
-    comm: &Comm,
-    send: *const c_void,
-    counts: *const usize,
-    recv: *mut c_void,
-    recv_bytes: usize,
-    root: c_int,
-) -> Outcome<Collective> {
-    let root = rank_arg(root, "root")?;
-    let counts = counts_arg(comm, counts)?;
-    Ok(Collective::Scatterv {
-        send,
-        counts,
-        recv,
-        recv_bytes,
-        root,
-    })
+    pub(super) fn scatterv(
+        comm: &Comm,
+        send: *const c_void,
+        counts: *const usize,
+        recv: *mut c_void,
+        recv_bytes: usize,
+        root: c_int,
+    ) -> Outcome<Self> {
+        let root = rank_arg(root, "root")?;
+        let counts = counts_arg(comm, counts)?;
+        Ok(Collective::Scatterv {
+            send,
+            counts,
+            recv,
+            recv_bytes,
+            root,
+        })
+    }
+
+    pub(super) fn alltoall(send: *const c_void, recv: *mut c_void, block: usize) -> Self {
+        Collective::Alltoall { send, recv, block }
+    }
 }

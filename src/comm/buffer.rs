@@ -6,7 +6,7 @@ use std::ops::{Deref, DerefMut};
 use crate::fabric::RegisteredMemory;
 use crate::plan::Dtype;
 
-use super::CommError;
+use super::error::CommError;
 
 /// Memory registered with the communicator's fabric domain: collectives read from it and peers
 /// write into it directly, with no copy. Dereferences to `[u8]`.
@@ -77,6 +77,11 @@ pub trait Payload {
 pub trait PayloadMut: Payload {
     /// The bytes to receive into.
     fn bytes_mut(&mut self) -> &mut [u8];
+    /// How the library writes into them: staged where they are plain memory, in place where
+    /// they are a [`Buffer`].
+    fn output(&mut self) -> Output<'_> {
+        Output::Plain(self.bytes_mut())
+    }
 }
 
 impl Payload for Buffer {
@@ -91,6 +96,9 @@ impl Payload for Buffer {
 impl PayloadMut for Buffer {
     fn bytes_mut(&mut self) -> &mut [u8] {
         self
+    }
+    fn output(&mut self) -> Output<'_> {
+        Output::Registered(self)
     }
 }
 
@@ -115,6 +123,48 @@ impl Payload for Vec<u8> {
 impl PayloadMut for Vec<u8> {
     fn bytes_mut(&mut self) -> &mut [u8] {
         self
+    }
+}
+
+/// Bytes a call writes: plain memory is staged, a registered buffer written in place.
+pub enum Output<'m> {
+    /// Plain memory.
+    Plain(&'m mut [u8]),
+    /// Registered memory.
+    Registered(&'m mut Buffer),
+}
+
+impl Output<'_> {
+    /// The bytes written.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Output::Plain(bytes) => bytes,
+            Output::Registered(buffer) => buffer,
+        }
+    }
+
+    /// The same, to write.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        match self {
+            Output::Plain(bytes) => bytes,
+            Output::Registered(buffer) => &mut buffer[..],
+        }
+    }
+
+    /// The registration, where the memory is a [`Buffer`].
+    pub(crate) fn registered(&self) -> Option<&RegisteredMemory> {
+        match self {
+            Output::Plain(_) => None,
+            Output::Registered(buffer) => Some(&buffer.mem),
+        }
+    }
+
+    /// The same output, lent for one progress.
+    pub fn reborrow(&mut self) -> Output<'_> {
+        match self {
+            Output::Plain(bytes) => Output::Plain(bytes),
+            Output::Registered(buffer) => Output::Registered(buffer),
+        }
     }
 }
 

@@ -10,7 +10,18 @@ use std::time::{Duration, Instant};
 use crate::plan::{Problem, Reduction};
 use crate::transport::wire::Digest;
 
-use super::{Choice, Result};
+use super::error::Result;
+
+/// Which algorithm a call uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Choice<'a> {
+    /// The fastest in the α-β model for this p and size, unless `CIRCULANT_ALGORITHM` names
+    /// one that applies.
+    #[default]
+    Auto,
+    /// This algorithm (a name from `circulant model`).
+    Named(&'a str),
+}
 
 /// When a call entered the communicator, where its software overhead is measured
 /// ([`super::Communicator::measure_overhead`]): the clock is read only then, as its reads
@@ -215,6 +226,39 @@ impl Shape {
 /// The digest of a call of `op` on `problem` with `algorithm`.
 pub(crate) fn digest(op: &str, algorithm: &str, problem: &Problem) -> u64 {
     Shape::of(problem).digest(op, algorithm)
+}
+
+/// The digests of the last few calls' arguments: computing one costs more than a small call
+/// on the shared segment, and programs repeat their calls (a ping-pong alternates two roots).
+#[derive(Debug, Default)]
+pub(crate) struct Digests {
+    entries: Vec<(&'static str, &'static str, Problem, u64)>,
+    next: usize,
+}
+
+/// Calls whose digests are kept.
+const DIGESTS_KEPT: usize = 8;
+
+impl Digests {
+    /// The digest of a call of `op` on `problem` with `algorithm`.
+    pub fn of(&mut self, op: &'static str, algorithm: &'static str, problem: &Problem) -> u64 {
+        if let Some(entry) = self
+            .entries
+            .iter()
+            .find(|(o, n, p, _)| *o == op && *n == algorithm && p == problem)
+        {
+            return entry.3;
+        }
+        let made = digest(op, algorithm, problem);
+        let entry = (op, algorithm, problem.clone(), made);
+        if self.entries.len() < DIGESTS_KEPT {
+            self.entries.push(entry);
+        } else {
+            self.entries[self.next] = entry;
+            self.next = (self.next + 1) % DIGESTS_KEPT;
+        }
+        made
+    }
 }
 
 #[cfg(test)]

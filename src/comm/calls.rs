@@ -5,8 +5,9 @@
 use crate::plan::{Problem, Reduction};
 
 use super::arguments::{argument, expect_len};
-use super::call::Call;
-use super::{Choice, Communicator, Result};
+use super::call::{Call, Choice};
+use super::communicator::Communicator;
+use super::error::Result;
 
 /// The lengths of a call's send and receive buffers in bytes (0 where there is none).
 #[derive(Clone, Copy, Debug)]
@@ -16,8 +17,8 @@ pub(crate) struct Lengths {
 }
 
 impl Communicator {
-    pub(crate) fn barrier_call(&self) -> Call<'static> {
-        Call::new("barrier", Problem::Barrier { p: self.size() }, Choice::Auto)
+    pub(crate) fn barrier_call<'c>(&self, choice: Choice<'c>) -> Call<'c> {
+        Call::new("barrier", Problem::Barrier { p: self.size() }, choice)
     }
 
     /// A broadcast of `bytes` from `root`.
@@ -42,13 +43,17 @@ impl Communicator {
     }
 
     /// An allgather in place in a receive buffer of `recv_len` bytes.
-    pub(crate) fn allgather_in_place_call(&self, recv_len: usize) -> Call<'static> {
+    pub(crate) fn allgather_in_place_call<'c>(
+        &self,
+        recv_len: usize,
+        choice: Choice<'c>,
+    ) -> Call<'c> {
         let p = self.size();
         let checked = equal_blocks("allgather", "recv", recv_len, p);
         let block = recv_len / p;
         let problem = Problem::Allgather { p, block };
         let mine = (self.rank() * block, block);
-        Call::new("allgather", problem, Choice::Auto)
+        Call::new("allgather", problem, choice)
             .in_place(mine)
             .checked(checked)
     }

@@ -5,19 +5,20 @@
 //! first rank that differs from rank 0 and how.
 //!
 //! Without it, only disagreements between ranks that exchange data in the call are caught
-//! (by the digest of the ready tokens); see the README.
+//! (by the digest of the ready tokens).
 //!
 //! Why it exists: docs/architecture.md, section "The one-sided protocol (src/transport)",
 //! paragraph "Disagreeing ranks".
 
 use crate::fabric::Access::{Local, RemoteWrite};
-use crate::plan::{registry, Algorithm, Dtype, Problem, ReduceOp};
-use crate::transport::{BufferViews, View};
+use crate::fabric::RegisteredMemory;
+use crate::plan::{registry, Algorithm, CostModel, Dtype, Problem, ReduceOp};
+use crate::transport::{BufferViews, Transport, View};
 
 use super::call::{digest, Shape};
+use super::error::CommError;
 use super::plan_cache::Planned;
-use super::staging::ensure;
-use super::{CommError, Communicator};
+use super::staging::Staging;
 
 /// Bytes of one record.
 pub(crate) const RECORD_BYTES: usize = 256;
@@ -250,69 +251,86 @@ pub(crate) fn exchange_algorithm(
     registry::by_name(CHECK_ALGORITHM, &exchange_problem(p), model)
 }
 
-impl Communicator {
+/// The memory of the check's exchange, and its plan (kept unless the plan cache is off).
+#[derive(Default)]
+pub(crate) struct Checker {
+    mem: Option<(RegisteredMemory, RegisteredMemory)>,
+    plan: Option<Planned>,
+}
+
+/// What the check's exchange runs on: the communicator's transport, its scratch memory, and
+/// the model that plans the exchange.
+pub(crate) struct Exchange<'c> {
+    pub transport: &'c mut Transport,
+    pub staging: &'c mut Staging,
+    pub model: &'c CostModel,
+    /// Whether the exchange's plan is kept for the next call.
+    pub keep_plan: bool,
+}
+
+impl Checker {
+    /// Forgets the exchange's plan (made under another model).
+    pub fn forget_plan(&mut self) {
+        self.plan = None;
+    }
+
     /// The full argument check (`CIRCULANT_CHECK=1`): every rank's record of this call is
-    /// exchanged and compared on every rank; a difference, or a rank that refused its call,
-    /// fails the call everywhere with the same message.
-    pub(super) fn agree(
+    /// exchanged over `on` and compared on every rank; a difference, or a rank that refused
+    /// its call, fails the call everywhere with the same message.
+    pub fn agree(
         &mut self,
+        on: Exchange<'_>,
         op: &'static str,
         problem: &Problem,
         chosen: Result<&str, String>,
-    ) -> super::Result<()> {
+    ) -> super::error::Result<()> {
+        let Exchange {
+            transport,
+            staging,
+            model,
+            keep_plan,
+        } = on;
         let record = Record::new(op, problem, chosen);
-        let p = self.size();
-        let planned = match self.check_plan.clone() {
+        let p = transport.size();
+        let planned = match self.plan.clone() {
             Some(planned) => planned,
             None => {
-                let algorithm = exchange_algorithm(p, &self.levels.across)?;
-                let plan = algorithm.rank_plan(self.rank())?;
+                let algorithm = exchange_algorithm(p, model)?;
+                let plan = algorithm.rank_plan(transport.rank())?;
                 // Merged writes and the eager path as for any call of the same size.
                 let bytes = exchange_problem(p).total_bytes();
                 let planned = Planned {
                     algorithm: algorithm.name(),
-                    prepared: self.transport.prepare_sized(
-                        CHECK_OP,
-                        algorithm.as_ref(),
-                        plan,
-                        bytes,
-                    )?,
+                    prepared: transport.prepare_sized(CHECK_OP, algorithm.as_ref(), plan, bytes)?,
                     digest: digest(CHECK_OP, algorithm.name(), &exchange_problem(p)),
                 };
                 // The exchange's plan depends on p and the model only.
-                if self.plans.capacity() > 0 {
-                    self.check_plan = Some(planned.clone());
+                if keep_plan {
+                    self.plan = Some(planned.clone());
                 }
                 planned
             }
         };
         let need = planned.prepared.buffers;
-        let (send, recv) = match self.check_mem.take() {
+        let (send, recv) = match self.mem.take() {
             Some(mem) => mem,
             None => (
-                self.transport.alloc(RECORD_BYTES, Local)?,
-                self.transport.alloc(p * RECORD_BYTES, RemoteWrite)?,
+                transport.alloc(RECORD_BYTES, Local)?,
+                transport.alloc(p * RECORD_BYTES, RemoteWrite)?,
             ),
         };
-        let (send, recv) = &*self.check_mem.insert((send, recv));
-        ensure(
-            &self.transport,
-            &mut self.scratch,
-            need.scratch,
-            RemoteWrite,
-        )?;
+        let (send, recv) = &*self.mem.insert((send, recv));
+        staging.ensure_scratch(transport, need.scratch)?;
         send.store(0, &record.to_bytes())?;
         let buffers = BufferViews {
             send: Some(View::prefix(send, RECORD_BYTES)),
             recv: Some(View::prefix(recv, p * RECORD_BYTES)),
-            scratch: self.scratch.as_ref().map(|m| View::prefix(m, need.scratch)),
+            scratch: staging.scratch_view(need.scratch),
         };
-        let operation =
-            self.transport
-                .start(CHECK_OP, planned.digest, &planned.prepared, buffers)?;
-        let stats = self.transport.finish(operation, buffers)?;
+        let operation = transport.start(CHECK_OP, planned.digest, &planned.prepared, buffers)?;
+        let stats = transport.finish(operation, buffers)?;
         // The check's own copies are not the user's.
-        self.transport.discount_copied(stats.bytes_copied);
+        transport.discount_copied(stats.bytes_copied);
         let records: Vec<Option<Record>> = recv
             .to_vec()
             .chunks_exact(RECORD_BYTES)
@@ -321,7 +339,7 @@ impl Communicator {
         match compare(&records) {
             None => Ok(()),
             Some(what) => {
-                self.transport.abandon(op, &what);
+                transport.abandon(op, &what);
                 Err(CommError::Disagree { op, what })
             }
         }

@@ -30,50 +30,34 @@
 //! # Ok::<(), circulant::comm::CommError>(())
 //! ```
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use crate::fabric::Access;
-use crate::transport::Operation;
-
-use super::call::{Call, Entered};
-use super::detached::Detached;
-use super::plan_cache::Planned;
-use super::staging::ensure;
-use super::start::{Kept, Persisted};
-use super::{Buffer, CommError, Communicator, Executed, Payload, Result};
+use super::buffer::{Buffer, Payload};
+use super::call::Call;
+use super::communicator::Communicator;
+use super::engine::{Engines, Kept, Task};
+use super::error::{CommError, Result};
+use super::memory::Memory;
 
 /// A collective set up once and run many times. It borrows the communicator, so no other
 /// collective can run while it exists; [`Self::comm`] lends the communicator back between
 /// operations.
 pub struct Persistent<'c, 'b> {
     comm: &'c mut Communicator,
-    /// The call and its plan, made once by the pipeline of every call.
-    persisted: Persisted,
+    /// The call as it was set up once, by the choice of every call.
+    kept: Box<dyn Kept>,
     /// The broadcast buffer or the receive buffer; `None` for a barrier.
     recv: Option<&'b mut Buffer>,
     /// The separate send buffer; `None` for a broadcast, a barrier and in place.
     send: Option<&'b mut Buffer>,
-    /// The started operation and its [`Executed::overhead`].
-    active: Option<(Active, Duration)>,
+    /// The started operation.
+    active: Option<Box<dyn Task>>,
     starts: u64,
-}
-
-/// A started operation of a persistent request.
-// Kept inline, as a request keeps its operation: a box would cost an allocation per start.
-#[allow(clippy::large_enum_variant)]
-enum Active {
-    /// Its plan's, and the plan.
-    Plan(Operation, Arc<Planned>),
-    /// The call started anew, detached from the request's buffers, and its algorithm.
-    Call(Detached, &'static str),
 }
 
 impl std::fmt::Debug for Persistent<'_, '_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Persistent")
-            .field("op", &self.persisted.op())
-            .field("algorithm", &self.persisted.algorithm())
+            .field("op", &self.kept.op())
+            .field("algorithm", &self.kept.algorithm())
             .field("active", &self.active.is_some())
             .field("starts", &self.starts)
             .finish()
@@ -81,30 +65,23 @@ impl std::fmt::Debug for Persistent<'_, '_> {
 }
 
 impl<'c, 'b> Persistent<'c, 'b> {
-    /// Sets up `call` on `recv` (and `send`) through the pipeline of every call
-    /// ([`Communicator::persist`]), and makes sure the communicator's scratch memory is large
-    /// enough for the plan (it only grows, so no start registers memory). A request refused
-    /// here gives up the first start on every rank, as a refused call does
+    /// Sets up `call` on `recv` (and `send`) with the first of `engines` that takes it, as
+    /// every call is set up; a planned call's scratch memory is made large enough now (it
+    /// only grows, so no start registers memory). A request refused here gives up the first
+    /// start on every rank, as a refused call does
     /// ([`crate::transport::Transport::abandon`]): the peers count on it.
-    pub(super) fn new(
+    pub(crate) fn new(
         comm: &'c mut Communicator,
+        engines: Engines,
         call: Call<'_>,
         recv: Option<&'b mut Buffer>,
         send: Option<&'b mut Buffer>,
     ) -> Result<Self> {
-        let persisted = comm.persist(call, send.as_deref(), recv.as_deref())?;
-        if let Kept::Plan(planned) = persisted.kept() {
-            let need = planned.prepared.buffers;
-            let Communicator {
-                transport, scratch, ..
-            } = &mut *comm;
-            if let Err(err) = ensure(transport, scratch, need.scratch, Access::RemoteWrite) {
-                comm.comm_refused(persisted.op(), &err);
-                return Err(err);
-            }
-        }
+        let mut recv = recv;
+        let memory = Memory::of_buffers(send.as_deref(), recv.as_deref_mut());
+        let kept = engines.keep(comm, call, memory)?;
         Ok(Persistent {
-            persisted,
+            kept,
             recv,
             send,
             active: None,
@@ -121,66 +98,20 @@ impl<'c, 'b> Persistent<'c, 'b> {
         if self.active.is_some() {
             return Err(self.misuse("started again before wait"));
         }
-        let active = match self.persisted.kept() {
-            Kept::Plan(planned) => {
-                let entered = Entered::now(self.comm.measures_overhead);
-                let (operation, overhead) = self.comm.restart_kept(
-                    entered,
-                    &self.persisted,
-                    planned,
-                    self.send.as_deref(),
-                    self.recv.as_deref_mut(),
-                )?;
-                (Active::Plan(operation, Arc::clone(planned)), overhead)
-            }
-            Kept::Call(_) => {
-                let call = self.persisted.call();
-                let (detached, algorithm, overhead) = self.comm.start_detached_as(
-                    call,
-                    self.send.as_deref(),
-                    self.recv.as_deref_mut(),
-                )?;
-                (Active::Call(detached, algorithm), overhead)
-            }
-        };
-        self.active = Some(active);
+        let memory = Memory::of_buffers(self.send.as_deref(), self.recv.as_deref_mut());
+        self.active = Some(self.kept.start(self.comm, memory)?);
         self.starts += 1;
         Ok(())
     }
 
     /// Drives the started operation to completion.
     pub fn wait(&mut self) -> Result<()> {
-        let Some((active, overhead)) = self.active.take() else {
+        let Some(mut task) = self.active.take() else {
             return Err(self.misuse("wait without start"));
         };
-        let (algorithm, stats) = match active {
-            Active::Plan(operation, planned) => {
-                let stats = self.comm.finish_kept(
-                    &self.persisted,
-                    &planned,
-                    operation,
-                    self.send.as_deref(),
-                    self.recv.as_deref_mut(),
-                )?;
-                (self.persisted.algorithm(), stats)
-            }
-            Active::Call(mut detached, algorithm) => {
-                let op = self.persisted.op();
-                self.comm.progress_detached(
-                    op,
-                    &mut detached,
-                    self.send.as_deref(),
-                    self.recv.as_deref_mut(),
-                    true,
-                )?;
-                (algorithm, detached.stats())
-            }
-        };
-        self.comm.last = Some(Executed {
-            algorithm,
-            stats,
-            overhead,
-        });
+        let memory = Memory::of_buffers(self.send.as_deref(), self.recv.as_deref_mut());
+        task.progress(self.comm, memory, true)?;
+        self.comm.last = Some(task.executed());
         Ok(())
     }
 
@@ -202,7 +133,7 @@ impl<'c, 'b> Persistent<'c, 'b> {
 
     /// The algorithm chosen at setup.
     pub fn algorithm(&self) -> &'static str {
-        self.persisted.algorithm()
+        self.kept.algorithm()
     }
 
     /// The rank of the communicator this request runs on.
@@ -233,7 +164,7 @@ impl<'c, 'b> Persistent<'c, 'b> {
         if self.active.is_some() {
             return Err(self.misuse("the buffer is in use until wait returns"));
         }
-        let op = self.persisted.op();
+        let op = self.kept.op();
         match self.recv.as_deref_mut() {
             Some(recv) => Ok(&mut recv[..]),
             None => Err(CommError::Request {
@@ -248,7 +179,7 @@ impl<'c, 'b> Persistent<'c, 'b> {
         if self.active.is_some() {
             return Err(self.misuse("the buffer is in use until wait returns"));
         }
-        let op = self.persisted.op();
+        let op = self.kept.op();
         match self.send.as_deref_mut() {
             Some(send) => Ok(&mut send[..]),
             None => Err(CommError::Request {
@@ -268,7 +199,7 @@ impl<'c, 'b> Persistent<'c, 'b> {
 
     fn misuse(&self, what: &'static str) -> CommError {
         CommError::Request {
-            op: self.persisted.op(),
+            op: self.kept.op(),
             what,
         }
     }

@@ -1,4 +1,4 @@
-//! Which libfabric provider a job uses, and connecting the ranks of a job over it.
+//! Joining a job: which libfabric provider it uses, and connecting its ranks over it.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -8,8 +8,54 @@ use crate::fabric::{Hints, Info};
 use crate::plan::CostModel;
 use crate::transport::{provider_iov_limits, Card, CardSource, Opened, Transport};
 
-use super::config::DEFAULT_NODE_PROVIDER;
-use super::{CommError, Config, Job, Result};
+use super::communicator::{Communicator, Job};
+use super::config::{Config, DEFAULT_NODE_PROVIDER};
+use super::error::{CommError, Result};
+
+impl Communicator {
+    /// Joins the job this process was started in (see [`crate::bootstrap`]; a process started
+    /// alone is rank 0 of 1), with the configuration from the environment ([`Config`]).
+    pub fn init() -> Result<Communicator> {
+        Self::init_with(Config::from_env()?)
+    }
+
+    /// Joins the job named by the environment (PMI), with an explicit configuration.
+    pub fn init_with(config: Config) -> Result<Communicator> {
+        Self::init_over(Bootstrap::from_env()?, config)
+    }
+
+    /// Rank `rank` of `size` processes that bootstrap through the caller's `allgather` of
+    /// fixed-size records: `allgather(send, recv)` must give every rank all ranks' `send`
+    /// (the same length everywhere) in rank order in `recv`. For programs that already have
+    /// MPI, a TCP store or their own launcher. Every rank must call it.
+    pub fn init_oob<F>(rank: usize, size: usize, allgather: F) -> Result<Communicator>
+    where
+        F: FnMut(&[u8], &mut [u8]) -> std::result::Result<(), String> + Send + 'static,
+    {
+        let bootstrap = Bootstrap::oob(rank, size, Box::new(allgather))?;
+        Self::init_over(bootstrap, Config::from_env()?)
+    }
+
+    /// Joins a job through `bootstrap`.
+    pub fn init_over(bootstrap: Bootstrap, config: Config) -> Result<Communicator> {
+        let job = Arc::new(Job::new(bootstrap));
+        let connected = connect(&job, &config)?;
+        // Inside a node the node provider's rough model, where the job may use one, unless
+        // CIRCULANT_ALPHA_INSIDE and CIRCULANT_BETA_INSIDE say otherwise.
+        let mut config = config;
+        if let Some(inside) = connected.inside {
+            config.alpha_inside.get_or_insert(inside.alpha);
+            config.beta_inside.get_or_insert(inside.beta);
+        }
+        let levels = config.levels(connected.model);
+        let mut comm = Communicator::new(connected.transport, job, config, levels, connected.nodes);
+        comm.cards_at_start = connected.cards_at_start;
+        // Every endpoint is up before the first collective (a plan's barrier: the node phases
+        // split communicators at their first call, which a job's start need not).
+        comm.plain_barrier()?;
+        Ok(comm)
+    }
+}
 
 /// The key under which each rank publishes its provider and card.
 const CARD_KEY: &str = "card";

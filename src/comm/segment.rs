@@ -1,5 +1,5 @@
-//! Which calls the shared segment serves ([`crate::transport::segment`]), its setup at the
-//! first of them, and how such a call runs as a [`Request`].
+//! The shared-segment engine ([`crate::transport::segment`]): which calls the segment
+//! serves, its setup at the first of them, and a call on it as a task.
 //!
 //! A call is served on the segment when every rank of the communicator is on one node, the
 //! collective is one the segment has (bcast, reduce, allreduce, allgather(v), gather(v),
@@ -18,10 +18,12 @@ use crate::transport::segment::{
 use crate::transport::{OpStats, TransportError};
 
 use super::arguments::{argument, in_call};
-use super::call::{digest, Call, Entered};
-use super::detached::Detached;
-use super::nonblocking::Request;
-use super::{Buffer, Choice, CommError, Communicator, Executed, Payload, PayloadMut, Result};
+use super::call::{Call, Choice, Entered};
+use super::communicator::{Communicator, SegmentStatus};
+use super::engine::{Engine, Engines, Kept, Offer, Task};
+use super::error::{CommError, Result};
+use super::memory::Memory;
+use super::plans::Plans;
 
 /// The names of the collectives on the segment, as `Choice::Named` and
 /// `CIRCULANT_ALGORITHM` take them.
@@ -38,56 +40,9 @@ pub const SEGMENT_ALGORITHMS: [&str; 10] = [
     "segment-barrier",
 ];
 
-/// Where a communicator's segment stands.
-#[derive(Debug, Default)]
-pub(super) enum SegmentState {
-    /// Not set up yet: the first call it serves sets it up.
-    #[default]
-    Untried,
-    /// Being set up (its own exchanges run as plans).
-    SettingUp,
-    /// Not to be used: turned off, or the ranks could not map each other's segments.
-    Off,
-    /// Set up: the transport keeps it (`Transport::segment_mut`), so that every failure that
-    /// breaks the transport marks it.
-    Ready,
-}
-
-/// The digests of the last few calls' arguments: computing one costs more than a small call
-/// on the segment, and programs repeat their calls (a ping-pong alternates two roots).
-#[derive(Debug, Default)]
-pub(super) struct Digests {
-    entries: Vec<(&'static str, &'static str, Problem, u64)>,
-    next: usize,
-}
-
-/// Calls whose digests are kept.
-const DIGESTS_KEPT: usize = 8;
-
-impl Digests {
-    fn of(&mut self, op: &'static str, name: &'static str, problem: &Problem) -> u64 {
-        if let Some(entry) = self
-            .entries
-            .iter()
-            .find(|(o, n, p, _)| *o == op && *n == name && p == problem)
-        {
-            return entry.3;
-        }
-        let made = digest(op, name, problem);
-        let entry = (op, name, problem.clone(), made);
-        if self.entries.len() < DIGESTS_KEPT {
-            self.entries.push(entry);
-        } else {
-            self.entries[self.next] = entry;
-            self.next = (self.next + 1) % DIGESTS_KEPT;
-        }
-        made
-    }
-}
-
 /// `name` if nothing speaks against it (`why_not`); else no segment algorithm, or where one was
 /// `forced`, an argument error that says why.
-pub(super) fn served(
+pub(crate) fn served(
     call: &Call<'_>,
     name: Option<&'static str>,
     forced: Option<&str>,
@@ -101,23 +56,6 @@ pub(super) fn served(
             argument(call.op, format!("{forced}: {why}")),
         )),
     }
-}
-
-/// A call served on the segment, as its request holds it.
-pub(super) struct SegmentCall<'a> {
-    pub run: Run,
-    pub send: Source<'a>,
-    pub recv: &'a mut [u8],
-}
-
-/// How a call chosen for the segment began. Almost every call is on the segment: its variant
-/// is not boxed, which would cost an allocation per call.
-#[allow(clippy::large_enum_variant)]
-enum Begun<'a, S: ?Sized, R: ?Sized> {
-    /// On the segment, with its overhead so far.
-    OnSegment(SegmentCall<'a>, std::time::Duration),
-    /// Not: the ranks could not share memory, and the call runs as a plan on its buffers.
-    AsPlan(Option<&'a S>, Option<&'a mut R>),
 }
 
 /// The segment algorithm of `problem`, if the segment has the collective.
@@ -138,7 +76,7 @@ fn segment_name(problem: &Problem) -> Option<&'static str> {
 }
 
 /// The most bytes one rank publishes for `problem`.
-pub(super) fn part_bytes(problem: &Problem) -> usize {
+pub(crate) fn part_bytes(problem: &Problem) -> usize {
     match problem {
         Problem::Broadcast { bytes, .. }
         | Problem::Reduce { bytes, .. }
@@ -221,11 +159,131 @@ fn block_bounds(counts: &[usize]) -> Vec<usize> {
     bounds
 }
 
+/// The shared-segment engine (see the module documentation).
+pub(crate) struct Segment;
+
+impl Engine for Segment {
+    fn names(&self) -> Vec<&'static str> {
+        SEGMENT_ALGORITHMS.to_vec()
+    }
+
+    fn offers(&self, comm: &Communicator, problem: &Problem) -> Result<Vec<Offer>> {
+        Ok(comm
+            .segment_for(problem)
+            .map(|(name, time)| Offer { name, time })
+            .into_iter()
+            .collect())
+    }
+
+    fn takes(&self, comm: &Communicator, call: &Call<'_>) -> Result<bool> {
+        Ok(comm.segment_serves(call)?.is_some())
+    }
+
+    fn start(
+        &self,
+        comm: &mut Communicator,
+        mut call: Call<'_>,
+        mut memory: Memory<'_>,
+        entered: Entered,
+    ) -> Result<Box<dyn Task>> {
+        match comm.begin_on_segment(entered, &mut call, &mut memory)? {
+            Some(task) => Ok(Box::new(task)),
+            None => Plans.start(comm, call, memory, entered),
+        }
+    }
+
+    /// A blocking call runs to its end without a task of its own on the heap: a small call
+    /// costs about as much as an allocation.
+    fn run(
+        &self,
+        comm: &mut Communicator,
+        mut call: Call<'_>,
+        mut memory: Memory<'_>,
+        entered: Entered,
+    ) -> Result<()> {
+        match comm.begin_on_segment(entered, &mut call, &mut memory)? {
+            Some(mut task) => {
+                task.progress(comm, memory, true)?;
+                comm.last = Some(task.executed());
+                Ok(())
+            }
+            None => Plans.run(comm, call, memory, entered),
+        }
+    }
+
+    fn keep(
+        &self,
+        comm: &mut Communicator,
+        call: Call<'_>,
+        _memory: Memory<'_>,
+        engines: Engines,
+    ) -> Result<Box<dyn Kept>> {
+        let name = segment_name(&call.problem).unwrap_or("segment");
+        self.anew(comm, call, name, engines)
+    }
+}
+
+/// Where a call on the segment takes this rank's part from.
+#[derive(Clone, Copy)]
+enum SendPart {
+    None,
+    Send,
+    InRecv(usize, usize),
+}
+
+/// A call on the segment.
+pub(crate) struct SegmentTask {
+    run: Run,
+    send: SendPart,
+    algorithm: &'static str,
+    op: &'static str,
+    overhead: Duration,
+    stats: OpStats,
+    done: bool,
+}
+
+impl Task for SegmentTask {
+    fn algorithm(&self) -> &'static str {
+        self.algorithm
+    }
+
+    fn overhead(&self) -> Duration {
+        self.overhead
+    }
+
+    fn progress(
+        &mut self,
+        comm: &mut Communicator,
+        mut memory: Memory<'_>,
+        wait: bool,
+    ) -> Result<bool> {
+        if self.done {
+            return Ok(true);
+        }
+        let send = match self.send {
+            SendPart::None => Source::None,
+            SendPart::Send => Source::Send(memory.send.map_or(&[][..], |s| s.bytes)),
+            SendPart::InRecv(at, len) => Source::InRecv(at, len),
+        };
+        let recv = memory.recv_bytes_mut();
+        if !comm.segment_progress(self.op, &mut self.run, send, recv, wait)? {
+            return Ok(false);
+        }
+        self.done = true;
+        self.stats = comm.segment_done(&self.run);
+        Ok(true)
+    }
+
+    fn stats(&self) -> OpStats {
+        self.stats
+    }
+}
+
 impl Communicator {
     /// The segment algorithm that serves `call`, if one does (see the module documentation).
     /// A forced `segment-…` name that cannot serve the call is an error.
-    pub(super) fn segment_serves(&self, call: &Call<'_>) -> Result<Option<&'static str>> {
-        if matches!(self.segment, SegmentState::SettingUp) {
+    fn segment_serves(&self, call: &Call<'_>) -> Result<Option<&'static str>> {
+        if matches!(self.node.segment, SegmentStatus::SettingUp) {
             return Ok(None);
         }
         let name = segment_name(&call.problem);
@@ -247,7 +305,10 @@ impl Communicator {
                 part_bytes(&call.problem),
                 self.config.segment_limit
             ))
-        } else if matches!(self.segment, SegmentState::Off | SegmentState::SettingUp) {
+        } else if matches!(
+            self.node.segment,
+            SegmentStatus::Off | SegmentStatus::SettingUp
+        ) {
             Some("the shared segment is not available on this communicator".to_string())
         } else if forced.is_none() && !self.folds_within_limit(&call.problem) {
             Some("a reduction folds more than the limit".to_string())
@@ -261,7 +322,7 @@ impl Communicator {
     /// `prefix` (the segment's, the node phases') it forces, if it does (`Some(Some)`); `None`
     /// where another algorithm is forced, or a plan's, or the segment is off
     /// (`CIRCULANT_SEGMENT_LIMIT=0`) and nothing is forced. `name`: the one that would serve.
-    pub(super) fn forced_on_segment<'c>(
+    pub(crate) fn forced_on_segment<'c>(
         &'c self,
         call: &Call<'c>,
         prefix: &str,
@@ -286,7 +347,7 @@ impl Communicator {
     /// The segment algorithm that would serve `problem` on this communicator, with the time
     /// the model inside a node gives it, if the segment serves it: unforced within the limit,
     /// or in chunks ([`Self::segment_time`]).
-    pub(super) fn segment_for(&self, problem: &Problem) -> Option<(&'static str, f64)> {
+    fn segment_for(&self, problem: &Problem) -> Option<(&'static str, f64)> {
         let name = segment_name(problem)?;
         let part = part_bytes(problem);
         let serves = self.config.segment_limit > 0
@@ -294,7 +355,7 @@ impl Communicator {
             && self.nodes.nodes() == 1
             && (part <= self.config.segment_limit || runs_in_chunks(problem))
             && self.folds_within_limit(problem)
-            && !matches!(self.segment, SegmentState::Off);
+            && !matches!(self.node.segment, SegmentStatus::Off);
         serves.then(|| (name, self.segment_time(problem)))
     }
 
@@ -340,38 +401,28 @@ impl Communicator {
         }
     }
 
-    /// Whether `CIRCULANT_ALGORITHM` forces a plan algorithm that applies to `call`.
-    pub(super) fn forces_a_plan(&self, call: &Call<'_>) -> bool {
-        !self.config.algorithms.is_empty()
-            && self.config.algorithms.iter().any(|name| {
-                !name.starts_with("segment-")
-                    && !name.starts_with("hier-segment-")
-                    && self.choose(&call.problem, Choice::Named(name)).is_ok()
-            })
-    }
-
     /// Sets the segment up if it is not yet: every rank creates its segment, the ranks
     /// exchange their names (an allgather over the fabric), map every peer's, and agree (an
     /// allreduce) that all of them could; otherwise the segment stays off on every rank.
-    pub(super) fn segment_ready(&mut self) -> Result<bool> {
-        if matches!(self.segment, SegmentState::Untried) {
-            self.segment = SegmentState::SettingUp;
-            let state = self.set_up_segment();
-            self.segment = match state {
-                Ok(state) => state,
+    pub(crate) fn segment_ready(&mut self) -> Result<bool> {
+        if matches!(self.node.segment, SegmentStatus::Untried) {
+            self.node.segment = SegmentStatus::SettingUp;
+            let status = self.set_up_segment();
+            self.node.segment = match status {
+                Ok(status) => status,
                 Err(err) => {
-                    self.segment = SegmentState::Off;
+                    self.node.segment = SegmentStatus::Off;
                     return Err(err);
                 }
             };
         }
-        Ok(matches!(self.segment, SegmentState::Ready))
+        Ok(matches!(self.node.segment, SegmentStatus::Ready))
     }
 
     /// Creates this rank's segment and joins the peers' (see [`Self::segment_ready`]). The
     /// record each rank sends: its segment's address, whether it made one (a byte), and where
     /// its probe word is ([`peer_memory::probe_address`]).
-    fn set_up_segment(&mut self) -> Result<SegmentState> {
+    fn set_up_segment(&mut self) -> Result<SegmentStatus> {
         const MADE: usize = ADDRESS_BYTES;
         const PROBE: usize = ADDRESS_BYTES + 8;
         let own = Own::create(AREA);
@@ -414,110 +465,27 @@ impl Communicator {
                     segment.read_parts_in_place();
                 }
                 self.transport.set_segment(segment);
-                SegmentState::Ready
+                SegmentStatus::Ready
             }
-            _ => SegmentState::Off,
+            _ => SegmentStatus::Off,
         })
     }
 
-    /// Starts `call` on the segment as algorithm `name`.
-    pub(super) fn start_on_segment<'a, S, R>(
-        &'a mut self,
-        entered: Entered,
-        mut call: Call<'_>,
-        name: &'static str,
-        send: Option<&'a S>,
-        recv: Option<&'a mut R>,
-    ) -> Result<Request<'a>>
-    where
-        S: Payload + ?Sized,
-        R: PayloadMut + ?Sized,
-    {
-        match self.begin_on_segment(entered, &mut call, name, send, recv)? {
-            Begun::OnSegment(segment_call, overhead) => Ok(Request::on_segment(
-                self,
-                call.op,
-                name,
-                segment_call,
-                overhead,
-            )),
-            Begun::AsPlan(send, recv) => self.start_planned(entered, call, send, recv),
-        }
-    }
-
-    /// Starts `call` on registered buffers as [`Self::start`] does and detaches it from them,
-    /// with its algorithm and overhead ([`Self::start_detached`]). On the segment no request
-    /// is made: the caller keeps the buffers, so the call's state is all it needs, and a small
-    /// call's cost is mostly moving such state.
-    pub(super) fn start_detached_as(
-        &mut self,
-        mut call: Call<'_>,
-        send: Option<&Buffer>,
-        recv: Option<&mut Buffer>,
-    ) -> Result<(Detached, &'static str, Duration)> {
-        let request = if let Some(name) = self.on_node_phases(&call)? {
-            self.start_node_phases(call, name, send, recv, true)?
-        } else {
-            // The call's software overhead counts from here (see `Executed::overhead`).
-            let entered = Entered::now(self.measures_overhead);
-            match self.on_segment(&call)? {
-                Some(name) => match self.begin_on_segment(entered, &mut call, name, send, recv)? {
-                    Begun::OnSegment(segment_call, overhead) => {
-                        return Ok((Detached::segment(segment_call), name, overhead));
-                    }
-                    Begun::AsPlan(send, recv) => self.start_planned(entered, call, send, recv)?,
-                },
-                None => self.start_planned(entered, call, send, recv)?,
-            }
-        };
-        let (name, overhead) = (request.algorithm(), request.overhead());
-        Ok((request.detach()?, name, overhead))
-    }
-
-    /// Runs `call` on the segment as algorithm `name` to its end.
-    pub(super) fn run_on_segment<S, R>(
-        &mut self,
-        entered: Entered,
-        mut call: Call<'_>,
-        name: &'static str,
-        send: Option<&S>,
-        recv: Option<&mut R>,
-    ) -> Result<()>
-    where
-        S: Payload + ?Sized,
-        R: PayloadMut + ?Sized,
-    {
-        match self.begin_on_segment(entered, &mut call, name, send, recv)? {
-            Begun::OnSegment(mut segment_call, overhead) => {
-                self.segment_progress(call.op, &mut segment_call, true)?;
-                let stats = self.segment_done(&segment_call);
-                self.last = Some(Executed {
-                    algorithm: name,
-                    stats,
-                    overhead,
-                });
-                Ok(())
-            }
-            Begun::AsPlan(send, recv) => self.start_planned(entered, call, send, recv)?.wait(),
-        }
-    }
-
-    /// Begins `call` on the segment as algorithm `name`: this rank's part published as far as
-    /// the peers allow, and the call's overhead; or the buffers back where the ranks could not
-    /// share memory and the call runs as a plan.
-    fn begin_on_segment<'a, S, R>(
+    /// Begins `call` on the segment: this rank's part published as far as the peers allow;
+    /// or `None` where the ranks could not share memory and the call runs as a plan.
+    fn begin_on_segment(
         &mut self,
         entered: Entered,
         call: &mut Call<'_>,
-        name: &'static str,
-        send: Option<&'a S>,
-        recv: Option<&'a mut R>,
-    ) -> Result<Begun<'a, S, R>>
-    where
-        S: Payload + ?Sized,
-        R: PayloadMut + ?Sized,
-    {
+        memory: &mut Memory<'_>,
+    ) -> Result<Option<SegmentTask>> {
         let op = call.op;
+        let Some(name) = segment_name(&call.problem) else {
+            return Err(argument(
+                op,
+                "the shared segment does not serve this call".into(),
+            ));
+        };
         if !self.segment_ready()? {
             // The ranks could not share memory: the call runs as a plan, unless the segment
             // was forced.
@@ -531,7 +499,7 @@ impl Communicator {
                 self.comm_refused(op, &err);
                 return Err(err);
             }
-            return Ok(Begun::AsPlan(send, recv));
+            return Ok(None);
         }
         let checked = self.checks_agreed(call, name)?;
         let number = self.transport.take_seq(op)?;
@@ -542,77 +510,53 @@ impl Communicator {
         let Some(kind) = kind_of(&call.problem) else {
             return Err(argument(op, format!("{name} does not serve this call")));
         };
-        let send = match (send, call.send_in_recv) {
-            (_, Some((at, len))) => Source::InRecv(at, len),
-            (Some(send), None) => Source::Send(send.bytes()),
+        let send = match (memory.send, call.send_in_recv) {
+            (_, Some((at, len))) => SendPart::InRecv(at, len),
+            (Some(_), None) => SendPart::Send,
             (None, None) if call.copy_in_recv => {
-                Source::InRecv(0, recv.as_ref().map_or(0, |r| r.bytes().len()))
+                SendPart::InRecv(0, memory.recv.as_ref().map_or(0, |r| r.bytes().len()))
             }
-            (None, None) => Source::None,
+            (None, None) => SendPart::None,
         };
-        let recv: &'a mut [u8] = match recv {
-            Some(recv) => recv.bytes_mut(),
-            None => Default::default(),
-        };
-        let digest = self.segment_digests.of(op, name, &call.problem);
+        let digest = self.node.digests.of(op, name, &call.problem);
         let deadline = self.transport.deadline();
         let Some(segment) = self.transport.segment_mut() else {
             return Err(TransportError::Broken("the shared segment is gone".into()).into());
         };
         let largest = part_bytes(&call.problem);
-        let mut run =
-            Run::new(segment, op, number, digest, kind, deadline).chunked(segment, largest);
+        let run = Run::new(segment, op, number, digest, kind, deadline).chunked(segment, largest);
+        let mut task = SegmentTask {
+            run,
+            send,
+            algorithm: name,
+            op,
+            overhead: Duration::ZERO,
+            stats: OpStats::default(),
+            done: false,
+        };
         // As far as the peers allow now: publishing this rank's part.
-        if let Err(err) = run.test(segment, send, recv) {
-            return Err(self.segment_failed(op, err));
-        }
-        let overhead = entered.elapsed();
-        Ok(Begun::OnSegment(SegmentCall { run, send, recv }, overhead))
-    }
-
-    /// This rank's checks of a call that runs without a plan of its own (the call's, and
-    /// those of the problem a plan's choice makes: a root in range, a reduction defined for
-    /// its type), compared with every rank's under `CIRCULANT_CHECK` as `name`: an error if
-    /// the comparison failed, else this rank's outcome, which the caller refuses or runs.
-    pub(super) fn checks_agreed(&mut self, call: &mut Call<'_>, name: &str) -> Result<Result<()>> {
-        let op = call.op;
-        let checked = self.checks_alone(call);
-        if self.config.check {
-            self.agree(
-                op,
-                &call.problem,
-                checked.as_ref().map(|_| name).map_err(|e| e.to_string()),
-            )?;
-        }
-        Ok(checked)
-    }
-
-    /// This rank's checks of a call that runs without a plan (see [`Self::checks_agreed`]),
-    /// taken out of `call`.
-    pub(super) fn checks_alone(&self, call: &mut Call<'_>) -> Result<()> {
-        let op = call.op;
-        std::mem::replace(&mut call.checked, Ok(())).and_then(|()| {
-            call.problem
-                .validate()
-                .map_err(|e| in_call(op, CommError::Plan(e)))
-        })
+        task.progress(self, memory.reborrow(), false)?;
+        task.overhead = entered.elapsed();
+        Ok(Some(task))
     }
 
     /// Progresses a call on the segment; true once complete. `wait` drives it to the end.
-    pub(super) fn segment_progress(
+    fn segment_progress(
         &mut self,
         op: &'static str,
-        call: &mut SegmentCall<'_>,
+        run: &mut Run,
+        send: Source<'_>,
+        recv: &mut [u8],
         wait: bool,
     ) -> Result<bool> {
         let Some(segment) = self.transport.segment_mut() else {
             return Err(TransportError::Broken("the shared segment is gone".into()).into());
         };
         let result = if wait {
-            call.run.wait(segment, call.send, call.recv).map(|()| true)
+            run.wait(segment, send, recv).map(|()| true)
         } else {
-            match call.run.test(segment, call.send, call.recv) {
-                Ok(false) => call.run.test_within_deadline(segment, call.send, call.recv),
+            match run.test(segment, send, recv) {
+                Ok(false) => run.test_within_deadline(segment, send, recv),
                 other => other,
             }
         };
@@ -620,16 +564,14 @@ impl Communicator {
     }
 
     /// What a completed call on the segment did.
-    pub(super) fn segment_done(&mut self, call: &SegmentCall<'_>) -> OpStats {
-        if call.run.parts_published > 0 {
-            self.transport.count_published(
-                call.run.parts_published as usize,
-                call.run.bytes_published as usize,
-            );
+    fn segment_done(&mut self, run: &Run) -> OpStats {
+        if run.parts_published > 0 {
+            self.transport
+                .count_published(run.parts_published as usize, run.bytes_published as usize);
         }
-        self.transport.count_copied(call.run.bytes_copied as usize);
+        self.transport.count_copied(run.bytes_copied as usize);
         OpStats {
-            bytes_copied: call.run.bytes_copied,
+            bytes_copied: run.bytes_copied,
             ..OpStats::default()
         }
     }
@@ -637,7 +579,7 @@ impl Communicator {
     /// A call on the segment failed on this rank with `err`: the transport is given up as for
     /// a failed operation, which marks the segment (the peers that need this rank there fail
     /// at once; those in a plan hear of it through the fabric).
-    pub(super) fn segment_failed(&mut self, op: &'static str, err: TransportError) -> CommError {
+    fn segment_failed(&mut self, op: &'static str, err: TransportError) -> CommError {
         self.transport.abandon_after(op, &err);
         err.into()
     }

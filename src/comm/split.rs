@@ -12,9 +12,13 @@ use crate::plan::Problem;
 use crate::transport::{Card, Opened};
 
 use super::arguments::{argument, expect_len};
-use super::call::Call;
-use super::nonblocking::lengths as buffer_lengths;
-use super::{Choice, CommError, Communicator, Payload, PayloadMut, Result};
+use super::buffer::{Payload, PayloadMut};
+use super::call::{Call, Choice};
+use super::calls::Lengths;
+use super::communicator::Communicator;
+use super::error::{CommError, Result};
+use super::memory::Memory;
+use super::registry::{ALL, ONE_LEVEL_ENGINES};
 
 /// The two groups of an inter-communicator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -100,9 +104,13 @@ impl Communicator {
         let total = crate::plan::checked_sum(&lengths)
             .map_err(|_| argument("split", "address cards too long".into()))?;
         let mut cards = vec![0u8; total];
-        let call = self.allgatherv_call(buffer_lengths(&card, &cards), &lengths, Choice::Auto);
-        self.start_plain(call, Some(&card[..]), Some(&mut cards[..]))?
-            .wait()?;
+        let len = Lengths {
+            send: card.len(),
+            recv: cards.len(),
+        };
+        let call = self.allgatherv_call(len, &lengths, Choice::Auto);
+        let memory = Memory::of::<[u8], [u8]>(Some(&card[..]), Some(&mut cards[..]));
+        ONE_LEVEL_ENGINES.run(self, call, memory)?;
 
         let built: Result<Option<Communicator>> = (|| {
             let (Some(group), Some(opened)) = (group, opened) else {
@@ -149,18 +157,22 @@ impl Communicator {
         Ok(comm)
     }
 
-    /// An allgather of the library's own (the splits'): the plain path, which takes no node
-    /// phases, so that a `hier-segment-*` name in `CIRCULANT_ALGORITHM` that cannot serve it
-    /// does not refuse a split, and splitting the phases' communicators does not start them.
+    /// An allgather of the library's own (the splits'): on the engines of one level, without
+    /// node phases, so that a `hier-segment-*` name in `CIRCULANT_ALGORITHM` that cannot serve
+    /// it does not refuse a split, and splitting the phases' communicators does not start them.
     pub(super) fn exchange(&mut self, mine: &[u8], all: &mut [u8]) -> Result<()> {
-        let call = self.allgather_call(buffer_lengths(mine, all), Choice::Auto);
-        self.start_plain(call, Some(mine), Some(all))?.wait()
+        let len = Lengths {
+            send: mine.len(),
+            recv: all.len(),
+        };
+        let call = self.allgather_call(len, Choice::Auto);
+        ONE_LEVEL_ENGINES.run(self, call, Memory::of::<[u8], [u8]>(Some(mine), Some(all)))
     }
 
-    /// A barrier of the library's own, on the plain path as [`Self::exchange`].
+    /// A barrier of the library's own, on the engines of one level as [`Self::exchange`].
     pub(super) fn plain_barrier(&mut self) -> Result<()> {
-        let call = self.barrier_call();
-        self.start_plain::<[u8], [u8]>(call, None, None)?.wait()
+        let call = self.barrier_call(Choice::Auto);
+        ONE_LEVEL_ENGINES.run(self, call, Memory::default())
     }
 
     /// An inter-communicator between the ranks that pass [`Side::A`] and those that pass
@@ -260,11 +272,8 @@ impl Communicator {
             a: counts_a.to_vec(),
             b: counts_b.to_vec(),
         };
-        self.run(
-            Call::new(op, problem, choice).checked(checked),
-            Some(send),
-            Some(recv),
-        )
+        let call = Call::new(op, problem, choice).checked(checked);
+        ALL.run(self, call, Memory::of(Some(send), Some(recv)))
     }
 }
 
@@ -399,3 +408,11 @@ impl InterCommunicator {
             .intergroup_allgatherv_using(self.side, send, recv, a, b, choice)
     }
 }
+
+// A communicator moves to the thread that uses it (ranks as threads, the C API's callers):
+// whatever it holds must be `Send`. A compile-time check, so that no part loses it unseen.
+const _: fn() = || {
+    fn send<T: Send>() {}
+    send::<Communicator>();
+    send::<InterCommunicator>();
+};

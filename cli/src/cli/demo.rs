@@ -106,7 +106,7 @@ fn rank(args: &Args) -> CliResult {
             for data in &per_rep {
                 buf.copy_from_slice(&data.recv_initial);
                 let t = window.time(&mut comm, &mut |c| {
-                    c.bcast_using(&mut buf, 0, Choice::Named(name))
+                    c.choosing(Choice::Named(name)).bcast(&mut buf, 0)
                 })?;
                 best = best.min(t);
                 ok &= data.expected.check(&buf).is_ok();
@@ -140,7 +140,8 @@ fn rank(args: &Args) -> CliResult {
                     send.copy_from_slice(&data.send);
                     recv.copy_from_slice(&data.recv_initial);
                     let t = window.time(&mut comm, &mut |c| {
-                        c.allgatherv_using(&send, &mut recv, &counts, Choice::Named(name))
+                        c.choosing(Choice::Named(name))
+                            .allgatherv(&send, &mut recv, &counts)
                     })?;
                     best = best.min(t);
                     ok &= data.expected.check(&recv).is_ok();

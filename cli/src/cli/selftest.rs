@@ -270,11 +270,11 @@ fn bcast(comm: &mut Communicator, me: &RankData, root: usize, choice: Choice) ->
     if root % 2 == 0 {
         let mut buf = comm.alloc(initial.len())?;
         buf.copy_from_slice(&initial);
-        comm.bcast_using(&mut buf, root, choice)?;
+        comm.choosing(choice).bcast(&mut buf, root)?;
         Ok(verdict(me, &buf))
     } else {
         let mut buf = initial;
-        comm.bcast_using(&mut buf[..], root, choice)?;
+        comm.choosing(choice).bcast(&mut buf[..], root)?;
         Ok(verdict(me, &buf))
     }
 }
@@ -283,7 +283,7 @@ fn allgather(comm: &mut Communicator, me: &RankData, choice: Choice) -> Outcome 
     let send = me.send.clone();
     let mut recv = comm.alloc(me.recv_initial.len())?;
     recv.copy_from_slice(&me.recv_initial.clone());
-    comm.allgather_using(&send[..], &mut recv, choice)?;
+    comm.choosing(choice).allgather(&send[..], &mut recv)?;
     Ok(verdict(me, &recv))
 }
 
@@ -294,7 +294,7 @@ fn allgatherv(comm: &mut Communicator, me: &RankData, counts: &[usize], choice: 
     send.copy_from_slice(&me.send.clone());
     let mut recv = comm.alloc(me.recv_initial.len())?;
     recv.copy_from_slice(&me.recv_initial.clone());
-    comm.allgatherv_using(&send, &mut recv, counts, choice)?;
+    comm.choosing(choice).allgatherv(&send, &mut recv, counts)?;
     if let Some(wrong) = verdict(me, &recv) {
         return Ok(Some(wrong));
     }
@@ -302,7 +302,8 @@ fn allgatherv(comm: &mut Communicator, me: &RankData, counts: &[usize], choice: 
     if let Some(initial) = &me.in_place_initial {
         in_place.copy_from_slice(initial);
     }
-    comm.allgatherv_in_place_using(&mut in_place, counts, choice)?;
+    comm.choosing(choice)
+        .allgatherv_in_place(&mut in_place, counts)?;
     Ok(verdict(me, &in_place).map(|w| format!("in place: {w}")))
 }
 
@@ -313,16 +314,26 @@ fn reduction(comm: &mut Communicator, problem: &Problem, me: &RankData, choice: 
     let mut recv = me.recv_initial.clone();
     match problem {
         Problem::Allreduce { reduction, .. } => {
-            comm.allreduce_bytes(&send[..], &mut recv[..], *reduction, choice)?
+            comm.choosing(choice)
+                .allreduce_bytes(&send[..], &mut recv[..], *reduction)?
         }
         Problem::Reduce {
             root, reduction, ..
-        } => comm.reduce_bytes(&send[..], &mut recv[..], *reduction, *root, choice)?,
+        } => comm
+            .choosing(choice)
+            .reduce_bytes(&send[..], &mut recv[..], *reduction, *root)?,
         Problem::Scan {
             reduction,
             exclusive,
             ..
-        } => comm.scan_bytes(&send[..], &mut recv[..], *reduction, *exclusive, choice)?,
+        } if *exclusive => {
+            comm.choosing(choice)
+                .exscan_bytes(&send[..], &mut recv[..], *reduction)?
+        }
+        Problem::Scan { reduction, .. } => {
+            comm.choosing(choice)
+                .scan_bytes(&send[..], &mut recv[..], *reduction)?
+        }
         _ => return Ok(Some("not a reduction".into())),
     }
     Ok(verdict(me, &recv))
@@ -332,21 +343,23 @@ fn reduction(comm: &mut Communicator, problem: &Problem, me: &RankData, choice: 
 fn gather(comm: &mut Communicator, me: &RankData, root: usize, choice: Choice) -> Outcome {
     let send = me.send.clone();
     let mut recv = me.recv_initial.clone();
-    comm.gather_using(&send[..], &mut recv[..], root, choice)?;
+    comm.choosing(choice)
+        .gather(&send[..], &mut recv[..], root)?;
     Ok(verdict(me, &recv))
 }
 
 fn scatter(comm: &mut Communicator, me: &RankData, root: usize, choice: Choice) -> Outcome {
     let send = me.send.clone();
     let mut recv = me.recv_initial.clone();
-    comm.scatter_using(&send[..], &mut recv[..], root, choice)?;
+    comm.choosing(choice)
+        .scatter(&send[..], &mut recv[..], root)?;
     Ok(verdict(me, &recv))
 }
 
 fn alltoall(comm: &mut Communicator, me: &RankData, choice: Choice) -> Outcome {
     let send = me.send.clone();
     let mut recv = me.recv_initial.clone();
-    comm.alltoall_using(&send[..], &mut recv[..], choice)?;
+    comm.choosing(choice).alltoall(&send[..], &mut recv[..])?;
     Ok(verdict(me, &recv))
 }
 
@@ -363,11 +376,13 @@ fn gatherv(
     if me.rank == root && root % 2 == 0 {
         let mut recv = comm.alloc(me.recv_initial.len())?;
         recv.copy_from_slice(&me.recv_initial.clone());
-        comm.gatherv_using(&send[..], &mut recv, counts, root, choice)?;
+        comm.choosing(choice)
+            .gatherv(&send[..], &mut recv, counts, root)?;
         return Ok(verdict(me, &recv));
     }
     let mut recv = me.recv_initial.clone();
-    comm.gatherv_using(&send[..], &mut recv[..], counts, root, choice)?;
+    comm.choosing(choice)
+        .gatherv(&send[..], &mut recv[..], counts, root)?;
     Ok(verdict(me, &recv))
 }
 
@@ -381,7 +396,8 @@ fn scatterv(
     let send = me.send.clone();
     let mut recv = comm.alloc(me.recv_initial.len())?;
     recv.copy_from_slice(&me.recv_initial.clone());
-    comm.scatterv_using(&send[..], &mut recv, counts, root, choice)?;
+    comm.choosing(choice)
+        .scatterv(&send[..], &mut recv, counts, root)?;
     Ok(verdict(me, &recv))
 }
 

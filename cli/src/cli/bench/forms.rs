@@ -97,18 +97,22 @@ impl Target for Calls<'_> {
         let (root, counts, choice) = (cell.root, cell.counts, cell.choice());
         if self.nonblocking {
             let request = match cell.op {
-                Op::Bcast => comm.ibcast_using(recv, root, choice),
-                Op::Allgather => comm.iallgather_using(send, recv, choice),
-                Op::Allgatherv => comm.iallgatherv_using(send, recv, counts, choice),
-                Op::Allreduce => comm.iallreduce_bytes(send, recv, int32_sum(), choice),
+                Op::Bcast => comm.choosing(choice).ibcast(recv, root),
+                Op::Allgather => comm.choosing(choice).iallgather(send, recv),
+                Op::Allgatherv => comm.choosing(choice).iallgatherv(send, recv, counts),
+                Op::Allreduce => comm
+                    .choosing(choice)
+                    .iallreduce_bytes(send, recv, int32_sum()),
             };
             return request?.wait();
         }
         match cell.op {
-            Op::Bcast => comm.bcast_using(recv, root, choice),
-            Op::Allgather => comm.allgather_using(send, recv, choice),
-            Op::Allgatherv => comm.allgatherv_using(send, recv, counts, choice),
-            Op::Allreduce => comm.allreduce_bytes(send, recv, int32_sum(), choice),
+            Op::Bcast => comm.choosing(choice).bcast(recv, root),
+            Op::Allgather => comm.choosing(choice).allgather(send, recv),
+            Op::Allgatherv => comm.choosing(choice).allgatherv(send, recv, counts),
+            Op::Allreduce => comm
+                .choosing(choice)
+                .allreduce_bytes(send, recv, int32_sum()),
         }
     }
 
@@ -150,10 +154,16 @@ impl Repeated<'_> {
             Form::Persistent => {
                 let choice = self.choice();
                 let mut request = match self.op {
-                    Op::Bcast => comm.bcast_init_using(recv, self.root, choice),
-                    Op::Allgather => comm.allgather_init_using(send, recv, choice),
-                    Op::Allgatherv => comm.allgatherv_init_using(send, recv, self.counts, choice),
-                    Op::Allreduce => comm.allreduce_init_bytes(send, recv, int32_sum(), choice),
+                    Op::Bcast => comm.choosing(choice).bcast_init(recv, self.root),
+                    Op::Allgather => comm.choosing(choice).allgather_init(send, recv),
+                    Op::Allgatherv => {
+                        comm.choosing(choice)
+                            .allgatherv_init(send, recv, self.counts)
+                    }
+                    Op::Allreduce => {
+                        comm.choosing(choice)
+                            .allreduce_init_bytes(send, recv, int32_sum())
+                    }
                 }?;
                 return self.repeat(&mut request, window, data);
             }

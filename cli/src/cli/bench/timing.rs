@@ -208,9 +208,9 @@ pub(in crate::cli) fn measure_model(
     let (mut t_small, mut t_big) = (f64::INFINITY, f64::INFINITY);
     // The small broadcast is cheap and its minimum the noisier: more repetitions of it.
     for rep in 0..40 {
-        t_small = t_small.min(window.time(comm, &mut |c| c.bcast_using(&mut small, 0, name))?);
+        t_small = t_small.min(window.time(comm, &mut |c| c.choosing(name).bcast(&mut small, 0))?);
         if rep % 8 == 0 {
-            t_big = t_big.min(window.time(comm, &mut |c| c.bcast_using(&mut big, 0, name))?);
+            t_big = t_big.min(window.time(comm, &mut |c| c.choosing(name).bcast(&mut big, 0))?);
         }
     }
     let alpha = (t_small / rounds).max(1e-8);

@@ -130,14 +130,17 @@ fn persistent_bcast(comm: &mut Communicator) -> Outcome {
     let mut first = None;
     for name in persistent_algorithms(comm, &problem)? {
         let mut buf = comm.alloc(bytes)?;
-        let mut request = comm.bcast_init_using(&mut buf, root, Choice::Named(name))?;
+        let mut request = comm
+            .choosing(Choice::Named(name))
+            .bcast_init(&mut buf, root)?;
         for step in 0..4 {
             let data = CaseData::generation(problem.clone(), step);
             let wrong = if blocking_instead(rank, step) {
                 // The blocking form of the same call, beside the others' persistent starts.
                 let mut plain = data.recv_initial(rank);
                 let comm = request.comm()?;
-                comm.bcast_using(&mut plain[..], root, Choice::Named(name))?;
+                comm.choosing(Choice::Named(name))
+                    .bcast(&mut plain[..], root)?;
                 verdict(&data.for_rank(rank), &plain)
                     .map(|w| format!("bcast [{name}] blocking at {step}: {w}"))
             } else {
@@ -166,28 +169,35 @@ fn separate_request<'c, 'b>(
     choice: Choice<'_>,
 ) -> Result<Persistent<'c, 'b>, CommError> {
     match problem {
-        Problem::Allgather { .. } => comm.allgather_init_using(send, recv, choice),
-        Problem::Allgatherv { counts } => comm.allgatherv_init_using(send, recv, counts, choice),
-        Problem::Allreduce { reduction, .. } => {
-            comm.allreduce_init_bytes(send, recv, *reduction, choice)
-        }
+        Problem::Allgather { .. } => comm.choosing(choice).allgather_init(send, recv),
+        Problem::Allgatherv { counts } => comm.choosing(choice).allgatherv_init(send, recv, counts),
+        Problem::Allreduce { reduction, .. } => comm
+            .choosing(choice)
+            .allreduce_init_bytes(send, recv, *reduction),
         Problem::Reduce {
             reduction, root, ..
-        } => comm.reduce_init_bytes(send, recv, *reduction, *root, choice),
+        } => comm
+            .choosing(choice)
+            .reduce_init_bytes(send, recv, *reduction, *root),
         Problem::Scan {
             reduction,
             exclusive,
             ..
-        } => comm.scan_init_bytes(send, recv, *reduction, *exclusive, choice),
-        Problem::Gather { root, .. } => comm.gather_init_using(send, recv, *root, choice),
-        Problem::Scatter { root, .. } => comm.scatter_init_using(send, recv, *root, choice),
-        Problem::Gatherv { root, counts } => {
-            comm.gatherv_init_using(send, recv, counts, *root, choice)
-        }
-        Problem::Scatterv { root, counts } => {
-            comm.scatterv_init_using(send, recv, counts, *root, choice)
-        }
-        Problem::Alltoall { .. } => comm.alltoall_init_using(send, recv, choice),
+        } if *exclusive => comm
+            .choosing(choice)
+            .exscan_init_bytes(send, recv, *reduction),
+        Problem::Scan { reduction, .. } => comm
+            .choosing(choice)
+            .scan_init_bytes(send, recv, *reduction),
+        Problem::Gather { root, .. } => comm.choosing(choice).gather_init(send, recv, *root),
+        Problem::Scatter { root, .. } => comm.choosing(choice).scatter_init(send, recv, *root),
+        Problem::Gatherv { root, counts } => comm
+            .choosing(choice)
+            .gatherv_init(send, recv, counts, *root),
+        Problem::Scatterv { root, counts } => comm
+            .choosing(choice)
+            .scatterv_init(send, recv, counts, *root),
+        Problem::Alltoall { .. } => comm.choosing(choice).alltoall_init(send, recv),
         _ => Err(CommError::Request {
             op: "selftest",
             what: "no persistent request on separate buffers for this problem",
@@ -207,7 +217,8 @@ fn blocking_separate(
         return check(comm, problem, me, name);
     };
     let mut recv = me.recv_initial.clone();
-    comm.allgatherv_using(&me.send[..], &mut recv[..], counts, Choice::Named(name))?;
+    comm.choosing(Choice::Named(name))
+        .allgatherv(&me.send[..], &mut recv[..], counts)?;
     Ok(verdict(me, &recv))
 }
 
@@ -257,9 +268,9 @@ fn persistent_in_place(comm: &mut Communicator, problem: Problem) -> Outcome {
         let initial = CaseData::new(problem.clone());
         let mut recv = comm.alloc(initial.recv_len(rank))?;
         let mut request = match &problem {
-            Problem::Allgatherv { counts } => {
-                comm.allgatherv_in_place_init_using(&mut recv, counts, Choice::Named(name))?
-            }
+            Problem::Allgatherv { counts } => comm
+                .choosing(Choice::Named(name))
+                .allgatherv_in_place_init(&mut recv, counts)?,
             _ => comm.allgather_in_place_init(&mut recv)?,
         };
         for step in 0..3 {

@@ -1,19 +1,21 @@
-//! A collective run as its node phases ([`super::node_phases`]) in steps: each step a call on
+//! A collective run as its node phases ([`super::phases`]) in steps: each step a call on
 //! the communicator of this rank's node or on that of the nodes' first ranks, on registered
 //! buffers of that communicator, with the call's data copied into them before the step and
-//! out of them after it. One request holds the steps and the step that runs, detached from
-//! its buffers ([`super::detached`]), so that the blocking, nonblocking and persistent forms
-//! run the same steps: `wait` drives them to the end, `test` as far as the peers allow. The
-//! call itself is detached from the caller's receive buffer too, which every progress is
-//! given again: a persistent request keeps the call beside its buffer.
+//! out of them after it. One task holds the steps and the task of the step that runs, so
+//! that the blocking, nonblocking and persistent forms run the same steps: `wait` drives them
+//! to the end, `test` as far as the peers allow. Every progress is given the caller's receive
+//! buffer again, as every task is.
 
 use crate::plan::{Layout, Problem, Reduction};
 
 use super::arguments::argument;
+use super::buffer::Buffer;
+use super::call::Choice;
 use super::calls::Lengths;
-use super::detached::Detached;
-use super::node_phases::{PhaseState, Phases};
-use super::{Buffer, Choice, Communicator, Result};
+use super::communicator::{Communicator, NodeComms};
+use super::engine::{Engines, Task};
+use super::error::Result;
+use super::memory::{Memory, StepBuffers};
 
 /// The communicator a step runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,7 +90,7 @@ impl Step {
 pub(super) struct PhasedCall {
     steps: Vec<Step>,
     at: usize,
-    running: Option<Detached>,
+    running: Option<Box<dyn Task>>,
     input: Vec<u8>,
     work: Vec<u8>,
     whole: Vec<u8>,
@@ -331,31 +333,9 @@ fn allgatherv_steps(
     Ok((steps, if gathers { shares[mine] } else { 0 }, total))
 }
 
-/// The registered buffers of one level's steps, grown as calls need.
-#[derive(Default)]
-pub(super) struct LevelBuffers {
-    send: Option<Buffer>,
-    recv: Option<Buffer>,
-}
-
-impl LevelBuffers {
-    /// Both buffers at `send` and `recv` bytes, allocated on `comm` where they are short.
-    fn fit(&mut self, comm: &Communicator, send: usize, recv: usize) -> Result<()> {
-        for (slot, len) in [(&mut self.send, send), (&mut self.recv, recv)] {
-            if slot.as_ref().map_or(true, |b| b.capacity() < len) {
-                *slot = Some(comm.alloc(len.max(64))?);
-            }
-            if let Some(buffer) = slot.as_mut() {
-                buffer.set_len(len)?;
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Phases {
+impl NodeComms {
     /// The communicator and buffers of `level`.
-    fn level(&mut self, level: Level) -> Result<(&mut Communicator, &mut LevelBuffers)> {
+    fn level(&mut self, level: Level) -> Result<(&mut Communicator, &mut StepBuffers)> {
         let (comm, buffers) = match level {
             Level::Node => (Some(&mut self.node), &mut self.node_buffers),
             Level::Leaders => (self.leaders.as_mut(), &mut self.leader_buffers),
@@ -369,8 +349,15 @@ impl Phases {
         Ok((comm, buffers))
     }
 
-    /// Starts `step` of `call`: its data into the level's buffers, then the call there.
-    fn begin(&mut self, call: &PhasedCall, out: &[u8], step: &Step) -> Result<Detached> {
+    /// Starts `step` of `call` on the engines `steps`: its data into the level's buffers,
+    /// then the call there.
+    fn begin(
+        &mut self,
+        call: &PhasedCall,
+        out: &[u8],
+        step: &Step,
+        steps: Engines,
+    ) -> Result<Box<dyn Task>> {
         let Some(level) = step.level() else {
             return Err(argument("node phases", "a local step started".into()));
         };
@@ -379,19 +366,19 @@ impl Phases {
         let auto = Choice::Auto;
         match step {
             Step::Barrier(_) => {
-                let barrier = comm.barrier_call();
-                comm.start_detached(barrier, None, None)
+                let barrier = comm.barrier_call(auto);
+                steps.start(comm, barrier, Memory::default())
             }
             Step::Bcast {
                 root, data, len, ..
             } => {
-                buffers.fit(comm, 0, *len)?;
+                buffers.fit(|n| comm.alloc(n), 0, *len)?;
                 let recv = recv_of(buffers)?;
                 if me == *root {
                     recv.copy_from_slice(slice(call.area(*data, out), *len)?);
                 }
                 let bcast = comm.bcast_call(*len, *root, auto);
-                comm.start_detached(bcast, None, buffers.recv.as_mut())
+                steps.start(comm, bcast, Memory::of_buffers(None, buffers.recv.as_mut()))
             }
             Step::Reduce {
                 root,
@@ -400,7 +387,7 @@ impl Phases {
                 len,
                 ..
             } => {
-                buffers.fit(comm, *len, *len)?;
+                buffers.fit(|n| comm.alloc(n), *len, *len)?;
                 fill(buffers, slice(call.area(*from, out), *len)?)?;
                 let lengths = Lengths {
                     send: *len,
@@ -410,19 +397,19 @@ impl Phases {
                     Some(root) => comm.reduce_call(lengths, *reduction, *root, auto),
                     None => comm.allreduce_call(lengths, *reduction, auto),
                 };
-                comm.start_detached(reduction, buffers.send.as_ref(), buffers.recv.as_mut())
+                steps.start(comm, reduction, buffers.memory())
             }
             Step::Allgatherv { counts, from, .. } => {
                 let own = counts.get(me).copied().unwrap_or(0);
                 let total = counts.iter().sum();
-                buffers.fit(comm, own, total)?;
+                buffers.fit(|n| comm.alloc(n), own, total)?;
                 fill(buffers, slice(call.area(*from, out), own)?)?;
                 let lengths = Lengths {
                     send: own,
                     recv: total,
                 };
                 let allgatherv = comm.allgatherv_call(lengths, counts, auto);
-                comm.start_detached(allgatherv, buffers.send.as_ref(), buffers.recv.as_mut())
+                steps.start(comm, allgatherv, buffers.memory())
             }
             Step::Place { .. } => Err(argument("node phases", "a local step started".into())),
         }
@@ -473,7 +460,7 @@ fn slice(bytes: &[u8], len: usize) -> Result<&[u8]> {
         .ok_or_else(|| argument("node phases", "a step's data outside its area".into()))
 }
 
-fn recv_of(buffers: &mut LevelBuffers) -> Result<&mut Buffer> {
+fn recv_of(buffers: &mut StepBuffers) -> Result<&mut Buffer> {
     buffers
         .recv
         .as_mut()
@@ -481,7 +468,7 @@ fn recv_of(buffers: &mut LevelBuffers) -> Result<&mut Buffer> {
 }
 
 /// The level's send buffer filled with `data`.
-fn fill(buffers: &mut LevelBuffers, data: &[u8]) -> Result<()> {
+fn fill(buffers: &mut StepBuffers, data: &[u8]) -> Result<()> {
     let send = buffers
         .send
         .as_mut()
@@ -494,24 +481,32 @@ fn fill(buffers: &mut LevelBuffers, data: &[u8]) -> Result<()> {
 
 impl Communicator {
     /// Progresses the steps of `call` on the caller's receive buffer `out`, the same at
-    /// every progress (`wait`: to their end); true once complete. A failure gives up the
-    /// phases' communicators and this one ([`Communicator::node_phases_failed`]).
+    /// every progress (`wait`: to their end), the steps on the engines `steps`; true once
+    /// complete. A failure gives up the phases' communicators and this one
+    /// ([`Communicator::node_phases_failed`]).
     pub(super) fn phases_progress(
         &mut self,
         op: &'static str,
         call: &mut PhasedCall,
         out: &mut [u8],
+        steps: Engines,
         wait: bool,
     ) -> Result<bool> {
-        let progressed = self.phases_step(call, out, wait);
+        let progressed = self.phases_step(call, out, steps, wait);
         if let Err(err) = &progressed {
             self.node_phases_failed(op, err);
         }
         progressed
     }
 
-    fn phases_step(&mut self, call: &mut PhasedCall, out: &mut [u8], wait: bool) -> Result<bool> {
-        let PhaseState::Ready(phases) = &mut self.phases else {
+    fn phases_step(
+        &mut self,
+        call: &mut PhasedCall,
+        out: &mut [u8],
+        steps: Engines,
+        wait: bool,
+    ) -> Result<bool> {
+        let Some(phases) = self.node.phases.as_mut() else {
             return Err(argument(
                 "node phases",
                 "the node phases are not set up".into(),
@@ -526,17 +521,10 @@ impl Communicator {
             };
             let mut running = match call.running.take() {
                 Some(running) => running,
-                None => phases.begin(call, out, &call.steps[at])?,
+                None => phases.begin(call, out, &call.steps[at], steps)?,
             };
             let (comm, buffers) = phases.level(level)?;
-            let op = step_op(&call.steps[at]);
-            let done = comm.progress_detached(
-                op,
-                &mut running,
-                buffers.send.as_ref(),
-                buffers.recv.as_mut(),
-                wait,
-            )?;
+            let done = running.progress(comm, buffers.memory(), wait)?;
             if !done {
                 call.running = Some(running);
                 return Ok(false);
@@ -545,17 +533,5 @@ impl Communicator {
             call.at += 1;
         }
         Ok(true)
-    }
-}
-
-/// The collective a step calls, for its errors.
-fn step_op(step: &Step) -> &'static str {
-    match step {
-        Step::Barrier(_) => "barrier",
-        Step::Bcast { .. } => "bcast",
-        Step::Reduce { root: Some(_), .. } => "reduce",
-        Step::Reduce { root: None, .. } => "allreduce",
-        Step::Allgatherv { .. } => "allgatherv",
-        Step::Place { .. } => "node phases",
     }
 }

@@ -1,4 +1,5 @@
-//! Hierarchical collectives whose node phases run on the shared segment: on a communicator
+//! The node-phases engine: hierarchical collectives whose node phases run on the shared
+//! segment: on a communicator
 //! whose ranks span several nodes, some holding several of them, a small bcast, reduce,
 //! allreduce, allgather(v) or barrier runs as a collective on the shared segment inside each
 //! node (one copy in, flags, one copy out: [`super::segment`]), the fastest plan among one
@@ -13,20 +14,24 @@
 //! here too (the segment moves it in chunks), one phase after the other; unforced, such calls
 //! take the plans, whose node phases move each block on as it arrives (docs/performance.md,
 //! "Large calls on the node phases"). Served in the blocking and nonblocking forms, which
-//! run the same steps as one request ([`super::phased`]), and by persistent requests, which
-//! start the call anew each time.
+//! run the same steps as one task ([`super::steps`]), and by persistent requests, which start
+//! the call anew each time.
 //! The decision and its pieces: docs/architecture.md, "Node phases on the shared segment".
 
 use std::borrow::Cow;
+use std::time::Duration;
 
 use crate::plan::Problem;
+use crate::transport::OpStats;
 
 use super::arguments::argument;
-use super::call::{Call, Entered};
-use super::nonblocking::Request;
-use super::phased::{LevelBuffers, PhasedCall};
+use super::call::{Call, Choice, Entered};
+use super::communicator::{Communicator, NodeComms};
+use super::engine::{Engine, Engines, Kept, Offer, Task};
+use super::error::{CommError, Result};
+use super::memory::{Memory, StepBuffers};
 use super::segment::{part_bytes, served};
-use super::{Choice, CommError, Communicator, Payload, PayloadMut, Result};
+use super::steps::PhasedCall;
 
 /// The names of the hierarchical collectives whose node phases run on the segment, as
 /// `Choice::Named` and `CIRCULANT_ALGORITHM` take them.
@@ -38,52 +43,6 @@ pub const NODE_PHASE_ALGORITHMS: [&str; 6] = [
     "hier-segment-allgatherv",
     "hier-segment-barrier",
 ];
-
-/// The communicators of the phases: the ranks of this rank's node, and (on each node's first
-/// rank) the first ranks of all nodes.
-pub(super) struct Phases {
-    /// The steps' registered buffers on each communicator (before the communicators: they
-    /// go first).
-    pub(super) node_buffers: LevelBuffers,
-    pub(super) leader_buffers: LevelBuffers,
-    pub(super) node: Communicator,
-    pub(super) leaders: Option<Communicator>,
-    /// The parent's node map, kept so that a call need not copy it.
-    layout: crate::plan::Layout,
-}
-
-/// Where a communicator's node phases stand.
-#[derive(Default)]
-pub(super) enum PhaseState {
-    /// Not set up yet: the first call they serve splits the communicators.
-    #[default]
-    Untried,
-    Ready(Box<Phases>),
-}
-
-impl PhaseState {
-    /// The phases' communicators, once set up.
-    pub(super) fn communicators(&self) -> impl Iterator<Item = &Communicator> {
-        let phases = match self {
-            PhaseState::Ready(phases) => Some(phases.as_ref()),
-            PhaseState::Untried => None,
-        };
-        phases
-            .into_iter()
-            .flat_map(|p| std::iter::once(&p.node).chain(p.leaders.as_ref()))
-    }
-
-    /// The same, to change: they follow their parent's models and deadline.
-    pub(super) fn communicators_mut(&mut self) -> impl Iterator<Item = &mut Communicator> {
-        let phases = match self {
-            PhaseState::Ready(phases) => Some(phases.as_mut()),
-            PhaseState::Untried => None,
-        };
-        phases
-            .into_iter()
-            .flat_map(|p| std::iter::once(&mut p.node).chain(p.leaders.as_mut()))
-    }
-}
 
 /// The composition of `problem`, if there is one.
 fn phases_name(problem: &Problem) -> Option<&'static str> {
@@ -140,11 +99,182 @@ fn counts_of(problem: &Problem) -> Option<Cow<'_, [usize]>> {
     }
 }
 
+/// The node-phases engine (see the module documentation); its steps run on the engines
+/// `steps`.
+pub(crate) struct NodePhases {
+    pub steps: Engines,
+}
+
+impl Engine for NodePhases {
+    fn names(&self) -> Vec<&'static str> {
+        NODE_PHASE_ALGORITHMS.to_vec()
+    }
+
+    fn offers(&self, comm: &Communicator, problem: &Problem) -> Result<Vec<Offer>> {
+        Ok(comm
+            .node_phases_for(problem)
+            .map(|(name, time)| Offer { name, time })
+            .into_iter()
+            .collect())
+    }
+
+    fn takes(&self, comm: &Communicator, call: &Call<'_>) -> Result<bool> {
+        Ok(comm.node_phases_serve(call)?.is_some())
+    }
+
+    fn start(
+        &self,
+        comm: &mut Communicator,
+        call: Call<'_>,
+        mut memory: Memory<'_>,
+        entered: Entered,
+    ) -> Result<Box<dyn Task>> {
+        let mut task = self.begin(comm, call, &memory, entered)?;
+        // The first steps, as far as the peers allow (a failure gives the phases up).
+        task.progress(comm, memory.reborrow(), false)?;
+        Ok(Box::new(task))
+    }
+
+    /// A blocking call goes on to its wait at once, without posting its first steps apart.
+    fn run(
+        &self,
+        comm: &mut Communicator,
+        call: Call<'_>,
+        memory: Memory<'_>,
+        entered: Entered,
+    ) -> Result<()> {
+        let mut task = self.begin(comm, call, &memory, entered)?;
+        task.progress(comm, memory, true)?;
+        comm.last = Some(task.executed());
+        Ok(())
+    }
+
+    fn keep(
+        &self,
+        comm: &mut Communicator,
+        call: Call<'_>,
+        _memory: Memory<'_>,
+        engines: Engines,
+    ) -> Result<Box<dyn Kept>> {
+        let name = phases_name(&call.problem).unwrap_or("hier-segment");
+        self.anew(comm, call, name, engines)
+    }
+
+    /// The phases' communicators too, where peers called otherwise may wait.
+    fn refuse(&self, comm: &mut Communicator, op: &'static str, err: &CommError) {
+        comm.node_phases_failed(op, err);
+    }
+}
+
+impl NodePhases {
+    /// Begins `call` as its composition (see the module documentation): its steps
+    /// ([`super::steps`]) as one task. The overhead recorded is the time to the first step.
+    fn begin(
+        &self,
+        comm: &mut Communicator,
+        mut call: Call<'_>,
+        memory: &Memory<'_>,
+        entered: Entered,
+    ) -> Result<PhasesTask> {
+        let op = call.op;
+        let Some(name) = phases_name(&call.problem) else {
+            return Err(argument(
+                op,
+                "the node phases do not serve this call".into(),
+            ));
+        };
+        // Compared with every rank's before the phases, as the other engines do before their
+        // first message.
+        let checked = comm.checks_agreed(&mut call, name)?;
+        if let Err(err) = checked {
+            comm.node_phases_failed(op, &err);
+            return Err(err);
+        }
+        if comm.node.phases.is_none() {
+            // The splits' own exchanges take the engines without node phases.
+            let phases = comm.split_phases()?;
+            comm.node.phases = Some(Box::new(phases));
+        }
+        // The input: the send buffer, or an allgather(v)'s own block in place (the C API
+        // copies an in-place reduction's input into a send buffer).
+        let out = memory.recv.as_ref().map_or(&[][..], |r| r.bytes());
+        let input = match call.send_in_recv {
+            None => memory.send_bytes().to_vec(),
+            Some((at, len))
+                if matches!(
+                    call.problem,
+                    Problem::Allgather { .. } | Problem::Allgatherv { .. }
+                ) =>
+            {
+                out.get(at..at + len).unwrap_or_default().to_vec()
+            }
+            Some(_) => {
+                let err = argument(op, format!("{name} does not serve calls in place"));
+                comm.node_phases_failed(op, &err);
+                return Err(err);
+            }
+        };
+        let rank = comm.rank();
+        let phased = match &comm.node.phases {
+            Some(phases) => PhasedCall::new(&call.problem, &phases.layout, rank, input),
+            None => Err(argument(op, "the node phases are not set up".into())),
+        };
+        let call = match phased {
+            Ok(phased) => phased,
+            Err(err) => {
+                comm.node_phases_failed(op, &err);
+                return Err(err);
+            }
+        };
+        Ok(PhasesTask {
+            call,
+            op,
+            algorithm: name,
+            steps: self.steps,
+            overhead: entered.elapsed(),
+        })
+    }
+}
+
+/// A call run as its node phases.
+struct PhasesTask {
+    call: PhasedCall,
+    op: &'static str,
+    algorithm: &'static str,
+    steps: Engines,
+    overhead: Duration,
+}
+
+impl Task for PhasesTask {
+    fn algorithm(&self) -> &'static str {
+        self.algorithm
+    }
+
+    fn overhead(&self) -> Duration {
+        self.overhead
+    }
+
+    fn progress(
+        &mut self,
+        comm: &mut Communicator,
+        mut memory: Memory<'_>,
+        wait: bool,
+    ) -> Result<bool> {
+        let out = memory.recv_bytes_mut();
+        comm.phases_progress(self.op, &mut self.call, out, self.steps, wait)
+    }
+
+    /// The steps count theirs on the phases' communicators.
+    fn stats(&self) -> OpStats {
+        OpStats::default()
+    }
+}
+
 impl Communicator {
     /// The composition that serves `call` (blocking or nonblocking), if one does: every rank
     /// decides alike from the call's arguments, the layout and the configuration. A forced
     /// `hier-segment-…` name that cannot serve the call is an error.
-    pub(super) fn node_phases_serve(&self, call: &Call<'_>) -> Result<Option<&'static str>> {
+    fn node_phases_serve(&self, call: &Call<'_>) -> Result<Option<&'static str>> {
         let name = phases_name(&call.problem);
         let layout = self.nodes.layout();
         if !layout.is_hierarchical() && matches!(call.choice, Choice::Auto) {
@@ -185,7 +315,7 @@ impl Communicator {
     /// collectives whose phases run in chunks) forced, with the time the models give it (a
     /// segment operation inside the nodes, the fastest plan among the nodes' first ranks, a
     /// segment operation again, one after the other).
-    pub(super) fn node_phases_for(&self, problem: &Problem) -> Option<(&'static str, f64)> {
+    fn node_phases_for(&self, problem: &Problem) -> Option<(&'static str, f64)> {
         let name = phases_name(problem)?;
         let layout = self.nodes.layout();
         let (bytes, folds) = (phase_bytes(problem), folds(problem, layout));
@@ -223,85 +353,11 @@ impl Communicator {
         ))
     }
 
-    /// Starts `call` as its composition `name` (see the module documentation): its steps
-    /// ([`super::phased`]) as one request, with the first of them posted where `posts_first`
-    /// (the nonblocking forms; a blocking call goes on to its wait at once). The overhead
-    /// recorded is the time to the first step.
-    pub(super) fn start_node_phases<'a, S, R>(
-        &'a mut self,
-        mut call: Call<'_>,
-        name: &'static str,
-        send: Option<&S>,
-        recv: Option<&'a mut R>,
-        posts_first: bool,
-    ) -> Result<Request<'a>>
-    where
-        S: Payload + ?Sized,
-        R: PayloadMut + ?Sized,
-    {
-        let entered = Entered::now(self.measures_overhead);
-        let op = call.op;
-        // Compared with every rank's before the phases, as the other paths do before their
-        // first message.
-        let checked = self.checks_agreed(&mut call, name)?;
-        if let Err(err) = checked {
-            self.node_phases_failed(op, &err);
-            return Err(err);
-        }
-        if matches!(self.phases, PhaseState::Untried) {
-            // The splits' own exchanges take the plain path, never the node phases.
-            let phases = self.split_phases()?;
-            self.phases = PhaseState::Ready(Box::new(phases));
-        }
-        let out: &'a mut [u8] = match recv {
-            Some(recv) => recv.bytes_mut(),
-            None => Default::default(),
-        };
-        // The input: the send buffer, or an allgather(v)'s own block in place (the C API
-        // copies an in-place reduction's input into a send buffer).
-        let input = match call.send_in_recv {
-            None => send.map_or(Vec::new(), |send| send.bytes().to_vec()),
-            Some((at, len))
-                if matches!(
-                    call.problem,
-                    Problem::Allgather { .. } | Problem::Allgatherv { .. }
-                ) =>
-            {
-                out.get(at..at + len).unwrap_or_default().to_vec()
-            }
-            Some(_) => {
-                let err = argument(op, format!("{name} does not serve calls in place"));
-                self.node_phases_failed(op, &err);
-                return Err(err);
-            }
-        };
-        let rank = self.rank();
-        let phased = match &self.phases {
-            PhaseState::Ready(phases) => {
-                PhasedCall::new(&call.problem, &phases.layout, rank, input)
-            }
-            PhaseState::Untried => Err(argument(op, "the node phases are not set up".into())),
-        };
-        let mut phased = match phased {
-            Ok(phased) => phased,
-            Err(err) => {
-                self.node_phases_failed(op, &err);
-                return Err(err);
-            }
-        };
-        let overhead = entered.elapsed();
-        if posts_first {
-            // The first steps, as far as the peers allow (a failure gives the phases up).
-            self.phases_progress(op, &mut phased, out, false)?;
-        }
-        Ok(Request::phased(self, op, name, phased, out, overhead))
-    }
-
     /// Splits the phases' communicators (collective over this one): the ranks of each node,
     /// and each node's first rank. They take this communicator's configuration, without
     /// forced algorithms (they choose for themselves), without the full argument check and
     /// without measuring their steps' overhead (the call's own covers them).
-    fn split_phases(&mut self) -> Result<Phases> {
+    fn split_phases(&mut self) -> Result<NodeComms> {
         let mut node = self.split_by_node()?;
         let first = self.local_ranks().first() == Some(&self.rank());
         let mut leaders = self.split(first.then_some(0), self.rank() as i64)?;
@@ -318,9 +374,9 @@ impl Communicator {
             node.segment_ready()?;
         }
         let layout = self.nodes.layout().clone();
-        Ok(Phases {
-            node_buffers: LevelBuffers::default(),
-            leader_buffers: LevelBuffers::default(),
+        Ok(NodeComms {
+            node_buffers: StepBuffers::default(),
+            leader_buffers: StepBuffers::default(),
             node,
             leaders,
             layout,
@@ -331,11 +387,10 @@ impl Communicator {
     /// uses gives it up, so that the peers waiting in any phase fail at once. The phases'
     /// first, where the peers wait: telling the parent's peers may take its whole drain
     /// (they do not progress the parent's fabric while they wait in a phase).
-    pub(super) fn node_phases_failed(&mut self, op: &'static str, err: &CommError) {
-        if let PhaseState::Ready(phases) = &mut self.phases {
-            phases.node.comm_refused(op, err);
-            if let Some(leaders) = phases.leaders.as_mut() {
-                leaders.comm_refused(op, err);
+    pub(crate) fn node_phases_failed(&mut self, op: &'static str, err: &CommError) {
+        if let Some(phases) = self.node.phases.as_mut() {
+            for comm in phases.communicators_mut() {
+                comm.comm_refused(op, err);
             }
         }
         self.comm_refused(op, err);
