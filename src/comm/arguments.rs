@@ -1,10 +1,10 @@
-//! Checks of a call's arguments on this rank (buffer lengths against sizes and counts,
-//! buffers of this communicator), and the errors that name the call.
+//! Checks of a call's arguments on this rank: buffer lengths against sizes and counts,
+//! buffers of this communicator.
 
 use crate::fabric::RegisteredMemory;
-use crate::plan::{ReduceOp, Reduction};
 
-use super::{CommError, Communicator, Element, Result};
+use super::communicator::Communicator;
+use super::error::{argument, expect_len, Result};
 
 impl Communicator {
     /// The buffers of a rooted v-collective: `own` (which, length) holds this rank's count,
@@ -82,41 +82,5 @@ impl Communicator {
             )),
             _ => Ok(()),
         }
-    }
-}
-
-/// A plan error of a call, named after the operation the user called.
-pub(super) fn in_call(op: &'static str, err: CommError) -> CommError {
-    match err {
-        CommError::Plan(e) => argument(op, e.to_string()),
-        other => other,
-    }
-}
-
-/// The reduction of `op` over `T` (checked when the call is planned).
-pub(super) fn typed<T: Element>(op: ReduceOp) -> Reduction {
-    Reduction {
-        dtype: T::DTYPE,
-        op,
-    }
-}
-
-pub(super) fn argument(op: &'static str, what: String) -> CommError {
-    CommError::Argument { op, what }
-}
-
-pub(super) fn expect_len(
-    op: &'static str,
-    which: &str,
-    have: usize,
-    want: Option<usize>,
-) -> Result<()> {
-    match want {
-        Some(want) if want == have => Ok(()),
-        Some(want) => Err(argument(
-            op,
-            format!("the {which} buffer has {have} bytes, {want} expected"),
-        )),
-        None => Err(argument(op, format!("the {which} buffer size overflows"))),
     }
 }

@@ -4,7 +4,7 @@
 use std::ops::{Deref, DerefMut};
 
 use crate::fabric::RegisteredMemory;
-use crate::plan::Dtype;
+use crate::plan::{Dtype, ReduceOp, Reduction};
 
 use super::error::CommError;
 
@@ -191,4 +191,12 @@ impl Element for f32 {
 }
 impl Element for f64 {
     const DTYPE: Dtype = Dtype::F64;
+}
+
+/// The reduction of `op` over `T` (checked when the call is planned).
+pub(crate) fn typed<T: Element>(op: ReduceOp) -> Reduction {
+    Reduction {
+        dtype: T::DTYPE,
+        op,
+    }
 }

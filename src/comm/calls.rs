@@ -4,10 +4,10 @@
 
 use crate::plan::{Problem, Reduction};
 
-use super::arguments::{argument, expect_len};
 use super::call::{Call, Choice};
 use super::communicator::Communicator;
 use super::error::Result;
+use super::error::{argument, expect_len};
 
 /// The lengths of a call's send and receive buffers in bytes (0 where there is none).
 #[derive(Clone, Copy, Debug)]

@@ -30,6 +30,9 @@ use crate::plan::merge::IovLimits;
 use crate::plan::{CostModel, LevelCosts};
 use crate::transport::{eager, Carrier, EagerConfig, DEFAULT_DEADLINE};
 
+/// Entries kept unless `CIRCULANT_PLAN_CACHE` says otherwise.
+pub const DEFAULT_PLAN_CACHE: usize = 64;
+
 /// The libfabric provider to use (`shm`, `tcp;ofi_rxm`, `verbs;ofi_rxm`, ...).
 pub const PROVIDER_ENV: &str = "CIRCULANT_PROVIDER";
 /// Where the node map comes from: `launcher` or `hosts`.
@@ -188,7 +191,7 @@ impl Default for Config {
             eager_slots: None,
             eager_slot_bytes: None,
             eager_writes_only: false,
-            plan_cache: super::plan_cache::DEFAULT_PLAN_CACHE,
+            plan_cache: DEFAULT_PLAN_CACHE,
             segment_limit: DEFAULT_SEGMENT_LIMIT,
             single_copy: true,
             iov_limit: None,

@@ -15,10 +15,10 @@ use std::time::Duration;
 use crate::plan::Problem;
 use crate::transport::{OpStats, TransportError};
 
-use super::arguments::in_call;
 use super::call::{Call, Entered};
 use super::check::Exchange;
 use super::communicator::{Communicator, Executed};
+use super::error::in_call;
 use super::error::{CommError, Result};
 use super::memory::Memory;
 use super::plan_cache::{CallKey, PlanKey};

@@ -5,7 +5,7 @@ use crate::fabric::FabricError;
 use crate::plan::PlanError;
 use crate::transport::TransportError;
 
-use super::ConfigError;
+use super::config::ConfigError;
 
 /// Errors of the user API.
 #[derive(Debug, thiserror::Error)]
@@ -132,6 +132,34 @@ fn transport_kind(err: &TransportError) -> ErrorKind {
         TransportError::Unreachable { .. } => ErrorKind::Bootstrap,
         TransportError::Broken(_) => ErrorKind::Unusable,
         TransportError::Busy { .. } => ErrorKind::Busy,
+    }
+}
+
+/// A plan error of a call, named after the operation the user called.
+pub(crate) fn in_call(op: &'static str, err: CommError) -> CommError {
+    match err {
+        CommError::Plan(e) => argument(op, e.to_string()),
+        other => other,
+    }
+}
+
+pub(crate) fn argument(op: &'static str, what: String) -> CommError {
+    CommError::Argument { op, what }
+}
+
+pub(crate) fn expect_len(
+    op: &'static str,
+    which: &str,
+    have: usize,
+    want: Option<usize>,
+) -> Result<()> {
+    match want {
+        Some(want) if want == have => Ok(()),
+        Some(want) => Err(argument(
+            op,
+            format!("the {which} buffer has {have} bytes, {want} expected"),
+        )),
+        None => Err(argument(op, format!("the {which} buffer size overflows"))),
     }
 }
 

@@ -10,7 +10,7 @@
 
 use crate::plan::{ReduceOp, Reduction};
 
-use super::arguments::typed;
+use super::buffer::typed;
 use super::buffer::{Buffer, Element, Payload, PayloadMut};
 use super::call::Choice;
 use super::calls::Lengths;

@@ -7,7 +7,7 @@
 //! ranks exchange at start ([`crate::bootstrap::Bootstrap::node_map`]). A communicator from
 //! [`Communicator::split`] keeps its parent's map restricted to its ranks.
 
-use super::arguments::argument;
+use super::error::argument;
 use super::{Communicator, NodeMap, Result};
 
 impl Communicator {

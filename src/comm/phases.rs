@@ -13,7 +13,7 @@
 //! replaces the rounds of a node phase. Past the limit a forced bcast or allgather(v) runs
 //! here too (the segment moves it in chunks), one phase after the other; unforced, such calls
 //! take the plans, whose node phases move each block on as it arrives (docs/performance.md,
-//! "Large calls on the node phases"). Served in the blocking and nonblocking forms, which
+//! "Several ranks per node: large calls"). Served in the blocking and nonblocking forms, which
 //! run the same steps as one task ([`super::steps`]), and by persistent requests, which start
 //! the call anew each time.
 //! The decision and its pieces: docs/architecture.md, "Node phases on the shared segment".
@@ -24,10 +24,10 @@ use std::time::Duration;
 use crate::plan::Problem;
 use crate::transport::OpStats;
 
-use super::arguments::argument;
 use super::call::{Call, Choice, Entered};
 use super::communicator::{Communicator, NodeComms};
 use super::engine::{Engine, Engines, Kept, Offer, Task};
+use super::error::argument;
 use super::error::{CommError, Result};
 use super::memory::{Memory, StepBuffers};
 use super::segment::{part_bytes, served};

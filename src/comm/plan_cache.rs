@@ -17,9 +17,6 @@ use crate::transport::Prepared;
 use super::call::Call;
 use super::Choice;
 
-/// Entries kept unless `CIRCULANT_PLAN_CACHE` says otherwise.
-pub const DEFAULT_PLAN_CACHE: usize = 64;
-
 /// Everything that determines a call's plan on this communicator (the rank, the size, the
 /// provider's limits and the configured algorithms are fixed for its life; a new cost model
 /// empties the cache), in one list of fields: equality and hash are derived from it.
@@ -461,7 +458,7 @@ mod tests {
         }
         // A call's outcome of its own checks is not part of its key.
         let refused = Call::new("bcast", calls[0].problem.clone(), Choice::Auto)
-            .checked(Err(crate::comm::arguments::argument("bcast", "no".into())));
+            .checked(Err(crate::comm::error::argument("bcast", "no".into())));
         assert_eq!(cache.get(&CallKey::of(&refused)), Some(0));
     }
 

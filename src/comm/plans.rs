@@ -16,10 +16,10 @@ use crate::plan::{registry, Algorithm, PlanError, Problem};
 use crate::sim::price::price_on;
 use crate::transport::{OpStats, Operation};
 
-use super::arguments::in_call;
 use super::call::{digest, Call, Choice, Entered};
 use super::communicator::Communicator;
 use super::engine::{Engine, Engines, Kept, Offer, Task};
+use super::error::in_call;
 use super::error::{CommError, Result};
 use super::memory::Memory;
 use super::plan_cache::{CallKey, PlanKey, Planned};

@@ -17,10 +17,10 @@ use crate::transport::segment::{
 };
 use crate::transport::{OpStats, TransportError};
 
-use super::arguments::{argument, in_call};
 use super::call::{Call, Choice, Entered};
 use super::communicator::{Communicator, SegmentStatus};
 use super::engine::{Engine, Engines, Kept, Offer, Task};
+use super::error::{argument, in_call};
 use super::error::{CommError, Result};
 use super::memory::Memory;
 use super::plans::Plans;
@@ -363,8 +363,8 @@ impl Communicator {
     /// model's β inside a node — the first chunk of the largest part copied in, then every
     /// byte a rank takes copied out (the other chunks go in while earlier ones are taken). No
     /// α: no message, a flag in memory every rank maps. It lists the segment among the
-    /// algorithms; the segment serves by rule, not by this price (docs/performance.md, "The
-    /// shared segment in chunks", has the measurements).
+    /// algorithms; the segment serves by rule, not by this price (docs/performance.md, "One
+    /// node: shared memory", has the measurements).
     fn segment_time(&self, problem: &Problem) -> f64 {
         let part = part_bytes(problem);
         let taken = match problem {
@@ -390,7 +390,7 @@ impl Communicator {
 
     /// Whether a reduction's p − 1 vectors that each rank folds total at most the limit:
     /// beyond that a plan's reduction, which folds about log₂ p of them, is faster
-    /// (docs/performance.md, "The shared segment"). Other collectives copy what they take
+    /// (docs/performance.md, "One node: shared memory"). Other collectives copy what they take
     /// and always fit.
     fn folds_within_limit(&self, problem: &Problem) -> bool {
         match problem {

@@ -11,11 +11,11 @@ use std::sync::Arc;
 use crate::plan::Problem;
 use crate::transport::{Card, Opened};
 
-use super::arguments::{argument, expect_len};
 use super::buffer::{Payload, PayloadMut};
 use super::call::{Call, Choice};
 use super::calls::Lengths;
 use super::communicator::Communicator;
+use super::error::{argument, expect_len};
 use super::error::{CommError, Result};
 use super::memory::Memory;
 use super::registry::{ALL, ONE_LEVEL_ENGINES};

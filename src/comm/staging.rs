@@ -7,7 +7,7 @@ use crate::fabric::RegisteredMemory;
 use crate::plan;
 use crate::transport::{BufferViews, Transport, View};
 
-use super::arguments::argument;
+use super::error::argument;
 use super::error::Result;
 use super::memory::Memory;
 use super::plan_cache::CallKey;

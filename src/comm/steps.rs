@@ -8,12 +8,12 @@
 
 use crate::plan::{Layout, Problem, Reduction};
 
-use super::arguments::argument;
 use super::buffer::Buffer;
 use super::call::Choice;
 use super::calls::Lengths;
 use super::communicator::{Communicator, NodeComms};
 use super::engine::{Engines, Task};
+use super::error::argument;
 use super::error::Result;
 use super::memory::{Memory, StepBuffers};
 

@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 use crate::fabric::{Address, AddressVector, RemoteRegion};
 use crate::plan::merge::IovLimits;
 
+use super::card::Card;
+use super::error::{Result, TransportError};
 use super::fabrics::Route;
 use super::liveness::PeerProcesses;
-use super::setup::Card;
-use super::{Result, TransportError};
 
 /// Where the cards of peers not known yet come from (the job's key-value space).
 pub trait CardSource: Send {

@@ -28,7 +28,7 @@ const POLL_PHASE_WITHOUT_WAIT_OBJECT: Duration = Duration::from_millis(1);
 /// then). Its waits are for the link, whose steps are milliseconds apart, so it polls until
 /// such a step is surely late.
 /// Ranks of one node wait for each other's cores instead, where a longer poll phase took them
-/// from the ranks that had work (docs/performance.md, "Waiting with two fabrics").
+/// from the ranks that had work (docs/performance-archive.md, "Waiting with two fabrics").
 const POLL_PHASE_TWO_QUEUES: Duration = Duration::from_millis(20);
 
 /// Longest single blocking wait, so that deadlines are checked often.

@@ -19,10 +19,24 @@ mod inbox;
 pub(super) use inbox::{Inbox, Incoming};
 
 use super::eager::{self, Cursor, Receiver, Sent, SlotHeader, Transfer};
+use super::error::{Result, TransportError};
 use super::local::{BufferViews, LocalSteps};
+use super::prepared::Prepared;
 use super::wire::{self, order, wire_seq, Order, SlotRing, Token};
-use super::{OpStats, Prepared, Result, TransportError};
 use crate::fabric::RemoteRegion;
+
+/// What one operation did on this rank.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpStats {
+    /// Writes posted.
+    pub writes: u64,
+    /// Bytes those writes carried.
+    pub bytes_written: u64,
+    /// Writes that arrived.
+    pub arrivals: u64,
+    /// Bytes copied by local steps.
+    pub bytes_copied: u64,
+}
 
 /// Where a transfer stands.
 struct Pending {

@@ -272,7 +272,7 @@ impl Run {
                 let writes = self.kind.publishes_in(me, self.chunk, self.area);
                 if let Err(busy) = segment
                     .parity_free(seq, writes)
-                    .map_err(|e| rename(e, &self.op()))?
+                    .map_err(|e| e.in_op(&self.op()))?
                 {
                     self.awaited = busy;
                     return Ok(false);
@@ -326,7 +326,7 @@ impl Run {
                 let readers = |r: usize| kind.takes_in(r, me, chunk, area);
                 if let Err(busy) = segment
                     .read_by(seq, readers)
-                    .map_err(|e| rename(e, &self.op()))?
+                    .map_err(|e| e.in_op(&self.op()))?
                 {
                     self.awaited = busy;
                     self.draining = true;
@@ -476,7 +476,7 @@ impl Run {
         let seq = self.seq + self.chunk;
         let Some(part) = segment.part(op, seq, self.digest, from).map_err(|e| {
             // The segment names the collective only: errors name the operation.
-            rename(e, &self.op())
+            e.in_op(&self.op())
         })?
         else {
             return Ok(false);
@@ -574,7 +574,7 @@ impl Run {
         } else {
             segment.failed_before(from, seq)
         };
-        failed.and(read).map_err(|e| rename(e, &self.op()))?;
+        failed.and(read).map_err(|e| e.in_op(&self.op()))?;
         Ok(bytes)
     }
 
@@ -702,24 +702,5 @@ fn block(bounds: &[usize], rank: usize) -> std::result::Result<(usize, usize), S
             "no block of rank {rank} among {} bounds",
             bounds.len()
         )),
-    }
-}
-
-/// `err` with the operation named `op`.
-pub(super) fn rename(err: TransportError, op: &str) -> TransportError {
-    match err {
-        TransportError::AbortedBy { rank, .. } => TransportError::AbortedBy {
-            op: op.to_string(),
-            rank,
-        },
-        TransportError::Mismatch { peer, .. } => TransportError::Mismatch {
-            op: op.to_string(),
-            peer,
-        },
-        TransportError::Protocol { what, .. } => TransportError::Protocol {
-            op: op.to_string(),
-            what,
-        },
-        other => other,
     }
 }

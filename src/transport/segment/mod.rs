@@ -44,7 +44,6 @@ use crate::fabric::{peer_memory, FabricError, SharedMemory};
 use super::liveness::PeerProcesses;
 use super::{Result, TransportError};
 
-use collective::rename;
 pub use collective::{block_offsets, Kind, Run, Source};
 
 /// The completion word: the last operation completed.
@@ -399,8 +398,7 @@ impl Segment {
         let block = self.block(seq);
         let published = peer.load(block + H_SEQ)?;
         if published < seq {
-            self.aborted_by(from, peer, seq)
-                .map_err(|e| rename(e, op))?;
+            self.aborted_by(from, peer, seq).map_err(|e| e.in_op(op))?;
             return Ok(None);
         }
         // The number's acquire made the header and data visible; they cannot change before

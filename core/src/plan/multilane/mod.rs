@@ -5,7 +5,7 @@
 //! j mod (its ranks), so any placement works. The bytes that cross a node's link are those of
 //! the hierarchical algorithms ([`super::hierarchical`]); what changes is that no one rank of a
 //! node handles them all (Träff's decomposition of collectives into node and lane
-//! communicators, "multi-lane" in the README's references).
+//! communicators, "multi-lane" in docs/architecture.md's references).
 //!
 //! - [`LaneAllgatherv`]: lane j gathers the blocks of every node's j-th rank, then each node's
 //!   ranks exchange their lanes.
