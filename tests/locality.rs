@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use circulant::bootstrap::memory::Job;
 use circulant::comm::{Communicator, Config, NodeMap};
-use circulant::plan::ReduceOp;
+use circulant::plan::{Dtype, Problem, ReduceOp, Reduction};
 
 /// Deadline of every fence and collective: generous for a loaded machine, short of a hang.
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -182,4 +182,95 @@ fn a_split_communicator_keeps_its_ranks_nodes() {
 #[test]
 fn a_job_needs_one_host_name_per_rank() {
     assert!(Job::new(3).expect("job").hosts(["a", "b"]).is_err());
+}
+
+/// The problems the registry test calls: small and large broadcasts, an allgatherv and a
+/// small allreduce, on `p` ranks.
+fn registry_problems(p: usize) -> Vec<Problem> {
+    let sum = Reduction::new(Dtype::I64, ReduceOp::Sum).expect("a reduction");
+    vec![
+        Problem::Broadcast {
+            p,
+            root: 1,
+            bytes: 1000,
+        },
+        Problem::Broadcast {
+            p,
+            root: 0,
+            bytes: 1 << 20,
+        },
+        Problem::Allgatherv {
+            counts: (0..p).map(|r| 100 * (r + 1)).collect(),
+        },
+        Problem::Allreduce {
+            p,
+            reduction: sum,
+            bytes: 64,
+        },
+    ]
+}
+
+/// The one registry of every engine's algorithms against `comm.algorithms` on `hosts` (None:
+/// one node): every algorithm a call's problem lists is the registry's, the engine that
+/// serves small calls by rule (names starting with `rule`, broadcasts up to `rule_bytes`) is
+/// among them, a forced name runs as itself, and the automatic choice runs the rule's or the
+/// fastest plan of the same list.
+fn registry_against_algorithms(p: usize, hosts: Option<&[&str]>, rule: &str, rule_bytes: usize) {
+    let registry = circulant::comm::algorithm_names();
+    let rule = rule.to_string();
+    run(p, hosts, |mut comm| {
+        for problem in registry_problems(p) {
+            let listed = comm.algorithms(&problem).expect("algorithms");
+            assert!(!listed.is_empty(), "{problem:?}");
+            for (name, _) in &listed {
+                assert!(registry.contains(name), "{name} is not in the registry");
+            }
+            let names: Vec<&str> = listed.iter().map(|(n, _)| *n).collect();
+            if problem.total_bytes() <= 1000 * p {
+                assert!(
+                    names.iter().any(|n| n.starts_with(rule.as_str())),
+                    "{problem:?}: no {rule}* among {names:?}"
+                );
+            }
+        }
+        // Forcing by name and the automatic choice, on a broadcast of each size.
+        for bytes in [1000, 1 << 20] {
+            let problem = Problem::Broadcast { p, root: 0, bytes };
+            let listed = comm.algorithms(&problem).expect("algorithms");
+            let mut buf = comm.alloc(bytes).expect("alloc");
+            for (name, _) in &listed {
+                comm.using(name)
+                    .bcast(&mut buf, 0)
+                    .expect("a forced broadcast");
+                assert_eq!(comm.last().expect("ran").algorithm, *name);
+            }
+            comm.bcast(&mut buf, 0).expect("broadcast");
+            let chosen = comm.last().expect("ran").algorithm;
+            let by_rule = listed
+                .iter()
+                .find(|(n, _)| bytes <= rule_bytes && n.starts_with(rule.as_str()));
+            let fastest_plan = listed
+                .iter()
+                .filter(|(n, _)| !n.starts_with("segment-") && !n.starts_with("hier-segment-"))
+                .min_by(|a, b| a.1.total_cmp(&b.1));
+            let expected = by_rule.or(fastest_plan).expect("an algorithm");
+            assert_eq!(chosen, expected.0, "{bytes} bytes: {listed:?}");
+        }
+        ((), vec![comm])
+    });
+    assert!(registry.iter().any(|n| n.starts_with("segment-")));
+    assert!(registry.iter().any(|n| n.starts_with("hier-segment-")));
+    assert!(registry.contains(&"circulant-bcast"));
+}
+
+#[test]
+fn one_registry_lists_every_algorithm_on_one_node() {
+    // The segment serves broadcasts of any size (in chunks).
+    registry_against_algorithms(4, None, "segment-", usize::MAX);
+}
+
+#[test]
+fn one_registry_lists_every_algorithm_on_several_nodes() {
+    // The node phases serve calls within the segment's limit.
+    registry_against_algorithms(4, Some(&["a", "a", "b", "b"]), "hier-segment-", 1000);
 }
