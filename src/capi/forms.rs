@@ -30,7 +30,8 @@ pub struct CForm {
 macro_rules! c_forms {
     ($($(#[doc = $doc:expr])* $name:ident, $iname:ident, $init:ident $(/ $bytes:ident, $ibytes:ident, $init_bytes:ident)?:
         $shape:ident ($($arg:ident: $ty:ty),*) => |$comm:ident, $len:ident, $choice:ident $(, $reduction:ident)?| $make:expr;
-        $(@c $cdoc:literal ($($cp:ident: $ct:ty),*) => |$cc:ident| $cmake:expr;)?)*) => {
+        $(@c $cdoc:literal ($($cp:ident: $ct:ty),*) => |$cc:ident| $cmake:expr;)?
+        $(@mpi $mstem:ident $mshape:ident;)?)*) => {
         $($(
             #[doc = $cdoc]
             #[export_name = concat!("circulant_", stringify!($name))]

@@ -55,7 +55,8 @@ fn lengths(send: Option<&[u8]>, recv: Option<&[u8]>) -> Lengths {
 macro_rules! forms {
     ($($(#[doc = $doc:expr])* $name:ident, $iname:ident, $init:ident $(/ $bytes:ident, $ibytes:ident, $init_bytes:ident)?:
         $shape:ident ($($arg:ident: $ty:ty),*) => |$comm:ident, $len:ident, $choice:ident $(, $reduction:ident)?| $make:expr;
-        $(@c $cdoc:literal ($($cp:ident: $ct:ty),*) => |$cc:ident| $cmake:expr;)?)*) => {
+        $(@c $cdoc:literal ($($cp:ident: $ct:ty),*) => |$cc:ident| $cmake:expr;)?
+        $(@mpi $mstem:ident $mshape:ident;)?)*) => {
         impl Communicator {
             $(forms!(@$shape [$(#[doc = $doc])*] $name, $iname, $init $(/ $bytes, $ibytes, $init_bytes)?;
                 ($($arg: $ty),*) |$comm, $len, $choice $(, $reduction)?| $make;

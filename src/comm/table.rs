@@ -1,8 +1,9 @@
 //! The table of collectives: every collective described once, by its buffers, its other
 //! arguments and the call they make ([`super::calls`]). `collectives!(m)` hands the rows to
 //! the macro `m`, which makes one kind of form of every collective from them: the Rust forms
-//! ([`super::forms`]) and the C entry points ([`crate::capi`]). Adding a collective is a row
-//! here, its call in `calls.rs`, and its plans.
+//! ([`super::forms`]), the C entry points ([`crate::capi`]) and the MPI layer's rows
+//! ([`crate::capi::MPI_FORMS`], from which `ci/header` writes `mpi/collectives.h`). Adding a
+//! collective is a row here, its call in `calls.rs`, and its plans.
 //!
 //! A row: the names of the blocking, nonblocking and persistent forms (and for a reduction,
 //! of its untyped forms); the buffers (`none`; `buf`, read at the root and written elsewhere;
@@ -11,7 +12,10 @@
 //! (and a reduction's `reduction`). Then, where C has the collective (C has no in-place forms
 //! of their own: `CIRCULANT_IN_PLACE` as the send buffer), its C part: the entry point's
 //! documentation, its arguments after the communicator, and the collective they describe
-//! (`crate::capi`).
+//! (`crate::capi`). Last, where MPI has the collective, its MPI part, which the MPI layer
+//! (mpi/) serves with the C entry points: the stem of its MPI functions (`Bcast`: `MPI_Bcast`,
+//! `MPI_Ibcast`, `MPI_Bcast_init` and their `_c` forms) and the shape of their arguments
+//! ([`crate::capi::MpiShape`]).
 
 /// Hands the rows of the table to the macro `$m` (see the module documentation).
 macro_rules! collectives {
@@ -22,6 +26,7 @@ macro_rules! collectives {
                 none () => |comm, _len, choice| comm.barrier_call(choice);
                 @c "Blocks until every rank of `comm` has called it." ()
                 => |_c| Ok(Collective::Barrier);
+                @mpi Barrier NoBuffer;
 
             /// Root's `buf` ends up in every rank's `buf` (the same length everywhere).
             bcast, ibcast, bcast_init:
@@ -29,6 +34,7 @@ macro_rules! collectives {
                 @c "Root's `bytes` at `buf` into every rank's `buf`."
                 (buf: *mut c_void, bytes: usize, root: c_int)
                 => |_c| Collective::bcast(buf, bytes, root);
+                @mpi Bcast RootedBuffer;
 
             /// Every rank's `send` (all the same length) into `recv` in rank order.
             allgather, iallgather, allgather_init:
@@ -38,6 +44,7 @@ macro_rules! collectives {
                    its place in `recv`."
                 (send: *const c_void, send_bytes: usize, recv: *mut c_void)
                 => |_c| Ok(Collective::allgather(send, send_bytes, recv));
+                @mpi Allgather Blocks;
 
             /// An allgather in place: this rank's block is already at its place in `recv`
             /// (at rank × block).
@@ -54,6 +61,7 @@ macro_rules! collectives {
                    `send` may be `CIRCULANT_IN_PLACE`."
                 (send: *const c_void, send_bytes: usize, recv: *mut c_void, counts: *const usize)
                 => |c| Collective::allgatherv(c, send, send_bytes, recv, counts);
+                @mpi Allgatherv RecvV;
 
             /// An allgatherv in place: this rank's contribution is already in `recv` at the
             /// sum of the counts before it. On a registered [`Buffer`] nothing is copied.
@@ -70,6 +78,7 @@ macro_rules! collectives {
                    `dtype`. `send` may be `CIRCULANT_IN_PLACE` (the input is in `recv`)."
                 (send: *const c_void, recv: *mut c_void, count: usize, dtype: c_int, op: c_int)
                 => |_c| Collective::reducing(Reducing::All, send, recv, count, dtype, op);
+                @mpi Allreduce Reduction;
 
             /// Root's `recv` = `op` over all ranks' `send`; the others' `recv` is not touched
             /// (it may be empty).
@@ -81,6 +90,7 @@ macro_rules! collectives {
                 (send: *const c_void, recv: *mut c_void, count: usize, dtype: c_int, op: c_int,
                  root: c_int)
                 => |_c| Collective::reducing(Reducing::To(rank_arg(root, "root")?), send, recv, count, dtype, op);
+                @mpi Reduce RootedReduction;
 
             /// Rank r's `recv` = `op` over the `send` of ranks 0..=r (inclusive prefix).
             scan, iscan, scan_init / scan_bytes, iscan_bytes, scan_init_bytes:
@@ -89,6 +99,7 @@ macro_rules! collectives {
                 @c "Rank r's `recv` = `op` over the `send` of ranks 0..=r."
                 (send: *const c_void, recv: *mut c_void, count: usize, dtype: c_int, op: c_int)
                 => |_c| Collective::reducing(Reducing::Scan, send, recv, count, dtype, op);
+                @mpi Scan Reduction;
 
             /// Rank r's `recv` = `op` over the `send` of ranks 0..r (exclusive prefix); rank
             /// 0's `recv` is left as it was.
@@ -99,6 +110,7 @@ macro_rules! collectives {
                    touched."
                 (send: *const c_void, recv: *mut c_void, count: usize, dtype: c_int, op: c_int)
                 => |_c| Collective::reducing(Reducing::Exscan, send, recv, count, dtype, op);
+                @mpi Exscan Reduction;
 
             /// Every rank's `send` (all the same length) into root's `recv` in rank order.
             gather, igather, gather_init:
@@ -108,6 +120,7 @@ macro_rules! collectives {
                    order."
                 (send: *const c_void, send_bytes: usize, recv: *mut c_void, root: c_int)
                 => |_c| Collective::gather(send, send_bytes, recv, root);
+                @mpi Gather RootedBlocks;
 
             /// Rank r's `send` (`counts[r]` bytes) into root's `recv` at the sum of the
             /// counts before r.
@@ -119,6 +132,7 @@ macro_rules! collectives {
                 (send: *const c_void, send_bytes: usize, recv: *mut c_void, counts: *const usize,
                  root: c_int)
                 => |c| Collective::gatherv(c, send, send_bytes, recv, counts, root);
+                @mpi Gatherv RootedRecvV;
 
             /// Block r of root's `send` (size × the length of `recv`) into rank r's `recv`.
             scatter, iscatter, scatter_init:
@@ -127,6 +141,7 @@ macro_rules! collectives {
                 @c "Block r of root's `send` (size × `recv_bytes`) into rank r's `recv`."
                 (send: *const c_void, recv: *mut c_void, recv_bytes: usize, root: c_int)
                 => |_c| Collective::scatter(send, recv, recv_bytes, root);
+                @mpi Scatter RootedBlocks;
 
             /// Root's `send` cut at `counts` (rank r's part: `counts[r]` bytes at the sum of
             /// the counts before r) into each rank's `recv`.
@@ -138,6 +153,7 @@ macro_rules! collectives {
                 (send: *const c_void, counts: *const usize, recv: *mut c_void, recv_bytes: usize,
                  root: c_int)
                 => |c| Collective::scatterv(c, send, counts, recv, recv_bytes, root);
+                @mpi Scatterv RootedSendV;
 
             /// Block j of rank i's `send` into block i of rank j's `recv` (size equal blocks
             /// each).
@@ -147,6 +163,7 @@ macro_rules! collectives {
                    `block_bytes`)."
                 (send: *const c_void, recv: *mut c_void, block_bytes: usize)
                 => |_c| Ok(Collective::alltoall(send, recv, block_bytes));
+                @mpi Alltoall Blocks;
         }
     };
 }
