@@ -1,14 +1,14 @@
 /* circulant-mpi: the MPI profiling-interface layer.
  *
  * Loaded before the MPI library (LD_PRELOAD, or linked ahead of it), it defines the MPI
- * collectives listed in `op_names` below and serves them with circulant where it can and
- * where the thresholds say circulant is faster; every other call, and every call it does not
- * serve, goes to the PMPI_ function unchanged. This file: communicators and their mirrors,
- * whether a call may be served at all, errors, MPI_Init and MPI_Finalize; serve.c the served
- * calls; datatypes.c the buffers circulant sees; settings.c the settings and thresholds;
- * blocking.c and nonblocking.c the entry points; requests.c the layer's requests and the MPI
- * calls that take requests; point_to_point.c MPI's blocking point-to-point calls while the
- * layer has calls outstanding.
+ * collectives of collectives.h and serves them with circulant where it can and where the
+ * thresholds say circulant is faster; every other call, and every call it does not serve, goes
+ * to the PMPI_ function unchanged. This file: communicators and their mirrors, whether a call
+ * may be served at all, errors, MPI_Init and MPI_Finalize; serve.c the served calls;
+ * datatypes.c the buffers circulant sees; settings.c the settings and thresholds;
+ * entry_points.c the entry points; nonblocking.c the nonblocking and persistent calls issued;
+ * requests.c the layer's requests and the MPI calls that take requests; point_to_point.c MPI's
+ * blocking point-to-point calls while the layer has calls outstanding.
  *
  * Built once per MPI implementation by ci/mpi-layer:
  *   target/mpi/libcirculant-mpi-mpich.so, target/mpi/libcirculant-mpi-openmpi.so
@@ -35,13 +35,14 @@
 /* ---------------------------------------------------------------- collectives, reasons */
 
 const char *const op_names[OP_COUNT] = {
-    "barrier", "bcast",    "allgather", "allgatherv", "allreduce", "reduce", "gather",
-    "gatherv", "scatter", "scatterv",  "alltoall",   "scan",      "exscan"};
+#define COLLECTIVE(Stem, name, OP, SHAPE) [OP] = #name,
+#include "collectives.h"
+};
 
 static const char *const mpi_names[OP_COUNT] = {
-    "MPI_Barrier", "MPI_Bcast",    "MPI_Allgather", "MPI_Allgatherv", "MPI_Allreduce",
-    "MPI_Reduce",  "MPI_Gather",   "MPI_Gatherv",   "MPI_Scatter",    "MPI_Scatterv",
-    "MPI_Alltoall", "MPI_Scan",    "MPI_Exscan"};
+#define COLLECTIVE(Stem, name, OP, SHAPE) [OP] = "MPI_" #Stem,
+#include "collectives.h"
+};
 
 static const char *const why_names[WHY_COUNT] = {
     "served",          "off",        "thread-multiple",       "intercommunicator",

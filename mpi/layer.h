@@ -1,9 +1,10 @@
 /* circulant-mpi: what the layer's files share (circulant_mpi.c: communicators, errors, init
  * and finalize; serve.c: the served calls; datatypes.c: the buffers circulant sees;
- * settings.c: the settings and thresholds; blocking.c and nonblocking.c: the MPI entry
- * points of the collectives; requests.c: the layer's requests and the MPI request calls;
- * point_to_point.c: MPI's blocking point-to-point calls while the layer has calls outstanding).
- * Nothing here is exported from the library. */
+ * settings.c: the settings and thresholds; entry_points.c: the MPI entry points of the
+ * collectives of collectives.h; nonblocking.c: nonblocking and persistent calls issued;
+ * requests.c: the layer's requests and the MPI request calls; point_to_point.c: MPI's
+ * blocking point-to-point calls while the layer has calls outstanding). Nothing here is
+ * exported from the library. */
 #ifndef CIRCULANT_MPI_LAYER_H
 #define CIRCULANT_MPI_LAYER_H
 
@@ -35,20 +36,10 @@
 /* A call that goes to the PMPI_ function. */
 #define PASS (-1)
 
+/* The collectives, in the order of collectives.h (the table of collectives). */
 enum op {
-  OP_BARRIER,
-  OP_BCAST,
-  OP_ALLGATHER,
-  OP_ALLGATHERV,
-  OP_ALLREDUCE,
-  OP_REDUCE,
-  OP_GATHER,
-  OP_GATHERV,
-  OP_SCATTER,
-  OP_SCATTERV,
-  OP_ALLTOALL,
-  OP_SCAN,
-  OP_EXSCAN,
+#define COLLECTIVE(Stem, name, OP, SHAPE) OP,
+#include "collectives.h"
   OP_COUNT
 };
 
@@ -462,20 +453,27 @@ HIDDEN int blocks_copy(int into_packed, unsigned char *packed, const uint64_t *b
 /* Whether `type` is derived (a program may free it); `*owned` a duplicate of it. */
 HIDDEN int type_kept(MPI_Datatype type, MPI_Datatype *owned);
 
+/* serve.c: call `c` (of the collective `c->op`) served, or PASS. */
 HIDDEN int serve_barrier(struct call *c);
 HIDDEN int serve_bcast(struct call *c, void *buf, MPI_Count count, MPI_Datatype type, int root);
-enum blocks { BL_ALLGATHER, BL_GATHER, BL_SCATTER, BL_ALLTOALL };
-HIDDEN int serve_blocks(struct call *c, enum blocks kind, const void *sendbuf, MPI_Count scount,
-                        MPI_Datatype stype, void *recvbuf, MPI_Count rcount, MPI_Datatype rtype,
-                        int root);
-enum vkind { V_ALLGATHERV, V_GATHERV, V_SCATTERV };
-HIDDEN int serve_v(struct call *c, enum vkind kind, const void *sendbuf, MPI_Count scount,
-                   MPI_Datatype stype, void *recvbuf, const MPI_Count *counts,
-                   const MPI_Aint *displs, MPI_Count rcount, MPI_Datatype rtype, int root);
-HIDDEN int allgatherv_outside(struct call *c, const void *counts, int large, MPI_Datatype type);
-enum reducing { RED_ALL, RED_ROOT, RED_SCAN, RED_EXSCAN };
-HIDDEN int serve_reduce(struct call *c, enum reducing which, const void *send, void *recv,
-                        MPI_Count count, MPI_Datatype type, MPI_Op op, int root);
+/* Allgather, gather, scatter, alltoall (`root` 0 where there is none). */
+HIDDEN int serve_blocks(struct call *c, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
+                        void *recvbuf, MPI_Count rcount, MPI_Datatype rtype, int root);
+/* An allgatherv with the program's counts and displacements: `int`s (widened here), or
+ * MPI_Counts and MPI_Aints where `large`. */
+HIDDEN int serve_allgatherv(struct call *c, const void *sendbuf, MPI_Count scount,
+                            MPI_Datatype stype, void *recvbuf, const void *counts,
+                            const void *displs, MPI_Datatype rtype, int large);
+/* A blocking gatherv (the counts of the receive side) or scatterv (of the send side), with
+ * the program's counts and displacements as for serve_allgatherv, significant at the root
+ * alone: the root tells the others. */
+HIDDEN int serve_rooted_v(struct call *c, const void *sendbuf, MPI_Count scount,
+                          MPI_Datatype stype, void *recvbuf, const void *counts,
+                          const void *displs, MPI_Count rcount, MPI_Datatype rtype, int root,
+                          int large);
+/* Allreduce, reduce, scan, exscan (`root` 0 but for reduce). */
+HIDDEN int serve_reduce(struct call *c, const void *send, void *recv, MPI_Count count,
+                        MPI_Datatype type, MPI_Op op, int root);
 
 /* The arguments of a nonblocking or persistent call, kept by a persistent request. Buffers,
  * counts and types as the program gave them; `counts` and `displs` are `int`s, or `MPI_Count`s
@@ -503,15 +501,9 @@ struct args {
  * request `native` of the same call, any other to the PMPI_ nonblocking function (`native`
  * MPI_REQUEST_NULL); `*req` the program's request (the started `native` where it passes). */
 HIDDEN int layer_issue(const struct args *a, int variant, MPI_Request native, MPI_Request *req);
-
-/* blocking.c: `int` counts and displacements as MPI_Count and MPI_Aint (NULL where
- * `counts` or `displs` is NULL); 0 when out of memory. */
-struct varrays {
-  MPI_Count *counts;
-  MPI_Aint *displs;
-};
-HIDDEN int widen(struct varrays *v, MPI_Comm comm, const int *counts, const int *displs);
-HIDDEN void unwiden(struct varrays *v);
+/* A persistent call of `variant` (an `_init` variant) with arguments `a`: the layer's request,
+ * or the MPI's own where the layer never serves it (nonblocking.c says when). */
+HIDDEN int layer_persistent(const struct args *a, int variant, MPI_Info info, MPI_Request *req);
 
 /* requests.c: a nonblocking call circulant started, as the program's request; a persistent
  * request of the layer; the requests left at MPI_Finalize. */

@@ -1,5 +1,5 @@
 /* circulant-mpi: the nonblocking collectives (MPI_Ibcast, ...) and MPI-4's persistent ones
- * (MPI_Bcast_init, ...), with their large-count forms where the MPI has them.
+ * (MPI_Bcast_init, ...) issued, from the arguments their entry points (entry_points.c) keep.
  *
  * A nonblocking call is served as the blocking one is (the same rules; the thresholds of its
  * own form, `ibcast`, ..., as the MPI's nonblocking algorithms are others), with two
@@ -11,23 +11,6 @@
  */
 #define _GNU_SOURCE
 #include "layer.h"
-
-#include <stdlib.h>
-
-static int serve_allgatherv(struct call *c, const struct args *a, int large) {
-  if (!a->counts || !a->displs) return layer_pass(c, WHY_ARGUMENT);
-  if (allgatherv_outside(c, a->counts, large, a->rtype)) return PASS;
-  if (large)
-    return serve_v(c, V_ALLGATHERV, a->send, a->scount, a->stype, a->recv, a->counts, a->displs,
-                   0, a->rtype, 0);
-  struct varrays v;
-  int rc = widen(&v, c->comm, a->counts, a->displs)
-               ? serve_v(c, V_ALLGATHERV, a->send, a->scount, a->stype, a->recv, v.counts,
-                         v.displs, 0, a->rtype, 0)
-               : layer_pass(c, WHY_ARGUMENT);
-  unwiden(&v);
-  return rc;
-}
 
 /* The MPI's own nonblocking call. */
 static int mpi_nonblocking(const struct args *a, int large, MPI_Request *req) {
@@ -117,39 +100,21 @@ int layer_issue(const struct args *a, int variant, MPI_Request native, MPI_Reque
       rc = serve_bcast(&c, a->recv, a->rcount, a->rtype, a->root);
       break;
     case OP_ALLGATHER:
-      rc = serve_blocks(&c, BL_ALLGATHER, a->send, a->scount, a->stype, a->recv, a->rcount,
-                        a->rtype, 0);
-      break;
     case OP_GATHER:
-      rc = serve_blocks(&c, BL_GATHER, a->send, a->scount, a->stype, a->recv, a->rcount, a->rtype,
-                        a->root);
-      break;
     case OP_SCATTER:
-      rc = serve_blocks(&c, BL_SCATTER, a->send, a->scount, a->stype, a->recv, a->rcount, a->rtype,
-                        a->root);
-      break;
     case OP_ALLTOALL:
-      rc = serve_blocks(&c, BL_ALLTOALL, a->send, a->scount, a->stype, a->recv, a->rcount,
-                        a->rtype, 0);
+      rc = serve_blocks(&c, a->send, a->scount, a->stype, a->recv, a->rcount, a->rtype, a->root);
       break;
     case OP_ALLGATHERV:
-      rc = serve_allgatherv(&c, a, large);
+      rc = serve_allgatherv(&c, a->send, a->scount, a->stype, a->recv, a->counts, a->displs,
+                            a->rtype, large);
       break;
     case OP_GATHERV:
     case OP_SCATTERV:
       rc = layer_pass(&c, WHY_ROOTED_V);
       break;
-    case OP_ALLREDUCE:
-      rc = serve_reduce(&c, RED_ALL, a->send, a->recv, a->rcount, a->rtype, a->reduction, 0);
-      break;
-    case OP_REDUCE:
-      rc = serve_reduce(&c, RED_ROOT, a->send, a->recv, a->rcount, a->rtype, a->reduction, a->root);
-      break;
-    case OP_SCAN:
-      rc = serve_reduce(&c, RED_SCAN, a->send, a->recv, a->rcount, a->rtype, a->reduction, 0);
-      break;
-    default:
-      rc = serve_reduce(&c, RED_EXSCAN, a->send, a->recv, a->rcount, a->rtype, a->reduction, 0);
+    default: /* allreduce, reduce, scan, exscan */
+      rc = serve_reduce(&c, a->send, a->recv, a->rcount, a->rtype, a->reduction, a->root);
       break;
     }
   if (rc != PASS) return rc;
@@ -160,217 +125,7 @@ int layer_issue(const struct args *a, int variant, MPI_Request native, MPI_Reque
   return rc;
 }
 
-/* ---------------------------------------------------------------- MPI_I... */
-
-#define ISSUE(VARIANT, ...)                                                                        \
-  do {                                                                                             \
-    struct args a = {__VA_ARGS__};                                                                 \
-    return layer_issue(&a, VARIANT, MPI_REQUEST_NULL, req);                                        \
-  } while (0)
-
-int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes(OP_BARRIER, VAR_NB, comm, MPI_BYTE, 0)) return PMPI_Ibarrier(comm, req);
-  ISSUE(VAR_NB, .op = OP_BARRIER, .comm = comm);
-}
-
-int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes(OP_BCAST, VAR_NB, comm, type, count))
-    return PMPI_Ibcast(buf, count, type, root, comm, req);
-  ISSUE(VAR_NB, .op = OP_BCAST, .recv = buf, .rcount = count, .rtype = type, .root = root,
-        .comm = comm);
-}
-
-int MPI_Iallgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
-                   MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes_sides(OP_ALLGATHER, VAR_NB, comm, sb, sc, st, rb, rcount, rt, 0))
-    return PMPI_Iallgather(sb, sc, st, rb, rcount, rt, comm, req);
-  ISSUE(VAR_NB, .op = OP_ALLGATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
-        .rcount = rcount, .rtype = rt, .comm = comm);
-}
-
-int MPI_Igather(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
-                int root, MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes_sides(OP_GATHER, VAR_NB, comm, sb, sc, st, rb, rcount, rt, root))
-    return PMPI_Igather(sb, sc, st, rb, rcount, rt, root, comm, req);
-  ISSUE(VAR_NB, .op = OP_GATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
-        .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
-}
-
-int MPI_Iscatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
-                 int root, MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes_sides(OP_SCATTER, VAR_NB, comm, sb, sc, st, rb, rcount, rt, root))
-    return PMPI_Iscatter(sb, sc, st, rb, rcount, rt, root, comm, req);
-  ISSUE(VAR_NB, .op = OP_SCATTER, .send = sb, .scount = sc, .stype = st, .recv = rb,
-        .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
-}
-
-int MPI_Ialltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount, MPI_Datatype rt,
-                  MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes_sides(OP_ALLTOALL, VAR_NB, comm, sb, sc, st, rb, rcount, rt, 0))
-    return PMPI_Ialltoall(sb, sc, st, rb, rcount, rt, comm, req);
-  ISSUE(VAR_NB, .op = OP_ALLTOALL, .send = sb, .scount = sc, .stype = st, .recv = rb,
-        .rcount = rcount, .rtype = rt, .comm = comm);
-}
-
-int MPI_Iallgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rcounts[],
-                    const int displs[], MPI_Datatype rt, MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes_v(VAR_NB, comm, rcounts, displs, 0, rt))
-    return PMPI_Iallgatherv(sb, sc, st, rb, rcounts, displs, rt, comm, req);
-  ISSUE(VAR_NB, .op = OP_ALLGATHERV, .send = sb, .scount = sc, .stype = st, .recv = rb,
-        .counts = rcounts, .displs = displs, .rtype = rt, .comm = comm);
-}
-
-int MPI_Igatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rcounts[],
-                 const int displs[], MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes_nonblocking_v(OP_GATHERV, VAR_NB, comm))
-    return PMPI_Igatherv(sb, sc, st, rb, rcounts, displs, rt, root, comm, req);
-  ISSUE(VAR_NB, .op = OP_GATHERV, .send = sb, .scount = sc, .stype = st, .recv = rb,
-        .counts = rcounts, .displs = displs, .rtype = rt, .root = root, .comm = comm);
-}
-
-int MPI_Iscatterv(const void *sb, const int scounts[], const int displs[], MPI_Datatype st,
-                  void *rb, int rcount, MPI_Datatype rt, int root, MPI_Comm comm,
-                  MPI_Request *req) {
-  if (gate_passes_nonblocking_v(OP_SCATTERV, VAR_NB, comm))
-    return PMPI_Iscatterv(sb, scounts, displs, st, rb, rcount, rt, root, comm, req);
-  ISSUE(VAR_NB, .op = OP_SCATTERV, .send = sb, .counts = scounts, .displs = displs, .stype = st,
-        .recv = rb, .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
-}
-
-int MPI_Iallreduce(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
-                   MPI_Request *req) {
-  if (gate_passes(OP_ALLREDUCE, VAR_NB, comm, t, count))
-    return PMPI_Iallreduce(sb, rb, count, t, op, comm, req);
-  ISSUE(VAR_NB, .op = OP_ALLREDUCE, .send = sb, .recv = rb, .rcount = count, .rtype = t,
-        .reduction = op, .comm = comm);
-}
-
-int MPI_Ireduce(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, int root,
-                MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes(OP_REDUCE, VAR_NB, comm, t, count))
-    return PMPI_Ireduce(sb, rb, count, t, op, root, comm, req);
-  ISSUE(VAR_NB, .op = OP_REDUCE, .send = sb, .recv = rb, .rcount = count, .rtype = t,
-        .reduction = op, .root = root, .comm = comm);
-}
-
-int MPI_Iscan(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
-              MPI_Request *req) {
-  if (gate_passes(OP_SCAN, VAR_NB, comm, t, count))
-    return PMPI_Iscan(sb, rb, count, t, op, comm, req);
-  ISSUE(VAR_NB, .op = OP_SCAN, .send = sb, .recv = rb, .rcount = count, .rtype = t,
-        .reduction = op, .comm = comm);
-}
-
-int MPI_Iexscan(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
-                MPI_Request *req) {
-  if (gate_passes(OP_EXSCAN, VAR_NB, comm, t, count))
-    return PMPI_Iexscan(sb, rb, count, t, op, comm, req);
-  ISSUE(VAR_NB, .op = OP_EXSCAN, .send = sb, .recv = rb, .rcount = count, .rtype = t,
-        .reduction = op, .comm = comm);
-}
-
 #if LAYER_LARGE_COUNT
-/* ---------------------------------------------------------------- MPI_I..._c */
-
-int MPI_Ibcast_c(void *buf, MPI_Count count, MPI_Datatype type, int root, MPI_Comm comm,
-                 MPI_Request *req) {
-  if (gate_passes(OP_BCAST, VAR_NB_C, comm, type, count))
-    return PMPI_Ibcast_c(buf, count, type, root, comm, req);
-  ISSUE(VAR_NB_C, .op = OP_BCAST, .recv = buf, .rcount = count, .rtype = type, .root = root,
-        .comm = comm);
-}
-
-int MPI_Iallgather_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
-                     MPI_Datatype rt, MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes_sides(OP_ALLGATHER, VAR_NB_C, comm, sb, sc, st, rb, rcount, rt, 0))
-    return PMPI_Iallgather_c(sb, sc, st, rb, rcount, rt, comm, req);
-  ISSUE(VAR_NB_C, .op = OP_ALLGATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
-        .rcount = rcount, .rtype = rt, .comm = comm);
-}
-
-int MPI_Igather_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
-                  MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes_sides(OP_GATHER, VAR_NB_C, comm, sb, sc, st, rb, rcount, rt, root))
-    return PMPI_Igather_c(sb, sc, st, rb, rcount, rt, root, comm, req);
-  ISSUE(VAR_NB_C, .op = OP_GATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
-        .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
-}
-
-int MPI_Iscatter_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
-                   MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes_sides(OP_SCATTER, VAR_NB_C, comm, sb, sc, st, rb, rcount, rt, root))
-    return PMPI_Iscatter_c(sb, sc, st, rb, rcount, rt, root, comm, req);
-  ISSUE(VAR_NB_C, .op = OP_SCATTER, .send = sb, .scount = sc, .stype = st, .recv = rb,
-        .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
-}
-
-int MPI_Ialltoall_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
-                    MPI_Datatype rt, MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes_sides(OP_ALLTOALL, VAR_NB_C, comm, sb, sc, st, rb, rcount, rt, 0))
-    return PMPI_Ialltoall_c(sb, sc, st, rb, rcount, rt, comm, req);
-  ISSUE(VAR_NB_C, .op = OP_ALLTOALL, .send = sb, .scount = sc, .stype = st, .recv = rb,
-        .rcount = rcount, .rtype = rt, .comm = comm);
-}
-
-int MPI_Iallgatherv_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb,
-                      const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rt,
-                      MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes_v(VAR_NB_C, comm, rcounts, displs, 1, rt))
-    return PMPI_Iallgatherv_c(sb, sc, st, rb, rcounts, displs, rt, comm, req);
-  ISSUE(VAR_NB_C, .op = OP_ALLGATHERV, .send = sb, .scount = sc, .stype = st, .recv = rb,
-        .counts = rcounts, .displs = displs, .rtype = rt, .comm = comm);
-}
-
-int MPI_Igatherv_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb,
-                   const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rt, int root,
-                   MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes_nonblocking_v(OP_GATHERV, VAR_NB_C, comm))
-    return PMPI_Igatherv_c(sb, sc, st, rb, rcounts, displs, rt, root, comm, req);
-  ISSUE(VAR_NB_C, .op = OP_GATHERV, .send = sb, .scount = sc, .stype = st, .recv = rb,
-        .counts = rcounts, .displs = displs, .rtype = rt, .root = root, .comm = comm);
-}
-
-int MPI_Iscatterv_c(const void *sb, const MPI_Count scounts[], const MPI_Aint displs[],
-                    MPI_Datatype st, void *rb, MPI_Count rcount, MPI_Datatype rt, int root,
-                    MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes_nonblocking_v(OP_SCATTERV, VAR_NB_C, comm))
-    return PMPI_Iscatterv_c(sb, scounts, displs, st, rb, rcount, rt, root, comm, req);
-  ISSUE(VAR_NB_C, .op = OP_SCATTERV, .send = sb, .counts = scounts, .displs = displs, .stype = st,
-        .recv = rb, .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
-}
-
-int MPI_Iallreduce_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op,
-                     MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes(OP_ALLREDUCE, VAR_NB_C, comm, t, count))
-    return PMPI_Iallreduce_c(sb, rb, count, t, op, comm, req);
-  ISSUE(VAR_NB_C, .op = OP_ALLREDUCE, .send = sb, .recv = rb, .rcount = count, .rtype = t,
-        .reduction = op, .comm = comm);
-}
-
-int MPI_Ireduce_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op, int root,
-                  MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes(OP_REDUCE, VAR_NB_C, comm, t, count))
-    return PMPI_Ireduce_c(sb, rb, count, t, op, root, comm, req);
-  ISSUE(VAR_NB_C, .op = OP_REDUCE, .send = sb, .recv = rb, .rcount = count, .rtype = t,
-        .reduction = op, .root = root, .comm = comm);
-}
-
-int MPI_Iscan_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op,
-                MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes(OP_SCAN, VAR_NB_C, comm, t, count))
-    return PMPI_Iscan_c(sb, rb, count, t, op, comm, req);
-  ISSUE(VAR_NB_C, .op = OP_SCAN, .send = sb, .recv = rb, .rcount = count, .rtype = t,
-        .reduction = op, .comm = comm);
-}
-
-int MPI_Iexscan_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op,
-                  MPI_Comm comm, MPI_Request *req) {
-  if (gate_passes(OP_EXSCAN, VAR_NB_C, comm, t, count))
-    return PMPI_Iexscan_c(sb, rb, count, t, op, comm, req);
-  ISSUE(VAR_NB_C, .op = OP_EXSCAN, .send = sb, .recv = rb, .rcount = count, .rtype = t,
-        .reduction = op, .comm = comm);
-}
-
 /* ---------------------------------------------------------------- MPI-4 persistent */
 
 /* The MPI's own persistent request. */
@@ -491,7 +246,7 @@ static int predefined_op(MPI_Op op) {
  * it passes as a nonblocking call on a communicator without one does), and a start that
  * passes starts that request. A call the gate passes by its size is the MPI's alone, counted once
  * at its init. */
-static int persistent(const struct args *a, int variant, MPI_Info info, MPI_Request *req) {
+int layer_persistent(const struct args *a, int variant, MPI_Info info, MPI_Request *req) {
   struct call c;
   int reduction = a->op == OP_ALLREDUCE || a->op == OP_REDUCE || a->op == OP_SCAN ||
                   a->op == OP_EXSCAN;
@@ -537,167 +292,5 @@ static int persistent(const struct args *a, int variant, MPI_Info info, MPI_Requ
   if (sends && type_kept(a->stype, &kept.types[kept.ntypes])) kept.stype = kept.types[kept.ntypes++];
   if (receives && type_kept(a->rtype, &kept.types[kept.ntypes])) kept.rtype = kept.types[kept.ntypes++];
   return request_persistent(&kept, variant, native, req);
-}
-
-#define INIT(VARIANT, ...)                                                                         \
-  do {                                                                                             \
-    struct args a = {__VA_ARGS__};                                                                 \
-    return persistent(&a, VARIANT, info, req);                                                     \
-  } while (0)
-
-int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *req) {
-  INIT(VAR_INIT, .op = OP_BARRIER, .comm = comm);
-}
-
-int MPI_Bcast_init(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Info info,
-                   MPI_Request *req) {
-  INIT(VAR_INIT, .op = OP_BCAST, .recv = buf, .rcount = count, .rtype = type, .root = root,
-       .comm = comm);
-}
-
-int MPI_Allgather_init(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount,
-                       MPI_Datatype rt, MPI_Comm comm, MPI_Info info, MPI_Request *req) {
-  INIT(VAR_INIT, .op = OP_ALLGATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
-       .rcount = rcount, .rtype = rt, .comm = comm);
-}
-
-int MPI_Gather_init(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount,
-                    MPI_Datatype rt, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req) {
-  INIT(VAR_INIT, .op = OP_GATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
-       .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
-}
-
-int MPI_Scatter_init(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount,
-                     MPI_Datatype rt, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req) {
-  INIT(VAR_INIT, .op = OP_SCATTER, .send = sb, .scount = sc, .stype = st, .recv = rb,
-       .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
-}
-
-int MPI_Alltoall_init(const void *sb, int sc, MPI_Datatype st, void *rb, int rcount,
-                      MPI_Datatype rt, MPI_Comm comm, MPI_Info info, MPI_Request *req) {
-  INIT(VAR_INIT, .op = OP_ALLTOALL, .send = sb, .scount = sc, .stype = st, .recv = rb,
-       .rcount = rcount, .rtype = rt, .comm = comm);
-}
-
-int MPI_Allgatherv_init(const void *sb, int sc, MPI_Datatype st, void *rb, const int rcounts[],
-                        const int displs[], MPI_Datatype rt, MPI_Comm comm, MPI_Info info,
-                        MPI_Request *req) {
-  INIT(VAR_INIT, .op = OP_ALLGATHERV, .send = sb, .scount = sc, .stype = st, .recv = rb,
-       .counts = rcounts, .displs = displs, .rtype = rt, .comm = comm);
-}
-
-int MPI_Gatherv_init(const void *sb, int sc, MPI_Datatype st, void *rb, const int rcounts[],
-                     const int displs[], MPI_Datatype rt, int root, MPI_Comm comm, MPI_Info info,
-                     MPI_Request *req) {
-  INIT(VAR_INIT, .op = OP_GATHERV, .send = sb, .scount = sc, .stype = st, .recv = rb,
-       .counts = rcounts, .displs = displs, .rtype = rt, .root = root, .comm = comm);
-}
-
-int MPI_Scatterv_init(const void *sb, const int scounts[], const int displs[], MPI_Datatype st,
-                      void *rb, int rcount, MPI_Datatype rt, int root, MPI_Comm comm,
-                      MPI_Info info, MPI_Request *req) {
-  INIT(VAR_INIT, .op = OP_SCATTERV, .send = sb, .counts = scounts, .displs = displs, .stype = st,
-       .recv = rb, .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
-}
-
-int MPI_Allreduce_init(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op,
-                       MPI_Comm comm, MPI_Info info, MPI_Request *req) {
-  INIT(VAR_INIT, .op = OP_ALLREDUCE, .send = sb, .recv = rb, .rcount = count, .rtype = t,
-       .reduction = op, .comm = comm);
-}
-
-int MPI_Reduce_init(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, int root,
-                    MPI_Comm comm, MPI_Info info, MPI_Request *req) {
-  INIT(VAR_INIT, .op = OP_REDUCE, .send = sb, .recv = rb, .rcount = count, .rtype = t,
-       .reduction = op, .root = root, .comm = comm);
-}
-
-int MPI_Scan_init(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
-                  MPI_Info info, MPI_Request *req) {
-  INIT(VAR_INIT, .op = OP_SCAN, .send = sb, .recv = rb, .rcount = count, .rtype = t,
-       .reduction = op, .comm = comm);
-}
-
-int MPI_Exscan_init(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
-                    MPI_Info info, MPI_Request *req) {
-  INIT(VAR_INIT, .op = OP_EXSCAN, .send = sb, .recv = rb, .rcount = count, .rtype = t,
-       .reduction = op, .comm = comm);
-}
-
-int MPI_Bcast_init_c(void *buf, MPI_Count count, MPI_Datatype type, int root, MPI_Comm comm,
-                     MPI_Info info, MPI_Request *req) {
-  INIT(VAR_INIT_C, .op = OP_BCAST, .recv = buf, .rcount = count, .rtype = type, .root = root,
-       .comm = comm);
-}
-
-int MPI_Allgather_init_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb,
-                         MPI_Count rcount, MPI_Datatype rt, MPI_Comm comm, MPI_Info info,
-                         MPI_Request *req) {
-  INIT(VAR_INIT_C, .op = OP_ALLGATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
-       .rcount = rcount, .rtype = rt, .comm = comm);
-}
-
-int MPI_Gather_init_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
-                      MPI_Datatype rt, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req) {
-  INIT(VAR_INIT_C, .op = OP_GATHER, .send = sb, .scount = sc, .stype = st, .recv = rb,
-       .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
-}
-
-int MPI_Scatter_init_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb, MPI_Count rcount,
-                       MPI_Datatype rt, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req) {
-  INIT(VAR_INIT_C, .op = OP_SCATTER, .send = sb, .scount = sc, .stype = st, .recv = rb,
-       .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
-}
-
-int MPI_Alltoall_init_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb,
-                        MPI_Count rcount, MPI_Datatype rt, MPI_Comm comm, MPI_Info info,
-                        MPI_Request *req) {
-  INIT(VAR_INIT_C, .op = OP_ALLTOALL, .send = sb, .scount = sc, .stype = st, .recv = rb,
-       .rcount = rcount, .rtype = rt, .comm = comm);
-}
-
-int MPI_Allgatherv_init_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb,
-                          const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rt,
-                          MPI_Comm comm, MPI_Info info, MPI_Request *req) {
-  INIT(VAR_INIT_C, .op = OP_ALLGATHERV, .send = sb, .scount = sc, .stype = st, .recv = rb,
-       .counts = rcounts, .displs = displs, .rtype = rt, .comm = comm);
-}
-
-int MPI_Gatherv_init_c(const void *sb, MPI_Count sc, MPI_Datatype st, void *rb,
-                       const MPI_Count rcounts[], const MPI_Aint displs[], MPI_Datatype rt,
-                       int root, MPI_Comm comm, MPI_Info info, MPI_Request *req) {
-  INIT(VAR_INIT_C, .op = OP_GATHERV, .send = sb, .scount = sc, .stype = st, .recv = rb,
-       .counts = rcounts, .displs = displs, .rtype = rt, .root = root, .comm = comm);
-}
-
-int MPI_Scatterv_init_c(const void *sb, const MPI_Count scounts[], const MPI_Aint displs[],
-                        MPI_Datatype st, void *rb, MPI_Count rcount, MPI_Datatype rt, int root,
-                        MPI_Comm comm, MPI_Info info, MPI_Request *req) {
-  INIT(VAR_INIT_C, .op = OP_SCATTERV, .send = sb, .counts = scounts, .displs = displs,
-       .stype = st, .recv = rb, .rcount = rcount, .rtype = rt, .root = root, .comm = comm);
-}
-
-int MPI_Allreduce_init_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op,
-                         MPI_Comm comm, MPI_Info info, MPI_Request *req) {
-  INIT(VAR_INIT_C, .op = OP_ALLREDUCE, .send = sb, .recv = rb, .rcount = count, .rtype = t,
-       .reduction = op, .comm = comm);
-}
-
-int MPI_Reduce_init_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op,
-                      int root, MPI_Comm comm, MPI_Info info, MPI_Request *req) {
-  INIT(VAR_INIT_C, .op = OP_REDUCE, .send = sb, .recv = rb, .rcount = count, .rtype = t,
-       .reduction = op, .root = root, .comm = comm);
-}
-
-int MPI_Scan_init_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op,
-                    MPI_Comm comm, MPI_Info info, MPI_Request *req) {
-  INIT(VAR_INIT_C, .op = OP_SCAN, .send = sb, .recv = rb, .rcount = count, .rtype = t,
-       .reduction = op, .comm = comm);
-}
-
-int MPI_Exscan_init_c(const void *sb, void *rb, MPI_Count count, MPI_Datatype t, MPI_Op op,
-                      MPI_Comm comm, MPI_Info info, MPI_Request *req) {
-  INIT(VAR_INIT_C, .op = OP_EXSCAN, .send = sb, .recv = rb, .rcount = count, .rtype = t,
-       .reduction = op, .comm = comm);
 }
 #endif

@@ -49,15 +49,15 @@ static int done(struct call *c, int rc) {
   return MPI_SUCCESS;
 }
 
-int serve_reduce(struct call *c, enum reducing which, const void *send, void *recv,
-                        MPI_Count count, MPI_Datatype type, MPI_Op op, int root) {
+int serve_reduce(struct call *c, const void *send, void *recv, MPI_Count count,
+                 MPI_Datatype type, MPI_Op op, int root) {
   uint64_t bytes;
   if (count < 0 || !type_bytes(type, count, &bytes)) return layer_pass(c, WHY_ARGUMENT);
   /* Outside the ranges a call passes before its datatype and operation are looked at. */
   if (auto_passes(c, bytes)) return layer_pass(c, WHY_THRESHOLD);
   int size;
   comm_size(c->comm, &size);
-  if (which == RED_ROOT && (root < 0 || root >= size)) return layer_pass(c, WHY_ARGUMENT);
+  if (c->op == OP_REDUCE && (root < 0 || root >= size)) return layer_pass(c, WHY_ARGUMENT);
   int dtype = circulant_type(type);
   if (dtype < 0) return layer_pass(c, WHY_DATATYPE);
   int cop = circulant_op(op, dtype);
@@ -67,7 +67,7 @@ int serve_reduce(struct call *c, enum reducing which, const void *send, void *re
   void *r = bytes ? recv : g_empty;
   struct ccall x = {.op = c->op, .send = s, .recv = r, .count = (size_t)count, .dtype = dtype,
                     .cop = cop, .root = root};
-  if (which == RED_ROOT && c->m->rank != root) x.recv = NULL;
+  if (c->op == OP_REDUCE && c->m->rank != root) x.recv = NULL;
   struct later l = {0};
   return settle(c, &x, &l);
 }
@@ -104,23 +104,22 @@ int serve_bcast(struct call *c, void *buf, MPI_Count count, MPI_Datatype type, i
 }
 
 /* Allgather, gather, scatter, alltoall: blocks of `block` bytes, `size` of them. */
-int serve_blocks(struct call *c, enum blocks kind, const void *sendbuf, MPI_Count scount,
-                        MPI_Datatype stype, void *recvbuf, MPI_Count rcount, MPI_Datatype rtype,
-                        int root) {
+int serve_blocks(struct call *c, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
+                 void *recvbuf, MPI_Count rcount, MPI_Datatype rtype, int root) {
   int size, rank;
   comm_size(c->comm, &size);
   PMPI_Comm_rank(c->comm, &rank);
-  int rooted = kind == BL_GATHER || kind == BL_SCATTER;
+  int rooted = c->op == OP_GATHER || c->op == OP_SCATTER;
   if (rooted && (root < 0 || root >= size)) return layer_pass(c, WHY_ARGUMENT);
   /* The block size from the side every rank has: the receive side where the send side is
    * MPI_IN_PLACE or not significant. */
   int from_recv;
-  switch (kind) {
-  case BL_ALLGATHER:
-  case BL_ALLTOALL:
+  switch (c->op) {
+  case OP_ALLGATHER:
+  case OP_ALLTOALL:
     from_recv = sendbuf == MPI_IN_PLACE;
     break;
-  case BL_GATHER:
+  case OP_GATHER:
     from_recv = rank == root && sendbuf == MPI_IN_PLACE;
     break;
   default: /* scatter: every rank but an in-place root has its receive side */
@@ -143,8 +142,8 @@ int serve_blocks(struct call *c, enum blocks kind, const void *sendbuf, MPI_Coun
   struct ccall x = {.op = c->op, .bytes = block, .root = root};
   const void *sat; /* the send side as circulant takes it */
   MPI_Aint rext = type_extent(rtype);
-  switch (kind) {
-  case BL_ALLGATHER:
+  switch (c->op) {
+  case OP_ALLGATHER:
     side_of(&r, recvbuf, rcount * size, rtype);
     if (sendbuf == MPI_IN_PLACE) {
       if ((rc = side_open(&r, 1, c->comm)) != MPI_SUCCESS) goto fail;
@@ -158,7 +157,7 @@ int serve_blocks(struct call *c, enum blocks kind, const void *sendbuf, MPI_Coun
     x.send = sat;
     l.unpack = 1;
     break;
-  case BL_ALLTOALL:
+  case OP_ALLTOALL:
     side_of(&r, recvbuf, rcount * size, rtype);
     if (sendbuf == MPI_IN_PLACE) {
       /* The input is the receive buffer: a copy of it is the send side. */
@@ -179,7 +178,7 @@ int serve_blocks(struct call *c, enum blocks kind, const void *sendbuf, MPI_Coun
     x.send = s.at;
     l.unpack = 1;
     break;
-  case BL_GATHER:
+  case OP_GATHER:
     if (rank == root) {
       side_of(&r, recvbuf, rcount * size, rtype);
       if ((rc = side_open(&r, 0, c->comm)) != MPI_SUCCESS) goto fail;
@@ -207,7 +206,7 @@ int serve_blocks(struct call *c, enum blocks kind, const void *sendbuf, MPI_Coun
     x.send = s.at;
     l.unpack = rank == root;
     break;
-  default: /* BL_SCATTER */
+  default: /* OP_SCATTER */
     if (rank == root) {
       side_of(&s, sendbuf, scount * size, stype);
       if ((rc = side_open(&s, 1, c->comm)) != MPI_SUCCESS) goto fail;
@@ -321,16 +320,18 @@ static int settle(struct call *c, const struct ccall *x, struct later *l) {
   return layer_finish(l, done(c, run_now(c, x)), c->comm);
 }
 
-int serve_v(struct call *c, enum vkind kind, const void *sendbuf, MPI_Count scount,
-                   MPI_Datatype stype, void *recvbuf, const MPI_Count *counts,
-                   const MPI_Aint *displs, MPI_Count rcount, MPI_Datatype rtype, int root) {
+/* Allgatherv, gatherv, scatterv: `counts` and `displs` where this rank has them (every rank of
+ * an allgatherv, the root of a gatherv or scatterv). */
+static int serve_v(struct call *c, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
+                   void *recvbuf, const MPI_Count *counts, const MPI_Aint *displs,
+                   MPI_Count rcount, MPI_Datatype rtype, int root) {
   int size, rank;
   comm_size(c->comm, &size);
   PMPI_Comm_rank(c->comm, &rank);
-  if (kind != V_ALLGATHERV && (root < 0 || root >= size)) return layer_pass(c, WHY_ARGUMENT);
+  if (c->op != OP_ALLGATHERV && (root < 0 || root >= size)) return layer_pass(c, WHY_ARGUMENT);
   /* The counts array's type: the receive type (allgatherv, gatherv) or send type (scatterv). */
-  MPI_Datatype vtype = kind == V_SCATTERV ? stype : rtype;
-  int knows = kind == V_ALLGATHERV || rank == root; /* this rank has the counts */
+  MPI_Datatype vtype = c->op == OP_SCATTERV ? stype : rtype;
+  int knows = c->op == OP_ALLGATHERV || rank == root; /* this rank has the counts */
   uint64_t *bytes = calloc((size_t)size + 1, sizeof *bytes);
   size_t *cbytes = calloc((size_t)size, sizeof *cbytes);
   if (!bytes || !cbytes) {
@@ -348,7 +349,7 @@ int serve_v(struct call *c, enum vkind kind, const void *sendbuf, MPI_Count scou
     valid = valid && packable(total);
   }
   int rc;
-  if (kind == V_ALLGATHERV) {
+  if (c->op == OP_ALLGATHERV) {
     if (!valid) {
       rc = layer_pass(c, packable(total) ? WHY_ARGUMENT : WHY_SIZE);
       goto out;
@@ -404,10 +405,10 @@ int serve_v(struct call *c, enum vkind kind, const void *sendbuf, MPI_Count scou
       goto out;
     }
   }
-  unsigned char *area = direct ? (total ? (unsigned char *)(kind == V_SCATTERV ? (void *)sendbuf : recvbuf) : g_empty)
+  unsigned char *area = direct ? (total ? (unsigned char *)(c->op == OP_SCATTERV ? (void *)sendbuf : recvbuf) : g_empty)
                                : (packed ? packed : g_empty);
-  switch (kind) {
-  case V_ALLGATHERV: {
+  switch (c->op) {
+  case OP_ALLGATHERV: {
     struct later l = {0};
     const void *own_at = CIRCULANT_IN_PLACE;
     size_t own_bytes = cbytes[rank];
@@ -445,7 +446,7 @@ int serve_v(struct call *c, enum vkind kind, const void *sendbuf, MPI_Count scou
     rc = settle(c, &x, &l);
     break;
   }
-  case V_GATHERV: {
+  case OP_GATHERV: {
     unsigned char *mine_copy = NULL;
     const void *mine;
     if (rank == root && sendbuf == MPI_IN_PLACE) {
@@ -480,7 +481,7 @@ int serve_v(struct call *c, enum vkind kind, const void *sendbuf, MPI_Count scou
                        sendbuf == MPI_IN_PLACE ? rank : -1, c->comm);
     break;
   }
-  default: /* V_SCATTERV */
+  default: /* OP_SCATTERV */
     if (rank == root && !direct &&
         (rc = blocks_copy(1, area, bytes, size, (void *)sendbuf, counts, displs, stype,
                           recvbuf == MPI_IN_PLACE ? rank : -1, c->comm)) != MPI_SUCCESS)
@@ -517,7 +518,7 @@ out:
  * `large`, times the size of `type`) fall outside its ranges: then it passes (counted) before
  * its arrays are copied or checked, so that a passed call costs a sum. Undecided (0) where a
  * count or size is out of the ordinary: the full path checks those. */
-int allgatherv_outside(struct call *c, const void *counts, int large, MPI_Datatype type) {
+static int allgatherv_outside(struct call *c, const void *counts, int large, MPI_Datatype type) {
   MPI_Count size;
   int n;
   if (g_mode != MODE_AUTO || !type_size(type, &size) || size < 0 || !comm_size(c->comm, &n))
@@ -531,4 +532,68 @@ int allgatherv_outside(struct call *c, const void *counts, int large, MPI_Dataty
   if (!auto_passes(c, total)) return 0;
   layer_pass(c, WHY_THRESHOLD);
   return 1;
+}
+
+/* The program's `int` counts and displacements as MPI_Count and MPI_Aint (NULL where `counts`
+ * or `displs` is NULL); 0 when out of memory (unwiden frees what was made). */
+struct varrays {
+  MPI_Count *counts;
+  MPI_Aint *displs;
+};
+
+static int widen(struct varrays *v, MPI_Comm comm, const int *counts, const int *displs) {
+  v->counts = NULL;
+  v->displs = NULL;
+  if (!counts || !displs) return 1;
+  int size;
+  PMPI_Comm_size(comm, &size);
+  v->counts = malloc(sizeof *v->counts * (size_t)size);
+  v->displs = malloc(sizeof *v->displs * (size_t)size);
+  if (!v->counts || !v->displs) return 0;
+  for (int j = 0; j < size; j++) {
+    v->counts[j] = counts[j];
+    v->displs[j] = displs[j];
+  }
+  return 1;
+}
+
+static void unwiden(struct varrays *v) {
+  free(v->counts);
+  free(v->displs);
+}
+
+int serve_allgatherv(struct call *c, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
+                     void *recvbuf, const void *counts, const void *displs, MPI_Datatype rtype,
+                     int large) {
+  if (!counts || !displs) return layer_pass(c, WHY_ARGUMENT);
+  if (allgatherv_outside(c, counts, large, rtype)) return PASS;
+  if (large) return serve_v(c, sendbuf, scount, stype, recvbuf, counts, displs, 0, rtype, 0);
+  struct varrays v;
+  int rc = widen(&v, c->comm, counts, displs)
+               ? serve_v(c, sendbuf, scount, stype, recvbuf, v.counts, v.displs, 0, rtype, 0)
+               : layer_pass(c, WHY_ARGUMENT);
+  unwiden(&v);
+  return rc;
+}
+
+static int is_root(MPI_Comm comm, int root) {
+  int rank;
+  return PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS && rank == root;
+}
+
+int serve_rooted_v(struct call *c, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
+                   void *recvbuf, const void *counts, const void *displs, MPI_Count rcount,
+                   MPI_Datatype rtype, int root, int large) {
+  int root_here = is_root(c->comm, root);
+  /* (A bad root's arguments: MPI reports them.) */
+  if (root_here && (!counts || !displs)) return layer_pass(c, WHY_ARGUMENT);
+  if (large)
+    return serve_v(c, sendbuf, scount, stype, recvbuf, counts, displs, rcount, rtype, root);
+  struct varrays v = {NULL, NULL};
+  int rc = root_here && !widen(&v, c->comm, counts, displs)
+               ? layer_pass(c, WHY_ARGUMENT)
+               : serve_v(c, sendbuf, scount, stype, recvbuf, v.counts, v.displs, rcount, rtype,
+                         root);
+  unwiden(&v);
+  return rc;
 }
