@@ -104,7 +104,7 @@ pub struct Executed {
     /// What the transport did.
     pub stats: OpStats,
     /// The call's software overhead on this rank: from its entry into the communicator (the
-    /// blocking or `i*` form, or [`Persistent::start`]) to its first post to the fabric (its
+    /// blocking or `i*` form, or [`Persistent::start`](super::Persistent::start)) to its first post to the fabric (its
     /// first ready token; on a rank that sends none, the moment the transport went on to post
     /// its writes, before any wait for the peers); on the shared segment, to the end of its
     /// first pass (its part published where the peers let it). It includes the argument check
