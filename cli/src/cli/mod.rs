@@ -8,6 +8,7 @@ mod bench;
 mod demo;
 mod info;
 mod model;
+mod plan;
 mod pmi_check;
 mod run;
 mod schedule;
@@ -38,6 +39,9 @@ enum Command {
     Demo(demo::Args),
     /// Rounds and α-β time of every algorithm for a collective, and the lower bound.
     Model(model::Args),
+    /// One algorithm's plan for a problem and a layout, every rank's rounds, as text for a
+    /// replay (benches/simgrid).
+    Plan(plan::Args),
     /// Per-phase receive/send schedules of every rank (root 0), as a table or JSON.
     Schedule(schedule::Args),
     /// Verify the schedules of every p up to a bound.
@@ -59,6 +63,7 @@ pub fn run(cli: Cli) -> CliResult {
         Command::Bench(args) => bench::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Model(args) => model::run(args),
+        Command::Plan(args) => plan::run(args),
         Command::Schedule(args) => schedule::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Run(args) => run::run(args),

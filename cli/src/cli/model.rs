@@ -13,13 +13,13 @@ use std::process::ExitCode;
 
 use clap::ValueEnum;
 
-mod layout;
+pub(crate) mod layout;
 
 use super::{parse_ranks, ratio_to_bound, CliResult};
 use circulant::plan::bounds::lower_bound;
 use circulant::plan::distribution::Distribution;
 use circulant::plan::merge::{tally, IovLimits};
-use circulant::plan::{registry, CostModel, Dtype, Problem, ReduceOp, Reduction};
+use circulant::plan::{registry, CostModel, Dtype, Layout, Problem, ReduceOp, Reduction};
 use circulant_cli::report::compare::format_seconds;
 use circulant_cli::report::csv::AlphaBeta;
 
@@ -51,6 +51,22 @@ pub enum Op {
 
 #[derive(clap::Args)]
 pub struct Args {
+    #[command(flatten)]
+    problem: ProblemArgs,
+    /// Local segments per write (the provider's iov_limit; tcp;ofi_rxm: 4).
+    #[arg(long, default_value_t = 4)]
+    iov_limit: usize,
+    /// Remote segments per write (the provider's rma_iov_limit; tcp;ofi_rxm: 4).
+    #[arg(long, default_value_t = 4)]
+    rma_iov_limit: usize,
+    /// One JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The problem, the layout and the model's parameters (shared with `circulant plan`).
+#[derive(clap::Args)]
+pub struct ProblemArgs {
     /// The collective.
     #[arg(long)]
     op: Op,
@@ -74,12 +90,6 @@ pub struct Args {
     o: Option<f64>,
     #[command(flatten)]
     layout: layout::LayoutArgs,
-    /// Local segments per write (the provider's iov_limit; tcp;ofi_rxm: 4).
-    #[arg(long, default_value_t = 4)]
-    iov_limit: usize,
-    /// Remote segments per write (the provider's rma_iov_limit; tcp;ofi_rxm: 4).
-    #[arg(long, default_value_t = 4)]
-    rma_iov_limit: usize,
     /// Distribution of the allgatherv, gatherv and scatterv counts (seed 001 §3), scaled to
     /// about `bytes` in total.
     #[arg(long, default_value = "regular")]
@@ -87,12 +97,9 @@ pub struct Args {
     /// Root of rooted collectives.
     #[arg(long, default_value_t = 0)]
     root: usize,
-    /// One JSON object instead of a table.
-    #[arg(long)]
-    json: bool,
 }
 
-fn problem(args: &Args, p: usize) -> Result<Problem, Box<dyn std::error::Error>> {
+pub(crate) fn problem(args: &ProblemArgs, p: usize) -> Result<Problem, Box<dyn std::error::Error>> {
     let m = args.bytes;
     let per = m / p.max(1);
     let red = Reduction::new(Dtype::I32, ReduceOp::Sum)?;
@@ -157,7 +164,7 @@ fn problem(args: &Args, p: usize) -> Result<Problem, Box<dyn std::error::Error>>
 }
 
 /// Per-rank counts of the chosen distribution, about `bytes` in total.
-fn counts(args: &Args, p: usize) -> Result<Vec<usize>, Box<dyn std::error::Error>> {
+fn counts(args: &ProblemArgs, p: usize) -> Result<Vec<usize>, Box<dyn std::error::Error>> {
     let d: Distribution = args.dist.parse()?;
     Ok(d.counts(p, d.base_for_total(p, args.bytes)))
 }
@@ -177,7 +184,12 @@ struct Row {
 }
 
 /// A cost model from the command line, checked.
-fn checked_model(alpha: f64, beta: f64, o: f64, what: &str) -> Result<CostModel, String> {
+pub(crate) fn checked_model(
+    alpha: f64,
+    beta: f64,
+    o: f64,
+    what: &str,
+) -> Result<CostModel, String> {
     let Some(ab) = AlphaBeta::new(alpha, beta) else {
         return Err(format!(
             "{what}alpha and beta must be finite and non-negative"
@@ -193,21 +205,54 @@ fn checked_model(alpha: f64, beta: f64, o: f64, what: &str) -> Result<CostModel,
     })
 }
 
+impl ProblemArgs {
+    /// The layout the arguments give, if any.
+    pub(crate) fn layout(&self) -> Result<Option<Layout>, String> {
+        self.layout.layout(self.p)
+    }
+
+    /// The number of ranks without a layout.
+    pub(crate) fn flat_p(&self) -> Result<usize, String> {
+        self.p
+            .ok_or_else(|| "-p is required without a layout (--nodes or --node-map)".into())
+    }
+
+    /// The model without a layout: `--alpha`, `--beta`, `--o` or their defaults.
+    pub(crate) fn flat_model(&self) -> Result<CostModel, String> {
+        checked_model(
+            self.alpha.unwrap_or(2e-6),
+            self.beta.unwrap_or(1e-10),
+            self.o.unwrap_or(3e-7),
+            "",
+        )
+    }
+
+    /// The root, for the rooted collectives.
+    pub(crate) fn root_of(&self) -> Option<usize> {
+        match self.op {
+            Op::Bcast | Op::Reduce | Op::Scatter | Op::Gather | Op::Scatterv | Op::Gatherv => {
+                Some(self.root)
+            }
+            _ => None,
+        }
+    }
+
+    /// The collective's name, as the output says it.
+    pub(crate) fn op_name(&self) -> String {
+        format!("{:?}", self.op).to_lowercase()
+    }
+}
+
 pub fn run(args: Args) -> CliResult {
-    if let Some(layout) = args.layout.layout(args.p)? {
+    let pa = &args.problem;
+    if let Some(layout) = pa.layout()? {
         return layout::run(&args, &layout);
     }
-    let Some(p) = args.p else {
-        return Err("-p is required without a layout (--nodes or --node-map)".into());
-    };
-    let (alpha, beta, o) = (
-        args.alpha.unwrap_or(2e-6),
-        args.beta.unwrap_or(1e-10),
-        args.o.unwrap_or(3e-7),
-    );
-    let model = checked_model(alpha, beta, o, "")?;
+    let p = pa.flat_p()?;
+    let model = pa.flat_model()?;
+    let (alpha, beta, o) = (model.alpha, model.beta, model.o);
     let limits = IovLimits::new(args.iov_limit, args.rma_iov_limit)?;
-    let problem = problem(&args, p)?;
+    let problem = problem(pa, p)?;
     let algs = registry::applicable(&problem, &model)?;
     let bound = lower_bound(&problem, &model);
     let mut rows = Vec::with_capacity(algs.len());
@@ -227,7 +272,7 @@ pub fn run(args: Args) -> CliResult {
         });
     }
     rows.sort_by(|a, b| a.time.total_cmp(&b.time));
-    let op = format!("{:?}", args.op).to_lowercase();
+    let op = pa.op_name();
     if args.json {
         let algorithms: Vec<serde_json::Value> = rows
             .iter()

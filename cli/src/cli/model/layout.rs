@@ -18,7 +18,7 @@ use std::process::ExitCode;
 
 use clap::ValueEnum;
 
-use super::{checked_model, problem, walkable, Args};
+use super::{checked_model, problem, walkable, Args, ProblemArgs};
 use crate::cli::{parse_ranks, ratio_to_bound, CliResult};
 use circulant::limits::MAX_RANKS;
 use circulant::plan::bounds::two_level;
@@ -135,6 +135,25 @@ impl LayoutArgs {
     }
 }
 
+/// The models of both levels: `--alpha`, `--beta`, `--o` inside a node and their `-across`
+/// forms between nodes, or their defaults (module documentation).
+pub(crate) fn level_costs(args: &ProblemArgs) -> Result<LevelCosts, String> {
+    let la = &args.layout;
+    let inside = checked_model(
+        args.alpha.unwrap_or(INSIDE.0),
+        args.beta.unwrap_or(INSIDE.1),
+        args.o.unwrap_or(INSIDE.2),
+        "",
+    )?;
+    let across = checked_model(
+        la.alpha_across.unwrap_or(ACROSS.0),
+        la.beta_across.unwrap_or(ACROSS.1),
+        la.o_across.unwrap_or(ACROSS.2),
+        "across nodes: ",
+    )?;
+    Ok(LevelCosts { inside, across })
+}
+
 /// One algorithm on the layout.
 struct Row {
     name: &'static str,
@@ -149,22 +168,11 @@ struct Row {
 /// limits of the flat answer's write counts, or at most [`MAX_LAYOUT_WORK`] rounds and pieces
 /// in all), else the closed form with the across model.
 pub fn run(args: &Args, layout: &Layout) -> CliResult {
-    let la = &args.layout;
-    let inside = checked_model(
-        args.alpha.unwrap_or(INSIDE.0),
-        args.beta.unwrap_or(INSIDE.1),
-        args.o.unwrap_or(INSIDE.2),
-        "",
-    )?;
-    let across = checked_model(
-        la.alpha_across.unwrap_or(ACROSS.0),
-        la.beta_across.unwrap_or(ACROSS.1),
-        la.o_across.unwrap_or(ACROSS.2),
-        "across nodes: ",
-    )?;
-    let costs = LevelCosts { inside, across };
+    let la = &args.problem.layout;
+    let costs = level_costs(&args.problem)?;
+    let LevelCosts { inside, across } = costs;
     let p = layout.p();
-    let problem = problem(args, p)?;
+    let problem = problem(&args.problem, p)?;
     // The flat algorithms' block counts are chosen for the level that bounds the time: across,
     // on several nodes; the node-aware ones are planned for the layout.
     let algs = registry::applicable_on(&problem, layout, &costs)?;
@@ -196,7 +204,7 @@ pub fn run(args: &Args, layout: &Layout) -> CliResult {
         });
     }
     rows.sort_by(|a, b| a.time.total_cmp(&b.time));
-    let op = format!("{:?}", args.op).to_lowercase();
+    let op = args.problem.op_name();
     if args.json {
         let algorithms: Vec<serde_json::Value> = rows
             .iter()
