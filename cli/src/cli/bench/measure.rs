@@ -120,9 +120,8 @@ pub fn run(args: Args) -> CliResult {
         .into());
     }
     for name in &args.algorithms {
-        if !registry::names()
-            .chain(circulant::comm::SEGMENT_ALGORITHMS)
-            .chain(circulant::comm::NODE_PHASE_ALGORITHMS)
+        if !circulant::comm::algorithm_names()
+            .into_iter()
             .chain([AUTO])
             .any(|n| n == name)
         {
