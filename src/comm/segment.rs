@@ -223,6 +223,18 @@ impl Engine for Segment {
     }
 }
 
+/// How far one progress of a call on the segment goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// Once, as far as the peers allow: the start's pass, which publishes this rank's part.
+    First,
+    /// Once, and where the call waits for a peer, whether its deadline passed or the peer's
+    /// process ended (a caller that only tests never waits).
+    Test,
+    /// To the end.
+    Wait,
+}
+
 /// Where a call on the segment takes this rank's part from.
 #[derive(Clone, Copy)]
 enum SendPart {
@@ -242,6 +254,32 @@ pub(crate) struct SegmentTask {
     done: bool,
 }
 
+impl SegmentTask {
+    /// Progresses the call on `memory` by `pass`; true once complete.
+    fn pass(
+        &mut self,
+        comm: &mut Communicator,
+        mut memory: Memory<'_>,
+        pass: Pass,
+    ) -> Result<bool> {
+        if self.done {
+            return Ok(true);
+        }
+        let send = match self.send {
+            SendPart::None => Source::None,
+            SendPart::Send => Source::Send(memory.send.map_or(&[][..], |s| s.bytes)),
+            SendPart::InRecv(at, len) => Source::InRecv(at, len),
+        };
+        let recv = memory.recv_bytes_mut();
+        if !comm.segment_progress(self.op, &mut self.run, send, recv, pass)? {
+            return Ok(false);
+        }
+        self.done = true;
+        self.stats = comm.segment_done(&self.run);
+        Ok(true)
+    }
+}
+
 impl Task for SegmentTask {
     fn algorithm(&self) -> &'static str {
         self.algorithm
@@ -254,24 +292,10 @@ impl Task for SegmentTask {
     fn progress(
         &mut self,
         comm: &mut Communicator,
-        mut memory: Memory<'_>,
+        memory: Memory<'_>,
         wait: bool,
     ) -> Result<bool> {
-        if self.done {
-            return Ok(true);
-        }
-        let send = match self.send {
-            SendPart::None => Source::None,
-            SendPart::Send => Source::Send(memory.send.map_or(&[][..], |s| s.bytes)),
-            SendPart::InRecv(at, len) => Source::InRecv(at, len),
-        };
-        let recv = memory.recv_bytes_mut();
-        if !comm.segment_progress(self.op, &mut self.run, send, recv, wait)? {
-            return Ok(false);
-        }
-        self.done = true;
-        self.stats = comm.segment_done(&self.run);
-        Ok(true)
+        self.pass(comm, memory, if wait { Pass::Wait } else { Pass::Test })
     }
 
     fn stats(&self) -> OpStats {
@@ -535,30 +559,30 @@ impl Communicator {
             done: false,
         };
         // As far as the peers allow now: publishing this rank's part.
-        task.progress(self, memory.reborrow(), false)?;
+        task.pass(self, memory.reborrow(), Pass::First)?;
         task.overhead = entered.elapsed();
         Ok(Some(task))
     }
 
-    /// Progresses a call on the segment; true once complete. `wait` drives it to the end.
+    /// Progresses a call on the segment by `pass`; true once complete.
     fn segment_progress(
         &mut self,
         op: &'static str,
         run: &mut Run,
         send: Source<'_>,
         recv: &mut [u8],
-        wait: bool,
+        pass: Pass,
     ) -> Result<bool> {
         let Some(segment) = self.transport.segment_mut() else {
             return Err(TransportError::Broken("the shared segment is gone".into()).into());
         };
-        let result = if wait {
-            run.wait(segment, send, recv).map(|()| true)
-        } else {
-            match run.test(segment, send, recv) {
+        let result = match pass {
+            Pass::Wait => run.wait(segment, send, recv).map(|()| true),
+            Pass::First => run.test(segment, send, recv),
+            Pass::Test => match run.test(segment, send, recv) {
                 Ok(false) => run.test_within_deadline(segment, send, recv),
                 other => other,
-            }
+            },
         };
         result.map_err(|err| self.segment_failed(op, err))
     }
