@@ -80,19 +80,6 @@ impl Engine for Plans {
         Ok(Box::new(comm.launch(entered, key, &planned, memory)?))
     }
 
-    fn run(
-        &self,
-        comm: &mut Communicator,
-        call: Call<'_>,
-        mut memory: Memory<'_>,
-        entered: Entered,
-    ) -> Result<()> {
-        let mut task = self.start(comm, call, memory.reborrow(), entered)?;
-        task.progress(comm, memory, true)?;
-        comm.last = Some(task.executed());
-        Ok(())
-    }
-
     fn keep(
         &self,
         comm: &mut Communicator,
