@@ -24,6 +24,12 @@ pub enum Kind {
     /// Every rank publishes its vector and reduces all of them in rank order (so that every
     /// rank gets the same bits).
     Allreduce { reduction: Reduction },
+    /// Every rank publishes its vector; every rank reduces its own block of all of them in
+    /// rank order (`bounds`: where each rank's block begins, then the total).
+    ReduceScatter {
+        reduction: Reduction,
+        bounds: Vec<usize>,
+    },
     /// Every rank publishes its block; every rank copies each block to its offset (the sums
     /// of the counts before it).
     Allgatherv { offsets: Vec<usize> },
@@ -53,7 +59,10 @@ impl Kind {
             Kind::Broadcast { root } => from == *root && rank != *root,
             Kind::Reduce { root, .. } | Kind::Gatherv { root, .. } => rank == *root,
             Kind::Scatterv { root, .. } => from == *root,
-            Kind::Allreduce { .. } | Kind::Allgatherv { .. } | Kind::Barrier => true,
+            Kind::Allreduce { .. }
+            | Kind::ReduceScatter { .. }
+            | Kind::Allgatherv { .. }
+            | Kind::Barrier => true,
         }
     }
 
@@ -506,6 +515,10 @@ impl Run {
                 let reduction = *reduction;
                 self.fold(reduction, from, part, recv, scratch)?
             }
+            Kind::ReduceScatter { reduction, bounds } => {
+                let piece = own_piece(bounds, segment.rank(), part).map_err(|w| self.invalid(w))?;
+                self.fold_into(*reduction, from, piece, recv, scratch)?
+            }
         };
         self.bytes_copied += copied as u64;
         Ok(true)
@@ -610,6 +623,13 @@ impl Run {
                 segment.scratch = scratch;
                 folded?
             }
+            (Kind::ReduceScatter { reduction, bounds }, Source::Send(data)) => {
+                let piece = own_piece(bounds, me, data).map_err(|w| self.invalid(w))?;
+                let mut scratch = std::mem::take(&mut segment.scratch);
+                let folded = self.fold_into(*reduction, me, piece, recv, &mut scratch);
+                segment.scratch = scratch;
+                folded?
+            }
             _ => 0,
         };
         self.bytes_copied += copied as u64;
@@ -631,7 +651,19 @@ impl Run {
             .min(recv.len());
         let result = &mut recv[at..];
         let result_len = result.len().min(self.area);
-        let result = &mut result[..result_len];
+        self.fold_into(reduction, from, part, &mut result[..result_len], scratch)
+    }
+
+    /// Folds rank `from`'s `part` into `result`, the same length (rank 0's is copied there);
+    /// returns the bytes copied.
+    fn fold_into(
+        &self,
+        reduction: Reduction,
+        from: usize,
+        part: &[u8],
+        result: &mut [u8],
+        scratch: &mut Vec<u8>,
+    ) -> Result<usize> {
         if part.len() != result.len() {
             return Err(self.invalid(format!(
                 "a vector's chunk of {} bytes into a result's of {}",
@@ -692,6 +724,22 @@ fn own_block(
         return Ok(0);
     }
     place(recv, from - begin, end - begin, &part[from - at..to - at])
+}
+
+/// Rank `me`'s block of a reduce-scatter's vector `part` (from `bounds[me]` to
+/// `bounds[me + 1]`).
+fn own_piece<'p>(
+    bounds: &[usize],
+    me: usize,
+    part: &'p [u8],
+) -> std::result::Result<&'p [u8], String> {
+    let (begin, end) = block(bounds, me)?;
+    part.get(begin..end).ok_or_else(|| {
+        format!(
+            "a vector of {} bytes without the block at {begin}..{end}",
+            part.len()
+        )
+    })
 }
 
 /// Where the block of `rank` begins and ends (`bounds[rank]`, `bounds[rank + 1]`).

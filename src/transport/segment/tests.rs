@@ -43,7 +43,7 @@ fn every_kind_in_turn_gives_every_rank_its_result() {
                     let me = segment.rank();
                     for i in 0..ops {
                         let root = i % p;
-                        match i % 5 {
+                        match i % 6 {
                             0 => {
                                 let mut buf = vec![0u8; 1 + i % 200];
                                 if me == root {
@@ -67,7 +67,7 @@ fn every_kind_in_turn_gives_every_rank_its_result() {
                                 let send = words(&[me as i64 + i as i64, -(me as i64)]);
                                 let mut recv = vec![0u8; 16];
                                 let reduction = sum_i64();
-                                let kind = if i % 5 == 1 {
+                                let kind = if i % 6 == 1 {
                                     Kind::Allreduce { reduction }
                                 } else {
                                     Kind::Reduce { root, reduction }
@@ -114,6 +114,40 @@ fn every_kind_in_turn_gives_every_rank_its_result() {
                                         .iter()
                                         .all(|&b| b == r as u8 + 1));
                                 }
+                            }
+                            4 => {
+                                // Rank r's block: r + i % 3 words; every rank's vector holds
+                                // (rank + 1) × (word index + 1) in each word.
+                                let counts: Vec<usize> = (0..p).map(|r| 8 * (r + i % 3)).collect();
+                                let mut bounds = block_offsets(&counts);
+                                bounds.push(counts.iter().sum());
+                                let total = bounds[p] / 8;
+                                let send = words(
+                                    &(0..total)
+                                        .map(|w| (me as i64 + 1) * (w as i64 + 1))
+                                        .collect::<Vec<_>>(),
+                                );
+                                let mut recv = vec![0u8; counts[me]];
+                                let kind = Kind::ReduceScatter {
+                                    reduction: sum_i64(),
+                                    bounds: bounds.clone(),
+                                };
+                                let mut run = Run::new(
+                                    &mut segment,
+                                    "reduce-scatter",
+                                    i as u64,
+                                    5,
+                                    kind,
+                                    DEADLINE,
+                                );
+                                run.wait(&mut segment, Source::Send(&send), &mut recv)
+                                    .expect("reduce-scatter");
+                                let ranks = (1..=p as i64).sum::<i64>();
+                                let first = bounds[me] / 8;
+                                let want: Vec<i64> = (first..first + counts[me] / 8)
+                                    .map(|w| ranks * (w as i64 + 1))
+                                    .collect();
+                                assert_eq!(recv, words(&want), "reduce-scatter {i} on {me}");
                             }
                             _ => {
                                 let mut run = Run::new(
