@@ -1,7 +1,7 @@
 //! The pure core of circulant: no I/O, no libfabric.
 //!
 //! - [`schedule`]: Träff's circulant n-block broadcast schedules (seed 000, Alg. 1–6), one
-//!   rank's in O(log³ p) steps without communication, and an independent verifier;
+//!   rank's in O(log p) steps without communication, and an independent verifier;
 //! - [`plan`]: every collective algorithm as a per-rank program of rounds of one-sided writes,
 //!   the registry of algorithms by name, the α-β-o model and lower bounds;
 //! - [`sim`]: runs the plans of p virtual ranks in one process with real bytes, checks the

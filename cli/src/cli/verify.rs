@@ -127,7 +127,7 @@ pub fn run(args: Args) -> CliResult {
 }
 
 /// Verifies the table of p ranks, and that a spread of its rows equals what one rank computes
-/// alone (Alg. 4, 5), which is what `Schedule::new` uses.
+/// alone in O(log p), which is what `Schedule::new` uses.
 fn check(p: usize, threads: usize) -> Result<(), Box<dyn std::error::Error>> {
     let table = ScheduleTable::with_threads(p, threads)?;
     verify_with_threads(

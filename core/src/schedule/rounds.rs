@@ -34,7 +34,8 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    /// Computes the arrays of `rank` (Alg. 4, 5): O(log³ p) time, no heap.
+    /// Computes the arrays of `rank` ([`recv_schedule`], [`send_schedule`]): O(log p) time, no
+    /// heap.
     pub fn new(p: usize, rank: usize, root: usize) -> Result<Schedule, ScheduleError> {
         let skips = Skips::new(p)?;
         let v = virtual_rank(p, rank, root)?;

@@ -182,7 +182,7 @@ impl<'a> Window<'a> {
 }
 
 /// Alg. 4 for the ranks `first..` whose rows make up `rows` (q < 64), round by round; the
-/// choices are exactly those of [`super::recv_schedule`].
+/// choices are exactly those of [`super::greedy::recv_schedule`].
 fn fill_rows(skips: &Skips, bb: &[u8], first: usize, rows: &mut [i32]) {
     let (p, q) = (skips.p(), skips.q());
     let s = skips.as_slice();
