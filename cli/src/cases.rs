@@ -8,7 +8,9 @@
 //! including the buffers a rank passes that the collective must leave alone.
 
 use circulant::plan::distribution::Distribution;
-use circulant::plan::{displacements, registry, CostModel, Dtype, PlanError, Problem};
+use circulant::plan::{
+    collective_name, displacements, registry, CostModel, Dtype, PlanError, Problem,
+};
 use circulant::plan::{ReduceOp, Reduction};
 
 use circulant::sim::data;
@@ -125,7 +127,8 @@ impl Case {
     }
 }
 
-/// The collective's name as in [`COLLECTIVES`]; `intercomm` for the intergroup problem.
+/// The collective's name as in [`COLLECTIVES`]; `intercomm` for the intergroup problem; the
+/// reduce-scatters by their [`collective_name`].
 pub fn collective(problem: &Problem) -> &'static str {
     match problem {
         Problem::Barrier { .. } => "barrier",
@@ -146,6 +149,10 @@ pub fn collective(problem: &Problem) -> &'static str {
         Problem::Scatterv { .. } => "scatterv",
         Problem::Alltoall { .. } => "alltoall",
         Problem::Intergroup { .. } => "intercomm",
+        // No cases yet: the library has no calls for them.
+        Problem::ReduceScatterBlock { .. } | Problem::ReduceScatter { .. } => {
+            collective_name(problem)
+        }
     }
 }
 
@@ -444,8 +451,10 @@ impl CaseData {
             | Problem::Gather { p, block, .. }
             | Problem::Alltoall { p, block } => p * block,
             Problem::Allgatherv { counts } | Problem::Gatherv { counts, .. } => counts.iter().sum(),
-            Problem::Scatter { block, .. } => *block,
-            Problem::Scatterv { counts, .. } => counts[rank],
+            Problem::Scatter { block, .. } | Problem::ReduceScatterBlock { block, .. } => *block,
+            Problem::Scatterv { counts, .. } | Problem::ReduceScatter { counts, .. } => {
+                counts[rank]
+            }
             Problem::Barrier { .. } => 0,
             Problem::Intergroup { a, b } => {
                 if rank < a.len() {
@@ -495,6 +504,8 @@ impl CaseData {
         match &self.problem {
             Problem::Reduce { reduction, .. }
             | Problem::Allreduce { reduction, .. }
+            | Problem::ReduceScatterBlock { reduction, .. }
+            | Problem::ReduceScatter { reduction, .. }
             | Problem::Scan { reduction, .. } => reduction.dtype.size(),
             _ => 1,
         }

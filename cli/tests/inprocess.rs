@@ -333,6 +333,9 @@ fn check(
         }
         Problem::Alltoall { .. } => comm.choosing(choice).alltoall(send, recv),
         Problem::Intergroup { .. } => return Err("intergroup is not a one-call collective".into()),
+        Problem::ReduceScatterBlock { .. } | Problem::ReduceScatter { .. } => {
+            return Err("the library has no reduce-scatter call".into())
+        }
     };
     done.map_err(|e| format!("{problem:?}: {e}"))?;
     let ran = comm.last().map(|e| e.algorithm);
@@ -442,9 +445,12 @@ collective_tests! {
         recursive_doubling_allreduce = "recursive-doubling-allreduce": p1 p2 p3 p5 p8 / tcp: p1 p2 p3 p5;
         reduce_scatter_allgather = "reduce-scatter-allgather": p1 p2 p3 p5 p8 / tcp: p1 p2 p3 p5;
         circulant_census = "circulant-census": p1 p2 p3 p5 p8 / tcp: p1 p2 p3 p5;
+        circulant_allreduce = "circulant-allreduce": p1 p2 p3 p5 p8 / tcp: p1 p2 p3 p5;
+        circulant_reduce_bcast = "circulant-reduce-bcast": p1 p2 p3 p5 p8 / tcp: p1 p2 p3 p5;
     }
     reduce {
         binomial_reduce = "binomial-reduce": p1 p2 p3 p5 p8 / tcp: p1 p2 p3 p5;
+        circulant_reduce = "circulant-reduce": p1 p2 p3 p5 p8 / tcp: p1 p2 p3 p5;
     }
     scan {
         hypercube_scan = "hypercube-scan": p1 p2 p3 p5 p8 / tcp: p1 p2 p3 p5;

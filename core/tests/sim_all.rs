@@ -62,6 +62,15 @@ fn problems(p: usize) -> Vec<Problem> {
             reduction: red(Dtype::U32, ReduceOp::Bxor),
             bytes: 4,
         },
+        Problem::ReduceScatterBlock {
+            p,
+            reduction: red(Dtype::I32, ReduceOp::Max),
+            block: 8,
+        },
+        Problem::ReduceScatter {
+            reduction: red(Dtype::F32, ReduceOp::Sum),
+            counts: (0..p).map(|r| 4 * (r % 3)).collect(),
+        },
         Problem::Scan {
             p,
             reduction: red(Dtype::I32, ReduceOp::Sum),
@@ -139,6 +148,15 @@ fn every_reduction_on_every_reducing_algorithm() {
                         reduction,
                         bytes,
                     },
+                    Problem::ReduceScatterBlock {
+                        p,
+                        reduction,
+                        block: bytes,
+                    },
+                    Problem::ReduceScatter {
+                        reduction,
+                        counts: (0..p).map(|r| bytes * (r % 2)).collect(),
+                    },
                     Problem::Scan {
                         p,
                         reduction,
@@ -161,9 +179,10 @@ fn every_reduction_on_every_reducing_algorithm() {
             }
         }
     }
-    // 6 types × 4 ops + 4 integer types × 3 bitwise ops, 6 sizes; binomial reduce, three
-    // allreduces, inclusive and exclusive scan.
-    assert_eq!(runs, (6 * 4 + 4 * 3) * 6 * 6);
+    // 6 types × 4 ops + 4 integer types × 3 bitwise ops, 6 sizes; two reduces (binomial,
+    // circulant), five allreduces, two reduce-scatters of each kind (circulant, ring),
+    // inclusive and exclusive scan.
+    assert_eq!(runs, (6 * 4 + 4 * 3) * 6 * 13);
 }
 
 #[test]

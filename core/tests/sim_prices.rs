@@ -5,6 +5,7 @@
 use circulant_core::plan::circulant::{
     Blocking, CirculantAllgather, CirculantAllgatherv, CirculantBroadcast, CirculantCensus,
 };
+use circulant_core::plan::circulant_reduce::{CirculantReduce, CirculantReduceBroadcast};
 use circulant_core::plan::distribution::Distribution;
 use circulant_core::plan::intergroup::IntergroupAllgatherv;
 use circulant_core::plan::registry;
@@ -65,6 +66,39 @@ fn circulant_broadcast_takes_n_minus_1_plus_q_rounds() {
             let alg = CirculantBroadcast::new(&problem, Blocking::Fixed(n)).unwrap();
             let report = simulate(&alg, &model).unwrap();
             assert_eq!(report.rounds as usize, n - 1 + q, "p={p} n={n}");
+            check_exact(&alg, &model);
+        }
+    }
+}
+
+/// The n-block reduce takes the broadcast's n − 1 + q rounds, the reduce + broadcast twice
+/// as many half-rounds, at the closed forms' prices where the blocks are equal.
+#[test]
+fn circulant_reduce_takes_n_minus_1_plus_q_rounds() {
+    let model = MODELS[0];
+    let reduction = Reduction::new(Dtype::I64, ReduceOp::Sum).unwrap();
+    for p in 2..=64 {
+        let q = ceil_log2(p);
+        for n in [1, 2, 3, q, q + 1, 2 * q + 3, 17] {
+            let bytes = 8 * 3 * n;
+            let problem = Problem::Reduce {
+                p,
+                root: (p * 7 + n) % p,
+                reduction,
+                bytes,
+            };
+            let alg = CirculantReduce::new(&problem, Blocking::Fixed(n)).unwrap();
+            let report = simulate(&alg, &model).unwrap();
+            assert_eq!(report.rounds as usize, n - 1 + q, "p={p} n={n}");
+            check_exact(&alg, &model);
+            let problem = Problem::Allreduce {
+                p,
+                reduction,
+                bytes,
+            };
+            let alg = CirculantReduceBroadcast::new(&problem, Blocking::Fixed(n)).unwrap();
+            let report = simulate(&alg, &model).unwrap();
+            assert_eq!(report.rounds as usize, 2 * (n - 1 + q), "p={p} n={n}");
             check_exact(&alg, &model);
         }
     }
@@ -142,6 +176,11 @@ fn exact_problems(p: usize, unit: usize) -> Vec<Problem> {
             reduction: red,
             bytes: 4 * unit * p,
         },
+        Problem::ReduceScatterBlock {
+            p,
+            reduction: red,
+            block: 4 * unit,
+        },
         Problem::Scan {
             p,
             reduction: red,
@@ -176,6 +215,8 @@ fn simulated_prices_equal_the_seed_formulas() {
                         // circulant allgatherv has only an upper bound.
                         if [
                             CirculantBroadcast::NAME,
+                            CirculantReduce::NAME,
+                            CirculantReduceBroadcast::NAME,
                             RoundRobinBroadcast::NAME,
                             PipelinedRingAllgatherv::NAME,
                             CirculantAllgatherv::NAME,

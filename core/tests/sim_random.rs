@@ -1,6 +1,6 @@
 //! Random p up to 1000, random roots and sizes (0, 1, odd, large): every applicable algorithm
 //! passes the simulator; allgatherv over the distributions of seed 001 §3 and random counts
-//! with zeros.
+//! with zeros; reduce-scatters with counts with zeros.
 
 use circulant_core::plan::distribution::Distribution;
 use circulant_core::plan::merge::IovLimits;
@@ -103,6 +103,14 @@ proptest! {
         }
         run_all(&Problem::Scan { p, reduction, bytes, exclusive: false })?;
         run_all(&Problem::Scan { p, reduction, bytes, exclusive: true })?;
+        if p <= 300 {
+            run_all(&Problem::ReduceScatterBlock { p, reduction, block: bytes })?;
+            // Counts of up to `elements` elements, with zeros.
+            let counts = (0..p)
+                .map(|r| (r * 7 + root_seed) % (elements + 1) * dtype.size())
+                .collect();
+            run_all(&Problem::ReduceScatter { reduction, counts })?;
+        }
     }
 
     #[test]
@@ -144,6 +152,20 @@ proptest! {
         let n = alg.blocks();
         prop_assert!((1..=40).contains(&n));
         prop_assert_eq!(r.rounds as usize, if p == 1 { 0 } else { n - 1 + q });
+    }
+
+    /// The n-block reduce (Träff 2024a) with a fixed n, any root, any p.
+    #[test]
+    fn circulant_reduce_any_n(p in ranks(), root_seed in any::<usize>(), n in 1usize..40) {
+        use circulant_core::plan::circulant::Blocking;
+        use circulant_core::plan::circulant_reduce::CirculantReduce;
+        let reduction = Reduction::new(Dtype::I32, ReduceOp::Sum).unwrap();
+        let problem = Problem::Reduce { p, root: root_seed % p, reduction, bytes: 4 * (n + 3) };
+        let alg = CirculantReduce::new(&problem, Blocking::Fixed(n)).unwrap();
+        let r = simulate(&alg, &MODEL);
+        prop_assert!(r.is_ok(), "{}", r.unwrap_err());
+        let q = circulant_core::plan::ceil_log2(p);
+        prop_assert_eq!(r.unwrap().rounds as usize, if p == 1 { 0 } else { alg.blocks() - 1 + q });
     }
 
     /// Seed 000 Alg. 9 with a fixed n, any counts with zeros.

@@ -154,6 +154,16 @@ impl Shape {
             Problem::Allgather { block, .. } | Problem::Alltoall { block, .. } => {
                 shape.size = Some(("block", *block));
             }
+            Problem::ReduceScatterBlock {
+                reduction, block, ..
+            } => {
+                shape.size = Some(("block", *block));
+                shape.reduction = Some(*reduction);
+            }
+            Problem::ReduceScatter { reduction, counts } => {
+                shape.counts = Some(counts.clone());
+                shape.reduction = Some(*reduction);
+            }
             Problem::Scatter { root, block, .. } | Problem::Gather { root, block, .. } => {
                 shape.root = Some(*root);
                 shape.size = Some(("block", *block));

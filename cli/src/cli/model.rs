@@ -36,6 +36,8 @@ pub enum Op {
     Bcast,
     Reduce,
     Allreduce,
+    ReduceScatterBlock,
+    ReduceScatter,
     Scan,
     Exscan,
     Allgather,
@@ -75,7 +77,8 @@ pub struct ProblemArgs {
     #[arg(short = 'p', long = "ranks", value_parser = parse_ranks)]
     p: Option<usize>,
     /// Bytes every rank ends up with: the broadcast or vector size, the whole gathered buffer
-    /// (allgather(v), gather), the whole row (scatter, alltoall).
+    /// (allgather(v), gather), the whole row (scatter, alltoall); the whole vector every rank
+    /// contributes (reduce-scatter(-block)), of 4-byte elements.
     #[arg(long)]
     bytes: usize,
     /// Latency α in seconds [default: 2e-6; with a layout, inside a node: 5e-7, shared memory].
@@ -90,8 +93,8 @@ pub struct ProblemArgs {
     o: Option<f64>,
     #[command(flatten)]
     layout: layout::LayoutArgs,
-    /// Distribution of the allgatherv, gatherv and scatterv counts (seed 001 §3), scaled to
-    /// about `bytes` in total.
+    /// Distribution of the allgatherv, gatherv, scatterv and reduce-scatter counts (seed 001
+    /// §3), scaled to about `bytes` in total.
     #[arg(long, default_value = "regular")]
     dist: String,
     /// Root of rooted collectives.
@@ -120,6 +123,18 @@ pub(crate) fn problem(args: &ProblemArgs, p: usize) -> Result<Problem, Box<dyn s
             p,
             reduction: red,
             bytes: vector,
+        },
+        Op::ReduceScatterBlock => {
+            let size = red.dtype.size();
+            Problem::ReduceScatterBlock {
+                p,
+                reduction: red,
+                block: per - per % size,
+            }
+        }
+        Op::ReduceScatter => Problem::ReduceScatter {
+            reduction: red,
+            counts: element_counts(args, p, red.dtype.size())?,
         },
         Op::Scan | Op::Exscan => Problem::Scan {
             p,
@@ -167,6 +182,18 @@ pub(crate) fn problem(args: &ProblemArgs, p: usize) -> Result<Problem, Box<dyn s
 fn counts(args: &ProblemArgs, p: usize) -> Result<Vec<usize>, Box<dyn std::error::Error>> {
     let d: Distribution = args.dist.parse()?;
     Ok(d.counts(p, d.base_for_total(p, args.bytes)))
+}
+
+/// Per-rank counts of the chosen distribution in whole elements of `size` bytes, about `bytes`
+/// in total.
+fn element_counts(
+    args: &ProblemArgs,
+    p: usize,
+    size: usize,
+) -> Result<Vec<usize>, Box<dyn std::error::Error>> {
+    let d: Distribution = args.dist.parse()?;
+    let elements = d.counts(p, d.base_for_total(p, args.bytes / size));
+    Ok(elements.into_iter().map(|c| c * size).collect())
 }
 
 /// Whether the plans of `p` ranks and `rounds` rounds are small enough to walk.
@@ -237,9 +264,11 @@ impl ProblemArgs {
         }
     }
 
-    /// The collective's name, as the output says it.
+    /// The collective's name as `--op` spells it.
     pub(crate) fn op_name(&self) -> String {
-        format!("{:?}", self.op).to_lowercase()
+        let op = self.op;
+        op.to_possible_value()
+            .map_or_else(|| format!("{op:?}"), |v| v.get_name().to_string())
     }
 }
 

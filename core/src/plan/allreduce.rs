@@ -1,13 +1,18 @@
-//! Allreduce baselines (seed 002, "All-Reduce and Prefix-Sum Operations" and "Improving
-//! Performance of Operations"): recursive doubling, and reduce-scatter followed by allgather.
+//! Allreduce: the baselines of seed 002 ("All-Reduce and Prefix-Sum Operations" and "Improving
+//! Performance of Operations"), recursive doubling and reduce-scatter followed by allgather on
+//! the ring, and the circulant reduce-scatter followed by the circulant allgather (Träff
+//! 2024b).
 //!
 //! Received partial results land in fresh scratch slots and every combine writes a fresh
 //! destination, so no write ever races with a message still being sent from the same bytes.
 
+use super::parts::Parts;
+use super::reduce_scatter::{ring_reduce_scatter_rounds, CirculantScatter};
 use super::{
-    floor_log2, piece, Algorithm, Blocks, Buf, BufferSizes, CostModel, Local, PlanError,
-    Prediction, Problem, Reduction, Round,
+    copy_input, floor_log2, piece, Algorithm, Blocks, Buf, BufferSizes, CostModel, Local,
+    PlanError, Prediction, Problem, Reduction, Round,
 };
+use crate::schedule::{add_mod, sub_mod};
 
 fn allreduce_of(
     problem: &Problem,
@@ -25,19 +30,6 @@ fn allreduce_of(
             collective: "allreduce",
         }),
     }
-}
-
-fn copy_all(m: usize) -> Vec<Local> {
-    if m == 0 {
-        return Vec::new();
-    }
-    vec![Local::Copy {
-        src: Buf::Send,
-        src_offset: 0,
-        dst: Buf::Recv,
-        dst_offset: 0,
-        len: m,
-    }]
 }
 
 /// Recursive-doubling allreduce (seed 002: "uses the pattern of all-to-all broadcast … the
@@ -99,7 +91,7 @@ impl Algorithm for RecursiveDoublingAllreduce {
     }
     fn setup(&self, _rank: usize) -> Vec<Local> {
         if self.p == 1 {
-            copy_all(self.bytes)
+            copy_input(self.bytes)
         } else {
             Vec::new()
         }
@@ -254,53 +246,24 @@ impl Algorithm for ReduceScatterAllgather {
     }
     fn setup(&self, _rank: usize) -> Vec<Local> {
         if self.p == 1 {
-            copy_all(self.bytes)
+            copy_input(self.bytes)
         } else {
             Vec::new()
         }
     }
     fn rounds(&self, rank: usize) -> Box<dyn Iterator<Item = Round> + Send + '_> {
         let p = self.p;
-        let s = self.slot();
         let steps = p.saturating_sub(1);
         let next = (rank + 1) % p;
         let prev = (rank + p - 1) % p;
-        let reduce = (0..steps).filter_map(move |t| {
-            let mut r = Round::new(t as u32);
-            let out_seg = (rank + 2 * p - t - 1) % p;
-            let (off, len) = self.range(out_seg);
-            let src = if t == 0 {
-                piece(Buf::Send, off, Buf::Scratch, 0, len, None)
-            } else {
-                piece(
-                    Buf::Scratch,
-                    (steps + t - 1) * s,
-                    Buf::Scratch,
-                    t * s,
-                    len,
-                    Some(t as u32 - 1),
-                )
-            };
-            r.send(next, vec![src]);
-            let in_seg = (rank + 2 * p - t - 2) % p;
-            let (ioff, ilen) = self.range(in_seg);
-            r.expect(prev, usize::from(ilen > 0));
-            if ilen > 0 {
-                let dst = if t + 1 == steps {
-                    (Buf::Recv, ioff)
-                } else {
-                    (Buf::Scratch, (steps + t) * s)
-                };
-                r.local.push(Local::Combine {
-                    reduction: self.reduction,
-                    a: (Buf::Send, ioff),
-                    b: (Buf::Scratch, t * s),
-                    dst,
-                    len: ilen,
-                });
-            }
-            (!r.is_empty()).then_some(r)
-        });
+        let reduce = ring_reduce_scatter_rounds(
+            p,
+            rank,
+            self.reduction,
+            self.slot(),
+            move |j| self.range(j),
+            self.range(rank).0,
+        );
         let gather = (0..steps).filter_map(move |t| {
             let index = (steps + t) as u32;
             let mut r = Round::new(index);
@@ -327,5 +290,92 @@ impl Algorithm for ReduceScatterAllgather {
             rounds: rounds as u64,
             time: rounds as f64 * model.message(self.slot()),
         }
+    }
+}
+
+/// Circulant allreduce (Träff 2024b): the circulant reduce-scatter
+/// ([`super::reduce_scatter::CirculantReduceScatter`]) leaves part r of the vector, complete, in
+/// place in rank r's receive buffer, and the circulant allgather (seed 000, Alg. 7) brings
+/// every rank every part: in round q + k rank r sends its parts r … r + w − 1
+/// (w = `skips[k+1] − skips[k]`) to r − `skips[k]`. The vector is cut into p parts of whole
+/// elements. 2⌈log₂ p⌉ rounds; 2(p − 1) parts sent and received by every rank, p − 1 combined:
+/// 2q·α + 2β(p − 1)m/p (+ o for the second piece of a run that wraps around the vector).
+/// Every part is reduced once, at its rank, so every rank ends with the same bits.
+pub struct CirculantAllreduce {
+    problem: Problem,
+    scatter: CirculantScatter,
+}
+
+impl CirculantAllreduce {
+    /// The algorithm's name, as the registry, `CIRCULANT_ALGORITHM` and reports use it.
+    pub const NAME: &'static str = "circulant-allreduce";
+
+    /// Plans `problem`; an error if it is not a problem this algorithm solves or its arguments are
+    /// invalid.
+    pub fn new(problem: &Problem) -> Result<Self, PlanError> {
+        let (p, reduction, bytes) = allreduce_of(problem, Self::NAME)?;
+        let parts = Parts::even(bytes, reduction.dtype.size(), p);
+        Ok(CirculantAllreduce {
+            problem: problem.clone(),
+            scatter: CirculantScatter::new(parts, reduction, true)?,
+        })
+    }
+
+    /// Round q + k of the allgather of rank r.
+    fn gather_round(&self, r: usize, k: usize) -> Round {
+        let sc = &self.scatter;
+        let (p, q) = (sc.p(), sc.q());
+        let s = sc.skips.get(k);
+        let w = sc.skips.get(k + 1) - s;
+        let index = (q + k) as u32;
+        let mut round = Round::new(index);
+        let pieces = sc
+            .parts
+            .ranges(r, w)
+            .map(|(off, len)| piece(Buf::Recv, off, Buf::Recv, off, len, Some(index - 1)))
+            .collect();
+        round.send(sub_mod(r, s, p), pieces);
+        let from = add_mod(r, s, p);
+        round.expect(from, sc.parts.ranges(from, w).count());
+        round
+    }
+}
+
+impl Algorithm for CirculantAllreduce {
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+    fn problem(&self) -> &Problem {
+        &self.problem
+    }
+    fn buffers(&self, rank: usize) -> BufferSizes {
+        let total = self.scatter.parts.total();
+        BufferSizes {
+            send: total,
+            recv: total,
+            scratch: self.scatter.scratch(rank),
+        }
+    }
+    fn setup(&self, rank: usize) -> Vec<Local> {
+        self.scatter.setup(rank)
+    }
+    fn rounds(&self, rank: usize) -> Box<dyn Iterator<Item = Round> + Send + '_> {
+        let gather = (0..self.scatter.q())
+            .map(move |k| self.gather_round(rank, k))
+            .filter(|r| !r.is_empty());
+        Box::new(self.scatter.rounds(rank).chain(gather))
+    }
+    fn predict(&self, model: &CostModel) -> Prediction {
+        let sc = &self.scatter;
+        let mut out = sc.predict(model);
+        for k in 0..sc.q() {
+            let w = sc.skips.get(k + 1) - sc.skips.get(k);
+            let bytes = sc.parts.widest(w);
+            if bytes > 0 {
+                out.rounds += 1;
+                out.time += model.message_writes(bytes, 1 + usize::from(w >= 2));
+            }
+        }
+        out
     }
 }

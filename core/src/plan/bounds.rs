@@ -1,7 +1,8 @@
 //! Lower bounds in the α-β model for 1-ported ranks (latency: information needs q = ⌈log₂ p⌉
-//! rounds to reach or leave p ranks; bandwidth: the bytes a rank must receive). The forms are
-//! those of Chan, Heimlich, Purkayastha, van de Geijn (2007), ignoring computation, except for
-//! the broadcast, whose bound is the pipelined one of seed 000 Theorem 2:
+//! rounds to reach or leave p ranks; bandwidth: the bytes a rank must receive or send). The
+//! forms are those of Chan, Heimlich, Purkayastha, van de Geijn (2007), ignoring computation,
+//! except for the broadcast, whose bound is the pipelined one of seed 000 Theorem 2, and the
+//! reduce, which has the broadcast's bound:
 //!
 //! An n-block broadcast needs at least n − 1 + q rounds of at least α + βm/n each. Minimised
 //! over real n ≥ 1, T(n) = (n − 1 + q)(α + βm/n) has its optimum at n* = √((q−1)βm/α), where
@@ -9,6 +10,17 @@
 //! between αq + βm (the latency and bandwidth terms, which no algorithm beats either) and the
 //! time of every broadcast in the registry (tests/plan_bounds.rs checks both). p = 2 gives
 //! α + βm; m = 0 gives 0, since nothing needs to be sent.
+//!
+//! A reduce run backwards is a broadcast: reverse every message's direction and the time
+//! axis, and the root's result for every element, which depends on every rank's input, becomes
+//! every rank's copy of the root's element, with the same messages, sizes and one-ported
+//! ranks (sends become receives). So no reduce beats the broadcast's bound (computation
+//! ignored), and Chan et al.'s αq + β(p−1)m/p for it is not reached by any algorithm.
+//!
+//! A reduce-scatter of m bytes a rank, part r (c_r bytes) to rank r: every element of part r
+//! depends on every rank's input, so rank r receives at least c_r bytes and sends at least
+//! m − c_r (each element of another rank's part leaves it once): αq + β·max_r max(c_r, m − c_r),
+//! which is Chan et al.'s αq + β(p−1)m/p for equal parts.
 
 use super::{ceil_log2, CostModel, Layout, LevelCosts, Problem};
 
@@ -23,7 +35,16 @@ pub fn lower_bound(problem: &Problem, model: &CostModel) -> f64 {
     let b = model.beta;
     match problem {
         Problem::Broadcast { bytes, .. } => broadcast(p, *bytes, model),
-        Problem::Reduce { bytes, .. } => lat + b * frac * *bytes as f64,
+        Problem::Reduce { bytes, .. } => broadcast(p, *bytes, model),
+        // Nothing to reduce needs no communication (the algorithms send nothing).
+        Problem::ReduceScatterBlock { .. } | Problem::ReduceScatter { .. }
+            if problem.total_bytes() == 0 =>
+        {
+            0.0
+        }
+        Problem::ReduceScatterBlock { .. } | Problem::ReduceScatter { .. } => {
+            lat + b * reduce_scatter_volume(problem)
+        }
         Problem::Allreduce { bytes, .. } => lat + 2.0 * b * frac * *bytes as f64,
         Problem::Scan { bytes, .. } => lat + b * *bytes as f64,
         Problem::Allgather { block, .. } => lat + b * ((p - 1) * block) as f64,
@@ -48,6 +69,20 @@ pub fn lower_bound(problem: &Problem, model: &CostModel) -> f64 {
             let kb: f64 = bg.iter().map(|&c| c as f64).sum();
             model.alpha + b * ka.max(kb)
         }
+    }
+}
+
+/// The most bytes a rank of a reduce-scatter must send or receive: max over r of
+/// max(c_r, m − c_r).
+fn reduce_scatter_volume(problem: &Problem) -> f64 {
+    let m = problem.total_bytes() as f64;
+    let widest = |c: f64| c.max(m - c);
+    match problem {
+        Problem::ReduceScatterBlock { block, .. } => widest(*block as f64),
+        Problem::ReduceScatter { counts, .. } => {
+            counts.iter().map(|&c| widest(c as f64)).fold(0.0, f64::max)
+        }
+        _ => 0.0,
     }
 }
 
@@ -99,6 +134,10 @@ pub fn broadcast(p: usize, bytes: usize, model: &CostModel) -> f64 {
 /// - reduce of m > 0 bytes: max(L(N), α_across + β_across·m): the result of every element
 ///   depends on other nodes' elements, so at least one element's bytes about it enter the
 ///   root's node.
+/// - reduce-scatter: max(L(N), α_across + β_across·max_v max(M_v, m − M_v)), with M_v the bytes
+///   of the parts of node v's ranks: every element of them depends on other nodes' inputs and
+///   must enter node v, and every element of other nodes' parts depends on node v's inputs and
+///   must leave it. 0 when the vector is empty.
 /// - barrier: L(N).
 ///
 /// Other collectives keep the flat bound with `cheap`.
@@ -142,6 +181,25 @@ pub fn two_level(problem: &Problem, layout: &Layout, costs: &LevelCosts) -> Opti
             lat(nodes).max(a + b * share * *bytes as f64)
         }
         Problem::Reduce { bytes, .. } if *bytes > 0 => lat(nodes).max(a + b * *bytes as f64),
+        Problem::ReduceScatterBlock { .. } | Problem::ReduceScatter { .. } => {
+            let m = problem.total_bytes();
+            let part = |r: usize| match problem {
+                Problem::ReduceScatter { counts, .. } => counts[r],
+                _ => m / p,
+            };
+            let widest = (0..nodes)
+                .map(|v| {
+                    let own: usize = layout.ranks_on(v).iter().map(|&r| part(r)).sum();
+                    own.max(m - own)
+                })
+                .max()
+                .unwrap_or(0);
+            if m > 0 {
+                lat(nodes).max(a + b * widest as f64)
+            } else {
+                0.0
+            }
+        }
         Problem::Barrier { .. } => lat(nodes),
         _ => 0.0,
     };

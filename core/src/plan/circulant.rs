@@ -34,7 +34,7 @@ pub enum Blocking {
 }
 
 impl Blocking {
-    fn blocks(&self, p: usize, bytes: usize) -> Result<usize, PlanError> {
+    pub(super) fn blocks(&self, p: usize, bytes: usize) -> Result<usize, PlanError> {
         match *self {
             Blocking::Fixed(0) => Err(PlanError::NoBlocks),
             Blocking::Fixed(n) => Ok(n.min(bytes.max(1))),

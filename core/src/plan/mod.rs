@@ -35,6 +35,7 @@ pub mod alltoall;
 pub mod barrier;
 pub mod bounds;
 pub mod circulant;
+pub mod circulant_reduce;
 pub mod compose;
 pub mod distribution;
 mod error;
@@ -44,9 +45,11 @@ pub mod layout;
 pub mod merge;
 pub mod multilane;
 pub mod one_source;
+pub mod parts;
 pub mod probe;
 mod problem;
 pub mod reduce;
+pub mod reduce_scatter;
 pub mod registry;
 pub mod ring;
 pub mod rootedv;
@@ -265,6 +268,21 @@ pub(super) fn push_piece(out: &mut Vec<Piece>, p: Piece) {
         }
     }
     out.push(p);
+}
+
+/// The first `len` bytes of the send buffer copied to the receive buffer: all a rank does in
+/// a reduction it is alone in.
+pub(super) fn copy_input(len: usize) -> Vec<Local> {
+    if len == 0 {
+        return Vec::new();
+    }
+    vec![Local::Copy {
+        src: Buf::Send,
+        src_offset: 0,
+        dst: Buf::Recv,
+        dst_offset: 0,
+        len,
+    }]
 }
 
 /// Sizes in bytes of one rank's buffers.

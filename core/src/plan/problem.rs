@@ -34,6 +34,24 @@ pub enum Problem {
         /// Bytes per rank.
         bytes: usize,
     },
+    /// Every rank's `send` holds p blocks of `block` bytes; rank r's `recv` (`block` bytes) =
+    /// ⊕ over all ranks of their block r.
+    ReduceScatterBlock {
+        /// Number of ranks.
+        p: usize,
+        /// Element type and operator.
+        reduction: Reduction,
+        /// Bytes of each rank's result.
+        block: usize,
+    },
+    /// Every rank's `send` (the sum of the counts) is cut at the counts; rank r's `recv`
+    /// (`counts[r]` bytes) = ⊕ over all ranks of their part r.
+    ReduceScatter {
+        /// Element type and operator.
+        reduction: Reduction,
+        /// Bytes of each rank's result.
+        counts: Vec<usize>,
+    },
     /// `recv` of rank r = ⊕ of the `send` buffers of ranks 0..=r (`exclusive`: 0..r; rank 0's
     /// `recv` is then left alone).
     Scan {
@@ -120,6 +138,8 @@ pub fn collective_name(problem: &Problem) -> &'static str {
         Problem::Broadcast { .. } => "broadcast",
         Problem::Reduce { .. } => "reduce",
         Problem::Allreduce { .. } => "allreduce",
+        Problem::ReduceScatterBlock { .. } => "reduce-scatter-block",
+        Problem::ReduceScatter { .. } => "reduce-scatter",
         Problem::Scan {
             exclusive: false, ..
         } => "scan",
@@ -145,6 +165,7 @@ impl Problem {
             Problem::Broadcast { p, .. }
             | Problem::Reduce { p, .. }
             | Problem::Allreduce { p, .. }
+            | Problem::ReduceScatterBlock { p, .. }
             | Problem::Scan { p, .. }
             | Problem::Allgather { p, .. }
             | Problem::Scatter { p, .. }
@@ -152,6 +173,7 @@ impl Problem {
             | Problem::Alltoall { p, .. }
             | Problem::Barrier { p } => *p,
             Problem::Allgatherv { counts }
+            | Problem::ReduceScatter { counts, .. }
             | Problem::Scatterv { counts, .. }
             | Problem::Gatherv { counts, .. } => counts.len(),
             Problem::Intergroup { a, b } => a.len() + b.len(),
@@ -189,16 +211,22 @@ impl Problem {
                 reduction, bytes, ..
             } => {
                 reduction.validate()?;
-                if bytes % reduction.dtype.size() != 0 {
-                    return Err(PlanError::Misaligned {
-                        bytes: *bytes,
-                        dtype: reduction.dtype,
-                    });
+                aligned(*bytes, reduction)?;
+                scratch_fits(*bytes, p)?;
+            }
+            Problem::ReduceScatterBlock {
+                reduction, block, ..
+            } => {
+                reduction.validate()?;
+                aligned(*block, reduction)?;
+                scratch_fits(block.checked_mul(p).ok_or(PlanError::Overflow)?, p)?;
+            }
+            Problem::ReduceScatter { reduction, counts } => {
+                reduction.validate()?;
+                for &c in counts {
+                    aligned(c, reduction)?;
                 }
-                // Scratch memory of the reductions holds a few multiples of the vector.
-                bytes
-                    .checked_mul(4 * (ceil_log2(p) + 3))
-                    .ok_or(PlanError::Overflow)?;
+                scratch_fits(checked_sum(counts)?, p)?;
             }
             Problem::Allgather { block, .. }
             | Problem::Scatter { block, .. }
@@ -228,8 +256,9 @@ impl Problem {
         Ok(())
     }
 
-    /// Bytes each rank must end up with (the `m` of the α-β formulas): the broadcast or vector
-    /// size, the total of an allgather(v), a whole row for scatter/gather/alltoall.
+    /// The `m` of the α-β formulas: the bytes each rank must end up with (the broadcast or
+    /// vector size, the total of an allgather(v), a whole row for scatter/gather/alltoall), or
+    /// for a reduce-scatter the whole vector each rank contributes.
     pub fn total_bytes(&self) -> usize {
         match self {
             Problem::Broadcast { bytes, .. }
@@ -237,10 +266,12 @@ impl Problem {
             | Problem::Allreduce { bytes, .. }
             | Problem::Scan { bytes, .. } => *bytes,
             Problem::Allgather { p, block }
+            | Problem::ReduceScatterBlock { p, block, .. }
             | Problem::Scatter { p, block, .. }
             | Problem::Gather { p, block, .. }
             | Problem::Alltoall { p, block } => p.saturating_mul(*block),
             Problem::Allgatherv { counts }
+            | Problem::ReduceScatter { counts, .. }
             | Problem::Scatterv { counts, .. }
             | Problem::Gatherv { counts, .. } => {
                 counts.iter().fold(0usize, |a, &c| a.saturating_add(c))
@@ -253,6 +284,26 @@ impl Problem {
             }
         }
     }
+}
+
+/// [`PlanError::Misaligned`] unless `bytes` is a whole number of the reduction's elements.
+fn aligned(bytes: usize, reduction: &Reduction) -> Result<(), PlanError> {
+    if bytes % reduction.dtype.size() != 0 {
+        return Err(PlanError::Misaligned {
+            bytes,
+            dtype: reduction.dtype,
+        });
+    }
+    Ok(())
+}
+
+/// [`PlanError::Overflow`] unless the scratch memory of the reductions, a few multiples of the
+/// vector of `bytes` per ⌈log₂ p⌉, can be addressed.
+fn scratch_fits(bytes: usize, p: usize) -> Result<(), PlanError> {
+    bytes
+        .checked_mul(4 * (ceil_log2(p) + 3))
+        .map(drop)
+        .ok_or(PlanError::Overflow)
 }
 
 /// Sum of counts, or [`PlanError::Overflow`].

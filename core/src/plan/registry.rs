@@ -1,16 +1,18 @@
 //! All algorithms by name, and the ones that apply to a problem.
 
 use super::allgather::{BruckAllgather, RecursiveDoublingAllgather, RingAllgather};
-use super::allreduce::{RecursiveDoublingAllreduce, ReduceScatterAllgather};
+use super::allreduce::{CirculantAllreduce, RecursiveDoublingAllreduce, ReduceScatterAllgather};
 use super::alltoall::PairwiseAlltoall;
 use super::barrier::DisseminationBarrier;
 use super::circulant::{
     Blocking, CirculantAllgather, CirculantAllgatherv, CirculantBroadcast, CirculantCensus,
 };
+use super::circulant_reduce::{CirculantReduce, CirculantReduceBroadcast};
 use super::hierarchical::{HierAllgatherv, HierAllreduce, HierBarrier, HierBroadcast, HierReduce};
 use super::intergroup::{IntergroupAllgatherv, RootGathering};
 use super::multilane::{LaneAllgatherv, LaneAllreduce, LaneBarrier, LaneBroadcast, LaneReduce};
 use super::one_source::{as_broadcast, OneSource};
+use super::reduce_scatter::{CirculantReduceScatter, RingReduceScatter};
 use super::ring::PipelinedRingAllgatherv;
 use super::rootedv::{BinomialGatherv, BinomialScatterv, LinearGatherv, LinearScatterv};
 use super::roundrobin::RoundRobinBroadcast;
@@ -38,6 +40,18 @@ pub const ALL: &[(&str, Make)] = &[
     (CirculantCensus::NAME, |p, _| boxed(CirculantCensus::new(p))),
     (CirculantAllgatherv::NAME, |p, m| {
         boxed(CirculantAllgatherv::new(p, Blocking::Model(*m)))
+    }),
+    (CirculantReduce::NAME, |p, m| {
+        boxed(CirculantReduce::new(p, Blocking::Model(*m)))
+    }),
+    (CirculantReduceScatter::NAME, |p, _| {
+        boxed(CirculantReduceScatter::new(p))
+    }),
+    (CirculantAllreduce::NAME, |p, _| {
+        boxed(CirculantAllreduce::new(p))
+    }),
+    (CirculantReduceBroadcast::NAME, |p, m| {
+        boxed(CirculantReduceBroadcast::new(p, Blocking::Model(*m)))
     }),
     (BinomialBroadcast::NAME, |p, _| {
         boxed(BinomialBroadcast::new(p))
@@ -70,6 +84,9 @@ pub const ALL: &[(&str, Make)] = &[
     }),
     (ReduceScatterAllgather::NAME, |p, _| {
         boxed(ReduceScatterAllgather::new(p))
+    }),
+    (RingReduceScatter::NAME, |p, _| {
+        boxed(RingReduceScatter::new(p))
     }),
     (HypercubeScan::NAME, |p, _| boxed(HypercubeScan::new(p))),
     (PairwiseAlltoall::NAME, |p, _| {

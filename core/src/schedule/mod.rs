@@ -31,7 +31,7 @@ pub use phase::PhaseBlocks;
 pub use range_blocks::{range_blocks, BlockSet};
 pub use rounds::{rounds_count, Round, Rounds, Schedule, MAX_BLOCKS};
 pub use skip_sums::{recv_schedule, send_schedule};
-pub(crate) use skips::ceil_log2;
+pub(crate) use skips::{add_mod, ceil_log2, sub_mod};
 pub use skips::{Skips, MAX_Q};
 pub use table::ScheduleTable;
 

@@ -85,6 +85,10 @@ pub fn send_input_at(problem: &Problem, rank: usize, generation: u64) -> Vec<u8>
         | Problem::Scan {
             reduction, bytes, ..
         } => elements(rank, *bytes, *reduction, salt(7, generation)),
+        Problem::ReduceScatterBlock { reduction, .. }
+        | Problem::ReduceScatter { reduction, .. } => {
+            elements(rank, problem.total_bytes(), *reduction, salt(8, generation))
+        }
         Problem::Allgather { block, .. } | Problem::Gather { block, .. } => bytes(*block, 1),
         Problem::Allgatherv { counts } => bytes(counts[rank], 1),
         Problem::Scatter { p, root, block } => {
@@ -133,7 +137,44 @@ pub fn recv_input_at(problem: &Problem, rank: usize, generation: u64) -> Option<
 /// What `rank`'s receive buffer must hold at the end (`None`: nothing is demanded), given
 /// every rank's send buffer of generation 0 (as [`send_input`] makes them).
 pub fn expected(problem: &Problem, rank: usize, sends: &[Vec<u8>]) -> Option<Vec<u8>> {
-    expected_with(problem, rank, 0, |j| sends[j].clone())
+    match problem {
+        // A part of every send buffer: sliced, not copied whole.
+        Problem::ReduceScatterBlock { .. } | Problem::ReduceScatter { .. } => {
+            reduce_scatter_part(problem, rank, |j, at, len| {
+                sends[j].get(at..at + len).map(<[u8]>::to_vec)
+            })
+        }
+        _ => expected_with(problem, rank, 0, |j| sends[j].clone()),
+    }
+}
+
+/// Rank `rank`'s part of a reduce-scatter, reduced in rank order; `part(j, at, len)` is
+/// `[at, at + len)` of rank j's send buffer.
+fn reduce_scatter_part(
+    problem: &Problem,
+    rank: usize,
+    part: impl Fn(usize, usize, usize) -> Option<Vec<u8>>,
+) -> Option<Vec<u8>> {
+    let (p, reduction, at, len) = match problem {
+        Problem::ReduceScatterBlock {
+            p,
+            reduction,
+            block,
+        } => (*p, reduction, rank * block, *block),
+        Problem::ReduceScatter { reduction, counts } => (
+            counts.len(),
+            reduction,
+            counts[..rank].iter().sum(),
+            counts[rank],
+        ),
+        _ => return None,
+    };
+    let mut acc = part(0, at, len)?;
+    for j in 1..p {
+        // The element buffers were built valid; an error cannot occur here.
+        reduction.accumulate(&mut acc, &part(j, at, len)?).ok()?;
+    }
+    Some(acc)
 }
 
 /// What `rank`'s receive buffer must hold at the end of generation `generation` (`None`:
@@ -163,6 +204,11 @@ pub fn expected_with(
             p, root, reduction, ..
         } => (rank == *root).then(|| fold(0..*p, reduction)).flatten(),
         Problem::Allreduce { p, reduction, .. } => fold(0..*p, reduction),
+        Problem::ReduceScatterBlock { .. } | Problem::ReduceScatter { .. } => {
+            reduce_scatter_part(problem, rank, |j, at, len| {
+                send(j).get(at..at + len).map(<[u8]>::to_vec)
+            })
+        }
         Problem::Scan {
             reduction,
             exclusive,

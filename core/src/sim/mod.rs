@@ -17,6 +17,9 @@
 //! [`links::node_links`] counts the bytes that cross each node's link for a placement of the
 //! ranks on nodes.
 //!
+//! [`simulate_on`] runs the plans on given inputs and returns every rank's receive buffer, for
+//! results whose bits depend on the order of combination.
+//!
 //! [`simulate`] posts one write per piece; [`simulate_merged`] posts the merged writes of
 //! [`crate::plan::merge`] for given limits, gathering each from its local segments and
 //! scattering it over its remote segments, and counts arrivals against what each target
@@ -268,6 +271,44 @@ pub fn simulate_merged(
     sim.run(plans)
 }
 
+/// Simulates `alg` posting one write per piece on the send buffers `inputs` (one per rank,
+/// each of the length the plan asks for) instead of the collective's defined inputs; checks
+/// the one-sided rules but not the result, and returns every rank's receive buffer. For
+/// inputs whose result depends on the order of combination (floating-point sums): which bits
+/// each rank ends with.
+pub fn simulate_on(
+    alg: &dyn Algorithm,
+    model: &CostModel,
+    inputs: Vec<Vec<u8>>,
+) -> Result<(Report, Vec<Vec<u8>>), SimError> {
+    let (mut sim, plans) = Sim::new(alg, model, None)?;
+    if inputs.len() != sim.states.len() {
+        return Err(PlanError::CountsLength {
+            expected: sim.states.len(),
+            got: inputs.len(),
+        }
+        .into());
+    }
+    for (r, input) in inputs.into_iter().enumerate() {
+        if input.len() != sim.states[r].send.data.len() {
+            return Err(rule(
+                r,
+                0,
+                format!(
+                    "send buffer is {} bytes, the input {}",
+                    sim.states[r].send.data.len(),
+                    input.len()
+                ),
+            ));
+        }
+        sim.states[r].send = Memory::filled(input.clone());
+        sim.sends_in[r] = input;
+    }
+    sim.check = false;
+    let (report, states) = sim.run_states(plans)?;
+    Ok((report, states.into_iter().map(|s| s.recv.data).collect()))
+}
+
 /// A write on its way: the bytes gathered at the sender, as parts of the target's buffers.
 struct Posted {
     from: usize,
@@ -281,6 +322,8 @@ struct Sim<'a> {
     model: CostModel,
     limits: Option<IovLimits>,
     barrier: bool,
+    /// Whether the results are checked against the collective's definition.
+    check: bool,
     states: Vec<RankState>,
     /// The dataflow clock (one node, `model` for every message).
     flow: Dataflow<'a>,
@@ -321,6 +364,7 @@ impl<'a> Sim<'a> {
             model: *model,
             limits,
             barrier,
+            check: true,
             states,
             flow,
             sends_in,
@@ -341,7 +385,16 @@ impl<'a> Sim<'a> {
     }
 
     /// All rounds in lock step, then the results.
-    fn run(mut self, plans: Vec<RankPlan<'a>>) -> Result<Report, SimError> {
+    fn run(self, plans: Vec<RankPlan<'a>>) -> Result<Report, SimError> {
+        self.run_states(plans).map(|(report, _)| report)
+    }
+
+    /// All rounds in lock step, then the results checked (unless not asked for); the report
+    /// and every rank's final buffers.
+    fn run_states(
+        mut self,
+        plans: Vec<RankPlan<'a>>,
+    ) -> Result<(Report, Vec<RankState>), SimError> {
         for (r, plan) in plans.iter().enumerate() {
             for step in &plan.setup {
                 self.report.bytes_copied[r] += run_local(&mut self.states[r], step, 0, r, 0)?;
@@ -361,9 +414,11 @@ impl<'a> Sim<'a> {
             self.check_expectations(&current, &counted, index)?;
             self.complete(current, index)?;
         }
-        self.check_results()?;
+        if self.check {
+            self.check_results()?;
+        }
         self.report.dataflow_time = self.flow.time();
-        Ok(self.report)
+        Ok((self.report, self.states))
     }
 
     /// Checks every rank's sends of the round, gathers their bytes and prices them.
@@ -598,9 +653,25 @@ impl<'a> Sim<'a> {
     /// all.
     fn check_results(&self) -> Result<(), SimError> {
         let p = self.states.len();
+        // Every rank's result is the same: computed once (an allreduce's costs p·m).
+        let same = matches!(
+            self.problem,
+            Problem::Broadcast { .. }
+                | Problem::Allreduce { .. }
+                | Problem::Allgather { .. }
+                | Problem::Allgatherv { .. }
+        );
+        let mut first: Option<Vec<u8>> = None;
         for (r, st) in self.states.iter().enumerate() {
-            if let Some(want) = data::expected(self.problem, r, &self.sends_in) {
+            let want = match &first {
+                Some(want) => Some(want.clone()),
+                None => data::expected(self.problem, r, &self.sends_in),
+            };
+            if let Some(want) = want {
                 check_result(r, &st.recv, &want)?;
+                if same && first.is_none() {
+                    first = Some(want);
+                }
             }
             if self.barrier {
                 let all = st
