@@ -122,6 +122,29 @@ fn problems(p: usize) -> Vec<Problem> {
             counts: d.counts(p, 6),
         });
     }
+    v.push(Problem::ReduceScatterBlock {
+        p,
+        reduction: red(Dtype::I32, ReduceOp::Sum),
+        block: 12,
+    });
+    v.push(Problem::ReduceScatterBlock {
+        p,
+        reduction: red(Dtype::F64, ReduceOp::Max),
+        block: 0,
+    });
+    // Irregular: zeros, one large part, and the distributions of seed 001.
+    let mut one = vec![0; p];
+    one[p / 2] = 4 * 77;
+    v.push(Problem::ReduceScatter {
+        reduction: red(Dtype::U32, ReduceOp::Bxor),
+        counts: one,
+    });
+    for d in Distribution::ALL {
+        v.push(Problem::ReduceScatter {
+            reduction: red(Dtype::I32, ReduceOp::Sum),
+            counts: d.counts(p, 3).into_iter().map(|c| 4 * c).collect(),
+        });
+    }
     v
 }
 
@@ -384,6 +407,35 @@ fn lane_reduce_moves_across_links_what_the_hierarchical_reduce_moves() {
                 let total = |v: &[u64]| v.iter().sum::<u64>();
                 assert_eq!(total(&into), total(&out), "p={p}");
                 assert_eq!(total(&hier.1), total(&hier.0), "p={p}");
+            }
+        }
+    }
+}
+
+/// A reduce-scatter sends out of every node the parts of the other nodes' ranks, m − M_v, once
+/// (hierarchical: from its leader; multi-lane: split among its ranks); every byte that enters
+/// a node left another.
+#[test]
+fn reduce_scatters_send_out_of_each_node_what_its_ranks_do_not_keep() {
+    let red = Reduction::new(Dtype::I32, ReduceOp::Sum).unwrap();
+    for p in [6, 8, 12, 16, 30, 64] {
+        for layout in layouts(p) {
+            let mut skewed: Vec<usize> = (0..p).map(|r| 4 * (r % 4)).collect();
+            skewed[p - 1] = 4 * 250;
+            for counts in [vec![4 * 25; p], skewed] {
+                let m: usize = counts.iter().sum();
+                let problem = Problem::ReduceScatter {
+                    reduction: red,
+                    counts: counts.clone(),
+                };
+                for name in ["hier-reduce-scatter", "lane-reduce-scatter"] {
+                    let (out, into) = links_of(name, &problem, &layout, &COSTS);
+                    for (v, &bytes) in out.iter().enumerate() {
+                        let own: usize = layout.ranks_on(v).iter().map(|&r| counts[r]).sum();
+                        assert_eq!(bytes, (m - own) as u64, "{name} p={p} node {v}");
+                    }
+                    assert_eq!(into.iter().sum::<u64>(), out.iter().sum::<u64>(), "{name}");
+                }
             }
         }
     }

@@ -8,9 +8,13 @@ use super::circulant::{
     Blocking, CirculantAllgather, CirculantAllgatherv, CirculantBroadcast, CirculantCensus,
 };
 use super::circulant_reduce::{CirculantReduce, CirculantReduceBroadcast};
-use super::hierarchical::{HierAllgatherv, HierAllreduce, HierBarrier, HierBroadcast, HierReduce};
+use super::hierarchical::{
+    HierAllgatherv, HierAllreduce, HierBarrier, HierBroadcast, HierReduce, HierReduceScatter,
+};
 use super::intergroup::{IntergroupAllgatherv, RootGathering};
-use super::multilane::{LaneAllgatherv, LaneAllreduce, LaneBarrier, LaneBroadcast, LaneReduce};
+use super::multilane::{
+    LaneAllgatherv, LaneAllreduce, LaneBarrier, LaneBroadcast, LaneReduce, LaneReduceScatter,
+};
 use super::one_source::{as_broadcast, OneSource};
 use super::reduce_scatter::{CirculantReduceScatter, RingReduceScatter};
 use super::ring::PipelinedRingAllgatherv;
@@ -148,6 +152,24 @@ fn keep(
     Ok(())
 }
 
+/// The algorithm for `problem` that `model` prices fastest (of equal prices, the first in the
+/// registry); for `name`, unsupported where none applies.
+pub fn fastest(
+    problem: &Problem,
+    model: &CostModel,
+    name: &'static str,
+) -> Result<Box<dyn Algorithm>, PlanError> {
+    applicable(problem, model)?
+        .into_iter()
+        .map(|a| (a.predict(model).time, a))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, a)| a)
+        .ok_or(PlanError::Unsupported {
+            algorithm: name,
+            reason: format!("no algorithm for its {}", super::collective_name(problem)),
+        })
+}
+
 /// Every algorithm that solves `problem`, with model-chosen block counts (for an allgatherv
 /// whose bytes all come from one rank, the broadcasts too, run as it: [`OneSource`]). Errors
 /// only if the problem itself is invalid.
@@ -206,12 +228,18 @@ pub const NODE_AWARE: &[(&str, MakeOn)] = &[
     (HierAllreduce::NAME, |p, l, c| {
         boxed(HierAllreduce::plan(p, l, c))
     }),
+    (HierReduceScatter::NAME, |p, l, c| {
+        boxed(HierReduceScatter::plan(p, l, c))
+    }),
     (HierBarrier::NAME, |p, l, c| {
         boxed(HierBarrier::plan(p, l, c))
     }),
     (LaneReduce::NAME, |p, l, c| boxed(LaneReduce::plan(p, l, c))),
     (LaneAllreduce::NAME, |p, l, c| {
         boxed(LaneAllreduce::plan(p, l, c))
+    }),
+    (LaneReduceScatter::NAME, |p, l, c| {
+        boxed(LaneReduceScatter::plan(p, l, c))
     }),
     (LaneBarrier::NAME, |p, l, c| {
         boxed(LaneBarrier::plan(p, l, c))

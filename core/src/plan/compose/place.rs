@@ -67,6 +67,11 @@ impl Place {
         }
     }
 
+    /// The composite's buffer it lies in.
+    pub fn buf(&self) -> Buf {
+        self.buf
+    }
+
     /// Bytes of the sub-buffer.
     pub fn len(&self) -> usize {
         self.runs.last().map_or(0, |r| r.from + r.len)

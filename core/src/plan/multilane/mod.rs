@@ -13,6 +13,8 @@
 //! - [`LaneAllreduce`], [`LaneReduce`]: a reduce-scatter inside each node into one share a
 //!   lane, lane j's allreduce (reduce to the root's node) of share j, then the shares exchanged
 //!   inside every node (gathered at the root).
+//! - [`LaneReduceScatter`]: a reduce-scatter inside each node into the lanes its ranks carry,
+//!   then lane j's reduce-scatter of every node's j-th rank's part among its carriers.
 //! - [`LaneBarrier`]: a barrier inside each node, then one in every lane; every rank carries a
 //!   lane, so no node phase follows.
 
@@ -20,11 +22,13 @@ mod allgather;
 mod barrier;
 mod broadcast;
 mod reduce;
+mod reduce_scatter;
 
 pub use allgather::LaneAllgatherv;
 pub use barrier::LaneBarrier;
 pub use broadcast::LaneBroadcast;
 pub use reduce::{LaneAllreduce, LaneReduce};
+pub use reduce_scatter::LaneReduceScatter;
 
 use super::circulant::{Blocking, CirculantAllgatherv};
 use super::compose::{Group, Place, Places};

@@ -4,22 +4,21 @@
 //! are gathered at the root inside its node (reduce) or exchanged by the ranks of every node
 //! (allreduce).
 //!
-//! The reduce-scatter inside a node is one binomial reduce per member, each rooted at the
-//! member and over the shares it carries (a node with fewer ranks than lanes gives a rank
-//! several shares): every rank sends every share but its own once, and the reduces run side by
-//! side. As in [`crate::plan::hierarchical`], partial results are combined in the order the
-//! trees meet them, not in rank order: the operators are taken to be commutative (all of
+//! The reduce-scatter inside a node is one reduce-scatter (the circulant one, or the ring where
+//! the model inside prices it faster) whose part for a member is the shares it carries (a node
+//! with fewer ranks than lanes gives a rank several shares). Each lane runs the reduce or
+//! allreduce among the nodes that the model across nodes prices fastest. As in
+//! [`crate::plan::hierarchical`], partial results are combined in the order the schedules meet
+//! them, not in rank order: the operators are taken to be commutative (all of
 //! [`crate::plan::ReduceOp`] are; floating-point sums and products are associative only up to
-//! rounding, so their bits may differ from a reduction in rank order). The ranks of one node
-//! get each share as its carrier holds it, by copies.
+//! rounding, so their bits may differ from a reduction in rank order).
 
 use super::{carrier, exchange_group, shared_link};
 use crate::plan::compose::{Composite, Group, Phase, Place, Places};
 use crate::plan::hierarchical::{check, wrong};
 use crate::plan::registry;
 use crate::plan::rootedv::{BinomialGatherv, LinearGatherv};
-use crate::plan::tree::BinomialReduce;
-use crate::plan::{Algorithm, Buf, CostModel, Layout, LevelCosts, PlanError, Problem, Reduction};
+use crate::plan::{Algorithm, Buf, Layout, LevelCosts, PlanError, Problem, Reduction};
 
 /// The vector of `bytes` in `lanes` shares of whole elements of `size` bytes, as (offset, len):
 /// the first ones one element longer where the elements do not divide evenly (some are empty
@@ -47,21 +46,6 @@ fn carried(shares: &[(usize, usize)], i: usize, k: usize) -> Vec<usize> {
         .collect()
 }
 
-/// The algorithm for `problem` (among ranks of different nodes) that `model` prices fastest.
-fn fastest(
-    problem: &Problem,
-    model: &CostModel,
-    name: &'static str,
-) -> Result<Box<dyn Algorithm>, PlanError> {
-    registry::applicable(problem, model)?
-        .into_iter()
-        .min_by(|a, b| a.predict(model).time.total_cmp(&b.predict(model).time))
-        .ok_or(PlanError::Unsupported {
-            algorithm: name,
-            reason: "no algorithm for a lane".into(),
-        })
-}
-
 /// The reduce-scatter inside every node: its groups, where each carrier holds each reduced
 /// share (`partial[v][j]` on node v's carrier of lane j), and the scratch bytes each rank
 /// holds them in (from offset 0).
@@ -71,10 +55,15 @@ struct Scattered {
     scratch: Vec<usize>,
 }
 
+/// The reduce-scatter inside every node of several ranks (the one the model inside prices
+/// fastest) that leaves each member the shares of the lanes it carries, one after the other
+/// in its scratch.
 fn reduce_scatter(
     layout: &Layout,
     reduction: Reduction,
     shares: &[(usize, usize)],
+    costs: &LevelCosts,
+    name: &'static str,
 ) -> Result<Scattered, PlanError> {
     let mut groups = Vec::new();
     let mut partial = Vec::with_capacity(layout.nodes());
@@ -86,46 +75,35 @@ fn reduce_scatter(
             .iter()
             .map(|&(off, len)| Place::at(Buf::Send, off, len))
             .collect();
-        if k < 2 {
-            // The node's one rank holds its shares in its input.
+        let mine: Vec<Vec<usize>> = (0..k).map(|i| carried(shares, i, k)).collect();
+        let counts: Vec<usize> = mine
+            .iter()
+            .map(|m| m.iter().map(|&j| shares[j].1).sum())
+            .collect();
+        if k < 2 || counts.iter().all(|&c| c == 0) {
+            // A node's one rank holds its shares in its input.
             partial.push(here);
             continue;
         }
+        let mut places = Vec::with_capacity(k);
+        let send = Place::runs(Buf::Send, mine.iter().flatten().map(|&j| shares[j]));
         for (i, &c) in ranks.iter().enumerate() {
-            let mine = carried(shares, i, k);
-            let total: usize = mine.iter().map(|&j| shares[j].1).sum();
-            if total == 0 {
-                continue;
-            }
             let base = scratch[c];
-            let mut at = base;
-            for &j in &mine {
-                here[j] = Place::at(Buf::Scratch, at, shares[j].1);
-                at += shares[j].1;
+            for &j in &mine[i] {
+                here[j] = Place::at(Buf::Scratch, scratch[c], shares[j].1);
+                scratch[c] += shares[j].1;
             }
-            scratch[c] = at;
-            let alg = BinomialReduce::new(&Problem::Reduce {
-                p: k,
-                root: i,
-                reduction,
-                bytes: total,
-            })?;
-            let places = (0..k)
-                .map(|m| Places {
-                    send: Place::runs(Buf::Send, mine.iter().map(|&j| shares[j])),
-                    recv: if m == i {
-                        Place::at(Buf::Scratch, base, total)
-                    } else {
-                        Place::none(Buf::Recv)
-                    },
-                })
-                .collect();
-            groups.push(Group {
-                alg: Box::new(alg),
-                members: ranks.to_vec(),
-                places,
+            places.push(Places {
+                send: send.clone(),
+                recv: Place::at(Buf::Scratch, base, counts[i]),
             });
         }
+        let sub = Problem::ReduceScatter { reduction, counts };
+        groups.push(Group {
+            alg: registry::fastest(&sub, &costs.inside, name)?,
+            members: ranks.to_vec(),
+            places,
+        });
         partial.push(here);
     }
     Ok(Scattered {
@@ -160,7 +138,7 @@ impl LaneAllreduce {
         check(Self::NAME, problem, layout)?;
         let (n, lanes) = (layout.nodes(), layout.max_per_node());
         let shares = shares(bytes, reduction.dtype.size(), lanes);
-        let scattered = reduce_scatter(layout, reduction, &shares)?;
+        let scattered = reduce_scatter(layout, reduction, &shares, costs, Self::NAME)?;
         let model = shared_link(&costs.across, lanes);
 
         let mut across = Vec::new();
@@ -180,7 +158,7 @@ impl LaneAllreduce {
                 })
                 .collect();
             across.push(Group {
-                alg: fastest(&sub, &model, Self::NAME)?,
+                alg: registry::fastest(&sub, &model, Self::NAME)?,
                 members: (0..n).map(|v| carrier(layout, v, j)).collect(),
                 places,
             });
@@ -248,7 +226,7 @@ impl LaneReduce {
             groups: first,
             partial,
             mut scratch,
-        } = reduce_scatter(layout, reduction, &shares)?;
+        } = reduce_scatter(layout, reduction, &shares, costs, Self::NAME)?;
         let model = shared_link(&costs.across, lanes);
 
         // Where the root node's carrier of lane j receives the reduced share: the root's
@@ -295,7 +273,7 @@ impl LaneReduce {
                 })
                 .collect();
             across.push(Group {
-                alg: fastest(&sub, &model, Self::NAME)?,
+                alg: registry::fastest(&sub, &model, Self::NAME)?,
                 members: (0..n).map(|v| carrier(layout, v, j)).collect(),
                 places,
             });

@@ -10,15 +10,17 @@
 //! the node as soon as it has arrived. Any placement works: uneven nodes, ranks of a node that
 //! are not consecutive (round robin), nodes of one rank (which skip the intra-node phases).
 
+mod reduce;
+
+pub use reduce::{HierAllreduce, HierReduce, HierReduceScatter};
+
 use super::barrier::DisseminationBarrier;
 use super::circulant::{Blocking, CirculantAllgatherv, CirculantBroadcast};
 use super::compose::{Composite, Group, Phase, Place, Places};
-use super::registry;
 use super::rootedv::{BinomialGatherv, LinearGatherv};
-use super::tree::BinomialReduce;
 use super::{
     across_blocks, displacements, optimal_blocks, Algorithm, Buf, BufferSizes, CostModel, Layout,
-    LevelCosts, PlanError, Problem,
+    LevelCosts, PlanError, Problem, Reduction,
 };
 
 /// Blocks of the broadcasts inside a node: at least what the model inside asks for, and enough
@@ -85,6 +87,23 @@ pub(super) fn gathered(
         Problem::Allgatherv { counts } => Ok((allgatherv, counts.clone())),
         Problem::Allgather { p, block } => Ok((allgather, vec![*block; *p])),
         _ => Err(wrong(allgatherv, "allgatherv")),
+    }
+}
+
+/// The reduction and the per-rank counts of a reduce-scatter, regular (equal counts) or
+/// irregular.
+pub(super) fn scattered(
+    problem: &Problem,
+    name: &'static str,
+) -> Result<(Reduction, Vec<usize>), PlanError> {
+    match problem {
+        Problem::ReduceScatterBlock {
+            p,
+            reduction,
+            block,
+        } => Ok((*reduction, vec![*block; *p])),
+        Problem::ReduceScatter { reduction, counts } => Ok((*reduction, counts.clone())),
+        _ => Err(wrong(name, "reduce-scatter")),
     }
 }
 
@@ -281,197 +300,6 @@ impl HierAllgatherv {
                 Phase::inside(spread, costs.inside),
             ],
             |_| 0,
-        )
-    }
-}
-
-/// The intra-node reduction to each leader: its result in the leader's scratch (bytes
-/// `[0, bytes)`), or in `Send` for a node of one rank. Returns the groups and where each
-/// leader's partial result lies.
-fn reduce_to_leaders(
-    problem: &Problem,
-    layout: &Layout,
-    lead: &[usize],
-    bytes: usize,
-) -> Result<(Vec<Group>, Vec<Place>), PlanError> {
-    let (&Problem::Reduce { reduction, .. } | &Problem::Allreduce { reduction, .. }) = problem
-    else {
-        return Err(wrong("hier-reduce", "reduce"));
-    };
-    let mut groups = Vec::new();
-    let mut partial = Vec::new();
-    for (v, &leader) in lead.iter().enumerate() {
-        let members = node_members(layout, v, leader);
-        if members.len() < 2 {
-            partial.push(Place::at(Buf::Send, 0, bytes));
-            continue;
-        }
-        let k = members.len();
-        let alg = BinomialReduce::new(&Problem::Reduce {
-            p: k,
-            root: 0,
-            reduction,
-            bytes,
-        })?;
-        let places = (0..k)
-            .map(|i| Places {
-                send: Place::at(Buf::Send, 0, bytes),
-                recv: if i == 0 {
-                    Place::at(Buf::Scratch, 0, bytes)
-                } else {
-                    Place::none(Buf::Recv)
-                },
-            })
-            .collect();
-        partial.push(Place::at(Buf::Scratch, 0, bytes));
-        groups.push(Group {
-            alg: Box::new(alg),
-            members,
-            places,
-        });
-    }
-    Ok((groups, partial))
-}
-
-/// Scratch of the leaders that reduce their node's vectors first.
-fn leader_scratch(layout: &Layout, lead: &[usize], bytes: usize) -> Vec<usize> {
-    let mut scratch = vec![0; layout.p()];
-    for (v, &l) in lead.iter().enumerate() {
-        if layout.ranks_on(v).len() > 1 {
-            scratch[l] = bytes;
-        }
-    }
-    scratch
-}
-
-/// Hierarchical reduce: a binomial reduce inside each node to its leader, then among the
-/// leaders to the root.
-pub struct HierReduce;
-
-impl HierReduce {
-    /// The algorithm's name.
-    pub const NAME: &'static str = "hier-reduce";
-
-    /// Plans `problem` on `layout`.
-    pub fn plan(
-        problem: &Problem,
-        layout: &Layout,
-        costs: &LevelCosts,
-    ) -> Result<Composite, PlanError> {
-        let &Problem::Reduce {
-            root,
-            reduction,
-            bytes,
-            ..
-        } = problem
-        else {
-            return Err(wrong(Self::NAME, "reduce"));
-        };
-        check(Self::NAME, problem, layout)?;
-        let lead = leaders(layout, Some(root));
-        let (inner, partial) = reduce_to_leaders(problem, layout, &lead, bytes)?;
-        let n = layout.nodes();
-        let top = BinomialReduce::new(&Problem::Reduce {
-            p: n,
-            root: layout.node_of(root),
-            reduction,
-            bytes,
-        })?;
-        let places = (0..n)
-            .map(|v| Places {
-                send: partial[v].clone(),
-                recv: if lead[v] == root {
-                    Place::at(Buf::Recv, 0, bytes)
-                } else {
-                    Place::none(Buf::Recv)
-                },
-            })
-            .collect();
-        let scratch = leader_scratch(layout, &lead, bytes);
-        Composite::new(
-            Self::NAME,
-            problem.clone(),
-            vec![
-                Phase::inside(inner, costs.inside),
-                Phase::across(vec![Group {
-                    alg: Box::new(top),
-                    members: lead,
-                    places,
-                }]),
-            ],
-            |r| scratch[r],
-        )
-    }
-}
-
-/// Hierarchical allreduce: reduce inside each node to its leader, the allreduce among the
-/// leaders that the model across nodes prices fastest, then a broadcast inside each node.
-pub struct HierAllreduce;
-
-impl HierAllreduce {
-    /// The algorithm's name.
-    pub const NAME: &'static str = "hier-allreduce";
-
-    /// Plans `problem` on `layout`.
-    pub fn plan(
-        problem: &Problem,
-        layout: &Layout,
-        costs: &LevelCosts,
-    ) -> Result<Composite, PlanError> {
-        let &Problem::Allreduce {
-            reduction, bytes, ..
-        } = problem
-        else {
-            return Err(wrong(Self::NAME, "allreduce"));
-        };
-        check(Self::NAME, problem, layout)?;
-        let lead = leaders(layout, None);
-        let (inner, partial) = reduce_to_leaders(problem, layout, &lead, bytes)?;
-        let n = layout.nodes();
-        let sub = Problem::Allreduce {
-            p: n,
-            reduction,
-            bytes,
-        };
-        let top = registry::applicable(&sub, &costs.across)?
-            .into_iter()
-            .min_by(|a, b| {
-                a.predict(&costs.across)
-                    .time
-                    .total_cmp(&b.predict(&costs.across).time)
-            })
-            .ok_or(PlanError::Unsupported {
-                algorithm: Self::NAME,
-                reason: "no allreduce among the leaders".into(),
-            })?;
-        let places = (0..n)
-            .map(|v| Places {
-                send: partial[v].clone(),
-                recv: Place::at(Buf::Recv, 0, bytes),
-            })
-            .collect();
-        let mut spread = Vec::new();
-        for (v, &leader) in lead.iter().enumerate() {
-            let members = node_members(layout, v, leader);
-            if members.len() > 1 {
-                let blocks = optimal_blocks(members.len(), bytes, &costs.inside);
-                spread.push(broadcast_group(members, bytes, blocks)?);
-            }
-        }
-        let scratch = leader_scratch(layout, &lead, bytes);
-        Composite::new(
-            Self::NAME,
-            problem.clone(),
-            vec![
-                Phase::inside(inner, costs.inside),
-                Phase::across(vec![Group {
-                    alg: top,
-                    members: lead,
-                    places,
-                }]),
-                Phase::inside(spread, costs.inside),
-            ],
-            |r| scratch[r],
         )
     }
 }
