@@ -55,12 +55,14 @@ module circulant
          circulant_allgather_init, circulant_allgatherv, circulant_iallgatherv, &
          circulant_allgatherv_init, circulant_allreduce, circulant_iallreduce, &
          circulant_allreduce_init, circulant_reduce, circulant_ireduce, circulant_reduce_init, &
-         circulant_scan, circulant_iscan, circulant_scan_init, circulant_exscan, &
-         circulant_iexscan, circulant_exscan_init, circulant_gather, circulant_igather, &
-         circulant_gather_init, circulant_gatherv, circulant_igatherv, circulant_gatherv_init, &
-         circulant_scatter, circulant_iscatter, circulant_scatter_init, circulant_scatterv, &
-         circulant_iscatterv, circulant_scatterv_init, circulant_alltoall, circulant_ialltoall, &
-         circulant_alltoall_init
+         circulant_reduce_scatter_block, circulant_ireduce_scatter_block, &
+         circulant_reduce_scatter_block_init, circulant_reduce_scatter, &
+         circulant_ireduce_scatter, circulant_reduce_scatter_init, circulant_scan, &
+         circulant_iscan, circulant_scan_init, circulant_exscan, circulant_iexscan, &
+         circulant_exscan_init, circulant_gather, circulant_igather, circulant_gather_init, &
+         circulant_gatherv, circulant_igatherv, circulant_gatherv_init, circulant_scatter, &
+         circulant_iscatter, circulant_scatter_init, circulant_scatterv, circulant_iscatterv, &
+         circulant_scatterv_init, circulant_alltoall, circulant_ialltoall, circulant_alltoall_init
   ! End of the collectives' names.
 
   interface
@@ -293,6 +295,89 @@ module circulant
       integer(c_int), value :: dtype
       integer(c_int), value :: op
       integer(c_int), value :: root
+      type(c_ptr), intent(out) :: request
+    end function
+
+    ! Block r of `op` over all ranks' `send` (size × `recv_count` elements of `dtype`) into rank
+    ! r's `recv` (`recv_count` elements). `send` may be `CIRCULANT_IN_PLACE` (the input is in
+    ! `recv`, size × `recv_count` elements; the block lands at its start).
+    integer(c_int) function circulant_reduce_scatter_block(comm, send, recv, recv_count, dtype, &
+         op) bind(C, name="circulant_reduce_scatter_block")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: comm
+      type(c_ptr), value :: send
+      type(c_ptr), value :: recv
+      integer(c_size_t), value :: recv_count
+      integer(c_int), value :: dtype
+      integer(c_int), value :: op
+    end function
+
+    ! Starts `circulant_reduce_scatter_block` and returns its request.
+    integer(c_int) function circulant_ireduce_scatter_block(comm, send, recv, recv_count, dtype, &
+         op, request) bind(C, name="circulant_ireduce_scatter_block")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: comm
+      type(c_ptr), value :: send
+      type(c_ptr), value :: recv
+      integer(c_size_t), value :: recv_count
+      integer(c_int), value :: dtype
+      integer(c_int), value :: op
+      type(c_ptr), intent(out) :: request
+    end function
+
+    ! A persistent `circulant_reduce_scatter_block`: checked and set up now, started by
+    ! `circulant_start` (arrays are copied).
+    integer(c_int) function circulant_reduce_scatter_block_init(comm, send, recv, recv_count, &
+         dtype, op, request) bind(C, name="circulant_reduce_scatter_block_init")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: comm
+      type(c_ptr), value :: send
+      type(c_ptr), value :: recv
+      integer(c_size_t), value :: recv_count
+      integer(c_int), value :: dtype
+      integer(c_int), value :: op
+      type(c_ptr), intent(out) :: request
+    end function
+
+    ! Part r of `op` over all ranks' `send` (the sum of `recv_counts` elements of `dtype`, cut at
+    ! them) into rank r's `recv` (`recv_counts[r]` elements). `recv_counts` has one entry per rank.
+    ! `send` may be `CIRCULANT_IN_PLACE` (the input is in `recv`, the whole vector; the part lands
+    ! at its start).
+    integer(c_int) function circulant_reduce_scatter(comm, send, recv, recv_counts, dtype, &
+         op) bind(C, name="circulant_reduce_scatter")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: comm
+      type(c_ptr), value :: send
+      type(c_ptr), value :: recv
+      integer(c_size_t), intent(in) :: recv_counts(*)
+      integer(c_int), value :: dtype
+      integer(c_int), value :: op
+    end function
+
+    ! Starts `circulant_reduce_scatter` and returns its request.
+    integer(c_int) function circulant_ireduce_scatter(comm, send, recv, recv_counts, dtype, op, &
+         request) bind(C, name="circulant_ireduce_scatter")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: comm
+      type(c_ptr), value :: send
+      type(c_ptr), value :: recv
+      integer(c_size_t), intent(in) :: recv_counts(*)
+      integer(c_int), value :: dtype
+      integer(c_int), value :: op
+      type(c_ptr), intent(out) :: request
+    end function
+
+    ! A persistent `circulant_reduce_scatter`: checked and set up now, started by `circulant_start`
+    ! (arrays are copied).
+    integer(c_int) function circulant_reduce_scatter_init(comm, send, recv, recv_counts, dtype, &
+         op, request) bind(C, name="circulant_reduce_scatter_init")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: comm
+      type(c_ptr), value :: send
+      type(c_ptr), value :: recv
+      integer(c_size_t), intent(in) :: recv_counts(*)
+      integer(c_int), value :: dtype
+      integer(c_int), value :: op
       type(c_ptr), intent(out) :: request
     end function
 

@@ -316,6 +316,65 @@ int circulant_reduce_init(const circulant_comm *comm,
                           int root,
                           circulant_request **request);
 
+// Block r of `op` over all ranks' `send` (size × `recv_count` elements of `dtype`) into rank r's
+// `recv` (`recv_count` elements). `send` may be `CIRCULANT_IN_PLACE` (the input is in `recv`, size
+// × `recv_count` elements; the block lands at its start).
+int circulant_reduce_scatter_block(const circulant_comm *comm,
+                                   const void *send,
+                                   void *recv,
+                                   size_t recv_count,
+                                   int dtype,
+                                   int op);
+
+// Starts `circulant_reduce_scatter_block` and returns its request.
+int circulant_ireduce_scatter_block(const circulant_comm *comm,
+                                    const void *send,
+                                    void *recv,
+                                    size_t recv_count,
+                                    int dtype,
+                                    int op,
+                                    circulant_request **request);
+
+// A persistent `circulant_reduce_scatter_block`: checked and set up now, started by
+// `circulant_start` (arrays are copied).
+int circulant_reduce_scatter_block_init(const circulant_comm *comm,
+                                        const void *send,
+                                        void *recv,
+                                        size_t recv_count,
+                                        int dtype,
+                                        int op,
+                                        circulant_request **request);
+
+// Part r of `op` over all ranks' `send` (the sum of `recv_counts` elements of `dtype`, cut at them)
+// into rank r's `recv` (`recv_counts[r]` elements). `recv_counts` has one entry per rank. `send`
+// may be `CIRCULANT_IN_PLACE` (the input is in `recv`, the whole vector; the part lands at its
+// start).
+int circulant_reduce_scatter(const circulant_comm *comm,
+                             const void *send,
+                             void *recv,
+                             const size_t *recv_counts,
+                             int dtype,
+                             int op);
+
+// Starts `circulant_reduce_scatter` and returns its request.
+int circulant_ireduce_scatter(const circulant_comm *comm,
+                              const void *send,
+                              void *recv,
+                              const size_t *recv_counts,
+                              int dtype,
+                              int op,
+                              circulant_request **request);
+
+// A persistent `circulant_reduce_scatter`: checked and set up now, started by `circulant_start`
+// (arrays are copied).
+int circulant_reduce_scatter_init(const circulant_comm *comm,
+                                  const void *send,
+                                  void *recv,
+                                  const size_t *recv_counts,
+                                  int dtype,
+                                  int op,
+                                  circulant_request **request);
+
 // Rank r's `recv` = `op` over the `send` of ranks 0..=r.
 int circulant_scan(const circulant_comm *comm,
                    const void *send,

@@ -234,6 +234,8 @@ fn c_shape(shape: MpiShape) -> &'static str {
         MpiShape::RootedSendV => "ROOTED_SEND_V",
         MpiShape::Reduction => "REDUCTION",
         MpiShape::RootedReduction => "ROOTED_REDUCTION",
+        MpiShape::ReductionScatterBlock => "REDUCTION_SCATTER_BLOCK",
+        MpiShape::ReductionScatterV => "REDUCTION_SCATTER_V",
     }
 }
 

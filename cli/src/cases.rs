@@ -8,9 +8,7 @@
 //! including the buffers a rank passes that the collective must leave alone.
 
 use circulant::plan::distribution::Distribution;
-use circulant::plan::{
-    collective_name, displacements, registry, CostModel, Dtype, PlanError, Problem,
-};
+use circulant::plan::{displacements, registry, CostModel, Dtype, PlanError, Problem};
 use circulant::plan::{ReduceOp, Reduction};
 
 use circulant::sim::data;
@@ -20,13 +18,15 @@ use circulant::sim::data;
 pub const UNTOUCHED: u8 = 0xa5;
 
 /// The one-call collectives of the matrix, by the names [`Case::collective`] gives.
-pub const COLLECTIVES: [&str; 13] = [
+pub const COLLECTIVES: [&str; 15] = [
     "barrier",
     "bcast",
     "allgather",
     "allgatherv",
     "allreduce",
     "reduce",
+    "reduce_scatter_block",
+    "reduce_scatter",
     "scan",
     "exscan",
     "gather",
@@ -127,8 +127,7 @@ impl Case {
     }
 }
 
-/// The collective's name as in [`COLLECTIVES`]; `intercomm` for the intergroup problem; the
-/// reduce-scatters by their [`collective_name`].
+/// The collective's name as in [`COLLECTIVES`]; `intercomm` for the intergroup problem.
 pub fn collective(problem: &Problem) -> &'static str {
     match problem {
         Problem::Barrier { .. } => "barrier",
@@ -149,10 +148,8 @@ pub fn collective(problem: &Problem) -> &'static str {
         Problem::Scatterv { .. } => "scatterv",
         Problem::Alltoall { .. } => "alltoall",
         Problem::Intergroup { .. } => "intercomm",
-        // No cases yet: the library has no calls for them.
-        Problem::ReduceScatterBlock { .. } | Problem::ReduceScatter { .. } => {
-            collective_name(problem)
-        }
+        Problem::ReduceScatterBlock { .. } => "reduce_scatter_block",
+        Problem::ReduceScatter { .. } => "reduce_scatter",
     }
 }
 
@@ -205,8 +202,9 @@ fn allgathers(p: usize, scope: Scope) -> Vec<Case> {
     out
 }
 
-/// Allreduce, reduce (every root), scan and exscan for each reduction and size (rounded down
-/// to whole elements).
+/// Allreduce, reduce (every root), reduce-scatter (equal blocks, and the parts of every count
+/// distribution), scan and exscan for each reduction and size (rounded down to whole
+/// elements).
 fn reductions(p: usize, scope: Scope) -> Vec<Case> {
     let mut out = Vec::new();
     for reduction in REDUCTIONS {
@@ -230,6 +228,28 @@ fn reductions(p: usize, scope: Scope) -> Vec<Case> {
                         root,
                         reduction,
                         bytes,
+                    },
+                ));
+            }
+            let block = bytes / size / p.max(1) * size;
+            out.push(Case::new(
+                format!(
+                    "reduce_scatter_block {} {:?} {block} B/rank",
+                    reduction.op, reduction.dtype
+                ),
+                Problem::ReduceScatterBlock {
+                    p,
+                    reduction,
+                    block,
+                },
+            ));
+            for dist in Distribution::ALL {
+                let c = dist.base_for_total(p, bytes / size);
+                out.push(Case::new(
+                    format!("reduce_scatter {dist} {tag} c={c}"),
+                    Problem::ReduceScatter {
+                        reduction,
+                        counts: dist.counts(p, c).into_iter().map(|c| c * size).collect(),
                     },
                 ));
             }

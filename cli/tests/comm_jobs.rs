@@ -81,8 +81,8 @@ fn selftest(n: usize, provider: &str, only: Option<&str>) {
 
 /// The one-call collectives; persistent requests, split and inter-communicators open more
 /// endpoints and have their own test below.
-const COLLECTIVES: &str = "barrier,bcast,allgather,allgatherv,allreduce,reduce,scan,exscan,\
-    gather,scatter,gatherv,scatterv,alltoall";
+const COLLECTIVES: &str = "barrier,bcast,allgather,allgatherv,allreduce,reduce,\
+    reduce_scatter_block,reduce_scatter,scan,exscan,gather,scatter,gatherv,scatterv,alltoall";
 
 #[test]
 fn selftest_tcp() {

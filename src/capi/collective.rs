@@ -62,6 +62,16 @@ pub(super) enum Collective {
         /// In place: a copy of the input taken at the start, kept while the operation runs.
         input: Box<[u8]>,
     },
+    /// A reduce-scatter (`block`: of equal blocks); `counts` in elements per rank.
+    ReduceScatter {
+        send: *const c_void,
+        recv: *mut c_void,
+        counts: Vec<usize>,
+        block: bool,
+        reduction: Reduction,
+        /// In place: a copy of the input taken at the start, kept while the operation runs.
+        input: Box<[u8]>,
+    },
     Gather {
         send: *const c_void,
         block: usize,
@@ -328,6 +338,38 @@ impl Collective {
                 };
                 both(call, send, recv)
             }
+            Collective::ReduceScatter {
+                send,
+                recv,
+                counts,
+                block,
+                reduction,
+                input,
+            } => {
+                let size = reduction.dtype.size();
+                let bytes = |count: usize| {
+                    count
+                        .checked_mul(size)
+                        .ok_or_else(|| Failure::argument(format!("count {count} overflows")))
+                };
+                let total = bytes(sum(counts)?)?;
+                let own = bytes(counts.get(rank).copied().unwrap_or(0))?;
+                let send = if in_place(*send) {
+                    // The whole vector is in recv; this rank's part lands at its start.
+                    *input = raw::bytes(recv.cast_const(), total, "recv")?.into();
+                    In::Plain(raw::bytes(input.as_ptr().cast(), input.len(), "input")?)
+                } else {
+                    mem.input(*send, total, "send")?
+                };
+                let recv = mem.output(*recv, own, "recv")?;
+                let (len, reduction) = (lengths(&send, &recv), *reduction);
+                let call = if *block {
+                    c.reduce_scatter_block_call(len, reduction, Choice::Auto)
+                } else {
+                    c.reduce_scatter_call(len, reduction, counts, Choice::Auto)
+                };
+                both(call, send, recv)
+            }
             Collective::Gather {
                 send,
                 block,
@@ -483,6 +525,44 @@ impl Collective {
             recv,
             bytes,
             reduction,
+            input: Box::default(),
+        })
+    }
+
+    /// A reduce-scatter of `recv_count` elements per rank.
+    pub(super) fn reduce_scatter_block(
+        comm: &Comm,
+        send: *const c_void,
+        recv: *mut c_void,
+        recv_count: usize,
+        dtype: c_int,
+        op: c_int,
+    ) -> Outcome<Self> {
+        Ok(Collective::ReduceScatter {
+            send,
+            recv,
+            counts: vec![recv_count; comm.size()],
+            block: true,
+            reduction: reduction_arg(dtype, op)?,
+            input: Box::default(),
+        })
+    }
+
+    /// A reduce-scatter of `recv_counts[r]` elements to rank r.
+    pub(super) fn reduce_scatter(
+        comm: &Comm,
+        send: *const c_void,
+        recv: *mut c_void,
+        recv_counts: *const usize,
+        dtype: c_int,
+        op: c_int,
+    ) -> Outcome<Self> {
+        Ok(Collective::ReduceScatter {
+            send,
+            recv,
+            counts: counts_arg(comm, recv_counts)?,
+            block: false,
+            reduction: reduction_arg(dtype, op)?,
             input: Box::default(),
         })
     }

@@ -32,6 +32,12 @@ pub enum MpiShape {
     Reduction,
     /// A reduction to a root: `MPI_Reduce(send, recv, count, type, op, root, comm)`.
     RootedReduction,
+    /// A reduction scattered in equal blocks:
+    /// `MPI_Reduce_scatter_block(send, recv, rcount, type, op, comm)`.
+    ReductionScatterBlock,
+    /// A reduction scattered at per-rank counts:
+    /// `MPI_Reduce_scatter(send, recv, rcounts, type, op, comm)`.
+    ReductionScatterV,
 }
 
 /// One collective of the MPI layer.

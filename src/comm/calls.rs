@@ -130,6 +130,56 @@ impl Communicator {
         Call::new("reduce", problem, choice).checked(checked)
     }
 
+    /// A reduce-scatter of equal blocks: `send` is size × the length of `recv`.
+    pub(crate) fn reduce_scatter_block_call<'c>(
+        &self,
+        len: Lengths,
+        reduction: Reduction,
+        choice: Choice<'c>,
+    ) -> Call<'c> {
+        let op = "reduce_scatter_block";
+        let (p, block) = (self.size(), len.recv);
+        let checked = expect_len(op, "send", len.send, p.checked_mul(block));
+        let problem = Problem::ReduceScatterBlock {
+            p,
+            reduction,
+            block,
+        };
+        Call::new(op, problem, choice).checked(checked)
+    }
+
+    /// A reduce-scatter with `counts` elements of the reduction's type per rank: `send` holds
+    /// their sum, `recv` this rank's count.
+    pub(crate) fn reduce_scatter_call<'c>(
+        &self,
+        len: Lengths,
+        reduction: Reduction,
+        counts: &[usize],
+        choice: Choice<'c>,
+    ) -> Call<'c> {
+        let op = "reduce_scatter";
+        let size = reduction.dtype.size();
+        let bytes: Option<Vec<usize>> = counts.iter().map(|c| c.checked_mul(size)).collect();
+        let (bytes, checked) = match bytes {
+            Some(bytes) => {
+                let checked = self.counts_total(op, &bytes).and_then(|total| {
+                    expect_len(op, "send", len.send, Some(total))
+                        .and_then(|()| expect_len(op, "recv", len.recv, self.own(&bytes)))
+                });
+                (bytes, checked)
+            }
+            None => (
+                vec![0; self.size()],
+                Err(argument(op, "the counts overflow".to_string())),
+            ),
+        };
+        let problem = Problem::ReduceScatter {
+            reduction,
+            counts: bytes,
+        };
+        Call::new(op, problem, choice).checked(checked)
+    }
+
     /// An inclusive scan, or an exclusive one (`exclusive`).
     pub(crate) fn scan_call<'c>(
         &self,

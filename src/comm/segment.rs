@@ -2,8 +2,8 @@
 //! serves, its setup at the first of them, and a call on it as a task.
 //!
 //! A call is served on the segment when every rank of the communicator is on one node, the
-//! collective is one the segment has (bcast, reduce, allreduce, allgather(v), gather(v),
-//! scatter(v), barrier), the part each rank publishes fits (`CIRCULANT_SEGMENT_LIMIT`; all
+//! collective is one the segment has (bcast, reduce, allreduce, reduce-scatter(-block),
+//! allgather(v), gather(v), scatter(v), barrier), the part each rank publishes fits (`CIRCULANT_SEGMENT_LIMIT`; all
 //! but the reductions and the barrier at any size, in chunks beyond the segment's area), and
 //! no algorithm is forced for it (a forced `segment-…` name forces the segment). Every rank
 //! decides alike from the call's arguments. docs/architecture.md, "The shared segment".
@@ -27,10 +27,12 @@ use super::plans::Plans;
 
 /// The names of the collectives on the segment, as `Choice::Named` and
 /// `CIRCULANT_ALGORITHM` take them.
-pub const SEGMENT_ALGORITHMS: [&str; 10] = [
+pub const SEGMENT_ALGORITHMS: [&str; 12] = [
     "segment-bcast",
     "segment-reduce",
     "segment-allreduce",
+    "segment-reduce-scatter-block",
+    "segment-reduce-scatter",
     "segment-allgather",
     "segment-allgatherv",
     "segment-gather",
@@ -64,6 +66,8 @@ fn segment_name(problem: &Problem) -> Option<&'static str> {
         Problem::Broadcast { .. } => "segment-bcast",
         Problem::Reduce { .. } => "segment-reduce",
         Problem::Allreduce { .. } => "segment-allreduce",
+        Problem::ReduceScatterBlock { .. } => "segment-reduce-scatter-block",
+        Problem::ReduceScatter { .. } => "segment-reduce-scatter",
         Problem::Allgather { .. } => "segment-allgather",
         Problem::Allgatherv { .. } => "segment-allgatherv",
         Problem::Gather { .. } => "segment-gather",
@@ -85,9 +89,13 @@ pub(crate) fn part_bytes(problem: &Problem) -> usize {
         Problem::Allgatherv { counts } | Problem::Gatherv { counts, .. } => {
             counts.iter().copied().max().unwrap_or(0)
         }
-        // The root publishes every rank's block.
-        Problem::Scatter { p, block, .. } => p.saturating_mul(*block),
-        Problem::Scatterv { counts, .. } => counts.iter().sum(),
+        // The root publishes every rank's block; a reduce-scatter's every rank its vector.
+        Problem::Scatter { p, block, .. } | Problem::ReduceScatterBlock { p, block, .. } => {
+            p.saturating_mul(*block)
+        }
+        Problem::Scatterv { counts, .. } | Problem::ReduceScatter { counts, .. } => {
+            counts.iter().sum()
+        }
         _ => 0,
     }
 }
@@ -123,6 +131,18 @@ fn kind_of(problem: &Problem) -> Option<Kind> {
         },
         Problem::Allreduce { reduction, .. } => Kind::Allreduce {
             reduction: *reduction,
+        },
+        Problem::ReduceScatterBlock {
+            p,
+            reduction,
+            block,
+        } => Kind::ReduceScatter {
+            reduction: *reduction,
+            bounds: (0..=*p).map(|r| r * block).collect(),
+        },
+        Problem::ReduceScatter { reduction, counts } => Kind::ReduceScatter {
+            reduction: *reduction,
+            bounds: block_bounds(counts),
         },
         Problem::Allgather { p, block } => Kind::Allgatherv {
             offsets: (0..*p).map(|r| r * block).collect(),
@@ -405,6 +425,11 @@ impl Communicator {
             Problem::Scatter { block, .. } => part - part.min(AREA) + block,
             Problem::Scatterv { counts, root } => {
                 part - part.min(AREA) + counts.get(*root).copied().unwrap_or(0)
+            }
+            // Every rank folds its block of the p − 1 others' vectors.
+            Problem::ReduceScatterBlock { p, block, .. } => block * p.saturating_sub(1),
+            Problem::ReduceScatter { counts, .. } => {
+                counts.iter().copied().max().unwrap_or(0) * self.size().saturating_sub(1)
             }
             _ => part * self.size().saturating_sub(1),
         };

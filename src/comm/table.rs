@@ -92,6 +92,35 @@ macro_rules! collectives {
                 => |_c| Collective::reducing(Reducing::To(rank_arg(root, "root")?), send, recv, count, dtype, op);
                 @mpi Reduce RootedReduction;
 
+            /// Block r of `op` over all ranks' `send` (size equal blocks, each the length of
+            /// `recv`) into rank r's `recv`.
+            reduce_scatter_block, ireduce_scatter_block, reduce_scatter_block_init /
+            reduce_scatter_block_bytes, ireduce_scatter_block_bytes,
+            reduce_scatter_block_init_bytes:
+                typed () => |comm, len, choice, reduction|
+                    comm.reduce_scatter_block_call(len, reduction, choice);
+                @c "Block r of `op` over all ranks' `send` (size × `recv_count` elements of \
+                   `dtype`) into rank r's `recv` (`recv_count` elements). `send` may be \
+                   `CIRCULANT_IN_PLACE` (the input is in `recv`, size × `recv_count` elements; \
+                   the block lands at its start)."
+                (send: *const c_void, recv: *mut c_void, recv_count: usize, dtype: c_int, op: c_int)
+                => |c| Collective::reduce_scatter_block(c, send, recv, recv_count, dtype, op);
+
+            /// Part r of `op` over all ranks' `send` (cut at `counts`, elements of the
+            /// reduction's type per rank, zeros allowed) into rank r's `recv` (`counts[r]`
+            /// elements).
+            reduce_scatter, ireduce_scatter, reduce_scatter_init / reduce_scatter_bytes,
+            ireduce_scatter_bytes, reduce_scatter_init_bytes:
+                typed (counts: &[usize]) => |comm, len, choice, reduction|
+                    comm.reduce_scatter_call(len, reduction, counts, choice);
+                @c "Part r of `op` over all ranks' `send` (the sum of `recv_counts` elements of \
+                   `dtype`, cut at them) into rank r's `recv` (`recv_counts[r]` elements). \
+                   `recv_counts` has one entry per rank. `send` may be `CIRCULANT_IN_PLACE` \
+                   (the input is in `recv`, the whole vector; the part lands at its start)."
+                (send: *const c_void, recv: *mut c_void, recv_counts: *const usize, dtype: c_int,
+                 op: c_int)
+                => |c| Collective::reduce_scatter(c, send, recv, recv_counts, dtype, op);
+
             /// Rank r's `recv` = `op` over the `send` of ranks 0..=r (inclusive prefix).
             scan, iscan, scan_init / scan_bytes, iscan_bytes, scan_init_bytes:
                 typed () => |comm, len, choice, reduction|

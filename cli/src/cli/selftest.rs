@@ -20,8 +20,8 @@ pub struct Args {
     #[arg(long)]
     quick: bool,
     /// Only these collectives (comma-separated: barrier, bcast, allgather, allgatherv,
-    /// allreduce, reduce, scan, exscan, gather, scatter, gatherv, scatterv, alltoall,
-    /// persistent, split, intercomm).
+    /// allreduce, reduce, reduce_scatter_block, reduce_scatter, scan, exscan, gather, scatter,
+    /// gatherv, scatterv, alltoall, persistent, split, intercomm).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Print every case, not only failures.
@@ -251,9 +251,11 @@ fn check(
         Problem::Broadcast { root, .. } => bcast(comm, me, *root, choice),
         Problem::Allgather { .. } => allgather(comm, me, choice),
         Problem::Allgatherv { counts } => allgatherv(comm, me, counts, choice),
-        Problem::Allreduce { .. } | Problem::Reduce { .. } | Problem::Scan { .. } => {
-            reduction(comm, problem, me, choice)
-        }
+        Problem::Allreduce { .. }
+        | Problem::Reduce { .. }
+        | Problem::Scan { .. }
+        | Problem::ReduceScatterBlock { .. }
+        | Problem::ReduceScatter { .. } => reduction(comm, problem, me, choice),
         Problem::Gather { root, .. } => gather(comm, me, *root, choice),
         Problem::Scatter { root, .. } => scatter(comm, me, *root, choice),
         Problem::Alltoall { .. } => alltoall(comm, me, choice),
@@ -261,10 +263,6 @@ fn check(
         Problem::Scatterv { root, counts } => scatterv(comm, me, counts, *root, choice),
         // Inter-communicators are checked as a whole by `intercomm`.
         Problem::Intergroup { .. } => Ok(None),
-        // The library has no call for them: a case of one fails.
-        Problem::ReduceScatterBlock { .. } | Problem::ReduceScatter { .. } => {
-            Ok(Some("the library has no reduce-scatter call".into()))
-        }
     }
 }
 
@@ -311,7 +309,7 @@ fn allgatherv(comm: &mut Communicator, me: &RankData, counts: &[usize], choice: 
     Ok(verdict(me, &in_place).map(|w| format!("in place: {w}")))
 }
 
-/// Allreduce, reduce, scan and exscan. Every rank passes a full receive buffer, as MPI codes
+/// Allreduce, reduce, the reduce-scatters, scan and exscan. Every rank passes a full receive buffer, as MPI codes
 /// do: the non-roots' of a reduce and rank 0's of an exclusive scan must be left alone.
 fn reduction(comm: &mut Communicator, problem: &Problem, me: &RankData, choice: Choice) -> Outcome {
     let send = me.send.clone();
@@ -326,6 +324,19 @@ fn reduction(comm: &mut Communicator, problem: &Problem, me: &RankData, choice: 
         } => comm
             .choosing(choice)
             .reduce_bytes(&send[..], &mut recv[..], *reduction, *root)?,
+        Problem::ReduceScatterBlock { reduction, .. } => comm
+            .choosing(choice)
+            .reduce_scatter_block_bytes(&send[..], &mut recv[..], *reduction)?,
+        Problem::ReduceScatter { reduction, counts } => {
+            let size = reduction.dtype.size();
+            let elements: Vec<usize> = counts.iter().map(|c| c / size).collect();
+            comm.choosing(choice).reduce_scatter_bytes(
+                &send[..],
+                &mut recv[..],
+                *reduction,
+                &elements,
+            )?
+        }
         Problem::Scan {
             reduction,
             exclusive,
