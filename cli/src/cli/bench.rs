@@ -19,7 +19,11 @@ pub struct Args {
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub compare: Vec<PathBuf>,
 
-    /// Operations to measure (comma-separated): bcast, allgather, allgatherv, allreduce.
+    /// Operations to measure (comma-separated): bcast, allgather, allgatherv, allreduce,
+    /// reduce, reduce-scatter-block, reduce-scatter. The size is the message (bcast), each
+    /// rank's block (allgather), the distribution's base count (allgatherv; reduce-scatter, of
+    /// int32 elements), the vector of int32 elements every rank contributes (allreduce,
+    /// reduce, reduce-scatter-block).
     #[arg(
         long,
         value_name = "OPS",
@@ -34,7 +38,7 @@ pub struct Args {
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub algorithms: Vec<String>,
 
-    /// allgatherv distributions (comma-separated): regular, broadcast, spike, half-full,
+    /// allgatherv and reduce-scatter distributions (comma-separated): regular, broadcast, spike, half-full,
     /// decreasing, geometric, mod3; default: all.
     #[arg(long = "dist", value_name = "NAMES", value_delimiter = ',')]
     pub distributions: Vec<String>,

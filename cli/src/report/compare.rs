@@ -718,12 +718,20 @@ pub fn render_csv(cmp: &Comparison) -> String {
     out
 }
 
+/// The reduction of the benchmarks' rows (the element type does not enter the bounds).
+const INT32_SUM: Reduction = Reduction {
+    dtype: Dtype::I32,
+    op: ReduceOp::Sum,
+};
+
 /// The problem a CSV row measured, or `None` for an operation or distribution the benchmarks
 /// do not know or sizes beyond `usize`.
 ///
 /// `bytes` and `total_bytes` mean what the CSV columns mean: for bcast the message, for
 /// allgather each rank's contribution, for allgatherv the base count c of `distribution`
-/// ([`Distribution::counts`]), for allreduce the vector (whose exact size is `total_bytes`).
+/// ([`Distribution::counts`]), for allreduce, reduce and reduce_scatter_block the vector
+/// (whose exact size is `total_bytes`), for reduce_scatter the base count of `distribution` in
+/// int32 elements of 4 bytes.
 pub fn row_problem(
     op: &str,
     distribution: &str,
@@ -741,12 +749,31 @@ pub fn row_problem(
         },
         "allreduce" => Problem::Allreduce {
             p,
-            // The element type does not enter the bound.
-            reduction: Reduction {
-                dtype: Dtype::I32,
-                op: ReduceOp::Sum,
-            },
+            reduction: INT32_SUM,
             bytes: usize::try_from(total_bytes).ok()?,
+        },
+        "reduce" => Problem::Reduce {
+            p,
+            root: 0,
+            reduction: INT32_SUM,
+            bytes: usize::try_from(total_bytes).ok()?,
+        },
+        // The whole vector is the total; each rank's block is its p-th.
+        "reduce_scatter_block" => Problem::ReduceScatterBlock {
+            p,
+            reduction: INT32_SUM,
+            block: usize::try_from(total_bytes).ok()? / p,
+        },
+        // The distribution's base count is in int32 elements.
+        "reduce_scatter" => Problem::ReduceScatter {
+            reduction: INT32_SUM,
+            counts: distribution
+                .parse::<Distribution>()
+                .ok()?
+                .counts(p, bytes / 4)
+                .into_iter()
+                .map(|c| c * 4)
+                .collect(),
         },
         _ => return None,
     })

@@ -103,6 +103,17 @@ impl Target for Calls<'_> {
                 Op::Allreduce => comm
                     .choosing(choice)
                     .iallreduce_bytes(send, recv, int32_sum()),
+                Op::Reduce => comm
+                    .choosing(choice)
+                    .ireduce_bytes(send, recv, int32_sum(), root),
+                Op::ReduceScatterBlock => {
+                    comm.choosing(choice)
+                        .ireduce_scatter_block_bytes(send, recv, int32_sum())
+                }
+                Op::ReduceScatter => {
+                    comm.choosing(choice)
+                        .ireduce_scatter_bytes(send, recv, int32_sum(), counts)
+                }
             };
             return request?.wait();
         }
@@ -113,6 +124,17 @@ impl Target for Calls<'_> {
             Op::Allreduce => comm
                 .choosing(choice)
                 .allreduce_bytes(send, recv, int32_sum()),
+            Op::Reduce => comm
+                .choosing(choice)
+                .reduce_bytes(send, recv, int32_sum(), root),
+            Op::ReduceScatterBlock => {
+                comm.choosing(choice)
+                    .reduce_scatter_block_bytes(send, recv, int32_sum())
+            }
+            Op::ReduceScatter => {
+                comm.choosing(choice)
+                    .reduce_scatter_bytes(send, recv, int32_sum(), counts)
+            }
         }
     }
 
@@ -164,6 +186,19 @@ impl Repeated<'_> {
                         comm.choosing(choice)
                             .allreduce_init_bytes(send, recv, int32_sum())
                     }
+                    Op::Reduce => {
+                        comm.choosing(choice)
+                            .reduce_init_bytes(send, recv, int32_sum(), self.root)
+                    }
+                    Op::ReduceScatterBlock => comm
+                        .choosing(choice)
+                        .reduce_scatter_block_init_bytes(send, recv, int32_sum()),
+                    Op::ReduceScatter => comm.choosing(choice).reduce_scatter_init_bytes(
+                        send,
+                        recv,
+                        int32_sum(),
+                        self.counts,
+                    ),
                 }?;
                 return self.repeat(&mut request, window, data);
             }

@@ -54,6 +54,9 @@ pub enum Op {
     Allgather,
     Allgatherv,
     Allreduce,
+    Reduce,
+    ReduceScatterBlock,
+    ReduceScatter,
 }
 
 impl Op {
@@ -63,7 +66,23 @@ impl Op {
             Op::Allgather => "allgather",
             Op::Allgatherv => "allgatherv",
             Op::Allreduce => "allreduce",
+            Op::Reduce => "reduce",
+            Op::ReduceScatterBlock => "reduce_scatter_block",
+            Op::ReduceScatter => "reduce_scatter",
         }
+    }
+
+    /// Whether its sizes are int32 elements (a reduction's).
+    fn reduces(self) -> bool {
+        matches!(
+            self,
+            Op::Allreduce | Op::Reduce | Op::ReduceScatterBlock | Op::ReduceScatter
+        )
+    }
+
+    /// Whether it takes the count distributions.
+    fn distributed(self) -> bool {
+        matches!(self, Op::Allgatherv | Op::ReduceScatter)
     }
 }
 
@@ -181,6 +200,8 @@ pub fn run(args: Args) -> CliResult {
     for cell in &cells {
         let counts = match &cell.problem {
             Problem::Allgatherv { counts } => counts.clone(),
+            // The calls take a reduce-scatter's counts in elements.
+            Problem::ReduceScatter { counts, .. } => counts.iter().map(|c| c / 4).collect(),
             _ => Vec::new(),
         };
         let data = CaseData::new(cell.problem.clone());
@@ -327,7 +348,7 @@ fn plan_cells(
     let p = comm.size();
     let mut cells = Vec::new();
     for &op in &args.op {
-        let dists: Vec<Option<Distribution>> = if op == Op::Allgatherv {
+        let dists: Vec<Option<Distribution>> = if op.distributed() {
             distributions.iter().copied().map(Some).collect()
         } else {
             vec![None]
@@ -335,7 +356,7 @@ fn plan_cells(
         for distribution in dists {
             for bytes in sizes(args.min_bytes, args.max_bytes) {
                 // int32 elements, as the peer benchmark reduces them.
-                if op == Op::Allreduce && bytes < 4 {
+                if op.reduces() && bytes < 4 {
                     continue;
                 }
                 let m = usize::try_from(bytes).map_err(|_| MeasureError::TooLarge { bytes })?;
@@ -349,11 +370,27 @@ fn plan_cells(
                     (Op::Allgatherv, Some(d)) => Problem::Allgatherv {
                         counts: d.counts(p, m),
                     },
-                    (Op::Allgatherv, None) => continue,
+                    (Op::Allgatherv | Op::ReduceScatter, None) => continue,
                     (Op::Allreduce, _) => Problem::Allreduce {
                         p,
                         reduction: int32_sum(),
                         bytes: m / 4 * 4,
+                    },
+                    (Op::Reduce, _) => Problem::Reduce {
+                        p,
+                        root: args.root,
+                        reduction: int32_sum(),
+                        bytes: m / 4 * 4,
+                    },
+                    // The whole vector every rank contributes: size × its block.
+                    (Op::ReduceScatterBlock, _) => Problem::ReduceScatterBlock {
+                        p,
+                        reduction: int32_sum(),
+                        block: m / 4 / p * 4,
+                    },
+                    (Op::ReduceScatter, Some(d)) => Problem::ReduceScatter {
+                        reduction: int32_sum(),
+                        counts: d.counts(p, m / 4).into_iter().map(|c| c * 4).collect(),
                     },
                 };
                 // The communicator's list: on several nodes of several ranks, the node-aware
@@ -385,7 +422,7 @@ fn plan_cells(
     Ok(cells)
 }
 
-/// The reduction the allreduce measures: int32 sum, as the peer benchmark's.
+/// The reduction the reductions measure: int32 sum, as the peer benchmark's.
 pub(super) fn int32_sum() -> Reduction {
     Reduction {
         dtype: Dtype::I32,
