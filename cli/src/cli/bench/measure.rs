@@ -55,7 +55,10 @@ pub enum Op {
     Allgatherv,
     Allreduce,
     Reduce,
+    // The CSV rows and the MPI peer spell them as the C entry points do.
+    #[value(alias = "reduce_scatter_block")]
     ReduceScatterBlock,
+    #[value(alias = "reduce_scatter")]
     ReduceScatter,
 }
 
