@@ -102,6 +102,29 @@ fn cases(collective: &str, p: usize) -> Vec<Problem> {
                 }
             }
         }
+        // Equal blocks of 0, 3 and 129 elements; parts of the uneven counts (zeros included) and
+        // of one rank holding the whole vector, in elements.
+        "reduce_scatter_block" | "reduce_scatter" => {
+            for reduction in reductions {
+                let size = reduction.dtype.size();
+                if collective == "reduce_scatter_block" {
+                    for elements in [0, 3, 129] {
+                        out.push(Problem::ReduceScatterBlock {
+                            p,
+                            reduction,
+                            block: elements * size,
+                        });
+                    }
+                } else {
+                    for counts in &counts {
+                        out.push(Problem::ReduceScatter {
+                            reduction,
+                            counts: counts.iter().map(|c| c * size).collect(),
+                        });
+                    }
+                }
+            }
+        }
         "gather" | "scatter" => {
             for block in [0, 5, 517] {
                 for &root in &roots {
@@ -333,8 +356,14 @@ fn check(
         }
         Problem::Alltoall { .. } => comm.choosing(choice).alltoall(send, recv),
         Problem::Intergroup { .. } => return Err("intergroup is not a one-call collective".into()),
-        Problem::ReduceScatterBlock { .. } | Problem::ReduceScatter { .. } => {
-            return Err("the library has no reduce-scatter call".into())
+        Problem::ReduceScatterBlock { reduction, .. } => comm
+            .choosing(choice)
+            .reduce_scatter_block_bytes(send, recv, *reduction),
+        Problem::ReduceScatter { reduction, counts } => {
+            let size = reduction.dtype.size();
+            let elements: Vec<usize> = counts.iter().map(|c| c / size).collect();
+            comm.choosing(choice)
+                .reduce_scatter_bytes(send, recv, *reduction, &elements)
         }
     };
     done.map_err(|e| format!("{problem:?}: {e}"))?;
@@ -451,6 +480,14 @@ collective_tests! {
     reduce {
         binomial_reduce = "binomial-reduce": p1 p2 p3 p5 p8 / tcp: p1 p2 p3 p5;
         circulant_reduce = "circulant-reduce": p1 p2 p3 p5 p8 / tcp: p1 p2 p3 p5;
+    }
+    reduce_scatter_block {
+        circulant_reduce_scatter = "circulant-reduce-scatter": p1 p2 p3 p5 p8 / tcp: p1 p2 p3 p5;
+        ring_reduce_scatter = "ring-reduce-scatter": p1 p2 p3 p5 p8 / tcp: p1 p2 p3 p5;
+    }
+    reduce_scatter {
+        circulant_reduce_scatter = "circulant-reduce-scatter": p1 p2 p3 p5 p8 / tcp: p1 p2 p3 p5;
+        ring_reduce_scatter = "ring-reduce-scatter": p1 p2 p3 p5 p8 / tcp: p1 p2 p3 p5;
     }
     scan {
         hypercube_scan = "hypercube-scan": p1 p2 p3 p5 p8 / tcp: p1 p2 p3 p5;
