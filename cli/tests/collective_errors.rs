@@ -1,5 +1,6 @@
-//! Failures are collective: a call refused on one rank, ranks that call with different roots,
-//! algorithms or collectives, a buffer of another communicator. Every case runs on a fresh
+//! Failures are collective: a call refused on one rank (a root out of range, a buffer of the
+//! wrong length, reduce-scatter counts of the wrong length or that overflow), ranks that call
+//! with different roots, algorithms or collectives, a buffer of another communicator. Every case runs on a fresh
 //! communicator split from the job's, at p = 2, 3, 4 and 8 on shm and tcp;ofi_rxm, with and
 //! without the full argument check (`CIRCULANT_CHECK`).
 //!
@@ -18,7 +19,8 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use circulant::comm::{Choice, CommError, Communicator};
+use circulant::comm::{Choice, CommError, Communicator, ErrorKind};
+use circulant::plan::ReduceOp;
 
 const BIN: &str = env!("CARGO_BIN_EXE_circulant");
 
@@ -60,7 +62,7 @@ fn job(n: usize, provider: &str, check: bool) -> String {
     all
 }
 
-const CASES: [&str; 9] = [
+const CASES: [&str; 12] = [
     "refused-by-a-non-root",
     "refused-by-the-root",
     "roots-differ",
@@ -70,6 +72,9 @@ const CASES: [&str; 9] = [
     "buffer-of-another-communicator",
     "algorithm-of-another-collective",
     "persistent-roots-differ",
+    "reduce-scatter-send-short",
+    "reduce-scatter-counts-of-wrong-length",
+    "reduce-scatter-counts-overflow",
 ];
 
 #[test]
@@ -125,6 +130,13 @@ fn rank_cases() {
             "buffer-of-another-communicator" => foreign_buffer(&mut world, &mut comm, &fails),
             "algorithm-of-another-collective" => other_collective(&mut comm, &fails),
             "persistent-roots-differ" => persistent_roots_differ(&mut comm, &fails),
+            "reduce-scatter-send-short" => reduce_scatter_refused(&mut comm, &fails, Wrong::Send),
+            "reduce-scatter-counts-of-wrong-length" => {
+                reduce_scatter_refused(&mut comm, &fails, Wrong::CountsLength)
+            }
+            "reduce-scatter-counts-overflow" => {
+                reduce_scatter_refused(&mut comm, &fails, Wrong::CountsOverflow)
+            }
             _ => unreachable!(),
         }
         drop(comm);
@@ -281,6 +293,70 @@ fn short_gather(comm: &mut Communicator, r: &Rules) {
         Err(err) => r.prompt("the refused gather", err),
         Ok(()) if comm.rank() == 0 => r.fail("a short receive buffer was accepted".into()),
         Ok(()) => {}
+    }
+    r.next_fails(comm.barrier(), true);
+}
+
+/// How the last rank's reduce-scatter arguments are wrong.
+#[derive(Clone, Copy, Debug)]
+enum Wrong {
+    /// A send buffer one element short of size × the receive buffer.
+    Send,
+    /// One count more than there are ranks.
+    CountsLength,
+    /// A count whose bytes overflow.
+    CountsOverflow,
+}
+
+/// The last rank calls a reduce-scatter with `wrong` arguments, the others with right ones (i64
+/// sums, 5 elements per rank): the last rank's call is refused with an argument error that says
+/// why, its receive buffer untouched, and every rank gets an error for the call or its next
+/// one, promptly. The full check names the refusal, or the counts that differ.
+fn reduce_scatter_refused(comm: &mut Communicator, r: &Rules, wrong: Wrong) {
+    let p = comm.size();
+    let bad = comm.rank() == p - 1;
+    let mut counts = vec![5usize; p];
+    let mut send = vec![1i64; 5 * p];
+    let mut recv = [-1i64; 5];
+    let (first, why, checked) = match wrong {
+        Wrong::Send => {
+            send.truncate(5 * p - usize::from(bad));
+            let result = comm.reduce_scatter_block(&send, &mut recv, ReduceOp::Sum);
+            let why = format!("the send buffer has {} bytes", 8 * (5 * p - 1));
+            (result, why.clone(), format!("refused its arguments: {why}"))
+        }
+        Wrong::CountsLength => {
+            if bad {
+                counts.push(0);
+            }
+            let result = comm.reduce_scatter(&send, &mut recv, ReduceOp::Sum, &counts);
+            let checked = format!("rank {} called reduce_scatter with {} counts", p - 1, p + 1);
+            (result, format!("{} counts for {p} ranks", p + 1), checked)
+        }
+        Wrong::CountsOverflow => {
+            if bad {
+                counts[0] = usize::MAX / 4;
+            }
+            let result = comm.reduce_scatter(&send, &mut recv, ReduceOp::Sum, &counts);
+            let checked = format!("rank {} called reduce_scatter with", p - 1);
+            (result, "the counts overflow".to_string(), checked)
+        }
+    };
+    r.checked(&first, &checked);
+    match &first {
+        Err(err) if bad && !r.check => {
+            if err.kind() != ErrorKind::Argument || !err.to_string().contains(&why) {
+                r.fail(format!("{wrong:?}: the error does not say {why:?}: {err}"));
+            }
+        }
+        Err(err) => r.prompt("the refused reduce-scatter", err),
+        Ok(()) if bad => r.fail(format!("{wrong:?} was accepted")),
+        Ok(()) => {}
+    }
+    if bad && recv != [-1; 5] {
+        r.fail(format!(
+            "{wrong:?}: the refused call wrote its receive buffer"
+        ));
     }
     r.next_fails(comm.barrier(), true);
 }

@@ -290,7 +290,8 @@ fn ranks_that_disagree_on_counts_all_get_an_error() {
     let out = roles(4, "tcp;ofi_rxm", "mismatch", &[], "20");
     let all = text(&out);
     assert!(out.status.success(), "{all}");
-    assert_eq!(all.matches("mismatch detected").count(), 4, "{all}");
+    // Four ranks, three calls: an allgatherv, a reduce-scatter on the segment and on a plan.
+    assert_eq!(all.matches("mismatch detected").count(), 12, "{all}");
 }
 
 /// On one node, as here, broadcasts and allgathervs run on the shared segment by default (one
@@ -386,20 +387,42 @@ fn stress(comm: &mut Communicator) {
     println!("stress ok on rank {rank}");
 }
 
-/// Rank 2 calls allgatherv with counts that differ from everyone else's: every rank must get
-/// an error, and no rank's memory may be written out of bounds.
+/// Rank 2 calls allgatherv, then reduce_scatter (on the shared segment and forced onto a
+/// plan), with counts that differ from everyone else's: every rank must get an error, and no
+/// rank's memory may be written out of bounds. Each call runs on a communicator of its own
+/// (the error leaves it unusable); the job's stays usable.
 fn mismatch(comm: &mut Communicator) {
+    use circulant::plan::ReduceOp;
     let (rank, p) = (comm.rank(), comm.size());
-    let mut counts = vec![1000usize; p];
-    if rank == 2 {
-        counts[3] = 500;
-    }
-    let send = vec![rank as u8; counts[rank]];
-    let total: usize = counts.iter().sum();
-    let mut recv = comm.alloc(total).unwrap();
-    match comm.allgatherv(&send[..], &mut recv, &counts) {
-        Err(err) => println!("rank {rank}: mismatch detected: {err}"),
-        Ok(()) => panic!("rank {rank}: allgatherv with mismatched counts succeeded"),
+    let cases = [
+        ("allgatherv", Choice::Auto),
+        ("reduce_scatter", Choice::Auto),
+        ("reduce_scatter", Choice::Named("circulant-reduce-scatter")),
+    ];
+    for (op, choice) in cases {
+        let mut case = comm.split(Some(0), rank as i64).unwrap().unwrap();
+        let mut counts = vec![if op == "allgatherv" { 1000 } else { 4 }; p];
+        if rank == 2 {
+            counts[3] /= 2;
+        }
+        let total: usize = counts.iter().sum();
+        let result = if op == "allgatherv" {
+            let send = vec![rank as u8; counts[rank]];
+            let mut recv = case.alloc(total).unwrap();
+            case.allgatherv(&send[..], &mut recv, &counts)
+        } else {
+            let send = vec![rank as i64; total];
+            let mut recv = vec![0i64; counts[rank]];
+            case.choosing(choice)
+                .reduce_scatter(&send, &mut recv, ReduceOp::Sum, &counts)
+        };
+        match result {
+            Err(err) => println!("rank {rank}: mismatch detected: {op} {choice:?}: {err}"),
+            Ok(()) => panic!("rank {rank}: {op} {choice:?} with mismatched counts succeeded"),
+        }
+        drop(case);
+        comm.barrier()
+            .expect("the job's communicator is unaffected");
     }
 }
 
@@ -595,6 +618,7 @@ fn persistent(comm: &mut Communicator) {
         barrier.run().unwrap();
     }
     drop(barrier);
+    persistent_reduce_scatters(comm);
 
     // Wrong lengths are refused up front, and the refusal ends the communicator on every
     // rank (the peers counted on the request's first start).
@@ -606,6 +630,63 @@ fn persistent(comm: &mut Communicator) {
     ));
     assert!(matches!(comm.barrier(), Err(CommError::Transport(_))));
     println!("persistent ok on rank {rank}");
+}
+
+/// Persistent typed reduce-scatters (equal blocks; counts with an empty part), with the
+/// automatic choice and each algorithm forced: every start reduces the data then in the send
+/// buffers, against the reduction computed here.
+fn persistent_reduce_scatters(comm: &mut Communicator) {
+    use circulant::plan::ReduceOp;
+    let (rank, p) = (comm.rank(), comm.size());
+    let term = |r: usize, i: usize, step: usize| (r * 101 + i * 13 + step * 1000) as i32 - 500;
+    let sum = |i: usize, step: usize| (0..p).map(|r| term(r, i, step)).sum::<i32>();
+    let block = 6;
+    let counts: Vec<usize> = (0..p).map(|r| if r == 1 { 0 } else { 2 * r + 3 }).collect();
+    let offset: usize = counts[..rank].iter().sum();
+    let total: usize = counts.iter().sum();
+    for (block_choice, choice) in common::REDUCE_SCATTER_ALGORITHMS {
+        let mut send = comm.alloc(4 * block * p).unwrap();
+        let mut recv = comm.alloc(4 * block).unwrap();
+        let mut request = comm
+            .choosing(block_choice)
+            .reduce_scatter_block_init::<i32>(&mut send, &mut recv, ReduceOp::Sum)
+            .unwrap();
+        if let Choice::Named(name) = block_choice {
+            assert_eq!(request.algorithm(), name);
+        }
+        for step in 0..3 {
+            let mine: Vec<i32> = (0..block * p).map(|i| term(rank, i, step)).collect();
+            let send = request.send_buffer_mut().unwrap();
+            send.copy_from_slice(bytemuck::cast_slice(&mine));
+            request.run().unwrap();
+            let got: &[i32] = bytemuck::cast_slice(request.buffer().unwrap());
+            let want: Vec<i32> = (rank * block..(rank + 1) * block)
+                .map(|i| sum(i, step))
+                .collect();
+            assert_eq!(got, want, "{block_choice:?} step {step}");
+        }
+        drop(request);
+        let mut send = comm.alloc(4 * total).unwrap();
+        let mut recv = comm.alloc(4 * counts[rank]).unwrap();
+        let mut request = comm
+            .choosing(choice)
+            .reduce_scatter_init::<u32>(&mut send, &mut recv, ReduceOp::Bxor, &counts)
+            .unwrap();
+        if let Choice::Named(name) = choice {
+            assert_eq!(request.algorithm(), name);
+        }
+        for step in 0..3 {
+            let mine: Vec<u32> = (0..total).map(|i| term(rank, i, step) as u32).collect();
+            let send = request.send_buffer_mut().unwrap();
+            send.copy_from_slice(bytemuck::cast_slice(&mine));
+            request.run().unwrap();
+            let got: &[u32] = bytemuck::cast_slice(request.buffer().unwrap());
+            let want: Vec<u32> = (offset..offset + counts[rank])
+                .map(|i| (0..p).fold(0, |x, r| x ^ term(r, i, step) as u32))
+                .collect();
+            assert_eq!(got, want, "{choice:?} step {step}");
+        }
+    }
 }
 
 /// Typed reductions with a forced algorithm, the list of algorithms that apply, what a

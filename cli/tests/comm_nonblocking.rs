@@ -8,7 +8,7 @@ use std::process::Output;
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-use circulant::comm::{CommError, Communicator, Request};
+use circulant::comm::{Choice, CommError, Communicator, Request};
 use circulant::plan::ReduceOp;
 use common::{output_text as text, Job};
 
@@ -177,6 +177,7 @@ fn all_collectives(comm: &mut Communicator) {
         (rank * (rank + 1) / 2) as i32
     };
     assert_eq!(before[0], want);
+    reduce_scatters(comm);
 
     // Rooted and all-to-all.
     let root = p - 1;
@@ -229,6 +230,62 @@ fn all_collectives(comm: &mut Communicator) {
     assert_eq!(late, [9u8; 10]);
     comm.barrier().expect("the communicator works afterwards");
     println!("nonblocking ok");
+}
+
+/// The nonblocking reduce-scatters, typed, of equal blocks and at counts with empty parts,
+/// small (on one host the automatic choice takes the shared segment) and large (a plan), with
+/// the automatic choice and each algorithm forced, against the reduction computed here.
+fn reduce_scatters(comm: &mut Communicator) {
+    let (rank, p) = (comm.rank(), comm.size());
+    // Element i of rank r's vector: whole numbers, exact in f64.
+    let term = |r: usize, i: usize| ((r * 7919 + i * 104_729) % 10_007) as i64 - 5000;
+    let sum = |i: usize| (0..p).map(|r| term(r, i)).sum::<i64>();
+    let min = |i: usize| (0..p).map(|r| term(r, i) as f64).fold(f64::MAX, f64::min);
+    for (elements, small) in [(3, true), (2000, false)] {
+        let counts: Vec<usize> = (0..p).map(|r| (r % 3) * elements / 2).collect();
+        let offset: usize = counts[..rank].iter().sum();
+        let total: usize = counts.iter().sum();
+        let mine: Vec<i64> = (0..elements * p).map(|i| term(rank, i)).collect();
+        let mine_f64: Vec<f64> = (0..total).map(|i| term(rank, i) as f64).collect();
+        for (block_choice, choice) in common::REDUCE_SCATTER_ALGORITHMS {
+            let what = format!("{elements} elements, {choice:?}");
+            if !small && matches!(choice, Choice::Named(n) if n.starts_with("segment-")) {
+                continue; // the segment folds no more than its limit
+            }
+            let mut block = vec![0i64; elements];
+            complete(
+                comm.choosing(block_choice)
+                    .ireduce_scatter_block(&mine, &mut block, ReduceOp::Sum)
+                    .expect("ireduce_scatter_block"),
+            );
+            let ran_block = comm.last().expect("a call ran").algorithm;
+            let want: Vec<i64> = (rank * elements..(rank + 1) * elements).map(sum).collect();
+            assert_eq!(block, want, "ireduce_scatter_block, {what}");
+            let mut part = vec![f64::NAN; counts[rank]];
+            comm.choosing(choice)
+                .ireduce_scatter(&mine_f64, &mut part, ReduceOp::Min, &counts)
+                .expect("ireduce_scatter")
+                .wait()
+                .expect("wait");
+            let ran = comm.last().expect("a call ran").algorithm;
+            let want: Vec<f64> = (offset..offset + counts[rank]).map(min).collect();
+            assert_eq!(part, want, "ireduce_scatter, {what}");
+            match (block_choice, choice) {
+                (Choice::Named(block_name), Choice::Named(name)) => {
+                    assert_eq!((ran_block, ran), (block_name, name), "{what}")
+                }
+                // On one host small reductions run on the shared segment, large ones as plans.
+                _ => {
+                    assert_eq!(
+                        ran_block.starts_with("segment-"),
+                        small,
+                        "{what}: {ran_block}"
+                    );
+                    assert_eq!(ran.starts_with("segment-"), small, "{what}: {ran}");
+                }
+            }
+        }
+    }
 }
 
 /// Rank 1 never joins the allreduce: the others, only testing, fail at the deadline.

@@ -1,8 +1,9 @@
 //! The shared segment (docs/library.md, "Shared segment") between real processes on one host: every
 //! collective it serves at p = 2, 3, 4 and 8 (and over `tcp;ofi_rxm` at p = 3) with random
 //! sizes up to the limit (zeros, roots, in place, plain and registered buffers, nonblocking
-//! forms) and bcast, allgather(v), gather(v) and scatter(v) in chunks above it gives every byte right and says so in
-//! `comm.last()`; reductions above the limit, forced plans and `CIRCULANT_SEGMENT_LIMIT=0`
+//! forms; reduce-scatters in the bits of the rank-order sum) and bcast, allgather(v), gather(v)
+//! and scatter(v) in chunks above it gives every byte right and says so in `comm.last()`;
+//! reductions above the limit, forced plans and `CIRCULANT_SEGMENT_LIMIT=0`
 //! stay off it; a forced segment that cannot serve is refused; ranks called with different
 //! arguments, a rank that refuses a call and a rank that is killed fail the others promptly;
 //! a call in chunks has its deadline per chunk, and an `i*` broadcast's root publishes two
@@ -450,6 +451,7 @@ fn served(comm: &mut Communicator) {
         );
     }
     rooted(comm, &mut rng);
+    reduce_scatters(comm, &mut rng);
     let mut small = [1u8; 8];
     // A reduction whose p − 1 vectors exceed the limit runs as a plan, unless forced.
     if p > 2 {
@@ -623,6 +625,101 @@ fn rooted(comm: &mut Communicator, rng: &mut Rng) {
             );
         }
     }
+}
+
+/// reduce_scatter_block and reduce_scatter, blocking and `i*`, with random sizes within the
+/// limit (random counts, empty parts among them) on the segment, in f64 sums that must have
+/// the bits of the sum in rank order computed here; past the limit a plan, and the segment
+/// forced there refused.
+fn reduce_scatters(comm: &mut Communicator, rng: &mut Rng) {
+    let (me, p) = (comm.rank(), comm.size());
+    let term = |call: usize, r: usize, i: usize| 0.1 * (r * 31 + i) as f64 + 1e-7 * call as f64;
+    // The sum of element i over all ranks, one rank after the other.
+    let sum = |call: usize, i: usize| (1..p).fold(term(call, 0, i), |s, r| s + term(call, r, i));
+    let elements = LIMIT / 8;
+    for call in 2000..2060 {
+        let counts: Vec<usize> = if call % 2 == 0 {
+            let block = (rng.next_u64() % (elements / p + 1) as u64) as usize;
+            vec![block; p]
+        } else {
+            let mut left = elements;
+            (0..p)
+                .map(|_| {
+                    let count = match rng.next_u64() % 3 {
+                        0 => 0,
+                        _ => (rng.next_u64() % (left as u64 / 2 + 1)) as usize,
+                    };
+                    left -= count;
+                    count
+                })
+                .collect()
+        };
+        let at: usize = counts[..me].iter().sum();
+        let total: usize = counts.iter().sum();
+        let send: Vec<f64> = (0..total).map(|i| term(call, me, i)).collect();
+        let mut recv = vec![f64::NAN; counts[me]];
+        let nonblocking = call % 4 >= 2;
+        let name = if call % 2 == 0 {
+            if nonblocking {
+                comm.ireduce_scatter_block(&send, &mut recv, ReduceOp::Sum)
+                    .and_then(|r| r.wait())
+            } else {
+                comm.reduce_scatter_block(&send, &mut recv, ReduceOp::Sum)
+            }
+            .expect("reduce_scatter_block");
+            "segment-reduce-scatter-block"
+        } else {
+            if nonblocking {
+                comm.ireduce_scatter(&send, &mut recv, ReduceOp::Sum, &counts)
+                    .and_then(|r| r.wait())
+            } else {
+                comm.reduce_scatter(&send, &mut recv, ReduceOp::Sum, &counts)
+            }
+            .expect("reduce_scatter");
+            "segment-reduce-scatter"
+        };
+        on_segment(comm, name, "reduce-scatter");
+        let bits: Vec<u64> = recv.iter().map(|x| x.to_bits()).collect();
+        let want: Vec<u64> = (at..at + counts[me])
+            .map(|i| sum(call, i).to_bits())
+            .collect();
+        assert_eq!(bits, want, "{name} {call} on {me}: {counts:?}");
+    }
+    // One element past the limit: a plan, with the same sums up to rounding (it folds in another
+    // order); the segment forced is refused (on a communicator of its own, which the refusal
+    // leaves unusable).
+    let share = elements / p;
+    let counts: Vec<usize> = (0..p)
+        .map(|r| {
+            if r == 0 {
+                elements + 1 - (p - 1) * share
+            } else {
+                share
+            }
+        })
+        .collect();
+    let total = elements + 1;
+    let send: Vec<f64> = (0..total).map(|i| term(2100, me, i)).collect();
+    let mut recv = vec![0f64; counts[me]];
+    comm.reduce_scatter(&send, &mut recv, ReduceOp::Sum, &counts)
+        .expect("reduce_scatter past the limit");
+    let name = comm.last().expect("a call ran").algorithm;
+    assert!(!name.starts_with("segment-"), "past the limit: {name}");
+    let at: usize = counts[..me].iter().sum();
+    for (j, x) in recv.iter().enumerate() {
+        let want = sum(2100, at + j);
+        assert!(
+            (x - want).abs() <= 1e-9 * want.abs(),
+            "{name}: {x} for {want}"
+        );
+    }
+    let mut case = comm.split(Some(0), me as i64).unwrap().unwrap();
+    let err = case
+        .using("segment-reduce-scatter")
+        .reduce_scatter(&send, &mut recv, ReduceOp::Sum, &counts)
+        .expect_err("the segment forced past its limit");
+    assert_eq!(err.kind(), ErrorKind::Argument, "{err}");
+    assert!(err.to_string().contains("CIRCULANT_SEGMENT_LIMIT"), "{err}");
 }
 
 /// Whether large gathers and scatters read their parts where they are in this job: not with

@@ -89,6 +89,15 @@ int main(void) {
   REFUSED(circulant_allreduce(c, a, a + 1, 2, CIRCULANT_INT32, CIRCULANT_SUM)); /* overlap */
   circulant_comm *other;
   REFUSED(circulant_split(c, -7, 0, &other));
+  /* Reduce-scatters: no counts, no send buffer, counts whose bytes overflow, in every form. */
+  circulant_request *refused;
+  REFUSED(circulant_reduce_scatter(c, a, b, NULL, CIRCULANT_INT32, CIRCULANT_SUM));
+  REFUSED(circulant_reduce_scatter_block(c, NULL, b, 1, CIRCULANT_INT32, CIRCULANT_SUM));
+  REFUSED(circulant_ireduce_scatter_block(c, a, b, SIZE_MAX / 2, CIRCULANT_INT32, CIRCULANT_SUM,
+                                          &refused));
+  counts[0] = SIZE_MAX / 2;
+  REFUSED(circulant_reduce_scatter_init(c, a, b, counts, CIRCULANT_INT32, CIRCULANT_SUM, &refused));
+  counts[0] = 4;
 
   /* Only rank 0 passes a NULL buffer: it gets the argument error, every other rank an error
    * from its peer for the same call, at once. */

@@ -1,5 +1,5 @@
-/* Every collective of the C API on every rank, blocking, nonblocking and persistent, each
- * result checked. Run it as a job:
+/* Every collective of the C API on every rank, blocking, nonblocking and persistent (and in
+ * place where the collective has it), each result checked. Run it as a job:
  *
  *   cc collectives.c $(pkg-config --cflags --libs circulant) -o collectives
  *   circulant run -n 4 -- ./collectives
@@ -118,6 +118,117 @@ static void reductions(circulant_comm *comm) {
   CALL(comm, circulant_exscan(comm, &one, &prefix, 1, CIRCULANT_INT32, CIRCULANT_SUM));
   if (rank > 0) CHECK(prefix == rank * (rank + 1) / 2, "exscan: %d", prefix);
   else CHECK(prefix == -1, "exscan leaves rank 0's recv untouched");
+}
+
+/* Element i of rank r's vector in the reduce-scatters at a step: whole numbers, exact in every
+ * type used here. */
+static int64_t term(int r, size_t i, int step) {
+  return ((int64_t)r * 7919 + (int64_t)i * 104729 + step * 31) % 10007 - 5000;
+}
+
+static void fill_int64(int64_t *v, size_t n, int step) {
+  for (size_t i = 0; i < n; i++) v[i] = term(rank, i, step);
+}
+
+static void fill_float64(double *v, size_t n, int step) {
+  for (size_t i = 0; i < n; i++) v[i] = (double)term(rank, i, step);
+}
+
+/* Whether got[0..n] holds elements at.. of the sum over all ranks, computed here one rank
+ * after the other. */
+static int sums_right(const int64_t *got, size_t at, size_t n, int step) {
+  int ok = 1;
+  for (size_t j = 0; j < n; j++) {
+    int64_t sum = 0;
+    for (int r = 0; r < size; r++) sum += term(r, at + j, step);
+    ok &= got[j] == sum;
+  }
+  return ok;
+}
+
+/* The same for the minimum. */
+static int minima_right(const double *got, size_t at, size_t n, int step) {
+  int ok = 1;
+  for (size_t j = 0; j < n; j++) {
+    double min = (double)term(0, at + j, step);
+    for (int r = 1; r < size; r++)
+      if ((double)term(r, at + j, step) < min) min = (double)term(r, at + j, step);
+    ok &= got[j] == min;
+  }
+  return ok;
+}
+
+/* reduce_scatter_block (int64 sums) and reduce_scatter (float64 minima, at the counts of
+ * count_of: an empty part among them), blocking, in place, nonblocking and persistent. */
+static void reduce_scatters(circulant_comm *comm) {
+  enum { BLOCK = 5 };
+  size_t counts[64], total = 0, at = 0;
+  for (int r = 0; r < size; r++) {
+    counts[r] = count_of(r);
+    if (r < rank) at += counts[r];
+    total += counts[r];
+  }
+  size_t whole = (size_t)BLOCK * size, mine = counts[rank], block_at = (size_t)rank * BLOCK;
+  int64_t *vector = malloc(sizeof(int64_t) * whole), block[BLOCK];
+  double *reals = malloc(sizeof(double) * (total + 1)), part[64 * 3];
+
+  fill_int64(vector, whole, 0);
+  CALL(comm, circulant_reduce_scatter_block(comm, vector, block, BLOCK, CIRCULANT_INT64,
+                                            CIRCULANT_SUM));
+  CHECK(sums_right(block, block_at, BLOCK, 0), "reduce_scatter_block");
+  fill_float64(reals, total, 0);
+  CALL(comm, circulant_reduce_scatter(comm, reals, part, counts, CIRCULANT_FLOAT64, CIRCULANT_MIN));
+  CHECK(minima_right(part, at, mine, 0), "reduce_scatter");
+
+  /* In place: the whole vector is in recv, this rank's part lands at its start. */
+  fill_int64(vector, whole, 1);
+  CALL(comm, circulant_reduce_scatter_block(comm, CIRCULANT_IN_PLACE, vector, BLOCK,
+                                            CIRCULANT_INT64, CIRCULANT_SUM));
+  CHECK(sums_right(vector, block_at, BLOCK, 1), "reduce_scatter_block in place");
+  fill_float64(reals, total, 1);
+  CALL(comm, circulant_reduce_scatter(comm, CIRCULANT_IN_PLACE, reals, counts, CIRCULANT_FLOAT64,
+                                      CIRCULANT_MIN));
+  CHECK(minima_right(reals, at, mine, 1), "reduce_scatter in place");
+
+  /* Nonblocking, progressed by circulant_test. */
+  circulant_request *req;
+  int done = 0;
+  fill_int64(vector, whole, 2);
+  CALL(comm, circulant_ireduce_scatter_block(comm, vector, block, BLOCK, CIRCULANT_INT64,
+                                             CIRCULANT_SUM, &req));
+  while (!done) CALL(comm, circulant_test(req, &done));
+  CALL(comm, circulant_request_free(req));
+  CHECK(sums_right(block, block_at, BLOCK, 2), "ireduce_scatter_block");
+  fill_float64(reals, total, 2);
+  CALL(comm, circulant_ireduce_scatter(comm, reals, part, counts, CIRCULANT_FLOAT64, CIRCULANT_MIN,
+                                       &req));
+  CALL(comm, circulant_wait(req));
+  CALL(comm, circulant_request_free(req));
+  CHECK(minima_right(part, at, mine, 2), "ireduce_scatter");
+
+  /* Persistent: each start reduces the data then in the buffers; in place, that is the whole
+   * vector put back into recv before each start. */
+  CALL(comm, circulant_reduce_scatter_block_init(comm, vector, block, BLOCK, CIRCULANT_INT64,
+                                                 CIRCULANT_SUM, &req));
+  for (int step = 3; step <= 5; step++) {
+    fill_int64(vector, whole, step);
+    CALL(comm, circulant_start(req));
+    CALL(comm, circulant_wait(req));
+    CHECK(sums_right(block, block_at, BLOCK, step), "persistent reduce_scatter_block step %d",
+          step);
+  }
+  CALL(comm, circulant_request_free(req));
+  CALL(comm, circulant_reduce_scatter_init(comm, CIRCULANT_IN_PLACE, reals, counts,
+                                           CIRCULANT_FLOAT64, CIRCULANT_MIN, &req));
+  for (int step = 3; step <= 5; step++) {
+    fill_float64(reals, total, step);
+    CALL(comm, circulant_start(req));
+    CALL(comm, circulant_wait(req));
+    CHECK(minima_right(reals, at, mine, step), "persistent reduce_scatter in place step %d", step);
+  }
+  CALL(comm, circulant_request_free(req));
+  free(vector);
+  free(reals);
 }
 
 static void rooted(circulant_comm *comm) {
@@ -373,6 +484,7 @@ int main(void) {
   bcast(comm);
   allgathers(comm);
   reductions(comm);
+  reduce_scatters(comm);
   rooted(comm);
   requests(comm);
   split(comm);

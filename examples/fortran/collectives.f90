@@ -1,5 +1,5 @@
-! bcast, allgatherv, allreduce and barrier from Fortran through the circulant module, blocking,
-! nonblocking and persistent:
+! bcast, allgatherv, allreduce, reduce_scatter_block, reduce_scatter and barrier from Fortran
+! through the circulant module, blocking, nonblocking, persistent and in place:
 !   gfortran $(pkg-config --cflags circulant) PREFIX/include/circulant.f90 collectives.f90 \
 !       $(pkg-config --libs circulant) -o collectives
 !   circulant run -n 4 -- ./collectives
@@ -17,6 +17,8 @@ program collectives
   type(c_ptr) :: request
   integer(c_int) :: done
   integer(c_int), target :: part, partial
+  integer(c_int64_t), allocatable, target :: vector(:), block(:)
+  real(c_double), allocatable, target :: reals(:), piece(:)
   integer :: passed = 0, failed = 0, i, at, step
 
   call check_rc(circulant_init(comm), "circulant_init")
@@ -54,6 +56,40 @@ program collectives
   call check(expect == (nranks - 1) * 10, "allreduce max")
 
   call check_rc(circulant_barrier(comm), "circulant_barrier")
+
+  ! reduce_scatter_block: int64 sums of 3 elements per rank, blocking and in place
+  allocate(vector(3 * nranks), block(3))
+  vector = [(term(rank, i, 0), i = 0, 3 * nranks - 1)]
+  call check_rc(circulant_reduce_scatter_block(comm, c_loc(vector), c_loc(block), 3_c_size_t, &
+       CIRCULANT_INT64, CIRCULANT_SUM), "circulant_reduce_scatter_block")
+  call check(all(block == [(sum_of(3 * rank + i, 0), i = 0, 2)]), "reduce_scatter_block")
+  vector = [(term(rank, i, 1), i = 0, 3 * nranks - 1)]
+  call check_rc(circulant_reduce_scatter_block(comm, circulant_in_place(), c_loc(vector), &
+       3_c_size_t, CIRCULANT_INT64, CIRCULANT_SUM), "circulant_reduce_scatter_block")
+  call check(all(vector(1:3) == [(sum_of(3 * rank + i, 1), i = 0, 2)]), &
+       "reduce_scatter_block in place")
+
+  ! reduce_scatter: float64 maxima at the counts of allgatherv above (in elements here),
+  ! nonblocking and persistent in place
+  counts = counts / 4
+  allocate(reals(sum(counts)), piece(counts(rank + 1)))
+  at = int(sum(counts(1:rank)))
+  reals = [(real(term(rank, i, 2), c_double), i = 0, size(reals) - 1)]
+  call check_rc(circulant_ireduce_scatter(comm, c_loc(reals), c_loc(piece), counts, &
+       CIRCULANT_FLOAT64, CIRCULANT_MAX, request), "circulant_ireduce_scatter")
+  call check_rc(circulant_wait(request), "circulant_wait")
+  call check_rc(circulant_request_free(request), "circulant_request_free")
+  call check(all(piece == [(max_of(at + i, 2), i = 0, size(piece) - 1)]), "ireduce_scatter")
+  call check_rc(circulant_reduce_scatter_init(comm, circulant_in_place(), c_loc(reals), counts, &
+       CIRCULANT_FLOAT64, CIRCULANT_MAX, request), "circulant_reduce_scatter_init")
+  do step = 3, 4
+    reals = [(real(term(rank, i, step), c_double), i = 0, size(reals) - 1)]
+    call check_rc(circulant_start(request), "circulant_start")
+    call check_rc(circulant_wait(request), "circulant_wait")
+    call check(all(reals(1:size(piece)) == [(max_of(at + i, step), i = 0, size(piece) - 1)]), &
+         "persistent reduce_scatter in place")
+  end do
+  call check_rc(circulant_request_free(request), "circulant_request_free")
 
   ! nonblocking bcast from rank 0, progressed by circulant_test
   data = 0
@@ -100,6 +136,33 @@ program collectives
   if (failed > 0) error stop 1
 
 contains
+
+  ! Element i (from 0) of rank r's vector in the reduce-scatters at a step.
+  integer(c_int64_t) function term(r, i, step)
+    integer(c_int), intent(in) :: r
+    integer, intent(in) :: i, step
+    term = mod(int(r, c_int64_t) * 7919 + int(i, c_int64_t) * 104729 + step * 31, 10007_c_int64_t) &
+         - 5000
+  end function
+
+  ! The sum and the maximum over all ranks of element i, one rank after the other.
+  integer(c_int64_t) function sum_of(i, step)
+    integer, intent(in) :: i, step
+    integer(c_int) :: r
+    sum_of = 0
+    do r = 0, nranks - 1
+      sum_of = sum_of + term(r, i, step)
+    end do
+  end function
+
+  real(c_double) function max_of(i, step)
+    integer, intent(in) :: i, step
+    integer(c_int) :: r
+    max_of = real(term(0, i, step), c_double)
+    do r = 1, nranks - 1
+      max_of = max(max_of, real(term(r, i, step), c_double))
+    end do
+  end function
 
   subroutine check(ok, what)
     logical, intent(in) :: ok

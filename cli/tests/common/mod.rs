@@ -13,6 +13,8 @@ use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use circulant::comm::Choice;
+
 /// A shell rank that prints its pid and then waits to be stopped.
 pub const WAIT: &str = "echo pid $$; exec sleep 30";
 
@@ -580,3 +582,21 @@ pub fn time_namespaces() -> bool {
     }
     made
 }
+
+/// The reduce-scatters' algorithms a job on one host runs, as (equal blocks, counts): the
+/// automatic choice, then each forced.
+pub const REDUCE_SCATTER_ALGORITHMS: [(Choice<'static>, Choice<'static>); 4] = [
+    (Choice::Auto, Choice::Auto),
+    (
+        Choice::Named("circulant-reduce-scatter"),
+        Choice::Named("circulant-reduce-scatter"),
+    ),
+    (
+        Choice::Named("ring-reduce-scatter"),
+        Choice::Named("ring-reduce-scatter"),
+    ),
+    (
+        Choice::Named("segment-reduce-scatter-block"),
+        Choice::Named("segment-reduce-scatter"),
+    ),
+];
