@@ -159,19 +159,16 @@ impl Communicator {
     ) -> Call<'c> {
         let op = "reduce_scatter";
         let size = reduction.dtype.size();
-        let bytes: Option<Vec<usize>> = counts.iter().map(|c| c.checked_mul(size)).collect();
-        let (bytes, checked) = match bytes {
-            Some(bytes) => {
-                let checked = self.counts_total(op, &bytes).and_then(|total| {
-                    expect_len(op, "send", len.send, Some(total))
-                        .and_then(|()| expect_len(op, "recv", len.recv, self.own(&bytes)))
-                });
-                (bytes, checked)
-            }
-            None => (
-                vec![0; self.size()],
-                Err(argument(op, "the counts overflow".to_string())),
-            ),
+        // Saturated where a count's bytes overflow: refused below, and the peers' check of
+        // the arguments sees the count as it was meant.
+        let bytes: Vec<usize> = counts.iter().map(|c| c.saturating_mul(size)).collect();
+        let checked = if counts.iter().any(|c| c.checked_mul(size).is_none()) {
+            Err(argument(op, "the counts overflow".to_string()))
+        } else {
+            self.counts_total(op, &bytes).and_then(|total| {
+                expect_len(op, "send", len.send, Some(total))
+                    .and_then(|()| expect_len(op, "recv", len.recv, self.own(&bytes)))
+            })
         };
         let problem = Problem::ReduceScatter {
             reduction,
