@@ -127,7 +127,9 @@ struct vcopy {
 
 /* One circulant collective: `op` with the arguments it takes (the others unused). `bytes`:
  * a broadcast's bytes, the block of allgather, gather and alltoall, this rank's bytes of
- * allgatherv and gatherv, the received bytes of scatter and scatterv. */
+ * allgatherv and gatherv, the received bytes of scatter and scatterv. `count`: a reduction's
+ * elements (a reduce_scatter_block's per rank); `counts`: bytes per rank, but a
+ * reduce_scatter's elements per rank. */
 struct ccall {
   enum op op;
   const void *send;
@@ -332,6 +334,19 @@ static inline int gate_passes(enum op op, int variant, MPI_Comm comm, MPI_Dataty
   return 1;
 }
 
+/* The bytes of `ranks` `counts` (`int`s, or MPI_Counts where `large`) of elements of `size`
+ * bytes into `*total`, where the gate can tell them (no count negative, the sum ordinary). */
+static inline int gate_sum(const void *counts, int large, int ranks, int64_t size,
+                           uint64_t *total) {
+  *total = 0;
+  for (int j = 0; j < ranks; j++) {
+    int64_t count = large ? (int64_t)((const MPI_Count *)counts)[j] : ((const int *)counts)[j];
+    if (count < 0 || (uint64_t)count > (UINT64_MAX / 2 - *total) / (uint64_t)size) return 0;
+    *total += (uint64_t)count * (uint64_t)size;
+  }
+  return 1;
+}
+
 /* The same for an allgatherv, whose bytes are the sum of its `counts` (`int`s, or MPI_Counts
  * where `large`) times the size of `type`. */
 static inline int gate_passes_v(int variant, MPI_Comm comm, const void *counts,
@@ -340,15 +355,34 @@ static inline int gate_passes_v(int variant, MPI_Comm comm, const void *counts,
   const classes_t *classes = gate_classes(comm, variant, &ranks);
   if (!classes || !counts || !displs) return 0;
   int64_t size = gate_type_size(type);
-  if (size <= 0) return 0;
-  uint64_t total = 0;
-  for (int j = 0; j < ranks; j++) {
-    int64_t count = large ? (int64_t)((const MPI_Count *)counts)[j] : ((const int *)counts)[j];
-    if (count < 0 || (uint64_t)count > (UINT64_MAX / 2 - total) / (uint64_t)size) return 0;
-    total += (uint64_t)count * (uint64_t)size;
-  }
+  uint64_t total;
+  if (size <= 0 || !gate_sum(counts, large, ranks, size, &total)) return 0;
   if (classes[OP_ALLGATHERV] >> size_class(total) & 1) return 0;
   count_call(OP_ALLGATHERV, variant, WHY_THRESHOLD);
+  return 1;
+}
+
+/* The same for a reduce-scatter, whose bytes are the whole vector's: the communicator's size
+ * times `count` elements of `type` (OP_REDUCE_SCATTER_BLOCK), or the sum of `counts` (`int`s,
+ * or MPI_Counts where `large`) of them (OP_REDUCE_SCATTER). */
+static inline int gate_passes_scattered(enum op op, int variant, MPI_Comm comm,
+                                        MPI_Datatype type, int64_t count, const void *counts,
+                                        int large) {
+  int ranks;
+  const classes_t *classes = gate_classes(comm, variant, &ranks);
+  if (!classes || ranks < 1) return 0;
+  int64_t size = gate_type_size(type);
+  if (size <= 0) return 0;
+  uint64_t total;
+  if (op == OP_REDUCE_SCATTER_BLOCK) {
+    if (count < 0 || (uint64_t)count > (uint64_t)INT64_MAX / (uint64_t)size / (uint64_t)ranks)
+      return 0;
+    total = (uint64_t)count * (uint64_t)size * (uint64_t)ranks;
+  } else if (!counts || !gate_sum(counts, large, ranks, size, &total)) {
+    return 0;
+  }
+  if (classes[op] >> size_class(total) & 1) return 0;
+  count_call(op, variant, WHY_THRESHOLD);
   return 1;
 }
 
@@ -477,11 +511,16 @@ HIDDEN int serve_rooted_v(struct call *c, const void *sendbuf, MPI_Count scount,
 /* Allreduce, reduce, scan, exscan (`root` 0 but for reduce). */
 HIDDEN int serve_reduce(struct call *c, const void *send, void *recv, MPI_Count count,
                         MPI_Datatype type, MPI_Op op, int root);
+/* Reduce_scatter_block (`count` elements per rank) and reduce_scatter (the program's
+ * `counts`: `int`s, or MPI_Counts where `large`). */
+HIDDEN int serve_reduce_scatter(struct call *c, const void *send, void *recv, MPI_Count count,
+                                const void *counts, int large, MPI_Datatype type, MPI_Op op);
 
 /* The arguments of a nonblocking or persistent call, kept by a persistent request. Buffers,
  * counts and types as the program gave them; `counts` and `displs` are `int`s, or `MPI_Count`s
  * and `MPI_Aint`s in the large-count forms. A broadcast's buffer is `recv`; a reduction's
- * element count `rcount` and type `rtype`; a scatterv's counts are its send counts. */
+ * element count `rcount` (a reduce_scatter_block's per rank; a reduce_scatter's `counts`)
+ * and type `rtype`; a scatterv's counts are its send counts. */
 struct args {
   enum op op;
   const void *send;
