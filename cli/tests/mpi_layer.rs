@@ -1024,6 +1024,62 @@ fn the_peer_benchmark_measures_persistent_requests() {
     }
 }
 
+/// The peer benchmark's reductions (`--op reduce`, `reduce-scatter-block`, `reduce-scatter`)
+/// under both MPIs with the layer, paired, in every form the MPI has: every size's result
+/// checked (the program fails on a wrong element), a row per size (4 B to 20 kB) and series,
+/// and the layer served the calls through the `MPI_` names.
+#[test]
+fn the_peer_benchmark_measures_the_reductions() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    for mpi in [Mpi::Mpich, Mpi::OpenMpi] {
+        let Some(lib) = layer(mpi) else { return };
+        let peer = peer(mpi);
+        let forms: &[&str] = match mpi {
+            Mpi::Mpich => &["", "--nonblocking", "--persistent"],
+            Mpi::OpenMpi => &["", "--nonblocking"],
+        };
+        for (op, stem) in [
+            ("reduce", "Reduce"),
+            ("reduce-scatter-block", "Reduce_scatter_block"),
+            ("reduce-scatter", "Reduce_scatter"),
+        ] {
+            for form in forms {
+                let mut args = vec!["--op", op, "--dist", "spike", "--paired", "--reps", "2"];
+                args.extend(["--max-bytes", "20000"]);
+                if !form.is_empty() {
+                    args.push(form);
+                }
+                let env = [("CIRCULANT_MPI", "on"), ("CIRCULANT_MPI_STATS", "1")];
+                let done = job(mpi, 3, Some(&lib), &env, &peer, &args, &dir);
+                assert_eq!(done.code(), Some(0), "{op} {form}: {done:?}");
+                let suffix = form.trim_start_matches("--");
+                for series in ["mpi", "pmpi"] {
+                    let algorithm = if suffix.is_empty() {
+                        series.to_string()
+                    } else {
+                        format!("{series}-{suffix}")
+                    };
+                    let rows = done
+                        .stdout
+                        .lines()
+                        .filter(|l| l.split(',').nth(1) == Some(op))
+                        .filter(|l| l.split(',').nth(2) == Some(algorithm.as_str()))
+                        .count();
+                    assert_eq!(rows, 8, "{op} {algorithm}:\n{}", done.stdout);
+                }
+                let name = match suffix {
+                    "" => format!("MPI_{stem}"),
+                    "nonblocking" => format!("MPI_I{}", stem.to_lowercase()),
+                    _ => format!("MPI_{stem}_init"),
+                };
+                let (served, _, _) = stats(&done.stderr, &name)
+                    .unwrap_or_else(|| panic!("no statistics of {name}:\n{}", done.stderr));
+                assert!(served > 0, "{name}:\n{}", done.stderr);
+            }
+        }
+    }
+}
+
 #[test]
 fn bad_settings_are_refused_with_a_message() {
     let Some(lib) = layer(Mpi::Mpich) else { return };
