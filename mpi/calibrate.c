@@ -33,9 +33,10 @@
  * calibrated without it: below the smallest size in a file a communicator has no ranges).
  *
  * Sizes are those the layer compares with a threshold: the buffer of bcast and the
- * reductions (doubles), all p blocks of allgather, gather, scatter and alltoall, the sum of
- * the counts of the v forms (bytes). The v forms are measured with equal counts and with
- * every byte on the last rank; the worse of the two counts, as a threshold cannot tell them
+ * reductions (doubles), all p blocks of allgather, gather, scatter and alltoall, the whole
+ * vector of the reduce-scatters (p blocks of doubles), the sum of the counts of the v forms
+ * (bytes). The v forms and reduce_scatter are measured with equal counts and with every byte
+ * on the last rank; the worse of the two counts, as a threshold cannot tell them
  * apart. A measurement is the slowest rank's time of one call from a common start
  * (common_start.h; a barrier before each call instead lets a late rank find a broadcast's data
  * there, and counts nothing of it). Where the ranks' monotonic clocks differ by more than
@@ -54,19 +55,22 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { BARRIER, BCAST, ALLGATHER, ALLGATHERV, ALLREDUCE, REDUCE, GATHER, GATHERV, SCATTER,
-       SCATTERV, ALLTOALL, SCAN, EXSCAN, OPS };
-static const char *const names[OPS] = {"barrier", "bcast",   "allgather", "allgatherv",
-                                       "allreduce", "reduce", "gather",    "gatherv",
-                                       "scatter",   "scatterv", "alltoall", "scan", "exscan"};
+enum { BARRIER, BCAST, ALLGATHER, ALLGATHERV, ALLREDUCE, REDUCE, REDUCE_SCATTER_BLOCK,
+       REDUCE_SCATTER, GATHER, GATHERV, SCATTER, SCATTERV, ALLTOALL, SCAN, EXSCAN, OPS };
+static const char *const names[OPS] = {
+    "barrier", "bcast",   "allgather", "allgatherv", "allreduce", "reduce", "reduce_scatter_block",
+    "reduce_scatter", "gather", "gatherv", "scatter", "scatterv", "alltoall", "scan", "exscan"};
 
 static int p, me;
 static char *sbuf, *rbuf;
 static int *counts, *displs;
+static int *elements; /* a reduce_scatter's counts: doubles */
 /* The counts of the v forms: equal (0), or every byte on the last rank (1). */
 static int skewed;
 
-static int is_v(int op) { return op == ALLGATHERV || op == GATHERV || op == SCATTERV; }
+static int is_v(int op) {
+  return op == ALLGATHERV || op == GATHERV || op == SCATTERV || op == REDUCE_SCATTER;
+}
 
 /* `MPI_F(...)` through the layer, or `PMPI_F(...)` where `native`. */
 #define EITHER(F, ...) (native ? PMPI_##F(__VA_ARGS__) : MPI_##F(__VA_ARGS__))
@@ -78,6 +82,7 @@ static int v_layout(uint64_t bytes) {
   for (int j = 0; j < p; j++) {
     counts[j] = skewed ? (j == p - 1 ? block * p : 0) : block;
     displs[j] = skewed ? 0 : j * block;
+    elements[j] = counts[j] / (int)sizeof(double);
   }
   return block;
 }
@@ -95,6 +100,8 @@ static void call(int op, uint64_t bytes, int native) {
   case ALLGATHERV: EITHER(Allgatherv, sbuf, mine, MPI_BYTE, rbuf, counts, displs, MPI_BYTE, w); break;
   case ALLREDUCE: EITHER(Allreduce, sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w); break;
   case REDUCE: EITHER(Reduce, sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, root, w); break;
+  case REDUCE_SCATTER_BLOCK: EITHER(Reduce_scatter_block, sbuf, rbuf, elems / p, MPI_DOUBLE, MPI_SUM, w); break;
+  case REDUCE_SCATTER: EITHER(Reduce_scatter, sbuf, rbuf, elements, MPI_DOUBLE, MPI_SUM, w); break;
   case GATHER: EITHER(Gather, sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, root, w); break;
   case GATHERV: EITHER(Gatherv, sbuf, mine, MPI_BYTE, rbuf, counts, displs, MPI_BYTE, root, w); break;
   case SCATTER: EITHER(Scatter, sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, root, w); break;
@@ -121,6 +128,8 @@ static void icall(int op, uint64_t bytes, int native) {
   case ALLGATHERV: EITHER(Iallgatherv, sbuf, mine, MPI_BYTE, rbuf, counts, displs, MPI_BYTE, w, &r); break;
   case ALLREDUCE: EITHER(Iallreduce, sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, w, &r); break;
   case REDUCE: EITHER(Ireduce, sbuf, rbuf, elems, MPI_DOUBLE, MPI_SUM, root, w, &r); break;
+  case REDUCE_SCATTER_BLOCK: EITHER(Ireduce_scatter_block, sbuf, rbuf, elems / p, MPI_DOUBLE, MPI_SUM, w, &r); break;
+  case REDUCE_SCATTER: EITHER(Ireduce_scatter, sbuf, rbuf, elements, MPI_DOUBLE, MPI_SUM, w, &r); break;
   case GATHER: EITHER(Igather, sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, root, w, &r); break;
   case SCATTER: EITHER(Iscatter, sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, root, w, &r); break;
   case ALLTOALL: EITHER(Ialltoall, sbuf, block, MPI_BYTE, rbuf, block, MPI_BYTE, w, &r); break;
@@ -250,7 +259,7 @@ int main(int argc, char **argv) {
            name = strtok_r(NULL, ",", &save)) {
         int op = 0;
         while (op < OPS && strcmp(names[op], name)) op++;
-        if (op == OPS) usage("--collectives: names among barrier, bcast, allgather, allgatherv, allreduce, reduce, gather, gatherv, scatter, scatterv, alltoall, scan, exscan");
+        if (op == OPS) usage("--collectives: names among barrier, bcast, allgather, allgatherv, allreduce, reduce, reduce_scatter_block, reduce_scatter, gather, gatherv, scatter, scatterv, alltoall, scan, exscan");
         chosen[op] = 1;
       }
     } else if (argv[i][0] == '-' || file) {
@@ -267,9 +276,10 @@ int main(int argc, char **argv) {
   rbuf = calloc(top, 1);
   counts = calloc((size_t)p, sizeof(int));
   displs = calloc((size_t)p, sizeof(int));
+  elements = calloc((size_t)p, sizeof(int));
   series_ours = calloc((size_t)reps, sizeof(double));
   series_theirs = calloc((size_t)reps, sizeof(double));
-  if (!sbuf || !rbuf || !counts || !displs || !series_ours || !series_theirs)
+  if (!sbuf || !rbuf || !counts || !displs || !elements || !series_ours || !series_theirs)
     usage("out of memory");
 
   clock_shared = common_clock_shared(1000000);
@@ -298,12 +308,12 @@ int main(int argc, char **argv) {
     if (forms & 2)
       fprintf(out, "# `ibcast`, ...: the nonblocking forms, each call waited for at once; igatherv "
                    "and iscatterv are passed by the layer\n");
-    printf("%-11s %10s %12s %12s\n", "collective", "bytes", "circulant_s", "mpi_s");
+    printf("%-21s %10s %12s %12s\n", "collective", "bytes", "circulant_s", "mpi_s");
   }
   for (int task = 0; task < 2 * OPS; task++) {
     int nb = task >= OPS, op = task % OPS;
     if (!chosen[op] || !(forms & (nb ? 2 : 1)) || (nb && !nonblocking_served(op))) continue;
-    char name[16];
+    char name[32]; /* "ireduce_scatter_block" */
     snprintf(name, sizeof name, "%s%s", nb ? "i" : "", names[op]);
     uint64_t sizes[32];
     double worst[32];
@@ -313,6 +323,8 @@ int main(int argc, char **argv) {
       if (op == ALLGATHER || op == ALLGATHERV || op == GATHER || op == GATHERV ||
           op == SCATTER || op == SCATTERV || op == ALLTOALL)
         bytes = (b / (uint64_t)p) * (uint64_t)p; /* whole blocks */
+      if (op == REDUCE_SCATTER_BLOCK || op == REDUCE_SCATTER) /* whole blocks of doubles */
+        bytes = (b / (sizeof(double) * (uint64_t)p)) * sizeof(double) * (uint64_t)p;
       sizes[n] = bytes;
       worst[n] = 0;
       for (int round = 0; round < rounds; round++) {
@@ -323,7 +335,7 @@ int main(int argc, char **argv) {
           double ratio = theirs > 0 ? ours / theirs : INFINITY;
           if (ratio > worst[n]) worst[n] = ratio;
           if (me == 0)
-            printf("%-11s %10llu %12.3e %12.3e%s\n", name, (unsigned long long)bytes, ours,
+            printf("%-21s %10llu %12.3e %12.3e%s\n", name, (unsigned long long)bytes, ours,
                    theirs, skewed ? " (one rank's)" : "");
         }
       }

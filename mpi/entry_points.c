@@ -256,6 +256,51 @@
                .reduction = op, .root = root, .comm = comm);                                   \
   })
 
+/* A reduction scattered in equal blocks: MPI_Reduce_scatter_block(sb, rb, rcount, t, op,
+ * comm). */
+#define REDUCTION_SCATTER_BLOCK(Stem, name, OP, L, COUNT, DISPL, VB, VN, VI)                   \
+  int MPI_##Stem##L(const void *sb, void *rb, COUNT rcount, MPI_Datatype t, MPI_Op op,         \
+                    MPI_Comm comm) {                                                           \
+    BLOCKING(OP, VB, gate_passes_scattered(OP, VB, comm, t, rcount, NULL, 0),                  \
+             serve_reduce_scatter(&c, sb, rb, rcount, NULL, 0, t, op),                         \
+             PMPI_##Stem##L(sb, rb, rcount, t, op, comm));                                     \
+  }                                                                                            \
+  int MPI_I##name##L(const void *sb, void *rb, COUNT rcount, MPI_Datatype t, MPI_Op op,        \
+                     MPI_Comm comm, MPI_Request *req) {                                        \
+    NONBLOCKING(VN, gate_passes_scattered(OP, VN, comm, t, rcount, NULL, 0),                   \
+                PMPI_I##name##L(sb, rb, rcount, t, op, comm, req),                             \
+                .op = OP, .send = sb, .recv = rb, .rcount = rcount, .rtype = t,                \
+                .reduction = op, .comm = comm);                                                \
+  }                                                                                            \
+  MPI4(int MPI_##Stem##_init##L(const void *sb, void *rb, COUNT rcount, MPI_Datatype t,        \
+                                MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *req) {   \
+    PERSISTENT(VI, .op = OP, .send = sb, .recv = rb, .rcount = rcount, .rtype = t,             \
+               .reduction = op, .comm = comm);                                                 \
+  })
+
+/* A reduction scattered at per-rank counts: MPI_Reduce_scatter(sb, rb, rcounts, t, op,
+ * comm). */
+#define REDUCTION_SCATTER_V(Stem, name, OP, L, COUNT, DISPL, VB, VN, VI)                       \
+  int MPI_##Stem##L(const void *sb, void *rb, const COUNT rcounts[], MPI_Datatype t,           \
+                    MPI_Op op, MPI_Comm comm) {                                                \
+    BLOCKING(OP, VB, gate_passes_scattered(OP, VB, comm, t, 0, rcounts, variant_large(VB)),    \
+             serve_reduce_scatter(&c, sb, rb, 0, rcounts, variant_large(VB), t, op),           \
+             PMPI_##Stem##L(sb, rb, rcounts, t, op, comm));                                    \
+  }                                                                                            \
+  int MPI_I##name##L(const void *sb, void *rb, const COUNT rcounts[], MPI_Datatype t,          \
+                     MPI_Op op, MPI_Comm comm, MPI_Request *req) {                             \
+    NONBLOCKING(VN, gate_passes_scattered(OP, VN, comm, t, 0, rcounts, variant_large(VN)),     \
+                PMPI_I##name##L(sb, rb, rcounts, t, op, comm, req),                            \
+                .op = OP, .send = sb, .recv = rb, .counts = rcounts, .rtype = t,               \
+                .reduction = op, .comm = comm);                                                \
+  }                                                                                            \
+  MPI4(int MPI_##Stem##_init##L(const void *sb, void *rb, const COUNT rcounts[],               \
+                                MPI_Datatype t, MPI_Op op, MPI_Comm comm, MPI_Info info,       \
+                                MPI_Request *req) {                                            \
+    PERSISTENT(VI, .op = OP, .send = sb, .recv = rb, .counts = rcounts, .rtype = t,            \
+               .reduction = op, .comm = comm);                                                 \
+  })
+
 /* Every collective's forms with `int` counts, and with MPI_Count ones where MPI has them. */
 #define COLLECTIVE(Stem, name, OP, SHAPE)                                                      \
   SHAPE(Stem, name, OP, , int, int, VAR_BLOCKING, VAR_NB, VAR_INIT)                            \

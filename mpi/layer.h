@@ -127,7 +127,9 @@ struct vcopy {
 
 /* One circulant collective: `op` with the arguments it takes (the others unused). `bytes`:
  * a broadcast's bytes, the block of allgather, gather and alltoall, this rank's bytes of
- * allgatherv and gatherv, the received bytes of scatter and scatterv. */
+ * allgatherv and gatherv, the received bytes of scatter and scatterv. `count`: a reduction's
+ * elements (a reduce_scatter_block's per rank); `counts`: bytes per rank, but a
+ * reduce_scatter's elements per rank. */
 struct ccall {
   enum op op;
   const void *send;
@@ -201,13 +203,15 @@ extern HIDDEN unsigned long long g_stats[OP_COUNT][VAR_COUNT][WHY_COUNT];
  * communicators and the line of its form's classes. Set up at MPI_Init, closed at
  * MPI_Finalize. */
 enum { GATE_TYPES = 6, GATE_PRESET_TYPES = 3, GATE_COMMS = 8 };
+/* The size classes of one collective and form: bit k set where auto serves some size of class
+ * k (size_class). Sixteen bits, so that a line holds the world and every collective's. */
+typedef uint16_t classes_t;
 /* An intra-communicator other than MPI_COMM_WORLD that the full path has seen: per form, a
- * line with its size, this rank's rank in it and, per collective, bit k set where auto serves
- * some size of class k (size_class). */
+ * line with its size, this rank's rank in it and each collective's classes. */
 struct gate_comm {
   struct {
     int size, rank;
-    uint32_t classes[OP_COUNT];
+    classes_t classes[OP_COUNT];
   } __attribute__((aligned(64))) form[FORM_COUNT];
 };
 struct gate {
@@ -215,9 +219,8 @@ struct gate {
   MPI_Comm world;
   /* In auto, between MPI_Init and MPI_Finalize, without MPI_THREAD_MULTIPLE. */
   int open;
-  /* Per collective, for MPI_COMM_WORLD's size: bit k set where auto serves some size of
-   * class k (size_class) in a blocking call. */
-  uint32_t classes[OP_COUNT];
+  /* Per collective, for MPI_COMM_WORLD's size: the classes of its blocking calls. */
+  classes_t classes[OP_COUNT];
   /* Whether calls are counted: until MPI_Init reads the settings, then where
    * CIRCULANT_MPI_STATS=1 prints them. MPI_COMM_WORLD's size. Predefined datatypes and their
    * sizes (MPI_DATATYPE_NULL: none): the three most used from MPI_Init (where this MPI has
@@ -233,11 +236,11 @@ struct gate {
   MPI_Comm comms[GATE_COMMS] __attribute__((aligned(64)));
   /* MPI_COMM_WORLD's classes for the nonblocking and persistent calls, and this rank's rank
    * in it. */
-  uint32_t world_nonblocking[OP_COUNT] __attribute__((aligned(64)));
+  classes_t world_nonblocking[OP_COUNT] __attribute__((aligned(64)));
   int world_rank;
   struct gate_comm known[GATE_COMMS];
 } __attribute__((aligned(64)));
-_Static_assert(offsetof(struct gate, classes) + sizeof(uint32_t[OP_COUNT]) <= 64,
+_Static_assert(offsetof(struct gate, classes) + sizeof(classes_t[OP_COUNT]) <= 64,
                "the gate's first line holds the world and the classes");
 _Static_assert(offsetof(struct gate, type_sizes) + sizeof(uint8_t[GATE_TYPES]) <= 128,
                "the gate's second line holds the types");
@@ -257,19 +260,21 @@ static inline void count_call(int op, int variant, enum reason why) {
 }
 
 /* The class of a size: 0 for no bytes, else its bit length (1 B: 1, 2-3 B: 2, 4-7 B: 3, ...),
- * 31 for every size from 1 GiB. */
+ * 15 for every size from 16 KiB (a call that large costs the MPI microseconds, against which
+ * the full path's decision is small). */
+enum { LAST_CLASS = 15 };
 static inline int size_class(uint64_t bytes) {
   int k = bytes ? 64 - __builtin_clzll(bytes) : 0;
-  return k > 31 ? 31 : k;
+  return k > LAST_CLASS ? LAST_CLASS : k;
 }
 
 /* The classes of the sizes auto serves for collective `op` in `form` on communicators of
  * `size` ranks (struct gate). */
-HIDDEN uint32_t size_classes(int form, int op, int size);
+HIDDEN classes_t size_classes(int form, int op, int size);
 
 /* The classes of the collectives in the form of `variant` on `comm` (and its size; with
  * `rank`, this rank's rank in it), where the gate is open and knows `comm`; else NULL. */
-static inline const uint32_t *gate_classes_rank(MPI_Comm comm, int variant, int *size,
+static inline const classes_t *gate_classes_rank(MPI_Comm comm, int variant, int *size,
                                                 int *rank) {
   if (!g_gate.open) return NULL;
   int form = variant_nonblocking(variant) ? FORM_NONBLOCKING : FORM_BLOCKING;
@@ -288,7 +293,7 @@ static inline const uint32_t *gate_classes_rank(MPI_Comm comm, int variant, int 
   return NULL;
 }
 
-static inline const uint32_t *gate_classes(MPI_Comm comm, int variant, int *size) {
+static inline const classes_t *gate_classes(MPI_Comm comm, int variant, int *size) {
   return gate_classes_rank(comm, variant, size, NULL);
 }
 
@@ -300,7 +305,7 @@ HIDDEN void gate_learn(MPI_Comm comm);
  * collective). A call on a communicator the gate knows is told from the gate alone. */
 static inline int auto_passes(const struct call *c, uint64_t bytes) {
   int size;
-  const uint32_t *classes = gate_classes(c->comm, c->variant, &size);
+  const classes_t *classes = gate_classes(c->comm, c->variant, &size);
   if (classes && !(classes[c->op] >> size_class(bytes) & 1)) return 1;
   return g_mode == MODE_AUTO && !in_ranges(c, bytes);
 }
@@ -320,7 +325,7 @@ static inline int64_t gate_type_size(MPI_Datatype type) {
 static inline int gate_passes(enum op op, int variant, MPI_Comm comm, MPI_Datatype type,
                               int64_t count) {
   int ranks;
-  const uint32_t *classes = gate_classes(comm, variant, &ranks);
+  const classes_t *classes = gate_classes(comm, variant, &ranks);
   if (!classes || count < 0) return 0;
   int64_t size = gate_type_size(type);
   if (size <= 0 || (uint64_t)count > (uint64_t)INT64_MAX / (uint64_t)size) return 0;
@@ -329,23 +334,55 @@ static inline int gate_passes(enum op op, int variant, MPI_Comm comm, MPI_Dataty
   return 1;
 }
 
+/* The bytes of `ranks` `counts` (`int`s, or MPI_Counts where `large`) of elements of `size`
+ * bytes into `*total`, where the gate can tell them (no count negative, the sum ordinary). */
+static inline int gate_sum(const void *counts, int large, int ranks, int64_t size,
+                           uint64_t *total) {
+  *total = 0;
+  for (int j = 0; j < ranks; j++) {
+    int64_t count = large ? (int64_t)((const MPI_Count *)counts)[j] : ((const int *)counts)[j];
+    if (count < 0 || (uint64_t)count > (UINT64_MAX / 2 - *total) / (uint64_t)size) return 0;
+    *total += (uint64_t)count * (uint64_t)size;
+  }
+  return 1;
+}
+
 /* The same for an allgatherv, whose bytes are the sum of its `counts` (`int`s, or MPI_Counts
  * where `large`) times the size of `type`. */
 static inline int gate_passes_v(int variant, MPI_Comm comm, const void *counts,
                                 const void *displs, int large, MPI_Datatype type) {
   int ranks;
-  const uint32_t *classes = gate_classes(comm, variant, &ranks);
+  const classes_t *classes = gate_classes(comm, variant, &ranks);
   if (!classes || !counts || !displs) return 0;
   int64_t size = gate_type_size(type);
-  if (size <= 0) return 0;
-  uint64_t total = 0;
-  for (int j = 0; j < ranks; j++) {
-    int64_t count = large ? (int64_t)((const MPI_Count *)counts)[j] : ((const int *)counts)[j];
-    if (count < 0 || (uint64_t)count > (UINT64_MAX / 2 - total) / (uint64_t)size) return 0;
-    total += (uint64_t)count * (uint64_t)size;
-  }
+  uint64_t total;
+  if (size <= 0 || !gate_sum(counts, large, ranks, size, &total)) return 0;
   if (classes[OP_ALLGATHERV] >> size_class(total) & 1) return 0;
   count_call(OP_ALLGATHERV, variant, WHY_THRESHOLD);
+  return 1;
+}
+
+/* The same for a reduce-scatter, whose bytes are the whole vector's: the communicator's size
+ * times `count` elements of `type` (OP_REDUCE_SCATTER_BLOCK), or the sum of `counts` (`int`s,
+ * or MPI_Counts where `large`) of them (OP_REDUCE_SCATTER). */
+static inline int gate_passes_scattered(enum op op, int variant, MPI_Comm comm,
+                                        MPI_Datatype type, int64_t count, const void *counts,
+                                        int large) {
+  int ranks;
+  const classes_t *classes = gate_classes(comm, variant, &ranks);
+  if (!classes || ranks < 1) return 0;
+  int64_t size = gate_type_size(type);
+  if (size <= 0) return 0;
+  uint64_t total;
+  if (op == OP_REDUCE_SCATTER_BLOCK) {
+    if (count < 0 || (uint64_t)count > (uint64_t)INT64_MAX / (uint64_t)size / (uint64_t)ranks)
+      return 0;
+    total = (uint64_t)count * (uint64_t)size * (uint64_t)ranks;
+  } else if (!counts || !gate_sum(counts, large, ranks, size, &total)) {
+    return 0;
+  }
+  if (classes[op] >> size_class(total) & 1) return 0;
+  count_call(op, variant, WHY_THRESHOLD);
   return 1;
 }
 
@@ -359,7 +396,7 @@ static inline int gate_passes_v(int variant, MPI_Comm comm, const void *counts,
 static inline int gate_passes_blocks(enum op op, int variant, MPI_Comm comm, MPI_Datatype type,
                                      int64_t count, int root) {
   int ranks;
-  const uint32_t *classes = gate_classes(comm, variant, &ranks);
+  const classes_t *classes = gate_classes(comm, variant, &ranks);
   if (!classes || count < 0 || ranks < 1) return 0;
   if ((op == OP_GATHER || op == OP_SCATTER) && (root < 0 || root >= ranks)) return 0;
   int64_t size = gate_type_size(type);
@@ -392,7 +429,7 @@ static inline int gate_passes_sides(enum op op, int variant, MPI_Comm comm, cons
 static inline int gate_passes_rooted_v(enum op op, int variant, MPI_Comm comm, int root,
                                        const void *counts, const void *displs) {
   int ranks, rank;
-  const uint32_t *classes = gate_classes_rank(comm, variant, &ranks, &rank);
+  const classes_t *classes = gate_classes_rank(comm, variant, &ranks, &rank);
   if (!classes || classes[op] || root < 0 || root >= ranks) return 0;
   if (rank == root && (!counts || !displs)) return 0;
   count_call(op, variant, WHY_THRESHOLD);
@@ -474,11 +511,16 @@ HIDDEN int serve_rooted_v(struct call *c, const void *sendbuf, MPI_Count scount,
 /* Allreduce, reduce, scan, exscan (`root` 0 but for reduce). */
 HIDDEN int serve_reduce(struct call *c, const void *send, void *recv, MPI_Count count,
                         MPI_Datatype type, MPI_Op op, int root);
+/* Reduce_scatter_block (`count` elements per rank) and reduce_scatter (the program's
+ * `counts`: `int`s, or MPI_Counts where `large`). */
+HIDDEN int serve_reduce_scatter(struct call *c, const void *send, void *recv, MPI_Count count,
+                                const void *counts, int large, MPI_Datatype type, MPI_Op op);
 
 /* The arguments of a nonblocking or persistent call, kept by a persistent request. Buffers,
  * counts and types as the program gave them; `counts` and `displs` are `int`s, or `MPI_Count`s
  * and `MPI_Aint`s in the large-count forms. A broadcast's buffer is `recv`; a reduction's
- * element count `rcount` and type `rtype`; a scatterv's counts are its send counts. */
+ * element count `rcount` (a reduce_scatter_block's per rank; a reduce_scatter's `counts`)
+ * and type `rtype`; a scatterv's counts are its send counts. */
 struct args {
   enum op op;
   const void *send;

@@ -31,6 +31,12 @@ static int mpi_nonblocking(const struct args *a, int large, MPI_Request *req) {
     case OP_REDUCE:
       return PMPI_Ireduce_c(x->send, x->recv, x->rcount, x->rtype, x->reduction, x->root, x->comm,
                             req);
+    case OP_REDUCE_SCATTER_BLOCK:
+      return PMPI_Ireduce_scatter_block_c(x->send, x->recv, x->rcount, x->rtype, x->reduction,
+                                          x->comm, req);
+    case OP_REDUCE_SCATTER:
+      return PMPI_Ireduce_scatter_c(x->send, x->recv, x->counts, x->rtype, x->reduction, x->comm,
+                                    req);
     case OP_GATHER:
       return PMPI_Igather_c(x->send, x->scount, x->stype, x->recv, x->rcount, x->rtype, x->root,
                             x->comm, req);
@@ -68,6 +74,10 @@ static int mpi_nonblocking(const struct args *a, int large, MPI_Request *req) {
     return PMPI_Iallreduce(x->send, x->recv, rc, x->rtype, x->reduction, x->comm, req);
   case OP_REDUCE:
     return PMPI_Ireduce(x->send, x->recv, rc, x->rtype, x->reduction, x->root, x->comm, req);
+  case OP_REDUCE_SCATTER_BLOCK:
+    return PMPI_Ireduce_scatter_block(x->send, x->recv, rc, x->rtype, x->reduction, x->comm, req);
+  case OP_REDUCE_SCATTER:
+    return PMPI_Ireduce_scatter(x->send, x->recv, x->counts, x->rtype, x->reduction, x->comm, req);
   case OP_GATHER:
     return PMPI_Igather(x->send, sc, x->stype, x->recv, rc, x->rtype, x->root, x->comm, req);
   case OP_GATHERV:
@@ -113,6 +123,11 @@ int layer_issue(const struct args *a, int variant, MPI_Request native, MPI_Reque
     case OP_SCATTERV:
       rc = layer_pass(&c, WHY_ROOTED_V);
       break;
+    case OP_REDUCE_SCATTER_BLOCK:
+    case OP_REDUCE_SCATTER:
+      rc = serve_reduce_scatter(&c, a->send, a->recv, a->rcount, a->counts, large, a->rtype,
+                                a->reduction);
+      break;
     default: /* allreduce, reduce, scan, exscan */
       rc = serve_reduce(&c, a->send, a->recv, a->rcount, a->rtype, a->reduction, a->root);
       break;
@@ -146,6 +161,12 @@ static int mpi_init(const struct args *x, int large, MPI_Info info, MPI_Request 
     case OP_REDUCE:
       return PMPI_Reduce_init_c(x->send, x->recv, x->rcount, x->rtype, x->reduction, x->root,
                                 x->comm, info, req);
+    case OP_REDUCE_SCATTER_BLOCK:
+      return PMPI_Reduce_scatter_block_init_c(x->send, x->recv, x->rcount, x->rtype,
+                                              x->reduction, x->comm, info, req);
+    case OP_REDUCE_SCATTER:
+      return PMPI_Reduce_scatter_init_c(x->send, x->recv, x->counts, x->rtype, x->reduction,
+                                        x->comm, info, req);
     case OP_GATHER:
       return PMPI_Gather_init_c(x->send, x->scount, x->stype, x->recv, x->rcount, x->rtype,
                                 x->root, x->comm, info, req);
@@ -185,6 +206,12 @@ static int mpi_init(const struct args *x, int large, MPI_Info info, MPI_Request 
   case OP_REDUCE:
     return PMPI_Reduce_init(x->send, x->recv, rc, x->rtype, x->reduction, x->root, x->comm, info,
                             req);
+  case OP_REDUCE_SCATTER_BLOCK:
+    return PMPI_Reduce_scatter_block_init(x->send, x->recv, rc, x->rtype, x->reduction, x->comm,
+                                          info, req);
+  case OP_REDUCE_SCATTER:
+    return PMPI_Reduce_scatter_init(x->send, x->recv, x->counts, x->rtype, x->reduction, x->comm,
+                                    info, req);
   case OP_GATHER:
     return PMPI_Gather_init(x->send, sc, x->stype, x->recv, rc, x->rtype, x->root, x->comm, info,
                             req);
@@ -224,7 +251,11 @@ static int gate_passes_args(const struct args *a, int variant) {
   case OP_GATHERV:
   case OP_SCATTERV:
     return gate_passes_nonblocking_v(a->op, variant, a->comm);
-  default: /* bcast and the reductions */
+  case OP_REDUCE_SCATTER_BLOCK:
+  case OP_REDUCE_SCATTER:
+    return gate_passes_scattered(a->op, variant, a->comm, a->rtype, a->rcount, a->counts,
+                                 variant_large(variant));
+  default: /* bcast, allreduce, reduce, scan, exscan */
     return gate_passes(a->op, variant, a->comm, a->rtype, a->rcount);
   }
 }
@@ -249,7 +280,8 @@ static int predefined_op(MPI_Op op) {
 int layer_persistent(const struct args *a, int variant, MPI_Info info, MPI_Request *req) {
   struct call c;
   int reduction = a->op == OP_ALLREDUCE || a->op == OP_REDUCE || a->op == OP_SCAN ||
-                  a->op == OP_EXSCAN;
+                  a->op == OP_EXSCAN || a->op == OP_REDUCE_SCATTER_BLOCK ||
+                  a->op == OP_REDUCE_SCATTER;
   /* Every start of a call the gate passes by its size would pass: the thresholds and the
    * communicator's size stay. */
   if (gate_passes_args(a, variant) || layer_begin(&c, a->op, variant, a->comm) == PASS)

@@ -72,6 +72,57 @@ int serve_reduce(struct call *c, const void *send, void *recv, MPI_Count count,
   return settle(c, &x, &l);
 }
 
+/* The count of rank `j` of a reduce-scatter: `count` for each of a reduce_scatter_block's,
+ * else the program's `counts[j]` (`int`s, or MPI_Counts where `large`). */
+static MPI_Count scattered(const struct call *c, MPI_Count count, const void *counts, int large,
+                           int j) {
+  if (c->op == OP_REDUCE_SCATTER_BLOCK) return count;
+  return large ? ((const MPI_Count *)counts)[j] : ((const int *)counts)[j];
+}
+
+int serve_reduce_scatter(struct call *c, const void *send, void *recv, MPI_Count count,
+                         const void *counts, int large, MPI_Datatype type, MPI_Op op) {
+  int size;
+  if (!comm_size(c->comm, &size) || (c->op == OP_REDUCE_SCATTER && !counts))
+    return layer_pass(c, WHY_ARGUMENT);
+  /* The whole vector's elements and bytes, which a threshold compares. */
+  MPI_Count total = 0;
+  for (int j = 0; j < size; j++) {
+    MPI_Count n = scattered(c, count, counts, large, j);
+    if (n < 0 || n > INT64_MAX - total) return layer_pass(c, WHY_ARGUMENT);
+    total += n;
+  }
+  uint64_t bytes;
+  if (!type_bytes(type, total, &bytes)) return layer_pass(c, WHY_ARGUMENT);
+  /* Outside the ranges a call passes before its datatype and operation are looked at. */
+  if (auto_passes(c, bytes)) return layer_pass(c, WHY_THRESHOLD);
+  int dtype = circulant_type(type);
+  if (dtype < 0) return layer_pass(c, WHY_DATATYPE);
+  int cop = circulant_op(op, dtype);
+  if (cop < 0) return layer_pass(c, WHY_OPERATION);
+  if (decide(c, bytes)) return PASS;
+  MPI_Count own = scattered(c, count, counts, large, c->m->rank);
+  struct ccall x = {.op = c->op, .count = (size_t)own, .dtype = dtype, .cop = cop};
+  struct later l = {0};
+  if (c->op == OP_REDUCE_SCATTER) {
+    /* circulant's counts, kept until the call is complete. */
+    size_t *elements = malloc(sizeof *elements * (size_t)size);
+    if (!elements) return MPI_ERR_NO_MEM;
+    for (int j = 0; j < size; j++) elements[j] = (size_t)scattered(c, count, counts, large, j);
+    x.counts = elements;
+    l.owned[0] = elements;
+  }
+  /* In place, the whole vector is in `recv` and this rank's part lands at its start. */
+  if (send == MPI_IN_PLACE) {
+    x.send = CIRCULANT_IN_PLACE;
+    x.recv = bytes ? recv : g_empty;
+  } else {
+    x.send = bytes ? send : g_empty;
+    x.recv = own ? recv : g_empty;
+  }
+  return settle(c, &x, &l);
+}
+
 /* ---------------------------------------------------------------- data movement */
 
 int serve_barrier(struct call *c) {
@@ -277,6 +328,12 @@ int ccall_run(circulant_comm *cc, const struct ccall *x, circulant_request **req
   case OP_REDUCE:
     return req ? circulant_ireduce(cc, s, r, x->count, x->dtype, x->cop, x->root, req)
                : circulant_reduce(cc, s, r, x->count, x->dtype, x->cop, x->root);
+  case OP_REDUCE_SCATTER_BLOCK:
+    return req ? circulant_ireduce_scatter_block(cc, s, r, x->count, x->dtype, x->cop, req)
+               : circulant_reduce_scatter_block(cc, s, r, x->count, x->dtype, x->cop);
+  case OP_REDUCE_SCATTER:
+    return req ? circulant_ireduce_scatter(cc, s, r, x->counts, x->dtype, x->cop, req)
+               : circulant_reduce_scatter(cc, s, r, x->counts, x->dtype, x->cop);
   case OP_SCAN:
     return req ? circulant_iscan(cc, s, r, x->count, x->dtype, x->cop, req)
                : circulant_scan(cc, s, r, x->count, x->dtype, x->cop);

@@ -27,16 +27,17 @@ const struct ranges *ranges_of(const struct call *c) {
   return r;
 }
 
-uint32_t size_classes(int form, int op, int size) {
+classes_t size_classes(int form, int op, int size) {
   const struct sized_ranges *s = &g_threshold[form][op];
   const struct ranges *r = NULL;
   for (int i = 0; i < s->n && s->ranks[i] <= size; i++) r = &s->r[i];
-  uint32_t classes = 0;
+  classes_t classes = 0;
   for (int i = 0; r && i < r->n; i++)
-    for (int k = 0; k < 32; k++) {
-      /* Class k holds the sizes from 2^(k-1) to 2^k - 1 (0: none; 31: to the end). */
-      uint64_t lo = k ? 1ull << (k - 1) : 0, hi = k == 0 ? 0 : k == 31 ? NEVER : (1ull << k) - 1;
-      if (r->from[i] <= hi && r->to[i] >= lo) classes |= 1u << k;
+    for (int k = 0; k <= LAST_CLASS; k++) {
+      /* Class k holds the sizes from 2^(k-1) to 2^k - 1 (0: none; the last: to the end). */
+      uint64_t lo = k ? 1ull << (k - 1) : 0,
+               hi = k == 0 ? 0 : k == LAST_CLASS ? NEVER : (1ull << k) - 1;
+      if (r->from[i] <= hi && r->to[i] >= lo) classes |= (classes_t)(1u << k);
     }
   return classes;
 }

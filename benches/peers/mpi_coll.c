@@ -36,9 +36,12 @@
  * Sizes go from --min-bytes to --max-bytes multiplying alternately by 2 and 5 (1, 2, 10, 20,
  * 100, ...). For bcast the size is the message; for allgather it is each rank's contribution;
  * for allgatherv it is the base count c of the distribution (the total follows from it, see
- * distribution_counts); for allreduce it is the vector of int32 elements (size/4 of them);
- * for gather and scatter it is each rank's block (from --root, to it), for alltoall the block
- * each rank sends to each rank.
+ * distribution_counts); for allreduce and reduce (to --root) it is the vector of int32
+ * elements (size/4 of them); for reduce-scatter-block each rank's block of the result (size/4
+ * int32 elements; the vector is p blocks); for reduce-scatter the base count c of the
+ * distribution (each rank's part of the result its count, rounded down to whole int32
+ * elements); for gather and scatter it is each rank's block (from --root, to it), for
+ * alltoall the block each rank sends to each rank. The reductions sum int32 elements.
  *
  * CSV columns (header printed once by rank 0):
  *   library,op,algorithm,distribution,p,bytes,total_bytes,reps,min_s,median_s
@@ -57,10 +60,12 @@
 #define HAVE_PERSISTENT 0
 #endif
 
-enum op { OP_BCAST, OP_ALLGATHER, OP_ALLGATHERV, OP_ALLREDUCE, OP_GATHER, OP_SCATTER, OP_ALLTOALL };
+enum op { OP_BCAST, OP_ALLGATHER, OP_ALLGATHERV, OP_ALLREDUCE, OP_GATHER, OP_SCATTER, OP_ALLTOALL,
+         OP_REDUCE, OP_REDUCE_SCATTER_BLOCK, OP_REDUCE_SCATTER };
 
-static const char *op_names[] = {"bcast",      "allgather", "allgatherv", "allreduce",
-                                 "gather",     "scatter",   "alltoall"};
+static const char *op_names[] = {"bcast",     "allgather", "allgatherv", "allreduce",
+                                 "gather",    "scatter",   "alltoall",   "reduce",
+                                 "reduce-scatter-block",   "reduce-scatter"};
 enum { N_OPS = sizeof op_names / sizeof op_names[0] };
 
 static const char *dist_names[] = {"regular", "broadcast", "spike", "half-full",
@@ -88,7 +93,8 @@ struct options {
 static void usage_exit(const char *msg) {
     fprintf(stderr,
             "mpi_coll: %s\n"
-            "usage: mpi_coll --op bcast|allgather|allgatherv|allreduce|gather|scatter|alltoall\n"
+            "usage: mpi_coll --op bcast|allgather|allgatherv|allreduce|gather|scatter|alltoall|\n"
+            "                     reduce|reduce-scatter-block|reduce-scatter\n"
             "                [--dist NAME] [--root R]\n"
             "                [--reps N] [--min-bytes B] [--max-bytes B] [--no-header]\n"
             "                [--nonblocking | --persistent] [--paired] [--comm world|dup]\n"
@@ -228,6 +234,20 @@ struct buffers {
 
 static int fits_int(uint64_t v) { return v <= (uint64_t)INT32_MAX; }
 
+/* The operations that sum int32 elements. */
+static int reduces(enum op op) {
+    return op == OP_ALLREDUCE || op == OP_REDUCE || op == OP_REDUCE_SCATTER_BLOCK ||
+           op == OP_REDUCE_SCATTER;
+}
+
+/* The operations whose counts follow --dist. */
+static int distributed(enum op op) { return op == OP_ALLGATHERV || op == OP_REDUCE_SCATTER; }
+
+/* Element k of the sum over p ranks, each contributing rank + k mod 17 (fill). */
+static int32_t summed(int p, uint64_t k) {
+    return (int32_t)((int64_t)p * (p - 1) / 2 + (int64_t)p * (int64_t)(k % 17));
+}
+
 /* The entry points a call goes through: the MPI_ names or the PMPI_ names (--paired). */
 struct entries {
     const char *name;
@@ -239,6 +259,9 @@ struct entries {
     int (*gather)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm);
     int (*scatter)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm);
     int (*alltoall)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+    int (*reduce)(const void *, void *, int, MPI_Datatype, MPI_Op, int, MPI_Comm);
+    int (*reduce_scatter_block)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+    int (*reduce_scatter)(const void *, void *, const int *, MPI_Datatype, MPI_Op, MPI_Comm);
     int (*ibcast)(void *, int, MPI_Datatype, int, MPI_Comm, MPI_Request *);
     int (*iallgather)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm,
                       MPI_Request *);
@@ -251,6 +274,11 @@ struct entries {
                     MPI_Request *);
     int (*ialltoall)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm,
                      MPI_Request *);
+    int (*ireduce)(const void *, void *, int, MPI_Datatype, MPI_Op, int, MPI_Comm, MPI_Request *);
+    int (*ireduce_scatter_block)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm,
+                                 MPI_Request *);
+    int (*ireduce_scatter)(const void *, void *, const int *, MPI_Datatype, MPI_Op, MPI_Comm,
+                           MPI_Request *);
     int (*wait)(MPI_Request *, MPI_Status *);
     int (*request_free)(MPI_Request *);
     int series; /* the index of this series' persistent request in struct buffers */
@@ -268,6 +296,12 @@ struct entries {
                         MPI_Comm, MPI_Info, MPI_Request *);
     int (*alltoall_init)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm,
                          MPI_Info, MPI_Request *);
+    int (*reduce_init)(const void *, void *, int, MPI_Datatype, MPI_Op, int, MPI_Comm, MPI_Info,
+                       MPI_Request *);
+    int (*reduce_scatter_block_init)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm,
+                                     MPI_Info, MPI_Request *);
+    int (*reduce_scatter_init)(const void *, void *, const int *, MPI_Datatype, MPI_Op, MPI_Comm,
+                               MPI_Info, MPI_Request *);
     int (*start)(MPI_Request *);
 #endif
 };
@@ -278,7 +312,9 @@ struct entries {
     .bcast_init = P##MPI_Bcast_init, .allgather_init = P##MPI_Allgather_init,                    \
     .allgatherv_init = P##MPI_Allgatherv_init, .allreduce_init = P##MPI_Allreduce_init,          \
     .gather_init = P##MPI_Gather_init, .scatter_init = P##MPI_Scatter_init,                      \
-    .alltoall_init = P##MPI_Alltoall_init, .start = P##MPI_Start,
+    .alltoall_init = P##MPI_Alltoall_init, .reduce_init = P##MPI_Reduce_init,                    \
+    .reduce_scatter_block_init = P##MPI_Reduce_scatter_block_init,                               \
+    .reduce_scatter_init = P##MPI_Reduce_scatter_init, .start = P##MPI_Start,
 #else
 #define PERSISTENT_ENTRIES(P)
 #endif
@@ -287,6 +323,10 @@ struct entries {
         .name = NAME, .bcast = P##MPI_Bcast, .allgather = P##MPI_Allgather,                      \
         .allgatherv = P##MPI_Allgatherv, .allreduce = P##MPI_Allreduce,                          \
         .gather = P##MPI_Gather, .scatter = P##MPI_Scatter, .alltoall = P##MPI_Alltoall,         \
+        .reduce = P##MPI_Reduce, .reduce_scatter_block = P##MPI_Reduce_scatter_block,            \
+        .reduce_scatter = P##MPI_Reduce_scatter, .ireduce = P##MPI_Ireduce,                      \
+        .ireduce_scatter_block = P##MPI_Ireduce_scatter_block,                                   \
+        .ireduce_scatter = P##MPI_Ireduce_scatter,                                               \
         .ibcast = P##MPI_Ibcast, .iallgather = P##MPI_Iallgather,                                \
         .iallgatherv = P##MPI_Iallgatherv, .iallreduce = P##MPI_Iallreduce,                      \
         .igather = P##MPI_Igather, .iscatter = P##MPI_Iscatter, .ialltoall = P##MPI_Ialltoall,   \
@@ -325,6 +365,17 @@ static void make_persistent(const struct options *o, const struct entries *e, st
         break;
     case OP_ALLTOALL:
         e->alltoall_init(b->send, n, MPI_BYTE, b->recv, n, MPI_BYTE, o->comm, none, req);
+        break;
+    case OP_REDUCE:
+        e->reduce_init(b->send, b->recv, n / 4, MPI_INT32_T, MPI_SUM, o->root, o->comm, none, req);
+        break;
+    case OP_REDUCE_SCATTER_BLOCK:
+        e->reduce_scatter_block_init(b->send, b->recv, n / 4, MPI_INT32_T, MPI_SUM, o->comm, none,
+                                     req);
+        break;
+    case OP_REDUCE_SCATTER:
+        e->reduce_scatter_init(b->send, b->recv, b->counts, MPI_INT32_T, MPI_SUM, o->comm, none,
+                               req);
         break;
     }
 #else
@@ -369,6 +420,17 @@ static void run_op(const struct options *o, const struct entries *e, struct buff
             e->ialltoall(b->send, (int)bytes, MPI_BYTE, b->recv, (int)bytes, MPI_BYTE, o->comm,
                          &req);
             break;
+        case OP_REDUCE:
+            e->ireduce(b->send, b->recv, (int)(bytes / 4), MPI_INT32_T, MPI_SUM, o->root, o->comm,
+                       &req);
+            break;
+        case OP_REDUCE_SCATTER_BLOCK:
+            e->ireduce_scatter_block(b->send, b->recv, (int)(bytes / 4), MPI_INT32_T, MPI_SUM,
+                                     o->comm, &req);
+            break;
+        case OP_REDUCE_SCATTER:
+            e->ireduce_scatter(b->send, b->recv, b->counts, MPI_INT32_T, MPI_SUM, o->comm, &req);
+            break;
         default:
             e->iallreduce(b->send, b->recv, (int)(bytes / 4), MPI_INT32_T, MPI_SUM,
                           o->comm, &req);
@@ -400,6 +462,15 @@ static void run_op(const struct options *o, const struct entries *e, struct buff
     case OP_ALLTOALL:
         e->alltoall(b->send, (int)bytes, MPI_BYTE, b->recv, (int)bytes, MPI_BYTE, o->comm);
         break;
+    case OP_REDUCE:
+        e->reduce(b->send, b->recv, (int)(bytes / 4), MPI_INT32_T, MPI_SUM, o->root, o->comm);
+        break;
+    case OP_REDUCE_SCATTER_BLOCK:
+        e->reduce_scatter_block(b->send, b->recv, (int)(bytes / 4), MPI_INT32_T, MPI_SUM, o->comm);
+        break;
+    case OP_REDUCE_SCATTER:
+        e->reduce_scatter(b->send, b->recv, b->counts, MPI_INT32_T, MPI_SUM, o->comm);
+        break;
     }
 }
 
@@ -412,24 +483,40 @@ static int prepare(const struct options *o, struct buffers *b, uint64_t bytes, i
     switch (o->op) {
     case OP_BCAST: recv_len = bytes; b->total = bytes; break;
     case OP_ALLGATHER: send_len = bytes; recv_len = bytes * (uint64_t)p; b->total = recv_len; break;
-    case OP_ALLGATHERV: {
+    case OP_ALLGATHERV:
+    case OP_REDUCE_SCATTER: {
+        /* Allgatherv: counts and displacements in bytes; reduce-scatter: in int32 elements. */
+        uint64_t unit = o->op == OP_REDUCE_SCATTER ? 4 : 1;
         uint64_t *c = malloc(sizeof *c * (size_t)p);
         if (!c) return -1;
         distribution_counts(o->dist, p, bytes, c);
         uint64_t off = 0;
         for (int i = 0; i < p; i++) {
-            if (!fits_int(c[i]) || !fits_int(off)) { free(c); return -1; }
+            c[i] /= unit;
+            if (!fits_int(c[i]) || !fits_int(off) || !fits_int(off * unit)) { free(c); return -1; }
             b->counts[i] = (int)c[i];
             b->displs[i] = (int)off;
             off += c[i];
         }
-        send_len = c[rank];
-        recv_len = off;
-        b->total = off;
+        if (o->op == OP_REDUCE_SCATTER) {
+            send_len = off * unit;
+            recv_len = c[rank] * unit;
+        } else {
+            send_len = c[rank];
+            recv_len = off;
+        }
+        b->total = off * unit;
         free(c);
         break;
     }
-    case OP_ALLREDUCE: send_len = recv_len = bytes / 4 * 4; b->total = recv_len; break;
+    case OP_ALLREDUCE:
+    case OP_REDUCE: send_len = recv_len = bytes / 4 * 4; b->total = recv_len; break;
+    case OP_REDUCE_SCATTER_BLOCK:
+        recv_len = bytes / 4 * 4;
+        send_len = recv_len * (uint64_t)p;
+        b->total = send_len;
+        for (int i = 0; i < p; i++) b->displs[i] = (int)((uint64_t)i * (bytes / 4));
+        break;
     case OP_GATHER: send_len = bytes; recv_len = bytes * (uint64_t)p; b->total = recv_len; break;
     case OP_SCATTER: send_len = bytes * (uint64_t)p; recv_len = bytes; b->total = send_len; break;
     case OP_ALLTOALL: send_len = recv_len = bytes * (uint64_t)p; b->total = recv_len; break;
@@ -452,7 +539,7 @@ static int prepare(const struct options *o, struct buffers *b, uint64_t bytes, i
 /* Fills the buffers prepare made for `bytes`: the inputs, and the outputs cleared. */
 static void fill(const struct options *o, struct buffers *b, uint64_t bytes, int rank) {
     uint64_t send_len = b->send_len, recv_len = b->recv_len;
-    if (o->op == OP_ALLREDUCE) {
+    if (reduces(o->op)) {
         for (uint64_t k = 0; k < send_len / 4; k++) ((int32_t *)b->send)[k] = (int32_t)(rank + k % 17);
     } else {
         for (uint64_t k = 0; k < send_len; k++) b->send[k] = pattern(rank, k);
@@ -479,11 +566,16 @@ static uint64_t check(const struct options *o, const struct buffers *b, uint64_t
                 bad += b->recv[(uint64_t)b->displs[r] + k] != pattern(r, k);
         break;
     case OP_ALLREDUCE:
-        for (uint64_t k = 0; k < bytes / 4; k++) {
-            int64_t want = 0;
-            for (int r = 0; r < p; r++) want += r + (int64_t)(k % 17);
-            bad += ((const int32_t *)b->recv)[k] != (int32_t)want;
-        }
+        for (uint64_t k = 0; k < bytes / 4; k++) bad += ((const int32_t *)b->recv)[k] != summed(p, k);
+        break;
+    case OP_REDUCE: /* at the root */
+        for (uint64_t k = 0; b->rank == o->root && k < bytes / 4; k++)
+            bad += ((const int32_t *)b->recv)[k] != summed(p, k);
+        break;
+    case OP_REDUCE_SCATTER_BLOCK:
+    case OP_REDUCE_SCATTER: /* this rank's part, from its displacement in the vector */
+        for (uint64_t k = 0; k < b->recv_len / 4; k++)
+            bad += ((const int32_t *)b->recv)[k] != summed(p, (uint64_t)b->displs[b->rank] + k);
         break;
     case OP_GATHER: /* the root's blocks, each rank's pattern */
         for (int r = 0; b->rank == o->root && r < p; r++)
@@ -567,7 +659,7 @@ int main(int argc, char **argv) {
     if (!b.counts || !b.displs || !times[0] || !times[1]) MPI_Abort(MPI_COMM_WORLD, 1);
 
     const char *lib = library_name();
-    const char *dist = o.op == OP_ALLGATHERV ? dist_names[o.dist] : "-";
+    const char *dist = distributed(o.op) ? dist_names[o.dist] : "-";
     if (rank == 0 && o.header)
         printf("library,op,algorithm,distribution,p,bytes,total_bytes,reps,min_s,median_s\n");
 
@@ -584,7 +676,7 @@ int main(int argc, char **argv) {
     struct common_window window = COMMON_WINDOW_START;
     for (uint64_t bytes = o.min_bytes, step = 0; bytes <= o.max_bytes;
          bytes *= (step++ % 2 == 0) ? 2 : 5) {
-        if (o.op == OP_ALLREDUCE && bytes < 4) {
+        if (reduces(o.op) && bytes < 4) {
             if (bytes == 0) break;
             continue;
         }

@@ -105,6 +105,7 @@ macro_rules! collectives {
                    the block lands at its start)."
                 (send: *const c_void, recv: *mut c_void, recv_count: usize, dtype: c_int, op: c_int)
                 => |c| Collective::reduce_scatter_block(c, send, recv, recv_count, dtype, op);
+                @mpi Reduce_scatter_block ReductionScatterBlock;
 
             /// Part r of `op` over all ranks' `send` (cut at `counts`, elements of the
             /// reduction's type per rank, zeros allowed) into rank r's `recv` (`counts[r]`
@@ -120,6 +121,7 @@ macro_rules! collectives {
                 (send: *const c_void, recv: *mut c_void, recv_counts: *const usize, dtype: c_int,
                  op: c_int)
                 => |c| Collective::reduce_scatter(c, send, recv, recv_counts, dtype, op);
+                @mpi Reduce_scatter ReductionScatterV;
 
             /// Rank r's `recv` = `op` over the `send` of ranks 0..=r (inclusive prefix).
             scan, iscan, scan_init / scan_bytes, iscan_bytes, scan_init_bytes:
