@@ -37,8 +37,8 @@
  * 100, ...). For bcast the size is the message; for allgather it is each rank's contribution;
  * for allgatherv it is the base count c of the distribution (the total follows from it, see
  * distribution_counts); for allreduce and reduce (to --root) it is the vector of int32
- * elements (size/4 of them); for reduce-scatter-block each rank's block of the result (size/4
- * int32 elements; the vector is p blocks); for reduce-scatter the base count c of the
+ * elements (size/4 of them); for reduce-scatter-block the vector every rank contributes (p
+ * blocks of size/4/p int32 elements, as circulant bench); for reduce-scatter the base count c of the
  * distribution (each rank's part of the result its count, rounded down to whole int32
  * elements); for gather and scatter it is each rank's block (from --root, to it), for
  * alltoall the block each rank sends to each rank. The reductions sum int32 elements.
@@ -370,8 +370,8 @@ static void make_persistent(const struct options *o, const struct entries *e, st
         e->reduce_init(b->send, b->recv, n / 4, MPI_INT32_T, MPI_SUM, o->root, o->comm, none, req);
         break;
     case OP_REDUCE_SCATTER_BLOCK:
-        e->reduce_scatter_block_init(b->send, b->recv, n / 4, MPI_INT32_T, MPI_SUM, o->comm, none,
-                                     req);
+        e->reduce_scatter_block_init(b->send, b->recv, (int)(b->recv_len / 4), MPI_INT32_T,
+                                     MPI_SUM, o->comm, none, req);
         break;
     case OP_REDUCE_SCATTER:
         e->reduce_scatter_init(b->send, b->recv, b->counts, MPI_INT32_T, MPI_SUM, o->comm, none,
@@ -425,7 +425,7 @@ static void run_op(const struct options *o, const struct entries *e, struct buff
                        &req);
             break;
         case OP_REDUCE_SCATTER_BLOCK:
-            e->ireduce_scatter_block(b->send, b->recv, (int)(bytes / 4), MPI_INT32_T, MPI_SUM,
+            e->ireduce_scatter_block(b->send, b->recv, (int)(b->recv_len / 4), MPI_INT32_T, MPI_SUM,
                                      o->comm, &req);
             break;
         case OP_REDUCE_SCATTER:
@@ -466,7 +466,8 @@ static void run_op(const struct options *o, const struct entries *e, struct buff
         e->reduce(b->send, b->recv, (int)(bytes / 4), MPI_INT32_T, MPI_SUM, o->root, o->comm);
         break;
     case OP_REDUCE_SCATTER_BLOCK:
-        e->reduce_scatter_block(b->send, b->recv, (int)(bytes / 4), MPI_INT32_T, MPI_SUM, o->comm);
+        e->reduce_scatter_block(b->send, b->recv, (int)(b->recv_len / 4), MPI_INT32_T, MPI_SUM,
+                                o->comm);
         break;
     case OP_REDUCE_SCATTER:
         e->reduce_scatter(b->send, b->recv, b->counts, MPI_INT32_T, MPI_SUM, o->comm);
@@ -512,10 +513,10 @@ static int prepare(const struct options *o, struct buffers *b, uint64_t bytes, i
     case OP_ALLREDUCE:
     case OP_REDUCE: send_len = recv_len = bytes / 4 * 4; b->total = recv_len; break;
     case OP_REDUCE_SCATTER_BLOCK:
-        recv_len = bytes / 4 * 4;
+        recv_len = bytes / 4 / (uint64_t)p * 4;
         send_len = recv_len * (uint64_t)p;
         b->total = send_len;
-        for (int i = 0; i < p; i++) b->displs[i] = (int)((uint64_t)i * (bytes / 4));
+        for (int i = 0; i < p; i++) b->displs[i] = (int)((uint64_t)i * (recv_len / 4));
         break;
     case OP_GATHER: send_len = bytes; recv_len = bytes * (uint64_t)p; b->total = recv_len; break;
     case OP_SCATTER: send_len = bytes * (uint64_t)p; recv_len = bytes; b->total = send_len; break;

@@ -21,9 +21,9 @@ pub struct Args {
 
     /// Operations to measure (comma-separated): bcast, allgather, allgatherv, allreduce,
     /// reduce, reduce-scatter-block, reduce-scatter. The size is the message (bcast), each
-    /// rank's block (allgather), the distribution's base count (allgatherv; reduce-scatter, of
-    /// int32 elements), the vector of int32 elements every rank contributes (allreduce,
-    /// reduce, reduce-scatter-block).
+    /// rank's block (allgather), the distribution's base count (allgatherv; reduce-scatter,
+    /// each count rounded down to whole int32 elements), the vector of int32 elements every
+    /// rank contributes (allreduce, reduce, reduce-scatter-block).
     #[arg(
         long,
         value_name = "OPS",

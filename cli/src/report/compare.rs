@@ -729,9 +729,9 @@ const INT32_SUM: Reduction = Reduction {
 ///
 /// `bytes` and `total_bytes` mean what the CSV columns mean: for bcast the message, for
 /// allgather each rank's contribution, for allgatherv the base count c of `distribution`
-/// ([`Distribution::counts`]), for allreduce, reduce and reduce_scatter_block the vector
-/// (whose exact size is `total_bytes`), for reduce_scatter the base count of `distribution` in
-/// int32 elements of 4 bytes.
+/// ([`Distribution::counts`]), for allreduce, reduce and reduce-scatter-block the vector
+/// (whose exact size is `total_bytes`), for reduce-scatter the base count of `distribution`
+/// (each count rounded down to whole int32 elements).
 pub fn row_problem(
     op: &str,
     distribution: &str,
@@ -759,20 +759,20 @@ pub fn row_problem(
             bytes: usize::try_from(total_bytes).ok()?,
         },
         // The whole vector is the total; each rank's block is its p-th.
-        "reduce_scatter_block" => Problem::ReduceScatterBlock {
+        "reduce-scatter-block" => Problem::ReduceScatterBlock {
             p,
             reduction: INT32_SUM,
             block: usize::try_from(total_bytes).ok()? / p,
         },
-        // The distribution's base count is in int32 elements.
-        "reduce_scatter" => Problem::ReduceScatter {
+        // The distribution's counts, each in whole int32 elements.
+        "reduce-scatter" => Problem::ReduceScatter {
             reduction: INT32_SUM,
             counts: distribution
                 .parse::<Distribution>()
                 .ok()?
-                .counts(p, bytes / 4)
+                .counts(p, bytes)
                 .into_iter()
-                .map(|c| c * 4)
+                .map(|c| c / 4 * 4)
                 .collect(),
         },
         _ => return None,

@@ -55,7 +55,7 @@ pub enum Op {
     Allgatherv,
     Allreduce,
     Reduce,
-    // The CSV rows and the MPI peer spell them as the C entry points do.
+    // Also as the C entry points spell them.
     #[value(alias = "reduce_scatter_block")]
     ReduceScatterBlock,
     #[value(alias = "reduce_scatter")]
@@ -70,8 +70,8 @@ impl Op {
             Op::Allgatherv => "allgatherv",
             Op::Allreduce => "allreduce",
             Op::Reduce => "reduce",
-            Op::ReduceScatterBlock => "reduce_scatter_block",
-            Op::ReduceScatter => "reduce_scatter",
+            Op::ReduceScatterBlock => "reduce-scatter-block",
+            Op::ReduceScatter => "reduce-scatter",
         }
     }
 
@@ -391,9 +391,10 @@ fn plan_cells(
                         reduction: int32_sum(),
                         block: m / 4 / p * 4,
                     },
+                    // Each rank's count of the distribution, in whole int32 elements.
                     (Op::ReduceScatter, Some(d)) => Problem::ReduceScatter {
                         reduction: int32_sum(),
-                        counts: d.counts(p, m / 4).into_iter().map(|c| c * 4).collect(),
+                        counts: d.counts(p, m).into_iter().map(|c| c / 4 * 4).collect(),
                     },
                 };
                 // The communicator's list: on several nodes of several ranks, the node-aware
