@@ -617,7 +617,8 @@ mod tests {
                             assert_eq!(a.problem, b.problem, "p = {p}, {scope:?}: {}", a.name);
                         } else if a.problem == b.problem {
                             assert!(
-                                ["allgatherv", "gatherv", "scatterv"].contains(&a.collective()),
+                                ["allgatherv", "gatherv", "scatterv", "reduce_scatter"]
+                                    .contains(&a.collective()),
                                 "p = {p}, {scope:?}: {} and {} are one problem",
                                 a.name,
                                 b.name
@@ -666,17 +667,19 @@ mod tests {
         }
     }
 
-    /// Barrier, broadcasts, allgathers, allgathervs, reductions, gather/scatter/alltoall and
-    /// gatherv/scatterv at p = 4.
+    /// Barrier, broadcasts, allgathers, allgathervs, reductions (per reduction and size: an
+    /// allreduce, a reduce per root, a reduce-scatter-block, a reduce-scatter per distribution,
+    /// scan and exscan), gather/scatter/alltoall and gatherv/scatterv at p = 4.
     #[test]
     fn matrix_sizes() {
+        let dists = Distribution::ALL.len();
         assert_eq!(
             matrix(4, Scope::Quick).len(),
-            1 + 12 + 4 + 28 + 3 * 4 * 6 + 4 * 7 + 4 * 6
+            1 + 12 + 4 + 28 + 3 * 4 * (1 + 3 + 1 + dists + 2) + 4 * 7 + 4 * 6
         );
         assert_eq!(
             matrix(4, Scope::Full).len(),
-            1 + 20 + 5 + 35 + 3 * 5 * 7 + 5 * 9 + 5 * 24
+            1 + 20 + 5 + 35 + 3 * 5 * (1 + 4 + 1 + dists + 2) + 5 * 9 + 5 * 24
         );
     }
 
