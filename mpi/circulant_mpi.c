@@ -48,7 +48,7 @@ static const char *const why_names[WHY_COUNT] = {
     "served",          "off",        "thread-multiple",       "intercommunicator",
     "below-threshold", "datatype",   "operation",             "argument",
     "too-large",       "start-failed", "failed-before",       "outside-init",
-    "not-mirrored",    "rooted-v"};
+    "not-mirrored",    "rooted-v",          "unordered-starts"};
 
 /* Calls per collective, form (enum variant) and reason, this rank. */
 unsigned long long g_stats[OP_COUNT][VAR_COUNT][WHY_COUNT];

@@ -58,6 +58,7 @@ enum reason {
   WHY_INACTIVE,        /* outside MPI_Init .. MPI_Finalize */
   WHY_UNMIRRORED,      /* nonblocking: no collective has started circulant on it yet */
   WHY_ROOTED_V,        /* nonblocking gatherv, scatterv: only the root knows the counts */
+  WHY_UNORDERED,       /* persistent: its starts need not be in one order on every rank */
   WHY_COUNT
 };
 
