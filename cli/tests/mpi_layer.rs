@@ -1254,6 +1254,56 @@ fn errors_reach_the_error_handler_under_open_mpi() {
     errors(Mpi::OpenMpi);
 }
 
+/// Arguments MPI says are not significant, passed as NULL, -1 and MPI_DATATYPE_NULL (the
+/// receive side of a gather on a non-root, the send side of a scatter on a non-root, either
+/// side MPI_IN_PLACE stands for, ...), in every form the MPI has, at p = 4 and root 1: every
+/// result is right and the calls were served (the rooted `v` forms' nonblocking and
+/// persistent ones pass, as always).
+fn insignificant_arguments(mpi: Mpi) {
+    let Some(lib) = layer(mpi) else { return };
+    let exe = program(mpi, "insignificant.c");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let env = [
+        ("CIRCULANT_MPI", "on"),
+        ("CIRCULANT_CHECK", "1"),
+        ("CIRCULANT_MPI_STATS", "1"),
+    ];
+    let done = job(mpi, 4, Some(&lib), &env, &exe, &[], &dir);
+    assert_all_passed(&done, 4, 24);
+    let forms: &[&str] = match mpi {
+        Mpi::Mpich => &["", "_c", "I", "_init"],
+        Mpi::OpenMpi => &["", "I"],
+    };
+    for stem in [
+        "Gather",
+        "Scatter",
+        "Reduce",
+        "Allgather",
+        "Allgatherv",
+        "Alltoall",
+    ] {
+        for form in forms {
+            let name = match *form {
+                "I" => format!("MPI_I{}", stem.to_lowercase()),
+                suffix => format!("MPI_{stem}{suffix}"),
+            };
+            let (served, passed, _) = stats(&done.stderr, &name)
+                .unwrap_or_else(|| panic!("no statistics of {name}:\n{done:?}"));
+            assert!(served > 0 && passed == 0, "{name}: {done:?}");
+        }
+    }
+}
+
+#[test]
+fn insignificant_arguments_are_not_looked_at_under_mpich() {
+    insignificant_arguments(Mpi::Mpich);
+}
+
+#[test]
+fn insignificant_arguments_are_not_looked_at_under_open_mpi() {
+    insignificant_arguments(Mpi::OpenMpi);
+}
+
 /// `use mpi`: MPICH's Fortran bindings call the C functions, so the layer serves them; Open
 /// MPI's call the PMPI_ ones, so the program runs on MPI alone (and stays correct).
 #[test]
