@@ -189,6 +189,9 @@ HIDDEN int in_ranges(const struct call *c, uint64_t bytes);
 HIDDEN void read_settings(void);
 /* Prints "circulant-mpi: " and the message, and aborts the job. */
 HIDDEN void die(const char *fmt, const char *a, const char *b);
+/* circulant_mpi.c: PMPI_Abort after removing circulant's files in /dev/shm of every rank on
+ * this node (their pids taken at MPI_Init), which the aborted ranks leave otherwise. */
+HIDDEN int layer_abort(MPI_Comm comm, int code);
 
 extern HIDDEN const char *const op_names[OP_COUNT]; /* "bcast", ... (thresholds' names) */
 extern HIDDEN int g_active;
