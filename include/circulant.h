@@ -116,6 +116,13 @@ int circulant_init(circulant_comm **comm);
 // freed. The job is left when the last communicator of the process is released.
 int circulant_finalize(circulant_comm *comm);
 
+// Removes the files process `pid` (this process or a peer on this host) keeps in `/dev/shm`
+// and that are this user's: libfabric's shm regions (`PID:N:M`) and circulant's shared memory
+// (`circulant-PID-NAME`). For a job that is ending without closing its communicators, as
+// `MPI_Abort` ends one: the mappings stay, but a process of `pid` that later opens one of
+// these files by its name fails, so the job must not go on.
+void circulant_remove_shared_files(uint32_t pid);
+
 // This process's rank in `comm`.
 int circulant_rank(const circulant_comm *comm, int *rank);
 

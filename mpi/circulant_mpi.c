@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------- collectives, reasons */
 
@@ -48,7 +49,7 @@ static const char *const why_names[WHY_COUNT] = {
     "served",          "off",        "thread-multiple",       "intercommunicator",
     "below-threshold", "datatype",   "operation",             "argument",
     "too-large",       "start-failed", "failed-before",       "outside-init",
-    "not-mirrored",    "rooted-v"};
+    "not-mirrored",    "rooted-v",          "unordered-starts"};
 
 /* Calls per collective, form (enum variant) and reason, this rank. */
 unsigned long long g_stats[OP_COUNT][VAR_COUNT][WHY_COUNT];
@@ -281,10 +282,46 @@ void layer_raise(struct call *c, int code, const char *message) {
   if (fatal) {
     fprintf(stderr, "circulant-mpi: rank %d: %s\n", c->m->rank, message);
     fflush(stderr);
-    PMPI_Abort(comm, 1);
+    layer_abort(comm, 1);
   }
   PMPI_Comm_call_errhandler(comm, code);
 }
+
+/* ---------------------------------------------------------------- abort */
+
+/* The pids of the ranks that share memory with this one (MPI_COMM_TYPE_SHARED of
+ * MPI_COMM_WORLD), this one's included, taken at MPI_Init. An aborted job's ranks are killed
+ * before they close their endpoints and circulant's shared memory, whose files in /dev/shm
+ * carry their pids: the rank that aborts removes them all first. */
+static unsigned *g_node_pids;
+static int g_node_ranks;
+
+static void note_node_pids(void) {
+  MPI_Comm shared;
+  if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared) !=
+      MPI_SUCCESS)
+    return;
+  int n = 0;
+  PMPI_Comm_size(shared, &n);
+  unsigned mine = (unsigned)getpid();
+  unsigned *pids = malloc(sizeof *pids * (size_t)(n > 0 ? n : 1));
+  if (pids && PMPI_Allgather(&mine, 1, MPI_UNSIGNED, pids, 1, MPI_UNSIGNED, shared) == MPI_SUCCESS) {
+    g_node_pids = pids;
+    g_node_ranks = n;
+  } else {
+    free(pids);
+  }
+  PMPI_Comm_free(&shared);
+}
+
+int layer_abort(MPI_Comm comm, int code) {
+  for (int i = 0; i < g_node_ranks; i++) circulant_remove_shared_files(g_node_pids[i]);
+  return PMPI_Abort(comm, code);
+}
+
+/* MPI_Abort ends every rank of the job (MPICH and Open MPI both do), none of which closes
+ * what circulant keeps in /dev/shm. */
+int MPI_Abort(MPI_Comm comm, int code) { return layer_abort(comm, code); }
 
 /* ---------------------------------------------------------------- init and finalize */
 
@@ -307,6 +344,7 @@ static void start(int provided) {
   g_gate.open = g_mode == MODE_AUTO && !g_threads;
   /* circulant starts with the job: MPI_COMM_WORLD's communicator is made now. */
   if (g_mode != MODE_OFF && !g_threads) {
+    note_node_pids();
     struct mirror *w = layer_mirror_of(MPI_COMM_WORLD);
     if (!w->cc && w->rank == 0)
       fprintf(stderr, "circulant-mpi: circulant did not start; every collective goes to MPI\n");

@@ -58,6 +58,7 @@ enum reason {
   WHY_INACTIVE,        /* outside MPI_Init .. MPI_Finalize */
   WHY_UNMIRRORED,      /* nonblocking: no collective has started circulant on it yet */
   WHY_ROOTED_V,        /* nonblocking gatherv, scatterv: only the root knows the counts */
+  WHY_UNORDERED,       /* persistent: its starts need not be in one order on every rank */
   WHY_COUNT
 };
 
@@ -188,6 +189,9 @@ HIDDEN int in_ranges(const struct call *c, uint64_t bytes);
 HIDDEN void read_settings(void);
 /* Prints "circulant-mpi: " and the message, and aborts the job. */
 HIDDEN void die(const char *fmt, const char *a, const char *b);
+/* circulant_mpi.c: PMPI_Abort after removing circulant's files in /dev/shm of every rank on
+ * this node (their pids taken at MPI_Init), which the aborted ranks leave otherwise. */
+HIDDEN int layer_abort(MPI_Comm comm, int code);
 
 extern HIDDEN const char *const op_names[OP_COUNT]; /* "bcast", ... (thresholds' names) */
 extern HIDDEN int g_active;

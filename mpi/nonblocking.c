@@ -12,6 +12,8 @@
 #define _GNU_SOURCE
 #include "layer.h"
 
+#include <strings.h>
+
 /* The MPI's own nonblocking call. */
 static int mpi_nonblocking(const struct args *a, int large, MPI_Request *req) {
   const struct args *x = a;
@@ -260,6 +262,28 @@ static int gate_passes_args(const struct args *a, int variant) {
   }
 }
 
+/* Whether `info` holds `key` set to true. */
+static int info_true(MPI_Info info, const char *key) {
+  if (info == MPI_INFO_NULL) return 0;
+  char value[8];
+  int length = (int)sizeof value, flag = 0;
+  if (PMPI_Info_get_string(info, key, &length, value, &flag) != MPI_SUCCESS) return 0;
+  return flag && strcasecmp(value, "true") == 0;
+}
+
+/* Whether the program asserts that it starts its persistent collectives on `comm` in the same
+ * order on every rank: MPI-4's info key mpi_assert_strict_persistent_collective_ordering,
+ * given to the init or set on the communicator (equal on every rank, as MPI requires). */
+static int starts_ordered(MPI_Comm comm, MPI_Info info) {
+  static const char key[] = "mpi_assert_strict_persistent_collective_ordering";
+  if (info_true(info, key)) return 1;
+  MPI_Info own;
+  if (PMPI_Comm_get_info(comm, &own) != MPI_SUCCESS) return 0;
+  int ordered = info_true(own, key);
+  PMPI_Info_free(&own);
+  return ordered;
+}
+
 static int predefined_op(MPI_Op op) {
   return op == MPI_SUM || op == MPI_PROD || op == MPI_MIN || op == MPI_MAX || op == MPI_LAND ||
          op == MPI_LOR || op == MPI_LXOR || op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR ||
@@ -286,6 +310,12 @@ int layer_persistent(const struct args *a, int variant, MPI_Info info, MPI_Reque
    * communicator's size stay. */
   if (gate_passes_args(a, variant) || layer_begin(&c, a->op, variant, a->comm) == PASS)
     return mpi_init(a, variant_large(variant), info, req);
+  /* MPI matches persistent collectives by the order of their inits, and lets each rank start
+   * them in any order; circulant runs a communicator's calls in the order they start. */
+  if (!starts_ordered(a->comm, info)) {
+    layer_pass(&c, WHY_UNORDERED);
+    return mpi_init(a, variant_large(variant), info, req);
+  }
   if (reduction && !predefined_op(a->reduction)) {
     layer_pass(&c, WHY_OPERATION);
     return mpi_init(a, variant_large(variant), info, req);

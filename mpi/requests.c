@@ -113,7 +113,7 @@ static struct lreq *made(enum kind kind) {
   struct lreq *q = calloc(1, sizeof *q);
   if (!q || PMPI_Grequest_start(query_fn, free_fn, cancel_fn, q, &q->handle) != MPI_SUCCESS) {
     fprintf(stderr, "circulant-mpi: cannot make a request\n");
-    PMPI_Abort(MPI_COMM_WORLD, 1);
+    layer_abort(MPI_COMM_WORLD, 1);
   }
   q->kind = kind;
   q->native = q->inner = MPI_REQUEST_NULL;

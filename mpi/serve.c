@@ -154,7 +154,10 @@ int serve_bcast(struct call *c, void *buf, MPI_Count count, MPI_Datatype type, i
   return settle(c, &x, &l);
 }
 
-/* Allgather, gather, scatter, alltoall: blocks of `block` bytes, `size` of them. */
+/* Allgather, gather, scatter, alltoall: blocks of `block` bytes, `size` of them. An argument
+ * is looked at only where MPI says it is significant: a gather's receive side and a scatter's
+ * send side at the root alone, and no side MPI_IN_PLACE stands for (a program may pass NULL,
+ * -1 and MPI_DATATYPE_NULL there). */
 int serve_blocks(struct call *c, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
                  void *recvbuf, MPI_Count rcount, MPI_Datatype rtype, int root) {
   int size, rank;
@@ -192,7 +195,6 @@ int serve_blocks(struct call *c, const void *sendbuf, MPI_Count scount, MPI_Data
   int rc = MPI_SUCCESS;
   struct ccall x = {.op = c->op, .bytes = block, .root = root};
   const void *sat; /* the send side as circulant takes it */
-  MPI_Aint rext = type_extent(rtype);
   switch (c->op) {
   case OP_ALLGATHER:
     side_of(&r, recvbuf, rcount * size, rtype);
@@ -241,9 +243,9 @@ int serve_blocks(struct call *c, const void *sendbuf, MPI_Count scount, MPI_Data
           goto fail;
         }
         s.at = s.tmp;
-        if (block &&
-            (rc = pack_into(s.tmp, block, (char *)recvbuf + (MPI_Aint)root * rcount * rext, rcount,
-                            rtype, c->comm)) != MPI_SUCCESS)
+        if (block && (rc = pack_into(s.tmp, block,
+                                     (char *)recvbuf + (MPI_Aint)root * rcount * type_extent(rtype),
+                                     rcount, rtype, c->comm)) != MPI_SUCCESS)
           goto fail;
       } else {
         side_of(&s, sendbuf, scount, stype);

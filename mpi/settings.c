@@ -61,7 +61,7 @@ void die(const char *fmt, const char *a, const char *b) {
   fprintf(stderr, "circulant-mpi: ");
   fprintf(stderr, fmt, a, b);
   fprintf(stderr, "\n");
-  PMPI_Abort(MPI_COMM_WORLD, 1);
+  layer_abort(MPI_COMM_WORLD, 1);
   exit(1);
 }
 

@@ -342,7 +342,13 @@ static void make_persistent(const struct options *o, const struct entries *e, st
 #if HAVE_PERSISTENT
     MPI_Request *req = &b->persistent[e->series];
     int rank = b->rank, n = (int)bytes;
-    MPI_Info none = MPI_INFO_NULL;
+    /* Every rank starts its requests in the order it made them, as the info asserts (the
+     * layer serves persistent collectives only so). */
+    static MPI_Info none = MPI_INFO_NULL;
+    if (none == MPI_INFO_NULL) {
+        MPI_Info_create(&none);
+        MPI_Info_set(none, "mpi_assert_strict_persistent_collective_ordering", "true");
+    }
     switch (o->op) {
     case OP_BCAST:
         e->bcast_init(b->recv, n, MPI_BYTE, o->root, o->comm, none, req);

@@ -25,6 +25,10 @@ const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 /// on this host hold it to read, the test on the cluster holds it to write.
 static HOST_NETWORK: RwLock<()> = RwLock::new(());
 const LIMIT: Duration = Duration::from_secs(180);
+/// Held by a test that watches /dev/shm ([`ShmRegions`], whose drop removes the files of
+/// every ended process that appeared since), so that no other test's watch removes the files
+/// an aborted job left while a test looks for them.
+static SHM_WATCH: Mutex<()> = Mutex::new(());
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Mpi {
@@ -466,6 +470,34 @@ fn nonblocking_and_persistent_under_open_mpi() {
     nonblocking(Mpi::OpenMpi);
 }
 
+/// MPI-4's persistent collectives match by the order of their inits: a bcast and a barrier
+/// started in opposite orders on even and odd ranks are right, passed to MPI (reason
+/// `unordered-starts`), and the same two made with an info that asserts one order of starts
+/// are served (MPICH; Open MPI 4.1 has no persistent collectives).
+#[test]
+fn persistent_collectives_started_in_any_order_are_right() {
+    let Some(lib) = layer(Mpi::Mpich) else { return };
+    let exe = program(Mpi::Mpich, "persistent_order.c");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let env = [
+        ("CIRCULANT_MPI", "on"),
+        ("CIRCULANT_CHECK", "1"),
+        ("CIRCULANT_MPI_STATS", "1"),
+    ];
+    let done = job(Mpi::Mpich, 4, Some(&lib), &env, &exe, &[], &dir);
+    assert_all_passed(&done, 4, 20);
+    for name in ["MPI_Bcast_init", "MPI_Barrier_init"] {
+        // 4 inits passed; 4 ranks x 10 starts of the ordered one served.
+        assert_eq!(
+            reason(&done.stderr, name, "unordered-starts"),
+            4,
+            "{done:?}"
+        );
+        let (served, _, _) = stats(&done.stderr, name).expect("statistics");
+        assert_eq!(served, 40, "{done:?}");
+    }
+}
+
 /// The reduce-scatters' forms: blocking, nonblocking and, under MPICH (MPI 4), persistent
 /// and large-count.
 fn reduce_scatter_forms(mpi: Mpi) -> Vec<String> {
@@ -569,6 +601,7 @@ fn a_rank_inside_a_collective_mpi_runs_does_not_move_the_layers_calls() {
     assert_eq!(done.code(), Some(0), "{done:?}");
     assert_eq!(done.stdout.matches(": completed").count(), 3, "{done:?}");
     // The job aborts: its ranks are killed before they close their endpoints.
+    let _watching = SHM_WATCH.lock().unwrap_or_else(|e| e.into_inner());
     let _regions = ShmRegions::watch();
     let done = aborting_job(Mpi::Mpich, 3, &lib, &env, &exe, &["after"], &dir);
     assert_ne!(done.code(), Some(0), "{done:?}");
@@ -1203,6 +1236,7 @@ fn errors(mpi: Mpi) {
     }
 
     // MPI_Abort kills the ranks before they close their endpoints.
+    let _watching = SHM_WATCH.lock().unwrap_or_else(|e| e.into_inner());
     let _regions = ShmRegions::watch();
     let done = aborting_job(mpi, 3, &lib, &env, &exe, &["fatal"], &dir);
     assert_ne!(done.code(), Some(0), "{done:?}");
@@ -1224,6 +1258,106 @@ fn errors_reach_the_error_handler_under_mpich() {
 #[test]
 fn errors_reach_the_error_handler_under_open_mpi() {
     errors(Mpi::OpenMpi);
+}
+
+/// Arguments MPI says are not significant, passed as NULL, -1 and MPI_DATATYPE_NULL (the
+/// receive side of a gather on a non-root, the send side of a scatter on a non-root, either
+/// side MPI_IN_PLACE stands for, ...), in every form the MPI has, at p = 4 and root 1: every
+/// result is right and the calls were served (the rooted `v` forms' nonblocking and
+/// persistent ones pass, as always).
+fn insignificant_arguments(mpi: Mpi) {
+    let Some(lib) = layer(mpi) else { return };
+    let exe = program(mpi, "insignificant.c");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let env = [
+        ("CIRCULANT_MPI", "on"),
+        ("CIRCULANT_CHECK", "1"),
+        ("CIRCULANT_MPI_STATS", "1"),
+    ];
+    let done = job(mpi, 4, Some(&lib), &env, &exe, &[], &dir);
+    assert_all_passed(&done, 4, 24);
+    let forms: &[&str] = match mpi {
+        Mpi::Mpich => &["", "_c", "I", "_init"],
+        Mpi::OpenMpi => &["", "I"],
+    };
+    for stem in [
+        "Gather",
+        "Scatter",
+        "Reduce",
+        "Allgather",
+        "Allgatherv",
+        "Alltoall",
+    ] {
+        for form in forms {
+            let name = match *form {
+                "I" => format!("MPI_I{}", stem.to_lowercase()),
+                suffix => format!("MPI_{stem}{suffix}"),
+            };
+            let (served, passed, _) = stats(&done.stderr, &name)
+                .unwrap_or_else(|| panic!("no statistics of {name}:\n{done:?}"));
+            assert!(served > 0 && passed == 0, "{name}: {done:?}");
+        }
+    }
+}
+
+#[test]
+fn insignificant_arguments_are_not_looked_at_under_mpich() {
+    insignificant_arguments(Mpi::Mpich);
+}
+
+#[test]
+fn insignificant_arguments_are_not_looked_at_under_open_mpi() {
+    insignificant_arguments(Mpi::OpenMpi);
+}
+
+/// A 4-rank job whose rank 1 calls MPI_Abort while the others wait: the layer removes what
+/// circulant keeps in /dev/shm for every rank of the node (libfabric's shm regions `PID:N:M`,
+/// circulant's `circulant-PID-NAME`) before the MPI kills them, so that 5 s after the job
+/// none of its ranks' files is left.
+fn abort_leaves_no_shared_files(mpi: Mpi) {
+    let Some(lib) = layer(mpi) else { return };
+    let exe = program(mpi, "abort.c");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("abort-{}", mpi.name()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a directory for the pids");
+    let pids_dir = dir.to_string_lossy().into_owned();
+    let env = [("CIRCULANT_MPI", "on")];
+    // Removes what the job leaves should the assertions fail.
+    let _watching = SHM_WATCH.lock().unwrap_or_else(|e| e.into_inner());
+    let _regions = ShmRegions::watch();
+    let done = job(mpi, 4, Some(&lib), &env, &exe, &[&pids_dir], &dir);
+    assert_ne!(done.code(), Some(0), "{done:?}");
+    let pids: Vec<String> = (0..4)
+        .map(|r| {
+            let file = dir.join(format!("rank-{r}.pid"));
+            let text = std::fs::read_to_string(&file)
+                .unwrap_or_else(|e| panic!("{}: {e}\n{done:?}", file.display()));
+            text.trim().to_string()
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(5));
+    let left: Vec<String> = std::fs::read_dir("/dev/shm")
+        .expect("/dev/shm")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| {
+            pids.iter().any(|pid| {
+                name.starts_with(&format!("circulant-{pid}-"))
+                    || name.starts_with(&format!("{pid}:"))
+            })
+        })
+        .collect();
+    assert!(left.is_empty(), "left in /dev/shm: {left:?}\n{done:?}");
+}
+
+#[test]
+fn abort_leaves_no_shared_files_under_mpich() {
+    abort_leaves_no_shared_files(Mpi::Mpich);
+}
+
+#[test]
+fn abort_leaves_no_shared_files_under_open_mpi() {
+    abort_leaves_no_shared_files(Mpi::OpenMpi);
 }
 
 /// `use mpi`: MPICH's Fortran bindings call the C functions, so the layer serves them; Open

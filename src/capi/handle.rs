@@ -132,6 +132,16 @@ pub extern "C" fn circulant_finalize(comm: *mut Comm) -> c_int {
     })
 }
 
+/// Removes the files process `pid` (this process or a peer on this host) keeps in `/dev/shm`
+/// and that are this user's: libfabric's shm regions (`PID:N:M`) and circulant's shared memory
+/// (`circulant-PID-NAME`). For a job that is ending without closing its communicators, as
+/// `MPI_Abort` ends one: the mappings stay, but a process of `pid` that later opens one of
+/// these files by its name fails, so the job must not go on.
+#[no_mangle]
+pub extern "C" fn circulant_remove_shared_files(pid: u32) {
+    crate::fabric::shm::remove_regions_of(pid);
+}
+
 /// This process's rank in `comm`.
 #[no_mangle]
 pub extern "C" fn circulant_rank(comm: *const Comm, rank: *mut c_int) -> c_int {

@@ -8,8 +8,8 @@
 /// Where the shm provider keeps its regions.
 const SHM_DIR: &str = "/dev/shm";
 
-/// Removes the regions of process `pid`, a process that has ended: files named `PID:N:M` or
-/// `circulant-PID-NAME`, owned by this user.
+/// Removes the regions of process `pid`, a process that has ended or a job's process that is
+/// ending: files named `PID:N:M` or `circulant-PID-NAME`, owned by this user.
 pub fn remove_regions_of(pid: u32) {
     remove_files_of(pid, true);
 }

@@ -21,6 +21,8 @@
  *
  *   edges */
 #include <mpi.h>
+
+#include "ordered_starts.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,7 +193,7 @@ static void persistent_bcasts(MPI_Comm comm, const char *name, int fresh) {
   MPI_Request reqs[BCASTS];
   unsigned char *a = calloc((size_t)BCASTS * 1025, 1), *b = calloc(1025, 1);
   for (int i = 0; i < BCASTS; i++)
-    MPI_Bcast_init(a + i * 1025, bcast_bytes[i], MPI_BYTE, 1, comm, MPI_INFO_NULL, &reqs[i]);
+    MPI_Bcast_init(a + i * 1025, bcast_bytes[i], MPI_BYTE, 1, comm, ordered_starts(), &reqs[i]);
   if (fresh) MPI_Barrier(comm);
   for (int round = 0; round < 2; round++)
     for (int i = 0; i < BCASTS; i++) {

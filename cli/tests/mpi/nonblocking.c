@@ -15,6 +15,8 @@
  *
  *   nonblocking [ROUNDS]   (seeded alike on every rank) */
 #include <mpi.h>
+
+#include "ordered_starts.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -471,7 +473,7 @@ static void freed_datatype(int n) {
 #if MPI_VERSION >= 4
   MPI_Type_vector(n, 1, 2, MPI_INT, &strided);
   MPI_Type_commit(&strided);
-  MPI_Bcast_init(buf, 1, strided, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &r);
+  MPI_Bcast_init(buf, 1, strided, 0, MPI_COMM_WORLD, ordered_starts(), &r);
   MPI_Type_free(&strided);
   for (int start = 0; start < 2; start++) {
     for (int i = 0; i < n; i++) buf[2 * i] = me == 0 ? 5 * i + start : 0;
@@ -521,7 +523,7 @@ static void large_count_forms(int n) {
   check(!memcmp(a, aw, (size_t)n * sizeof(int)), "iallreduce_c", 0);
   check(ok, "iallgatherv_c", 0);
   MPI_Request q;
-  MPI_Bcast_init_c(b, n, MPI_INT, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &q);
+  MPI_Bcast_init_c(b, n, MPI_INT, 0, MPI_COMM_WORLD, ordered_starts(), &q);
   for (int start = 0; start < 2; start++) {
     fill(b, n, 20 + start);
     memcpy(bw, b, (size_t)n * sizeof(int));
@@ -552,11 +554,11 @@ static void persistent_on(MPI_Comm comm, int big) {
       *aw = ints((size_t)n), *v = ints((size_t)total), *vs = ints((size_t)counts[r]),
       *vw = ints((size_t)total);
   MPI_Request rs[4];
-  MPI_Bcast_init(b, n, MPI_INT, root, comm, MPI_INFO_NULL, &rs[0]);
-  MPI_Allreduce_init(s, a, n, MPI_INT, MPI_SUM, comm, MPI_INFO_NULL, &rs[1]);
-  MPI_Allgatherv_init(vs, counts[r], MPI_INT, v, counts, displs, MPI_INT, comm, MPI_INFO_NULL,
+  MPI_Bcast_init(b, n, MPI_INT, root, comm, ordered_starts(), &rs[0]);
+  MPI_Allreduce_init(s, a, n, MPI_INT, MPI_SUM, comm, ordered_starts(), &rs[1]);
+  MPI_Allgatherv_init(vs, counts[r], MPI_INT, v, counts, displs, MPI_INT, comm, ordered_starts(),
                       &rs[2]);
-  MPI_Barrier_init(comm, MPI_INFO_NULL, &rs[3]);
+  MPI_Barrier_init(comm, ordered_starts(), &rs[3]);
   for (int start = 0; start < 3; start++) {
     fill(b, n, 50 + start);
     memcpy(bw, b, (size_t)n * sizeof(int));
@@ -601,8 +603,8 @@ static void persistent_after_free(int n) {
   int root = p - 1;
   int *b = ints((size_t)n), *bw = ints((size_t)n), s[3], a[3], aw[3];
   MPI_Request rs[2];
-  MPI_Bcast_init(b, n, MPI_INT, root, gone, MPI_INFO_NULL, &rs[0]);
-  MPI_Allreduce_init(s, a, 3, MPI_INT, MPI_SUM, gone, MPI_INFO_NULL, &rs[1]);
+  MPI_Bcast_init(b, n, MPI_INT, root, gone, ordered_starts(), &rs[0]);
+  MPI_Allreduce_init(s, a, 3, MPI_INT, MPI_SUM, gone, ordered_starts(), &rs[1]);
   MPI_Comm freed = gone;
   MPI_Comm_free(&gone);
   MPI_Comm_split(MPI_COMM_WORLD, me % 2, me, &other);
@@ -707,7 +709,7 @@ int main(int argc, char **argv) {
     int in[4] = {me, 1, 2 * me, 3}, out[4] = {0}, want[4];
     PMPI_Allreduce(in, want, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Request q;
-    MPI_Allreduce_init(in, out, 4, MPI_INT, mine, MPI_COMM_WORLD, MPI_INFO_NULL, &q);
+    MPI_Allreduce_init(in, out, 4, MPI_INT, mine, MPI_COMM_WORLD, ordered_starts(), &q);
     MPI_Op_free(&mine);
     MPI_Start(&q);
     MPI_Wait(&q, MPI_STATUS_IGNORE);

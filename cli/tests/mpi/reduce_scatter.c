@@ -12,6 +12,8 @@
  *                              form, on the world and on a duplicate; the reduce_scatter
  *                              with every element on rank 0) */
 #include <mpi.h>
+
+#include "ordered_starts.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,11 +188,11 @@ static void round_on(MPI_Comm comm, int round, int big) {
 
     /* Persistent, each started twice with new data; the _c ones in place. */
     MPI_Request q[4];
-    MPI_Reduce_scatter_block_init(in, nb[0], n, MPI_INT, op, comm, MPI_INFO_NULL, &q[0]);
-    MPI_Reduce_scatter_init(in, nb[2], counts, MPI_INT, op, comm, MPI_INFO_NULL, &q[1]);
+    MPI_Reduce_scatter_block_init(in, nb[0], n, MPI_INT, op, comm, ordered_starts(), &q[0]);
+    MPI_Reduce_scatter_init(in, nb[2], counts, MPI_INT, op, comm, ordered_starts(), &q[1]);
     MPI_Reduce_scatter_block_init_c(MPI_IN_PLACE, nb[1], cn, MPI_INT, MPI_SUM, comm,
-                                    MPI_INFO_NULL, &q[2]);
-    MPI_Reduce_scatter_init_c(MPI_IN_PLACE, nb[3], cc, MPI_INT, MPI_MAX, comm, MPI_INFO_NULL,
+                                    ordered_starts(), &q[2]);
+    MPI_Reduce_scatter_init_c(MPI_IN_PLACE, nb[3], cc, MPI_INT, MPI_MAX, comm, ordered_starts(),
                               &q[3]);
     for (int start = 0; start < 2; start++) {
       fill(in, whole, round * 10 + start);
@@ -217,7 +219,7 @@ static void round_on(MPI_Comm comm, int round, int big) {
     { /* A persistent one of a user's operation: the MPI's own request. */
       MPI_Op mine;
       MPI_Op_create(user_sum, 1, &mine);
-      MPI_Reduce_scatter_block_init(in, nb[0], n, MPI_INT, mine, comm, MPI_INFO_NULL, &q[0]);
+      MPI_Reduce_scatter_block_init(in, nb[0], n, MPI_INT, mine, comm, ordered_starts(), &q[0]);
       MPI_Op_free(&mine);
       PMPI_Reduce_scatter_block(in, nw[0], n, MPI_INT, MPI_SUM, comm);
       MPI_Start(&q[0]);
