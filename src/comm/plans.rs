@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::plan::{registry, Algorithm, PlanError, Problem};
+use crate::sim::estimate::estimate_on;
 use crate::sim::price::price_on;
 use crate::transport::{OpStats, Operation};
 
@@ -26,9 +27,13 @@ use super::plan_cache::{CallKey, PlanKey, Planned};
 use super::staging::Placement;
 
 /// Most rank-rounds (p × predicted rounds) an algorithm is priced on the layout for; beyond
-/// that the closed form with the model across nodes prices it. Pricing is done once per call
+/// that it is estimated ([`estimate_on`]). Pricing is done once per call
 /// shape (the plan cache keeps the choice).
 const PRICED_RANK_ROUNDS: u64 = 1 << 16;
+
+/// Most rounds and pieces of two nodes' plans read to estimate an algorithm beyond
+/// [`PRICED_RANK_ROUNDS`] ([`estimate_on`]); beyond, the closed form across nodes alone.
+const ESTIMATE_WORK: u64 = 1 << 22;
 
 /// The names that other engines serve, which no plan has.
 const NOT_PLANS: [(&str, &str); 2] = [
@@ -446,11 +451,11 @@ impl Communicator {
         for a in algorithms {
             let closed = a.predict(&across);
             // Walking every rank's plan costs about a microsecond per rank-round: beyond a
-            // bound the closed form across nodes stands in.
+            // bound two nodes' plans and the closed form estimate it.
             let time = if (layout.p() as u64).saturating_mul(closed.rounds) <= PRICED_RANK_ROUNDS {
                 price_on(a.as_ref(), layout, &self.levels)?.time
             } else {
-                closed.time
+                estimate_on(a.as_ref(), layout, &self.levels, ESTIMATE_WORK)?.time
             };
             out.push((time, a));
         }

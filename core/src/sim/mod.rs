@@ -26,6 +26,7 @@
 //! computes with [`Incoming`] from its sources' plans.
 
 pub mod data;
+pub mod estimate;
 pub mod links;
 pub mod price;
 
