@@ -82,6 +82,16 @@ fn problems(p: usize) -> Vec<Problem> {
             reduction: sum,
             bytes: 8 * 3,
         },
+        Problem::ReduceScatterBlock {
+            p,
+            reduction: sum,
+            block: 8 * 250,
+        },
+        // Uneven parts (one large, small ones, zeros).
+        Problem::ReduceScatter {
+            reduction: max,
+            counts: (0..p).map(|r| 8 * [1000, 0, 3][r % 3]).collect(),
+        },
     ]
 }
 
@@ -107,6 +117,18 @@ fn call(comm: &mut Communicator, problem: &Problem, name: &'static str) -> Optio
         } => comm
             .choosing(choice)
             .reduce_bytes(&send[..], &mut recv[..], *reduction, *root),
+        Problem::ReduceScatterBlock { reduction, .. } => comm
+            .choosing(choice)
+            .reduce_scatter_block_bytes(&send[..], &mut recv[..], *reduction),
+        Problem::ReduceScatter { reduction, counts } => {
+            let elements: Vec<usize> = counts.iter().map(|c| c / 8).collect();
+            comm.choosing(choice).reduce_scatter_bytes(
+                &send[..],
+                &mut recv[..],
+                *reduction,
+                &elements,
+            )
+        }
         _ => return Some("not a case of this test".into()),
     };
     if let Err(e) = result {
