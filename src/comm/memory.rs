@@ -1,7 +1,7 @@
 //! A call's buffers as an engine sees them: what it reads and what it writes, each plain
 //! memory or a registered [`Buffer`]. The holder of a started call (a request, a persistent
 //! request, a step of node phases) keeps its buffers and lends them to every progress, so a
-//! started call ([`super::engine::Task`]) borrows nothing.
+//! started call (an engine's task) borrows nothing.
 
 use crate::fabric::RegisteredMemory;
 

@@ -1,7 +1,7 @@
-//! A collective run as its node phases ([`super::phases`]) in steps: each step a call on
-//! the communicator of this rank's node or on that of the nodes' first ranks, on registered
-//! buffers of that communicator, with the call's data copied into them before the step and
-//! out of them after it. One task holds the steps and the task of the step that runs, so
+//! A collective run as its node phases (the node-phases engine, `phases.rs`) in steps: each
+//! step a call on the communicator of this rank's node or on that of the nodes' first ranks,
+//! on registered buffers of that communicator, with the call's data copied into them before
+//! the step and out of them after it. One task holds the steps and the task of the step that runs, so
 //! that the blocking, nonblocking and persistent forms run the same steps: `wait` drives them
 //! to the end, `test` as far as the peers allow. Every progress is given the caller's receive
 //! buffer again, as every task is.

@@ -1,7 +1,7 @@
 //! The table of collectives: every collective described once, by its buffers, its other
 //! arguments and the call they make ([`super::calls`]). `collectives!(m)` hands the rows to
 //! the macro `m`, which makes one kind of form of every collective from them: the Rust forms
-//! ([`super::forms`]), the C entry points ([`crate::capi`]) and the MPI layer's rows
+//! (`forms.rs`), the C entry points ([`crate::capi`]) and the MPI layer's rows
 //! ([`crate::capi::MPI_FORMS`], from which `ci/header` writes `mpi/collectives.h`). Adding a
 //! collective is a row here, its call in `calls.rs`, and its plans.
 //!
