@@ -1,6 +1,6 @@
 //! The node phases on the shared segment (`hier-segment-*`): ranks as threads of this process,
 //! given host names so that their communicator sees several nodes, run bcast, reduce,
-//! allreduce, allgather(v) and barrier as a segment operation inside each node, a plan among the nodes'
+//! allreduce, reduce-scatter(-block), allgather(v) and barrier as a segment operation inside each node, a plan among the nodes'
 //! first ranks and a segment operation again; every byte checked on blocks, round-robin,
 //! uneven and single-rank-node layouts, every root; what the automatic choice takes and where;
 //! refused calls and a rank that gives up.
@@ -61,7 +61,23 @@ fn problems(p: usize) -> Vec<Problem> {
             reduction: sum(),
             bytes,
         });
+        out.push(Problem::ReduceScatterBlock {
+            p,
+            reduction: sum(),
+            block: bytes / 8 / p * 8,
+        });
     }
+    // Reduce-scatters with zero counts, and one rank's block only.
+    for scale in [1, 40] {
+        out.push(Problem::ReduceScatter {
+            reduction: sum(),
+            counts: (0..p).map(|r| (r * 7 + 3) % 5 * 8 * scale).collect(),
+        });
+    }
+    out.push(Problem::ReduceScatter {
+        reduction: sum(),
+        counts: (0..p).map(|r| if r == p - 1 { 800 } else { 0 }).collect(),
+    });
     // Allgathers up to the limit in all and just past it; allgathervs with zero counts.
     for block in [0, 1, 24, 8192 / p, 8192 / p + 1] {
         out.push(Problem::Allgather { p, block });
@@ -101,6 +117,18 @@ fn call(
         } => comm
             .choosing(choice)
             .reduce_bytes(&send[..], &mut recv[..], *reduction, *root),
+        Problem::ReduceScatterBlock { reduction, .. } => comm
+            .choosing(choice)
+            .reduce_scatter_block_bytes(&send[..], &mut recv[..], *reduction),
+        Problem::ReduceScatter { reduction, counts } => {
+            let elements: Vec<usize> = counts.iter().map(|c| c / 8).collect();
+            comm.choosing(choice).reduce_scatter_bytes(
+                &send[..],
+                &mut recv[..],
+                *reduction,
+                &elements,
+            )
+        }
         Problem::Allgather { .. } => comm.choosing(choice).allgather(&send[..], &mut recv[..]),
         Problem::Allgatherv { counts } => {
             comm.choosing(choice)
@@ -120,6 +148,8 @@ fn forced(problem: &Problem) -> &'static str {
         Problem::Broadcast { .. } => "hier-segment-bcast",
         Problem::Reduce { .. } => "hier-segment-reduce",
         Problem::Allreduce { .. } => "hier-segment-allreduce",
+        Problem::ReduceScatterBlock { .. } => "hier-segment-reduce-scatter-block",
+        Problem::ReduceScatter { .. } => "hier-segment-reduce-scatter",
         Problem::Allgather { .. } => "hier-segment-allgather",
         Problem::Allgatherv { .. } => "hier-segment-allgatherv",
         _ => "hier-segment-barrier",
@@ -156,6 +186,9 @@ fn every_case_forced_and_automatic_on_every_layout() {
                     Problem::Broadcast { bytes, .. } => bytes,
                     Problem::Reduce { bytes, .. } | Problem::Allreduce { bytes, .. } => {
                         bytes * (most_per_node - 1)
+                    }
+                    Problem::ReduceScatterBlock { .. } | Problem::ReduceScatter { .. } => {
+                        problem.total_bytes() * (most_per_node - 1)
                     }
                     _ => whole,
                 };
@@ -207,6 +240,18 @@ fn icall(
         } => comm
             .choosing(choice)
             .ireduce_bytes(&send[..], &mut recv[..], *reduction, *root),
+        Problem::ReduceScatterBlock { reduction, .. } => comm
+            .choosing(choice)
+            .ireduce_scatter_block_bytes(&send[..], &mut recv[..], *reduction),
+        Problem::ReduceScatter { reduction, counts } => {
+            let elements: Vec<usize> = counts.iter().map(|c| c / 8).collect();
+            comm.choosing(choice).ireduce_scatter_bytes(
+                &send[..],
+                &mut recv[..],
+                *reduction,
+                &elements,
+            )
+        }
         Problem::Allgather { .. } => comm.choosing(choice).iallgather(&send[..], &mut recv[..]),
         Problem::Allgatherv { counts } => {
             comm.choosing(choice)

@@ -1,10 +1,11 @@
 //! The node-phases engine: hierarchical collectives whose node phases run on the shared
 //! segment: on a communicator
 //! whose ranks span several nodes, some holding several of them, a small bcast, reduce,
-//! allreduce, allgather(v) or barrier runs as a collective on the shared segment inside each
-//! node (one copy in, flags, one copy out: [`super::segment`]), the fastest plan among one
-//! rank per node (each node's first rank, its leader), and the segment inside each node
-//! again. An allgather(v) gathers each node's blocks (a segment allgatherv), exchanges the
+//! allreduce, reduce-scatter(-block), allgather(v) or barrier runs as a collective on the
+//! shared segment inside each node (one copy in, flags, one copy out: [`super::segment`]), the
+//! fastest plan among one rank per node (each node's first rank, its leader), and the segment
+//! inside each node again. A reduce-scatter folds each node's vectors on its leader, the
+//! leaders allreduce them, and each leader scatters its node's blocks. An allgather(v) gathers each node's blocks (a segment allgatherv), exchanges the
 //! nodes' among the leaders (an allgatherv of the nodes' shares), broadcasts the whole inside
 //! each node and puts the blocks in rank order, whatever the placement.
 //!
@@ -35,10 +36,12 @@ use super::steps::PhasedCall;
 
 /// The names of the hierarchical collectives whose node phases run on the segment, as
 /// `Choice::Named` and `CIRCULANT_ALGORITHM` take them.
-pub const NODE_PHASE_ALGORITHMS: [&str; 6] = [
+pub const NODE_PHASE_ALGORITHMS: [&str; 8] = [
     "hier-segment-bcast",
     "hier-segment-reduce",
     "hier-segment-allreduce",
+    "hier-segment-reduce-scatter-block",
+    "hier-segment-reduce-scatter",
     "hier-segment-allgather",
     "hier-segment-allgatherv",
     "hier-segment-barrier",
@@ -50,6 +53,8 @@ fn phases_name(problem: &Problem) -> Option<&'static str> {
         Problem::Broadcast { .. } => "hier-segment-bcast",
         Problem::Reduce { .. } => "hier-segment-reduce",
         Problem::Allreduce { .. } => "hier-segment-allreduce",
+        Problem::ReduceScatterBlock { .. } => "hier-segment-reduce-scatter-block",
+        Problem::ReduceScatter { .. } => "hier-segment-reduce-scatter",
         Problem::Allgather { .. } => "hier-segment-allgather",
         Problem::Allgatherv { .. } => "hier-segment-allgatherv",
         Problem::Barrier { .. } => "hier-segment-barrier",
@@ -83,7 +88,10 @@ fn phase_bytes(problem: &Problem) -> usize {
 fn folds(problem: &Problem, layout: &crate::plan::Layout) -> usize {
     let bytes = phase_bytes(problem);
     match problem {
-        Problem::Reduce { .. } | Problem::Allreduce { .. } => {
+        Problem::Reduce { .. }
+        | Problem::Allreduce { .. }
+        | Problem::ReduceScatterBlock { .. }
+        | Problem::ReduceScatter { .. } => {
             bytes.saturating_mul(layout.max_per_node().saturating_sub(1))
         }
         _ => bytes,

@@ -66,6 +66,16 @@ pub(super) enum Step {
         from: Area,
         into: Area,
     },
+    /// From `root`, each rank of the level its `counts` bytes; the root's blocks lie in `from`
+    /// at `offsets` (a reduce-scatter's blocks of the node's ranks, in the whole vector).
+    Scatterv {
+        level: Level,
+        root: usize,
+        counts: Vec<usize>,
+        offsets: Vec<usize>,
+        from: Area,
+        into: Area,
+    },
     /// Here only: the whole, node after node (ranks in `order`), to each rank's place.
     Place {
         counts: Vec<usize>,
@@ -79,7 +89,8 @@ impl Step {
             Step::Barrier(level)
             | Step::Bcast { level, .. }
             | Step::Reduce { level, .. }
-            | Step::Allgatherv { level, .. } => Some(*level),
+            | Step::Allgatherv { level, .. }
+            | Step::Scatterv { level, .. } => Some(*level),
             Step::Place { .. } => None,
         }
     }
@@ -255,6 +266,15 @@ fn steps(problem: &Problem, layout: &Layout, rank: usize) -> Result<(Vec<Step>, 
                 });
             }
         }
+        Problem::ReduceScatterBlock {
+            p,
+            reduction,
+            block,
+        } => return reduce_scatter_steps(reduction, &vec![block; p], layout, rank),
+        Problem::ReduceScatter {
+            reduction,
+            ref counts,
+        } => return reduce_scatter_steps(reduction, counts, layout, rank),
         Problem::Allgather { p, block } => {
             return allgatherv_steps(&vec![block; p], layout, rank);
         }
@@ -262,7 +282,9 @@ fn steps(problem: &Problem, layout: &Layout, rank: usize) -> Result<(Vec<Step>, 
         _ => {
             return Err(argument(
                 "node phases",
-                "the node phases serve bcast, reduce, allreduce, allgather(v) and barrier".into(),
+                "the node phases serve bcast, reduce, allreduce, reduce-scatter(-block), \
+                 allgather(v) and barrier"
+                    .into(),
             ))
         }
     }
@@ -279,6 +301,42 @@ fn fold_on_node(reduction: Reduction, len: usize) -> Step {
         into: Area::Work,
         len,
     }
+}
+
+/// A reduce-scatter of `counts` bytes per rank as its steps: the node's vectors folded on its
+/// first rank, the nodes' folded among the first ranks (an allreduce: every placement's
+/// blocks of a node lie anywhere in the vector), and each first rank's node's blocks
+/// scattered to their ranks.
+fn reduce_scatter_steps(
+    reduction: Reduction,
+    counts: &[usize],
+    layout: &Layout,
+    rank: usize,
+) -> Result<(Vec<Step>, usize, usize)> {
+    let total = crate::plan::checked_sum(counts)
+        .map_err(|_| argument("node phases", "the counts overflow".into()))?;
+    let offsets = crate::transport::segment::block_offsets(counts);
+    let members = layout.ranks_on(layout.node_of(rank));
+    let mut steps = vec![fold_on_node(reduction, total)];
+    if members.first() == Some(&rank) {
+        steps.push(Step::Reduce {
+            level: Level::Leaders,
+            root: None,
+            reduction,
+            from: Area::Work,
+            into: Area::Work,
+            len: total,
+        });
+    }
+    steps.push(Step::Scatterv {
+        level: Level::Node,
+        root: 0,
+        counts: members.iter().map(|&r| counts[r]).collect(),
+        offsets: members.iter().map(|&r| offsets[r]).collect(),
+        from: Area::Work,
+        into: Area::Out,
+    });
+    Ok((steps, total, 0))
 }
 
 /// An allgatherv of `counts` as its steps: the node's blocks gathered on every rank of the
@@ -411,6 +469,27 @@ impl NodeComms {
                 let allgatherv = comm.allgatherv_call(lengths, counts, auto);
                 steps.start(comm, allgatherv, buffers.memory())
             }
+            Step::Scatterv {
+                root,
+                counts,
+                offsets,
+                from,
+                ..
+            } => {
+                let own = counts.get(me).copied().unwrap_or(0);
+                let whole = if me == *root { counts.iter().sum() } else { 0 };
+                buffers.fit(|n| comm.alloc(n), whole, own)?;
+                if me == *root {
+                    let blocks = scattered_blocks(call.area(*from, out), counts, offsets)?;
+                    fill(buffers, &blocks)?;
+                }
+                let lengths = Lengths {
+                    send: whole,
+                    recv: own,
+                };
+                let scatterv = comm.scatterv_call(lengths, counts, *root, auto);
+                steps.start(comm, scatterv, buffers.memory())
+            }
             Step::Place { .. } => Err(argument("node phases", "a local step started".into())),
         }
     }
@@ -437,6 +516,15 @@ impl NodeComms {
                 (*into, *len, root.map_or(true, |root| me == root))
             }
             Step::Allgatherv { counts, into, .. } => (*into, counts.iter().sum(), true),
+            Step::Scatterv {
+                level,
+                counts,
+                into,
+                ..
+            } => {
+                let me = self.level(*level)?.0.rank();
+                (*into, counts.get(me).copied().unwrap_or(0), true)
+            }
         };
         if !receives {
             return Ok(());
@@ -465,6 +553,18 @@ fn recv_of(buffers: &mut StepBuffers) -> Result<&mut Buffer> {
         .recv
         .as_mut()
         .ok_or_else(|| argument("node phases", "a step without its buffer".into()))
+}
+
+/// The blocks at `offsets` of `from`, `counts` bytes each, one after the other.
+fn scattered_blocks(from: &[u8], counts: &[usize], offsets: &[usize]) -> Result<Vec<u8>> {
+    let mut blocks = Vec::with_capacity(counts.iter().sum());
+    for (&at, &len) in offsets.iter().zip(counts) {
+        let block = from
+            .get(at..at + len)
+            .ok_or_else(|| argument("node phases", "a step's data outside its area".into()))?;
+        blocks.extend_from_slice(block);
+    }
+    Ok(blocks)
 }
 
 /// The level's send buffer filled with `data`.
