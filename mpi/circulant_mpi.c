@@ -72,6 +72,7 @@ int comm_size(MPI_Comm comm, int *size) {
 /* ---------------------------------------------------------------- communicators */
 
 static struct mirror *g_mirrors; /* every live mirror, released at MPI_Finalize */
+static int g_mirror_count;       /* ... how many */
 
 static int oob_allgather(const void *send, void *recv, size_t bytes, void *ctx) {
   MPI_Comm comm = *(MPI_Comm *)ctx;
@@ -92,6 +93,7 @@ static void release(struct mirror *m) {
   if (m->next) m->next->prev = m->prev;
   if (m->cc) circulant_finalize(m->cc);
   free(m);
+  g_mirror_count--;
 }
 
 void layer_release_mirror(struct mirror *m) {
@@ -164,8 +166,65 @@ struct mirror *layer_mirror_of(MPI_Comm comm) {
   m->next = g_mirrors;
   if (g_mirrors) g_mirrors->prev = m;
   g_mirrors = m;
+  g_mirror_count++;
   PMPI_Comm_set_attr(comm, g_comm_keyval, m);
   return m;
+}
+
+/* A communicator MPI just made: its circulant communicator is made now, while every rank of
+ * it is in the call that made it (so that its nonblocking collectives are served from the
+ * first), where every rank of it keeps fewer than CIRCULANT_MPI_EAGER circulant
+ * communicators besides MPI_COMM_WORLD's (each is an endpoint of its own, which takes
+ * milliseconds to make): the ranks agree on that first. Not for MPI_COMM_NULL (a rank outside
+ * the new communicator), intercommunicators, or where the layer serves nothing. */
+static int mirrored_at_creation(int rc, MPI_Comm *made) {
+  if (rc != MPI_SUCCESS || !g_active || g_mode == MODE_OFF || g_threads || !g_eager_comms ||
+      !made || *made == MPI_COMM_NULL)
+    return rc;
+  int inter = 0;
+  if (PMPI_Comm_test_inter(*made, &inter) != MPI_SUCCESS || inter) return rc;
+  /* MPI_COMM_WORLD's is one of the live ones. */
+  int room = g_mirror_count - 1 < g_eager_comms, all = 0;
+  if (PMPI_Allreduce(&room, &all, 1, MPI_INT, MPI_MIN, *made) == MPI_SUCCESS && all)
+    layer_mirror_of(*made);
+  return rc;
+}
+
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *made) {
+  return mirrored_at_creation(PMPI_Comm_dup(comm, made), made);
+}
+
+int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *made) {
+  return mirrored_at_creation(PMPI_Comm_dup_with_info(comm, info, made), made);
+}
+
+int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *made) {
+  return mirrored_at_creation(PMPI_Comm_split(comm, color, key, made), made);
+}
+
+int MPI_Comm_split_type(MPI_Comm comm, int type, int key, MPI_Info info, MPI_Comm *made) {
+  return mirrored_at_creation(PMPI_Comm_split_type(comm, type, key, info, made), made);
+}
+
+int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *made) {
+  return mirrored_at_creation(PMPI_Comm_create(comm, group, made), made);
+}
+
+int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *made) {
+  return mirrored_at_creation(PMPI_Comm_create_group(comm, group, tag, made), made);
+}
+
+int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int periods[], int reorder,
+                    MPI_Comm *made) {
+  return mirrored_at_creation(PMPI_Cart_create(comm, ndims, dims, periods, reorder, made), made);
+}
+
+int MPI_Cart_sub(MPI_Comm comm, const int remain[], MPI_Comm *made) {
+  return mirrored_at_creation(PMPI_Cart_sub(comm, remain, made), made);
+}
+
+int MPI_Intercomm_merge(MPI_Comm comm, int high, MPI_Comm *made) {
+  return mirrored_at_creation(PMPI_Intercomm_merge(comm, high, made), made);
 }
 
 /* ---------------------------------------------------------------- one call */
