@@ -27,10 +27,14 @@
 #define _GNU_SOURCE
 #include "layer.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* ---------------------------------------------------------------- collectives, reasons */
@@ -49,7 +53,7 @@ static const char *const why_names[WHY_COUNT] = {
     "served",          "off",        "thread-multiple",       "intercommunicator",
     "below-threshold", "datatype",   "operation",             "argument",
     "too-large",       "start-failed", "failed-before",       "outside-init",
-    "not-mirrored",    "rooted-v",          "unordered-starts"};
+    "not-mirrored",    "unordered-starts"};
 
 /* Calls per collective, form (enum variant) and reason, this rank. */
 unsigned long long g_stats[OP_COUNT][VAR_COUNT][WHY_COUNT];
@@ -382,6 +386,44 @@ int layer_abort(MPI_Comm comm, int code) {
  * what circulant keeps in /dev/shm. */
 int MPI_Abort(MPI_Comm comm, int code) { return layer_abort(comm, code); }
 
+/* A rank killed from outside (kill -9, a launcher's time limit) closes nothing either: a
+ * watcher process removes its files once it is gone, however it ends. The watcher holds the
+ * read end of a pipe whose write end the rank alone holds (the kernel closes it when the rank
+ * ends), so its read returns when the rank has ended. It is forked before the MPI starts (no
+ * MPI state to copy), twice, so that it is no child of the program (whose waits for its own
+ * children would see it), and runs in a session of its own (a launcher that ends the rank's
+ * process group must not end it first), holding no other file of the rank's (the launcher
+ * waits for the ends of the rank's output). */
+static void watch_shared_files(void) {
+  const char *mode = getenv("CIRCULANT_MPI");
+  if (mode && strcmp(mode, "off") == 0) return;
+  int ends[2];
+  if (pipe2(ends, O_CLOEXEC) != 0) return;
+  pid_t rank = getpid(), child = fork();
+  if (child == 0) {
+    if (fork() != 0) _exit(0);
+    setsid();
+    int ignored[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2};
+    for (size_t i = 0; i < sizeof ignored / sizeof *ignored; i++) signal(ignored[i], SIG_IGN);
+    int null = open("/dev/null", O_RDWR);
+    for (int fd = 0; fd < 3 && null >= 0; fd++) dup2(null, fd);
+    if (null > 2) close(null);
+    if (ends[0] > 3) close_range(3, (unsigned)ends[0] - 1, 0);
+    close_range((unsigned)ends[0] + 1, ~0U, 0);
+    char byte;
+    while (read(ends[0], &byte, 1) < 0 && errno == EINTR) continue;
+    circulant_remove_shared_files((uint32_t)rank);
+    _exit(0);
+  }
+  close(ends[0]);
+  if (child < 0) {
+    close(ends[1]);
+    return;
+  }
+  while (waitpid(child, NULL, 0) < 0 && errno == EINTR) continue;
+  /* ends[1] stays open until the rank ends. */
+}
+
 /* ---------------------------------------------------------------- init and finalize */
 
 static void start(int provided) {
@@ -411,6 +453,7 @@ static void start(int provided) {
 }
 
 int MPI_Init(int *argc, char ***argv) {
+  watch_shared_files();
   int rc = PMPI_Init(argc, argv);
   if (rc != MPI_SUCCESS) return rc;
   int provided = MPI_THREAD_SINGLE;
@@ -420,6 +463,7 @@ int MPI_Init(int *argc, char ***argv) {
 }
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+  watch_shared_files();
   int rc = PMPI_Init_thread(argc, argv, required, provided);
   if (rc != MPI_SUCCESS) return rc;
   start(*provided);
