@@ -307,7 +307,8 @@ int main(int argc, char **argv) {
                  "and its byte ranges\n");
     if (forms & 2)
       fprintf(out, "# `ibcast`, ...: the nonblocking forms, each call waited for at once; igatherv "
-                   "and iscatterv are passed by the layer\n");
+                   "and iscatterv are not timed (the layer serves them at every size where "
+                   "their line has a range)\n");
     printf("%-21s %10s %12s %12s\n", "collective", "bytes", "circulant_s", "mpi_s");
   }
   for (int task = 0; task < 2 * OPS; task++) {

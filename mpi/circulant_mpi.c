@@ -27,10 +27,14 @@
 #define _GNU_SOURCE
 #include "layer.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* ---------------------------------------------------------------- collectives, reasons */
@@ -49,7 +53,7 @@ static const char *const why_names[WHY_COUNT] = {
     "served",          "off",        "thread-multiple",       "intercommunicator",
     "below-threshold", "datatype",   "operation",             "argument",
     "too-large",       "start-failed", "failed-before",       "outside-init",
-    "not-mirrored",    "rooted-v",          "unordered-starts"};
+    "not-mirrored",    "unordered-starts"};
 
 /* Calls per collective, form (enum variant) and reason, this rank. */
 unsigned long long g_stats[OP_COUNT][VAR_COUNT][WHY_COUNT];
@@ -72,6 +76,7 @@ int comm_size(MPI_Comm comm, int *size) {
 /* ---------------------------------------------------------------- communicators */
 
 static struct mirror *g_mirrors; /* every live mirror, released at MPI_Finalize */
+static int g_mirror_count;       /* ... how many */
 
 static int oob_allgather(const void *send, void *recv, size_t bytes, void *ctx) {
   MPI_Comm comm = *(MPI_Comm *)ctx;
@@ -92,6 +97,7 @@ static void release(struct mirror *m) {
   if (m->next) m->next->prev = m->prev;
   if (m->cc) circulant_finalize(m->cc);
   free(m);
+  g_mirror_count--;
 }
 
 void layer_release_mirror(struct mirror *m) {
@@ -164,8 +170,65 @@ struct mirror *layer_mirror_of(MPI_Comm comm) {
   m->next = g_mirrors;
   if (g_mirrors) g_mirrors->prev = m;
   g_mirrors = m;
+  g_mirror_count++;
   PMPI_Comm_set_attr(comm, g_comm_keyval, m);
   return m;
+}
+
+/* A communicator MPI just made: its circulant communicator is made now, while every rank of
+ * it is in the call that made it (so that its nonblocking collectives are served from the
+ * first), where every rank of it keeps fewer than CIRCULANT_MPI_EAGER circulant
+ * communicators besides MPI_COMM_WORLD's (each is an endpoint of its own, which takes
+ * milliseconds to make): the ranks agree on that first. Not for MPI_COMM_NULL (a rank outside
+ * the new communicator), intercommunicators, or where the layer serves nothing. */
+static int mirrored_at_creation(int rc, MPI_Comm *made) {
+  if (rc != MPI_SUCCESS || !g_active || g_mode == MODE_OFF || g_threads || !g_eager_comms ||
+      !made || *made == MPI_COMM_NULL)
+    return rc;
+  int inter = 0;
+  if (PMPI_Comm_test_inter(*made, &inter) != MPI_SUCCESS || inter) return rc;
+  /* MPI_COMM_WORLD's is one of the live ones. */
+  int room = g_mirror_count - 1 < g_eager_comms, all = 0;
+  if (PMPI_Allreduce(&room, &all, 1, MPI_INT, MPI_MIN, *made) == MPI_SUCCESS && all)
+    layer_mirror_of(*made);
+  return rc;
+}
+
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *made) {
+  return mirrored_at_creation(PMPI_Comm_dup(comm, made), made);
+}
+
+int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *made) {
+  return mirrored_at_creation(PMPI_Comm_dup_with_info(comm, info, made), made);
+}
+
+int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *made) {
+  return mirrored_at_creation(PMPI_Comm_split(comm, color, key, made), made);
+}
+
+int MPI_Comm_split_type(MPI_Comm comm, int type, int key, MPI_Info info, MPI_Comm *made) {
+  return mirrored_at_creation(PMPI_Comm_split_type(comm, type, key, info, made), made);
+}
+
+int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *made) {
+  return mirrored_at_creation(PMPI_Comm_create(comm, group, made), made);
+}
+
+int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *made) {
+  return mirrored_at_creation(PMPI_Comm_create_group(comm, group, tag, made), made);
+}
+
+int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int periods[], int reorder,
+                    MPI_Comm *made) {
+  return mirrored_at_creation(PMPI_Cart_create(comm, ndims, dims, periods, reorder, made), made);
+}
+
+int MPI_Cart_sub(MPI_Comm comm, const int remain[], MPI_Comm *made) {
+  return mirrored_at_creation(PMPI_Cart_sub(comm, remain, made), made);
+}
+
+int MPI_Intercomm_merge(MPI_Comm comm, int high, MPI_Comm *made) {
+  return mirrored_at_creation(PMPI_Intercomm_merge(comm, high, made), made);
 }
 
 /* ---------------------------------------------------------------- one call */
@@ -323,6 +386,44 @@ int layer_abort(MPI_Comm comm, int code) {
  * what circulant keeps in /dev/shm. */
 int MPI_Abort(MPI_Comm comm, int code) { return layer_abort(comm, code); }
 
+/* A rank killed from outside (kill -9, a launcher's time limit) closes nothing either: a
+ * watcher process removes its files once it is gone, however it ends. The watcher holds the
+ * read end of a pipe whose write end the rank alone holds (the kernel closes it when the rank
+ * ends), so its read returns when the rank has ended. It is forked before the MPI starts (no
+ * MPI state to copy), twice, so that it is no child of the program (whose waits for its own
+ * children would see it), and runs in a session of its own (a launcher that ends the rank's
+ * process group must not end it first), holding no other file of the rank's (the launcher
+ * waits for the ends of the rank's output). */
+static void watch_shared_files(void) {
+  const char *mode = getenv("CIRCULANT_MPI");
+  if (mode && strcmp(mode, "off") == 0) return;
+  int ends[2];
+  if (pipe2(ends, O_CLOEXEC) != 0) return;
+  pid_t rank = getpid(), child = fork();
+  if (child == 0) {
+    if (fork() != 0) _exit(0);
+    setsid();
+    int ignored[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2};
+    for (size_t i = 0; i < sizeof ignored / sizeof *ignored; i++) signal(ignored[i], SIG_IGN);
+    int null = open("/dev/null", O_RDWR);
+    for (int fd = 0; fd < 3 && null >= 0; fd++) dup2(null, fd);
+    if (null > 2) close(null);
+    if (ends[0] > 3) close_range(3, (unsigned)ends[0] - 1, 0);
+    close_range((unsigned)ends[0] + 1, ~0U, 0);
+    char byte;
+    while (read(ends[0], &byte, 1) < 0 && errno == EINTR) continue;
+    circulant_remove_shared_files((uint32_t)rank);
+    _exit(0);
+  }
+  close(ends[0]);
+  if (child < 0) {
+    close(ends[1]);
+    return;
+  }
+  while (waitpid(child, NULL, 0) < 0 && errno == EINTR) continue;
+  /* ends[1] stays open until the rank ends. */
+}
+
 /* ---------------------------------------------------------------- init and finalize */
 
 static void start(int provided) {
@@ -352,6 +453,7 @@ static void start(int provided) {
 }
 
 int MPI_Init(int *argc, char ***argv) {
+  watch_shared_files();
   int rc = PMPI_Init(argc, argv);
   if (rc != MPI_SUCCESS) return rc;
   int provided = MPI_THREAD_SINGLE;
@@ -361,6 +463,7 @@ int MPI_Init(int *argc, char ***argv) {
 }
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+  watch_shared_files();
   int rc = PMPI_Init_thread(argc, argv, required, provided);
   if (rc != MPI_SUCCESS) return rc;
   start(*provided);

@@ -163,7 +163,7 @@
   })
 
 /* Counts and displacements of the root's receive side: MPI_Gatherv(sb, sc, st, rb, rcounts,
- * displs, rt, root, comm). A nonblocking one passes (only the root knows the counts). */
+ * displs, rt, root, comm). */
 #define ROOTED_RECV_V(Stem, name, OP, L, COUNT, DISPL, VB, VN, VI)                             \
   int MPI_##Stem##L(const void *sb, COUNT sc, MPI_Datatype st, void *rb, const COUNT rcounts[], \
                     const DISPL displs[], MPI_Datatype rt, int root, MPI_Comm comm) {          \
@@ -175,7 +175,7 @@
   int MPI_I##name##L(const void *sb, COUNT sc, MPI_Datatype st, void *rb,                      \
                      const COUNT rcounts[], const DISPL displs[], MPI_Datatype rt, int root,   \
                      MPI_Comm comm, MPI_Request *req) {                                        \
-    NONBLOCKING(VN, gate_passes_nonblocking_v(OP, VN, comm),                                   \
+    NONBLOCKING(VN, gate_passes_rooted_v(OP, VN, comm, root, rcounts, displs),                                   \
                 PMPI_I##name##L(sb, sc, st, rb, rcounts, displs, rt, root, comm, req),         \
                 .op = OP, .send = sb, .scount = sc, .stype = st, .recv = rb,                   \
                 .counts = rcounts, .displs = displs, .rtype = rt, .root = root, .comm = comm); \
@@ -188,7 +188,7 @@
   })
 
 /* Counts and displacements of the root's send side: MPI_Scatterv(sb, scounts, displs, st, rb,
- * rcount, rt, root, comm). A nonblocking one passes (only the root knows the counts). */
+ * rcount, rt, root, comm). */
 #define ROOTED_SEND_V(Stem, name, OP, L, COUNT, DISPL, VB, VN, VI)                             \
   int MPI_##Stem##L(const void *sb, const COUNT scounts[], const DISPL displs[],               \
                     MPI_Datatype st, void *rb, COUNT rcount, MPI_Datatype rt, int root,        \
@@ -201,7 +201,7 @@
   int MPI_I##name##L(const void *sb, const COUNT scounts[], const DISPL displs[],              \
                      MPI_Datatype st, void *rb, COUNT rcount, MPI_Datatype rt, int root,       \
                      MPI_Comm comm, MPI_Request *req) {                                        \
-    NONBLOCKING(VN, gate_passes_nonblocking_v(OP, VN, comm),                                   \
+    NONBLOCKING(VN, gate_passes_rooted_v(OP, VN, comm, root, scounts, displs),                                   \
                 PMPI_I##name##L(sb, scounts, displs, st, rb, rcount, rt, root, comm, req),     \
                 .op = OP, .send = sb, .counts = scounts, .displs = displs, .stype = st,        \
                 .recv = rb, .rcount = rcount, .rtype = rt, .root = root, .comm = comm);        \

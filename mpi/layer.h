@@ -57,7 +57,6 @@ enum reason {
   WHY_FAILED,          /* circulant failed on this communicator before */
   WHY_INACTIVE,        /* outside MPI_Init .. MPI_Finalize */
   WHY_UNMIRRORED,      /* nonblocking: no collective has started circulant on it yet */
-  WHY_ROOTED_V,        /* nonblocking gatherv, scatterv: only the root knows the counts */
   WHY_UNORDERED,       /* persistent: its starts need not be in one order on every rank */
   WHY_COUNT
 };
@@ -150,6 +149,11 @@ struct later {
   int unpack;
   struct vcopy v;
   void *owned[3];
+  /* A nonblocking gatherv's or scatterv's: the byte counts the root tells first, and last
+   * whether it serves the call (enum reason), before the call starts; `counts` the counts
+   * circulant takes, made from them (one of `owned`). NULL for every other call. */
+  uint64_t *told;
+  size_t *counts;
   /* Duplicates of derived datatypes used at completion (a program may free its own before). */
   MPI_Datatype types[2];
   int ntypes;
@@ -159,6 +163,10 @@ struct later {
 enum mode { MODE_OFF, MODE_ON, MODE_AUTO };
 extern HIDDEN enum mode g_mode;
 extern HIDDEN int g_print_stats;
+/* CIRCULANT_MPI_EAGER: how many communicators besides MPI_COMM_WORLD a rank keeps circulant
+ * communicators for from their creation (16 by default; beyond, at their first blocking
+ * served call). */
+extern HIDDEN int g_eager_comms;
 #define NEVER UINT64_MAX
 /* Per collective: the byte ranges auto serves, [from, to] each (to NEVER: no end); none: no
  * call. */
@@ -427,8 +435,8 @@ static inline int gate_passes_sides(enum op op, int variant, MPI_Comm comm, cons
   }
 }
 
-/* Whether a blocking gatherv or scatterv on `comm` passes because auto serves no size of it
- * there (the full path passes it so before the root tells its counts): `root` a rank, and
+/* Whether a gatherv or scatterv on `comm` passes because auto serves no size of it in its
+ * form there (the full path passes it so before the root tells its counts): `root` a rank, and
  * at the root `counts` and `displs` given, as the full path checks first. */
 static inline int gate_passes_rooted_v(enum op op, int variant, MPI_Comm comm, int root,
                                        const void *counts, const void *displs) {
@@ -440,21 +448,14 @@ static inline int gate_passes_rooted_v(enum op op, int variant, MPI_Comm comm, i
   return 1;
 }
 
-/* Whether a nonblocking gatherv or scatterv on `comm` passes from the gate: the layer never
- * serves them (only the root knows their counts), so every one on a communicator the gate
- * knows does, as the full path would pass it. */
-static inline int gate_passes_nonblocking_v(enum op op, int variant, MPI_Comm comm) {
-  int ranks;
-  if (!gate_classes(comm, variant, &ranks)) return 0;
-  count_call(op, variant, WHY_ROOTED_V);
-  return 1;
-}
-
 HIDDEN int layer_begin(struct call *c, enum op op, int variant, MPI_Comm comm);
 HIDDEN int layer_pass(struct call *c, enum reason why);
 HIDDEN int layer_error(struct call *c, int rc, char *message, size_t cap);
 HIDDEN void layer_raise(struct call *c, int code, const char *message);
 HIDDEN int layer_finish(struct later *l, int rc, MPI_Comm comm);
+/* A nonblocking gatherv's or scatterv's told counts (of a communicator of `size` ranks) into
+ * `l->counts`: what the root decided (WHY_SERVED: the call starts). */
+HIDDEN enum reason layer_told(struct later *l, int size);
 HIDDEN void layer_release_mirror(struct mirror *m);
 /* The communicator's mirror; made (which waits for every rank of `comm`) at its first use. */
 HIDDEN struct mirror *layer_mirror_of(MPI_Comm comm);
@@ -505,9 +506,9 @@ HIDDEN int serve_blocks(struct call *c, const void *sendbuf, MPI_Count scount, M
 HIDDEN int serve_allgatherv(struct call *c, const void *sendbuf, MPI_Count scount,
                             MPI_Datatype stype, void *recvbuf, const void *counts,
                             const void *displs, MPI_Datatype rtype, int large);
-/* A blocking gatherv (the counts of the receive side) or scatterv (of the send side), with
- * the program's counts and displacements as for serve_allgatherv, significant at the root
- * alone: the root tells the others. */
+/* A gatherv (the counts of the receive side) or scatterv (of the send side), blocking or not,
+ * with the program's counts and displacements as for serve_allgatherv, significant at the
+ * root alone: the root tells the others. */
 HIDDEN int serve_rooted_v(struct call *c, const void *sendbuf, MPI_Count scount,
                           MPI_Datatype stype, void *recvbuf, const void *counts,
                           const void *displs, MPI_Count rcount, MPI_Datatype rtype, int root,

@@ -123,7 +123,8 @@ int layer_issue(const struct args *a, int variant, MPI_Request native, MPI_Reque
       break;
     case OP_GATHERV:
     case OP_SCATTERV:
-      rc = layer_pass(&c, WHY_ROOTED_V);
+      rc = serve_rooted_v(&c, a->send, a->scount, a->stype, a->recv, a->counts, a->displs,
+                          a->rcount, a->rtype, a->root, large);
       break;
     case OP_REDUCE_SCATTER_BLOCK:
     case OP_REDUCE_SCATTER:
@@ -252,7 +253,7 @@ static int gate_passes_args(const struct args *a, int variant) {
                          a->rtype);
   case OP_GATHERV:
   case OP_SCATTERV:
-    return gate_passes_nonblocking_v(a->op, variant, a->comm);
+    return gate_passes_rooted_v(a->op, variant, a->comm, a->root, a->counts, a->displs);
   case OP_REDUCE_SCATTER_BLOCK:
   case OP_REDUCE_SCATTER:
     return gate_passes_scattered(a->op, variant, a->comm, a->rtype, a->rcount, a->counts,

@@ -43,6 +43,7 @@ struct lreq {
   int started, complete, result;
   char *message; /* the error's message, raised when the program learns of it */
   int raised;
+  int told; /* a gatherv's or scatterv's counts are told (struct later): the call itself runs */
   struct lreq *queue_next;
   /* PERSISTENT: the arguments, the variant, the MPI's own persistent request of the call,
    * and the started call (MPI_REQUEST_NULL when inactive; `native` where it passed). */
@@ -187,6 +188,19 @@ static void complete(struct lreq *q, int rc) {
   if (rc == CIRCULANT_SUCCESS) count_call(q->c.op, q->c.variant, WHY_SERVED);
 }
 
+/* Completes `q`, a nonblocking gatherv or scatterv whose root told that it does not serve it
+ * (`why`: its counts are not valid, or too large to pack): an error on every rank. */
+static void refuse(struct lreq *q, enum reason why) {
+  q->complete = 1;
+  g_outstanding--;
+  char message[200];
+  snprintf(message, sizeof message, "circulant-mpi: rank %d: %s: the root's counts %s",
+           q->c.m->rank, op_names[q->c.op],
+           why == WHY_SIZE ? "are too large to pack with this MPI" : "or displacements are not valid");
+  q->message = strdup(message);
+  q->result = layer_finish(&q->l, MPI_ERR_COUNT, q->c.m->orphaned ? MPI_COMM_WORLD : q->c.comm);
+}
+
 static void raise_once(struct lreq *q) {
   if (q->result == MPI_SUCCESS || q->raised) return;
   q->raised = 1;
@@ -194,19 +208,35 @@ static void raise_once(struct lreq *q) {
 }
 
 /* Progresses the nonblocking calls of `m` without blocking: the one in flight is tested, and
- * as each completes the next starts. (Each request holds `m` until it is freed.) */
+ * as each completes the next starts. A gatherv or scatterv runs the broadcast of its root's
+ * counts first, then itself, before the next. (Each request holds `m` until it is freed.) */
 static void step(struct mirror *m) {
   while (m->first) {
     struct lreq *q = m->first;
+    int telling = q->l.told && !q->told;
     if (!q->started) {
       q->started = 1;
-      int rc = ccall_run(m->cc, &q->x, &q->cr);
+      struct ccall counts = {.op = OP_BCAST, .recv = q->l.told,
+                             .bytes = ((size_t)m->size + 1) * sizeof *q->l.told, .root = q->x.root};
+      int rc = ccall_run(m->cc, telling ? &counts : &q->x, &q->cr);
       if (rc != CIRCULANT_SUCCESS) complete(q, rc);
     }
     if (!q->complete) {
       int done = 0, rc = circulant_test(q->cr, &done);
       if (rc == CIRCULANT_SUCCESS && !done) return;
-      complete(q, rc);
+      if (rc == CIRCULANT_SUCCESS && telling) {
+        circulant_request_free(q->cr);
+        q->cr = NULL;
+        q->told = 1;
+        enum reason why = layer_told(&q->l, m->size);
+        if (why == WHY_SERVED) {
+          q->started = 0; /* the call itself starts now */
+          continue;
+        }
+        refuse(q, why);
+      } else {
+        complete(q, rc);
+      }
     }
     m->first = q->queue_next;
     if (!m->first) m->last = NULL;

@@ -305,6 +305,7 @@ int layer_finish(struct later *l, int rc, MPI_Comm comm) {
   free(v->counts);
   free(v->displs);
   for (int i = 0; i < 3; i++) free(l->owned[i]);
+  free(l->told);
   for (int i = 0; i < l->ntypes; i++) PMPI_Type_free(&l->types[i]);
   memset(l, 0, sizeof *l);
   return rc;
@@ -379,6 +380,107 @@ static int settle(struct call *c, const struct ccall *x, struct later *l) {
   return layer_finish(l, done(c, run_now(c, x)), c->comm);
 }
 
+/* A nonblocking gatherv or scatterv, whose counts only the root knows. The root cannot tell
+ * them without waiting for its peers, which the call's start must not: its request first
+ * broadcasts them (`told`: the byte counts, and last whether the root's arguments let the call
+ * be served, which every rank learns at once), and the call itself starts when that broadcast
+ * completes (requests.c), with `counts` made from them. So a call that starts is served at any
+ * size (the others do not know its size); a root whose counts are not valid fails the call on
+ * every rank. What each rank gives and gets is prepared now. `told` and `counts` (of the
+ * communicator's size + 1 and size) go to the request. */
+static int rooted_v_started(struct call *c, const void *sendbuf, MPI_Count scount,
+                            MPI_Datatype stype, void *recvbuf, const MPI_Count *counts,
+                            const MPI_Aint *displs, MPI_Count rcount, MPI_Datatype rtype,
+                            int root, uint64_t *told, size_t *cbytes, int valid, uint64_t total) {
+  int size = c->m->size, rank = c->m->rank, gather = c->op == OP_GATHERV;
+  int is_root = rank == root, in_place = is_root && (gather ? sendbuf : recvbuf) == MPI_IN_PLACE;
+  struct later l = {0};
+  l.told = told;
+  l.counts = cbytes;
+  l.owned[0] = cbytes;
+  struct ccall x = {.op = c->op, .counts = cbytes, .root = root, .send = g_empty, .recv = g_empty};
+  if (is_root && !valid) return settle(c, &x, &l); /* the call fails once told */
+  MPI_Datatype vtype = gather ? rtype : stype;
+  int direct = is_root && contiguous(vtype) && packed_layout(size, counts, displs);
+  unsigned char *area = g_empty; /* the root's blocks in rank order */
+  int rc = MPI_SUCCESS;
+  if (is_root && total) {
+    area = direct ? (gather ? recvbuf : (void *)sendbuf) : (l.owned[1] = malloc(total));
+    if (!area) {
+      rc = MPI_ERR_NO_MEM;
+      goto fail;
+    }
+  }
+  if (gather) {
+    x.recv = area;
+    if (in_place) {
+      /* The root's own block, from its place in the receive buffer. */
+      uint64_t mine = told[rank];
+      if (!(x.send = l.owned[2] = malloc(mine ? mine : 1))) {
+        rc = MPI_ERR_NO_MEM;
+        goto fail;
+      }
+      if (mine && (rc = pack_into(l.owned[2], mine,
+                                  (char *)recvbuf + displs[rank] * type_extent(rtype),
+                                  counts[rank], rtype, c->comm)) != MPI_SUCCESS)
+        goto fail;
+      x.bytes = mine;
+    } else {
+      struct side own;
+      side_of(&own, sendbuf, scount, stype);
+      if ((rc = side_open(&own, 1, c->comm)) != MPI_SUCCESS) goto fail;
+      l.owned[2] = own.tmp;
+      x.send = own.at;
+      x.bytes = own.bytes;
+    }
+    if (is_root && !direct) {
+      /* The blocks go from the packed area to their places once the call is complete. */
+      MPI_Count *vcounts = malloc(sizeof *vcounts * (size_t)size);
+      MPI_Aint *vdispls = malloc(sizeof *vdispls * (size_t)size);
+      uint64_t *vbytes = malloc(sizeof *vbytes * (size_t)size);
+      if (!vcounts || !vdispls || !vbytes) die("out of memory%s%s", "", "");
+      memcpy(vcounts, counts, sizeof *vcounts * (size_t)size);
+      memcpy(vdispls, displs, sizeof *vdispls * (size_t)size);
+      memcpy(vbytes, told, sizeof *vbytes * (size_t)size);
+      l.v = (struct vcopy){total ? area : g_empty, vbytes, size, recvbuf, vcounts, vdispls,
+                           rtype, in_place ? rank : -1};
+    }
+  } else {
+    x.send = area;
+    if (is_root && !direct && total &&
+        (rc = blocks_copy(1, area, told, size, (void *)sendbuf, counts, displs, stype,
+                          in_place ? rank : -1, c->comm)) != MPI_SUCCESS)
+      goto fail;
+    if (in_place) {
+      /* The root's own block stays where it is. */
+      uint64_t mine = told[rank];
+      if (!(x.recv = l.owned[2] = malloc(mine ? mine : 1))) {
+        rc = MPI_ERR_NO_MEM;
+        goto fail;
+      }
+      x.bytes = mine;
+    } else {
+      side_of(&l.out, recvbuf, rcount, rtype);
+      if ((rc = side_open(&l.out, 0, c->comm)) != MPI_SUCCESS) goto fail;
+      l.unpack = 1;
+      x.recv = l.out.at;
+      x.bytes = l.out.bytes;
+    }
+  }
+  return settle(c, &x, &l);
+fail:
+  free(l.out.tmp);
+  l.out.tmp = NULL;
+  l.unpack = 0;
+  layer_finish(&l, rc, c->comm);
+  return rc;
+}
+
+enum reason layer_told(struct later *l, int size) {
+  for (int j = 0; j < size; j++) l->counts[j] = (size_t)l->told[j];
+  return l->told[size] < WHY_COUNT ? (enum reason)l->told[size] : WHY_ARGUMENT;
+}
+
 /* Allgatherv, gatherv, scatterv: `counts` and `displs` where this rank has them (every rank of
  * an allgatherv, the root of a gatherv or scatterv). */
 static int serve_v(struct call *c, const void *sendbuf, MPI_Count scount, MPI_Datatype stype,
@@ -398,9 +500,11 @@ static int serve_v(struct call *c, const void *sendbuf, MPI_Count scount, MPI_Da
     free(cbytes);
     return layer_pass(c, WHY_ARGUMENT);
   }
+  /* (A root without counts: MPI judges it.) */
   int valid = 1;
   uint64_t total = 0;
   if (knows) {
+    valid = counts && displs;
     for (int j = 0; j < size && valid; j++) {
       valid = type_bytes(vtype, counts[j], &bytes[j]) && bytes[j] <= INT64_MAX - total;
       if (valid) total += bytes[j];
@@ -424,16 +528,28 @@ static int serve_v(struct call *c, const void *sendbuf, MPI_Count scount, MPI_Da
       rc = layer_pass(c, WHY_THRESHOLD);
       goto out;
     }
-    c->m = layer_mirror_of(c->comm);
+    c->m = layer_mirror_for(c);
+    if (!c->m) {
+      rc = layer_pass(c, WHY_UNMIRRORED);
+      goto out;
+    }
     if (!usable(c)) {
       rc = PASS;
       goto out;
     }
+    int nonblocking = variant_nonblocking(c->variant);
     if (rank == root) {
       enum reason why = WHY_SERVED;
       if (!valid) why = packable(total) ? WHY_ARGUMENT : WHY_SIZE;
-      else if (auto_passes(c, total)) why = WHY_THRESHOLD;
+      else if (!nonblocking && auto_passes(c, total)) why = WHY_THRESHOLD;
       bytes[size] = (uint64_t)why;
+    }
+    if (nonblocking) {
+      rc = rooted_v_started(c, sendbuf, scount, stype, recvbuf, counts, displs, rcount, rtype,
+                            root, bytes, cbytes, valid, total);
+      bytes = NULL;
+      cbytes = NULL;
+      goto out;
     }
     struct ccall decision = {.op = OP_BCAST, .recv = bytes,
                              .bytes = ((size_t)size + 1) * sizeof *bytes, .root = root};
@@ -644,8 +760,6 @@ int serve_rooted_v(struct call *c, const void *sendbuf, MPI_Count scount, MPI_Da
                    void *recvbuf, const void *counts, const void *displs, MPI_Count rcount,
                    MPI_Datatype rtype, int root, int large) {
   int root_here = is_root(c->comm, root);
-  /* (A bad root's arguments: MPI reports them.) */
-  if (root_here && (!counts || !displs)) return layer_pass(c, WHY_ARGUMENT);
   if (large)
     return serve_v(c, sendbuf, scount, stype, recvbuf, counts, displs, rcount, rtype, root);
   struct varrays v = {NULL, NULL};

@@ -1,4 +1,4 @@
-/* circulant-mpi: the settings (CIRCULANT_MPI, CIRCULANT_MPI_STATS) and the thresholds of
+/* circulant-mpi: the settings (CIRCULANT_MPI, CIRCULANT_MPI_STATS, CIRCULANT_MPI_EAGER) and the thresholds of
  * auto mode (built in, or from CIRCULANT_MPI_THRESHOLDS). */
 #define _GNU_SOURCE
 #include "layer.h"
@@ -11,6 +11,7 @@
 
 enum mode g_mode = MODE_AUTO;
 int g_print_stats;
+int g_eager_comms = 16;
 
 struct sized_ranges g_threshold[FORM_COUNT][OP_COUNT];
 
@@ -202,6 +203,15 @@ void read_settings(void) {
       die("CIRCULANT_MPI_STATS=%s: expected 0 or 1%s", stats, "");
   }
   g_gate.counting = g_print_stats;
+  const char *eager = getenv("CIRCULANT_MPI_EAGER");
+  if (eager && *eager) {
+    char *end;
+    errno = 0;
+    long v = strtol(eager, &end, 10);
+    if (errno || *end || v < 0 || v > INT_MAX)
+      die("CIRCULANT_MPI_EAGER=%s: expected a number of communicators (0 or more)%s", eager, "");
+    g_eager_comms = (int)v;
+  }
   memset(g_threshold, 0, sizeof g_threshold);
   parse_thresholds(LAYER_THRESHOLDS, "the built-in thresholds");
   const char *file = getenv("CIRCULANT_MPI_THRESHOLDS");

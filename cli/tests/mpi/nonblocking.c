@@ -511,17 +511,30 @@ static void large_count_forms(int n) {
   PMPI_Bcast(bw, n, MPI_INT, p - 1, MPI_COMM_WORLD);
   PMPI_Allreduce(s, aw, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   PMPI_Allgatherv(s, icounts[r], MPI_INT, vw, icounts, idispls, MPI_INT, MPI_COMM_WORLD);
-  MPI_Request rs[3];
+  /* A gatherv to rank 1 % p and a scatterv from it, of the same blocks. */
+  int *g = ints((size_t)total), *gw = ints((size_t)total), *t = ints((size_t)n),
+      *tw = ints((size_t)n), groot = 1 % p;
+  PMPI_Gatherv(s, icounts[r], MPI_INT, gw, icounts, idispls, MPI_INT, groot, MPI_COMM_WORLD);
+  PMPI_Scatterv(vw, icounts, idispls, MPI_INT, tw, icounts[r], MPI_INT, groot, MPI_COMM_WORLD);
+  MPI_Request rs[5];
   MPI_Ibcast_c(b, n, MPI_INT, p - 1, MPI_COMM_WORLD, &rs[0]);
   MPI_Iallreduce_c(s, a, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rs[1]);
   MPI_Iallgatherv_c(s, counts[r], MPI_INT, v, counts, displs, MPI_INT, MPI_COMM_WORLD, &rs[2]);
-  MPI_Waitall(3, rs, MPI_STATUSES_IGNORE);
-  int ok = 1;
-  for (int j = 0; j < p; j++)
+  MPI_Igatherv_c(s, counts[r], MPI_INT, g, counts, displs, MPI_INT, groot, MPI_COMM_WORLD, &rs[3]);
+  MPI_Iscatterv_c(vw, counts, displs, MPI_INT, t, counts[r], MPI_INT, groot, MPI_COMM_WORLD,
+                  &rs[4]);
+  MPI_Waitall(5, rs, MPI_STATUSES_IGNORE);
+  int ok = 1, gok = 1;
+  for (int j = 0; j < p; j++) {
     ok = ok && !memcmp(v + idispls[j], vw + idispls[j], (size_t)icounts[j] * sizeof(int));
+    gok = gok && !memcmp(g + idispls[j], gw + idispls[j], (size_t)icounts[j] * sizeof(int));
+  }
   check(!memcmp(b, bw, (size_t)n * sizeof(int)), "ibcast_c", 0);
   check(!memcmp(a, aw, (size_t)n * sizeof(int)), "iallreduce_c", 0);
   check(ok, "iallgatherv_c", 0);
+  check(r != groot || gok, "igatherv_c", 0);
+  check(!memcmp(t, tw, (size_t)icounts[r] * sizeof(int)), "iscatterv_c", 0);
+  free(g), free(gw), free(t), free(tw);
   MPI_Request q;
   MPI_Bcast_init_c(b, n, MPI_INT, 0, MPI_COMM_WORLD, ordered_starts(), &q);
   for (int start = 0; start < 2; start++) {
@@ -649,8 +662,8 @@ int main(int argc, char **argv) {
   for (int round = 0; round < rounds; round++)
     round_on(MPI_COMM_WORLD, round, round % 4 == 3 ? 20000 : 300);
 
-  /* A new communicator: its first nonblocking call passes (no blocking call has started
-   * circulant on it), a blocking one starts circulant, the nonblocking ones after are served. */
+  /* A new communicator: its first call is nonblocking, served (with the layer, circulant
+   * starts on it in MPI_Comm_dup). */
   MPI_Comm dup;
   MPI_Comm_dup(MPI_COMM_WORLD, &dup);
   int x = me, y = -1;
