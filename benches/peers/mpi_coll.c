@@ -33,6 +33,12 @@
  * Both series see the same moments of a noisy machine, so their ratio shows what the layer
  * adds or saves; without a layer both are the MPI's, and the ratio shows the method's floor.
  *
+ * --overlap measures overlap as `circulant bench --overlap` does (and the OSU micro-benchmarks):
+ * per size the nonblocking call alone (started, then MPI_Wait), a computation alone as long as
+ * the call's median, and the call started, the computation, then MPI_Wait; overlap =
+ * 100·(1 − (both − computation) / alone), medians, at least 0. The row's times are those of
+ * both together (algorithm "overlap"); three more columns: alone_s, compute_s, overlap_pct.
+ *
  * Sizes go from --min-bytes to --max-bytes multiplying alternately by 2 and 5 (1, 2, 10, 20,
  * 100, ...). For bcast the size is the message; for allgather it is each rank's contribution;
  * for allgatherv it is the base count c of the distribution (the total follows from it, see
@@ -83,6 +89,7 @@ struct options {
     int nonblocking;
     int persistent;
     int paired;
+    int overlap;
     int print_counts;
     MPI_Comm comm; /* the communicator of the measured calls: the world or its duplicate */
     int dup;
@@ -97,7 +104,8 @@ static void usage_exit(const char *msg) {
             "                     reduce|reduce-scatter-block|reduce-scatter\n"
             "                [--dist NAME] [--root R]\n"
             "                [--reps N] [--min-bytes B] [--max-bytes B] [--no-header]\n"
-            "                [--nonblocking | --persistent] [--paired] [--comm world|dup]\n"
+            "                [--nonblocking | --persistent | --overlap] [--paired]\n"
+            "                [--comm world|dup]\n"
             "       mpi_coll --print-counts --dist NAME -p P --bytes C\n"
             "distributions: regular broadcast spike half-full decreasing geometric mod3\n",
             msg);
@@ -130,6 +138,7 @@ static void parse_args(int argc, char **argv, struct options *o) {
         if (!strcmp(a, "--nonblocking")) { o->nonblocking = 1; continue; }
         if (!strcmp(a, "--persistent")) { o->persistent = 1; continue; }
         if (!strcmp(a, "--paired")) { o->paired = 1; continue; }
+        if (!strcmp(a, "--overlap")) { o->overlap = 1; continue; }
         if (!v) usage_exit("missing value after an option");
         i++;
         if (!strcmp(a, "--op")) {
@@ -163,6 +172,10 @@ static void parse_args(int argc, char **argv, struct options *o) {
         }
     }
     if (o->nonblocking && o->persistent) usage_exit("--nonblocking and --persistent exclude each other");
+    if (o->overlap && (o->nonblocking || o->persistent || o->paired))
+        usage_exit("--overlap excludes --nonblocking, --persistent and --paired");
+    /* The overlap's calls are the nonblocking ones. */
+    if (o->overlap) o->nonblocking = 1;
     if (o->persistent && !HAVE_PERSISTENT)
         usage_exit("--persistent needs MPI-4's persistent collectives, which this MPI has not");
 }
@@ -229,6 +242,7 @@ struct buffers {
     int *displs;
     uint64_t send_len, recv_len, total;
     int rank; /* this rank in MPI_COMM_WORLD: its count of an allgatherv */
+    uint64_t compute_ns; /* --overlap: the computation between a call's start and its wait */
     MPI_Request persistent[2]; /* --persistent: each series' request of the current size */
 };
 
@@ -389,6 +403,25 @@ static void make_persistent(const struct options *o, const struct entries *e, st
 #endif
 }
 
+/* A computation that keeps this core busy for `ns` (sums over a small array, the clock read
+ * between rounds of them), as a program computes between starting a collective and waiting. */
+static volatile double compute_result;
+static void compute(uint64_t ns) {
+    double data[256];
+    for (int i = 0; i < 256; i++) data[i] = 1.0;
+    uint64_t start = common_now_ns();
+    while (common_now_ns() - start < ns) {
+        for (int k = 0; k < 16; k++) {
+            double carry = 0.0;
+            for (int i = 0; i < 256; i++) {
+                carry = data[i] * 0.5 + carry * 0.25;
+                data[i] = carry + 1.0;
+            }
+        }
+        compute_result = data[255];
+    }
+}
+
 /* One call of the operation under test, through entry points `e`. */
 static void run_op(const struct options *o, const struct entries *e, struct buffers *b,
                    uint64_t bytes) {
@@ -442,6 +475,7 @@ static void run_op(const struct options *o, const struct entries *e, struct buff
                           o->comm, &req);
             break;
         }
+        if (b->compute_ns) compute(b->compute_ns);
         e->wait(&req, MPI_STATUS_IGNORE);
         return;
     }
@@ -617,6 +651,12 @@ static double timed_call(const struct options *o, const struct entries *e, struc
     struct repetition r = {o, e, b, bytes};
     return common_start_timed(repeat_op, &r, w);
 }
+static void compute_only(void *arg) { compute(*(const uint64_t *)arg); }
+
+static double median_of(double *t, int n) {
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
 
 static const char *library_name(void) {
     static char name[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -663,12 +703,17 @@ int main(int argc, char **argv) {
     int n_series = o.paired ? 2 : 1;
     double *times[2] = {calloc((size_t)o.reps, sizeof(double)),
                         calloc((size_t)o.reps, sizeof(double))};
-    if (!b.counts || !b.displs || !times[0] || !times[1]) MPI_Abort(MPI_COMM_WORLD, 1);
+    /* --overlap: the call alone and the computation alone. */
+    double *alone = calloc((size_t)o.reps, sizeof(double));
+    double *computed = calloc((size_t)o.reps, sizeof(double));
+    if (!b.counts || !b.displs || !times[0] || !times[1] || !alone || !computed)
+        MPI_Abort(MPI_COMM_WORLD, 1);
 
     const char *lib = library_name();
     const char *dist = distributed(o.op) ? dist_names[o.dist] : "-";
     if (rank == 0 && o.header)
-        printf("library,op,algorithm,distribution,p,bytes,total_bytes,reps,min_s,median_s\n");
+        printf("library,op,algorithm,distribution,p,bytes,total_bytes,reps,min_s,median_s%s\n",
+               o.overlap ? ",alone_s,compute_s,overlap_pct" : "");
 
     /* A common start needs one clock: ranks on several hosts whose clocks differ are refused,
      * not timed wrongly (or kept waiting for another host's clock). */
@@ -709,6 +754,18 @@ int main(int argc, char **argv) {
                 failed = 1;
             }
         }
+        double alone_s = 0, compute_s = 0;
+        if (o.overlap) {
+            /* The call alone, then a computation as long as its median (the same on every rank:
+             * each repetition's time is the slowest rank's), then both. */
+            b.compute_ns = 0;
+            for (int r = 0; r < o.reps; r++) alone[r] = timed_call(&o, series[0], &b, bytes, &window);
+            alone_s = median_of(alone, o.reps);
+            uint64_t ns = (uint64_t)(alone_s * 1e9);
+            for (int r = 0; r < o.reps; r++) computed[r] = common_start_timed(compute_only, &ns, &window);
+            compute_s = median_of(computed, o.reps);
+            b.compute_ns = ns;
+        }
         /* Paired: the checks left the buffers warm for the last series only. */
         for (int k = 0; k + 1 < n_series; k++) run_op(&o, series[k], &b, bytes);
         /* Paired: the series in turn, the first one swapped at every repetition. */
@@ -719,14 +776,21 @@ int main(int argc, char **argv) {
             }
         for (int k = 0; rank == 0 && k < n_series; k++) {
             double *t = times[k];
-            qsort(t, (size_t)o.reps, sizeof *t, cmp_double);
-            double median = o.reps % 2 ? t[o.reps / 2] : (t[o.reps / 2 - 1] + t[o.reps / 2]) / 2;
+            double median = median_of(t, o.reps);
             char algorithm[64];
-            const char *form = o.nonblocking ? "nonblocking" : o.persistent ? "persistent" : "";
+            const char *form = o.overlap       ? "overlap"
+                               : o.nonblocking ? "nonblocking"
+                               : o.persistent  ? "persistent"
+                                               : "";
             snprintf(algorithm, sizeof algorithm, "%s%s%s", o.paired ? series[k]->name : "",
                      o.paired && *form ? "-" : "", *form ? form : o.paired ? "" : "native");
-            printf("%s,%s,%s,%s,%d,%llu,%llu,%d,%.9f,%.9f\n", lib, op_names[o.op], algorithm, dist,
+            printf("%s,%s,%s,%s,%d,%llu,%llu,%d,%.9f,%.9f", lib, op_names[o.op], algorithm, dist,
                    p, (unsigned long long)bytes, (unsigned long long)b.total, o.reps, t[0], median);
+            if (o.overlap) {
+                double pct = alone_s > 0 ? 100.0 * (1.0 - (median - compute_s) / alone_s) : 0.0;
+                printf(",%.9f,%.9f,%.1f", alone_s, compute_s, pct < 0 ? 0.0 : pct > 100 ? 100.0 : pct);
+            }
+            printf("\n");
             fflush(stdout);
         }
         for (int k = 0; o.persistent && k < n_series; k++)
@@ -742,6 +806,8 @@ int main(int argc, char **argv) {
     free(b.displs);
     free(times[0]);
     free(times[1]);
+    free(alone);
+    free(computed);
     if (o.dup) MPI_Comm_free(&o.comm);
     MPI_Finalize();
     return failed;

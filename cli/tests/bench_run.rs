@@ -371,6 +371,65 @@ fn the_persistent_forms_are_measured_and_named() {
     );
 }
 
+/// `--overlap` measures the nonblocking forms alone, a computation alone as long as the call,
+/// and both together: every operation's data checked, the three figures in the table, the CSV
+/// (which `--compare` still reads) and JSON, each overlap within 0–100 % and consistent with
+/// the medians it comes from, and the computation as long as the call at least; it excludes
+/// the other forms.
+#[test]
+fn overlap_is_measured_with_its_figures() {
+    let (printed, m) = measured_in_form("--overlap", &["--max-bytes", "20000", "--reps", "3"]);
+    assert!(
+        printed.contains(" alone ") && printed.contains(" overlap"),
+        "{printed}"
+    );
+    assert!(!m.records.is_empty());
+    let json = bench_job(
+        2,
+        &[
+            "--overlap",
+            "--op",
+            "allreduce,bcast",
+            "--min-bytes",
+            "1000",
+            "--max-bytes",
+            "100000",
+            "--reps",
+            "3",
+            "--json",
+            "--no-progress",
+        ],
+    );
+    assert!(json.status.success(), "{}", text(&json));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("one JSON object");
+    assert_eq!(v["forms"], "overlap");
+    let rows = v["rows"].as_array().expect("rows");
+    assert!(!rows.is_empty());
+    for r in rows {
+        assert_eq!(r["wrong"], 0, "{r}");
+        let figure = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{k} in {r}"));
+        let (alone, compute, both) = (figure("alone_s"), figure("compute_s"), figure("median_s"));
+        let pct = figure("overlap_pct");
+        assert!((0.0..=100.0).contains(&pct), "{r}");
+        let expected = (100.0 * (1.0 - (both - compute) / alone)).clamp(0.0, 100.0);
+        assert!((pct - expected).abs() < 1e-6, "{r}");
+        // The computation lasts the call's median alone at least (a clock, not a count).
+        assert!(alone > 0.0 && compute >= alone * 0.999, "{r}");
+    }
+    for other in ["--nonblocking", "--persistent"] {
+        let both = Command::new(BIN)
+            .args(["bench", "--overlap", other])
+            .output()
+            .expect("circulant starts");
+        assert!(!both.status.success());
+        assert!(
+            String::from_utf8_lossy(&both.stderr).contains("cannot be used with"),
+            "{}",
+            text(&both)
+        );
+    }
+}
+
 #[test]
 fn json_output() {
     let out = bench_job(

@@ -1109,6 +1109,64 @@ fn the_peer_benchmark_measures_persistent_requests() {
     }
 }
 
+/// The peer benchmark's overlap (`--overlap`: the nonblocking call alone, a computation alone
+/// as long as its median, both together) under both MPIs, with the layer serving the calls:
+/// every size's result checked, a row per size with the three columns, each overlap within
+/// 0–100 % and the one the row's medians give; `--overlap` excludes the other forms.
+#[test]
+fn the_peer_benchmark_measures_overlap() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    for mpi in [Mpi::Mpich, Mpi::OpenMpi] {
+        let Some(lib) = layer(mpi) else { return };
+        let peer = peer(mpi);
+        let args = [
+            "--op",
+            "allreduce",
+            "--overlap",
+            "--reps",
+            "3",
+            "--min-bytes",
+            "1000",
+            "--max-bytes",
+            "100000",
+        ];
+        let env = [("CIRCULANT_MPI", "on"), ("CIRCULANT_MPI_STATS", "1")];
+        let done = job(mpi, 2, Some(&lib), &env, &peer, &args, &dir);
+        assert_eq!(done.code(), Some(0), "{done:?}");
+        let mut lines = done.stdout.lines().filter(|l| !l.starts_with('#'));
+        let header = lines.next().unwrap_or_default();
+        assert!(
+            header.ends_with(",median_s,alone_s,compute_s,overlap_pct"),
+            "{}",
+            done.stdout
+        );
+        let rows: Vec<Vec<f64>> = lines
+            .filter(|l| l.split(',').nth(2) == Some("overlap"))
+            .map(|l| {
+                l.split(',')
+                    .skip(9)
+                    .map(|x| x.parse().expect("a number"))
+                    .collect()
+            })
+            .collect();
+        assert_eq!(rows.len(), 5, "{}", done.stdout);
+        for row in &rows {
+            let [both, alone, compute, pct] = row[..] else {
+                panic!("{row:?}")
+            };
+            assert!((0.0..=100.0).contains(&pct), "{row:?}");
+            let expected = (100.0 * (1.0 - (both - compute) / alone)).clamp(0.0, 100.0);
+            assert!((pct - expected).abs() < 0.06, "{row:?}");
+        }
+        let (served, _, _) = stats(&done.stderr, "MPI_Iallreduce")
+            .unwrap_or_else(|| panic!("no statistics:\n{}", done.stderr));
+        assert!(served > 0, "{}", done.stderr);
+        let refused = job(mpi, 1, None, &[], &peer, &["--overlap", "--paired"], &dir);
+        assert_eq!(refused.code(), Some(2), "{refused:?}");
+        assert!(refused.stderr.contains("--overlap excludes"), "{refused:?}");
+    }
+}
+
 /// The peer benchmark's reductions (`--op reduce`, `reduce-scatter-block`, `reduce-scatter`)
 /// under both MPIs with the layer, paired, in every form the MPI has: every size's result
 /// checked (the program fails on a wrong element), a row per size (4 B to 20 kB) and series,

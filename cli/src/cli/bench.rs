@@ -74,6 +74,15 @@ pub struct Args {
     #[arg(long, conflicts_with = "nonblocking")]
     pub persistent: bool,
 
+    /// Measure overlap as the OSU micro-benchmarks do: per size and algorithm the nonblocking
+    /// call alone (started, then waited for), a computation alone as long as the call's
+    /// median, and the call started, the computation, then the wait; overlap =
+    /// 100·(1 − (both − computation) / alone), medians, at least 0. The times are those of
+    /// both together; the `alone`, `compute` and `overlap` columns (`alone_s`, `compute_s`,
+    /// `overlap_pct` in CSV) the rest. The computation keeps a core busy for its time.
+    #[arg(long, conflicts_with_all = ["nonblocking", "persistent"])]
+    pub overlap: bool,
+
     /// Measure each timed call's software overhead (entry to first post,
     /// `Executed::overhead`): the `overhead` column, `overhead_s` in CSV. It reads the clock
     /// twice per call, which the times then include.

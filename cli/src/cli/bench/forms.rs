@@ -1,6 +1,9 @@
-//! The forms of the calls `circulant bench` measures (blocking, nonblocking, persistent) and
-//! the repetitions of one algorithm on one cell in a form: the first call checked, the
-//! warm-up calls, then the timed repetitions through the common-start [`Window`].
+//! The forms of the calls `circulant bench` measures (blocking, nonblocking, persistent, and
+//! nonblocking calls overlapped with a computation) and the repetitions of one algorithm on one
+//! cell in a form: the first call checked, the warm-up calls, then the timed repetitions
+//! through the common-start [`Window`].
+
+use std::time::{Duration, Instant};
 
 use circulant::comm::{Buffer, Choice, CommError, Communicator, Persistent};
 use circulant_cli::cases::CaseData;
@@ -18,12 +21,17 @@ pub(super) enum Form {
     Nonblocking,
     /// A persistent request per algorithm and size, made once and run at each repetition.
     Persistent,
+    /// The nonblocking ones alone, a computation alone, then both: started, the
+    /// computation, then waited for.
+    Overlap,
 }
 
 impl Form {
     pub(super) fn of(args: &Args) -> Self {
         if args.persistent {
             Form::Persistent
+        } else if args.overlap {
+            Form::Overlap
         } else if args.nonblocking {
             Form::Nonblocking
         } else {
@@ -36,6 +44,7 @@ impl Form {
             Form::Blocking => "blocking",
             Form::Nonblocking => "nonblocking",
             Form::Persistent => "persistent",
+            Form::Overlap => "overlap",
         }
     }
 
@@ -66,6 +75,15 @@ pub(super) struct Timed {
     pub taken: &'static str,
     pub times: Vec<f64>,
     pub overheads: Vec<f64>,
+    /// With [`Form::Overlap`] (`times` are then those of both together): the call alone and
+    /// the computation alone.
+    pub overlap: Option<Overlapped>,
+}
+
+/// The other two series of an overlap measurement, each the slowest rank's per repetition.
+pub(super) struct Overlapped {
+    pub alone: Vec<f64>,
+    pub compute: Vec<f64>,
 }
 
 /// What one repetition runs: a call of each form, on the communicator or a persistent
@@ -83,6 +101,8 @@ struct Calls<'a> {
     send: &'a Buffer,
     recv: &'a mut Buffer,
     nonblocking: bool,
+    /// A computation this long between the start of a nonblocking call and its wait.
+    compute: Option<Duration>,
 }
 
 impl OnComm for Calls<'_> {
@@ -115,7 +135,11 @@ impl Target for Calls<'_> {
                         .ireduce_scatter_bytes(send, recv, int32_sum(), counts)
                 }
             };
-            return request?.wait();
+            let request = request?;
+            if let Some(length) = self.compute {
+                compute(length);
+            }
+            return request.wait();
         }
         match cell.op {
             Op::Bcast => comm.choosing(choice).bcast(recv, root),
@@ -203,15 +227,41 @@ impl Repeated<'_> {
                 return self.repeat(&mut request, window, data);
             }
             Form::Blocking => false,
-            Form::Nonblocking => true,
+            Form::Nonblocking | Form::Overlap => true,
         };
         let mut calls = Calls {
             comm,
             send,
             recv,
             nonblocking,
+            compute: None,
         };
-        self.repeat(&mut calls, window, data)
+        let alone = self.repeat(&mut calls, window, data)?;
+        if form != Form::Overlap {
+            return Ok(alone);
+        }
+        // The computation as long as the call's median alone (the same on every rank: each
+        // repetition's time is the slowest rank's).
+        let mut sorted = alone.times.clone();
+        sorted.sort_by(f64::total_cmp);
+        let length = Duration::from_secs_f64(sorted.get(sorted.len() / 2).copied().unwrap_or(0.0));
+        let mut computed = Vec::with_capacity(self.reps as usize);
+        for _ in 0..self.reps {
+            computed.push(window.time(&mut calls, &mut |_| {
+                compute(length);
+                Ok(())
+            })?);
+        }
+        calls.compute = Some(length);
+        let both = self.repeat(&mut calls, window, data)?;
+        Ok(Timed {
+            wrong: alone.wrong + both.wrong,
+            overlap: Some(Overlapped {
+                alone: alone.times,
+                compute: computed,
+            }),
+            ..both
+        })
     }
 
     /// The first call (its data checked, the algorithm it took read), the warm-up calls,
@@ -251,6 +301,25 @@ impl Repeated<'_> {
             taken,
             times,
             overheads,
+            overlap: None,
         })
+    }
+}
+
+/// A computation that keeps this core busy for `length` (sums over a small array, the clock
+/// read between rounds of them), as a program computes between starting a collective and
+/// waiting for it.
+fn compute(length: Duration) {
+    let start = Instant::now();
+    let mut data = [1.0f64; 256];
+    while start.elapsed() < length {
+        for _ in 0..16 {
+            let mut carry = 0.0;
+            for x in data.iter_mut() {
+                carry = *x * 0.5 + carry * 0.25;
+                *x = carry + 1.0;
+            }
+        }
+        std::hint::black_box(&mut data);
     }
 }

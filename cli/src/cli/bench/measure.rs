@@ -119,6 +119,34 @@ struct Measured {
     plan_s: f64,
     /// Wrong bytes (or elements) summed over the ranks in the checked call.
     wrong: u64,
+    /// With `--overlap`: the call alone, the computation alone, the overlap.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    overlap: Option<Overlap>,
+}
+
+/// The figures of an overlap measurement (medians over the repetitions).
+#[derive(Clone, Copy, Serialize)]
+struct Overlap {
+    alone_s: f64,
+    compute_s: f64,
+    /// 100·(1 − (both − compute) / alone), within 0–100.
+    overlap_pct: f64,
+}
+
+impl Overlap {
+    fn of(alone: &mut [f64], compute: &mut [f64], both: f64) -> Self {
+        let (alone_s, compute_s) = (median(alone), median(compute));
+        let overlap_pct = if alone_s > 0.0 {
+            (100.0 * (1.0 - (both - compute_s) / alone_s)).clamp(0.0, 100.0)
+        } else {
+            0.0
+        };
+        Overlap {
+            alone_s,
+            compute_s,
+            overlap_pct,
+        }
+    }
 }
 
 /// The name `--algorithms` takes for the automatic choice.
@@ -231,6 +259,7 @@ pub fn run(args: Args) -> CliResult {
                 taken,
                 mut times,
                 mut overheads,
+                overlap,
             } = timed;
             let mut plan_times = Vec::with_capacity(args.reps as usize);
             for _ in 0..args.reps {
@@ -242,6 +271,8 @@ pub fn run(args: Args) -> CliResult {
                 false => None,
             };
             let wrong = sum(&mut comm, wrong)?;
+            let overlap =
+                overlap.map(|mut o| Overlap::of(&mut o.alone, &mut o.compute, median(&mut times)));
             times.sort_by(f64::total_cmp);
             results.push(Measured {
                 record: Record {
@@ -264,6 +295,7 @@ pub fn run(args: Args) -> CliResult {
                 },
                 plan_s,
                 wrong,
+                overlap,
             });
             progress.done();
         }
@@ -573,11 +605,21 @@ fn render_csv(
     if measured {
         out.push_str(&format!(",{OVERHEAD_COLUMN}"));
     }
+    let overlapped = rows.iter().any(|r| r.overlap.is_some());
+    if overlapped {
+        out.push_str(",alone_s,compute_s,overlap_pct");
+    }
     out.push('\n');
     for r in rows {
         out.push_str(&format!("{},{:.9}", r.record.csv_line(), r.plan_s));
         if measured {
             out.push_str(&format!(",{:.9}", r.record.overhead_s.unwrap_or(0.0)));
+        }
+        if let (true, Some(o)) = (overlapped, r.overlap) {
+            out.push_str(&format!(
+                ",{:.9},{:.9},{:.1}",
+                o.alone_s, o.compute_s, o.overlap_pct
+            ));
         }
         out.push('\n');
     }
@@ -622,8 +664,9 @@ fn render_table(
         format_seconds(model.o)
     );
     out.push_str(&levels_line(comm, ""));
+    let overlapped = rows.iter().any(|r| r.overlap.is_some());
     out.push_str(&format!(
-        "{:<11} {:<10} {:>11} {:>11}  {:<28} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}\n",
+        "{:<11} {:<10} {:>11} {:>11}  {:<28} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}{}\n",
         "op",
         "dist",
         "bytes",
@@ -634,7 +677,12 @@ fn render_table(
         "plan",
         "overhead",
         "bound",
-        "min/bnd"
+        "min/bnd",
+        if overlapped {
+            format!(" {:>10} {:>10} {:>8}", "alone", "compute", "overlap")
+        } else {
+            String::new()
+        }
     ));
     for r in rows {
         let x = &r.record;
@@ -643,8 +691,16 @@ fn render_table(
         let over = bound
             .filter(|b| *b > 0.0)
             .map_or_else(|| "-".to_string(), |b| format!("{:.2}", x.min_s / b));
+        let overlap = r.overlap.map_or_else(String::new, |o| {
+            format!(
+                " {:>10} {:>10} {:>7.1}%",
+                format_seconds(o.alone_s),
+                format_seconds(o.compute_s),
+                o.overlap_pct
+            )
+        });
         out.push_str(&format!(
-            "{:<11} {:<10} {:>11} {:>11}  {:<28} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}{}\n",
+            "{:<11} {:<10} {:>11} {:>11}  {:<28} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}{}{}\n",
             x.op,
             x.distribution,
             x.bytes,
@@ -658,16 +714,22 @@ fn render_table(
                 .map_or_else(|| "-".to_string(), format_seconds),
             bound.map_or_else(|| "-".to_string(), format_seconds),
             over,
+            overlap,
             if r.wrong > 0 { "  WRONG DATA" } else { "" }
         ));
     }
     out.push_str(&format!(
-        "times: {} repetitions of the {} calls, each the slowest rank's time from a common start; min and median over them; plan: {}{}{}\n",
+        "times: {} repetitions of the {} calls, each the slowest rank's time from a common start; min and median over them; plan: {}{}{}{}\n",
         rows.first().map_or(0, |r| r.record.reps),
         form.name(),
         form.plan(),
         if rows.iter().any(|r| r.record.overhead_s.is_some()) {
             "; overhead: entry to first post, median"
+        } else {
+            ""
+        },
+        if overlapped {
+            "; alone: the call without computation, compute: the computation without a call (medians); overlap: 100·(1 − (median − compute) / alone)"
         } else {
             ""
         },
