@@ -76,8 +76,8 @@ pub struct Args {
 
     /// Measure overlap as the OSU micro-benchmarks do: per size and algorithm the nonblocking
     /// call alone (started, then waited for), a computation alone as long as the call's
-    /// median, and the call started, the computation, then the wait; overlap =
-    /// 100·(1 − (both − computation) / alone), medians, at least 0. The times are those of
+    /// least time, and the call started, the computation, then the wait; overlap =
+    /// 100·(1 − (both − computation) / alone), minima, at least 0. The times are those of
     /// both together; the `alone`, `compute` and `overlap` columns (`alone_s`, `compute_s`,
     /// `overlap_pct` in CSV) the rest. The computation keeps a core busy for its time.
     #[arg(long, conflicts_with_all = ["nonblocking", "persistent"])]

@@ -240,11 +240,10 @@ impl Repeated<'_> {
         if form != Form::Overlap {
             return Ok(alone);
         }
-        // The computation as long as the call's median alone (the same on every rank: each
+        // The computation as long as the call's least time alone (the same on every rank: each
         // repetition's time is the slowest rank's).
-        let mut sorted = alone.times.clone();
-        sorted.sort_by(f64::total_cmp);
-        let length = Duration::from_secs_f64(sorted.get(sorted.len() / 2).copied().unwrap_or(0.0));
+        let least = alone.times.iter().copied().fold(f64::INFINITY, f64::min);
+        let length = Duration::from_secs_f64(if least.is_finite() { least } else { 0.0 });
         let mut computed = Vec::with_capacity(self.reps as usize);
         for _ in 0..self.reps {
             computed.push(window.time(&mut calls, &mut |_| {
