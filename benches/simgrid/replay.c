@@ -2,7 +2,7 @@
  * smpirun (built with smpicc; benches/simgrid/README.md).
  *
  *   smpirun -np P -platform PLATFORM.xml -hostfile HOSTS replay PLAN [--copy-rate B/s]
- *           [--reduce-rate B/s]
+ *           [--reduce-rate B/s] [--one-port]
  *
  * Each rank reads its own section of the plan (the offsets at the end of the file), then, from
  * a common start:
@@ -11,7 +11,9 @@
  * - sends each transfer (one MPI_Isend of its bytes) once the rounds its data waits for are
  *   complete and the previous transfer to the same target has completed: the messages to one
  *   target go in plan order, one after the other, as over one connection or queue pair (SMPI
- *   would otherwise run them as parallel flows sharing the link);
+ *   would otherwise run them as parallel flows sharing the link); with --one-port a transfer
+ *   also waits for the rank's previous transfer to any target (one send at a time in plan
+ *   order, as the model's ranks send);
  * - completes its rounds in order: a round is complete when its messages have arrived and the
  *   earlier rounds are complete; its local steps then cost bytes / rate of simulated time
  *   (--copy-rate, --reduce-rate; without them they cost nothing, as SMPI's own collectives
@@ -222,7 +224,8 @@ static void read_plan(const char *path, int rank, int size, struct plan *pl) {
   fclose(f);
 }
 
-/* Links each transfer to the previous and next one to the same target, in plan order. */
+/* Links each transfer to the previous and next one to the same target (with ONE_PORT to any
+ * target), in plan order. */
 static int cmp_target(const void *a, const void *b, void *sends) {
   const struct send *s = sends;
   int x = *(const int *)a, y = *(const int *)b;
@@ -231,16 +234,17 @@ static int cmp_target(const void *a, const void *b, void *sends) {
   return x < y ? -1 : (x > y);
 }
 
-static void chain_targets(int rank, struct plan *pl) {
+static void chain_targets(int rank, struct plan *pl, int one_port) {
   int n = pl->sends_n;
   int *order = alloc(rank, n, sizeof *order);
   for (int i = 0; i < n; i++)
     order[i] = i;
-  qsort_r(order, n, sizeof *order, cmp_target, pl->sends);
+  if (!one_port)
+    qsort_r(order, n, sizeof *order, cmp_target, pl->sends);
   for (int k = 0; k < n; k++) {
     struct send *sd = &pl->sends[order[k]];
-    int same_prev = k > 0 && pl->sends[order[k - 1]].to == sd->to;
-    int same_next = k + 1 < n && pl->sends[order[k + 1]].to == sd->to;
+    int same_prev = k > 0 && (one_port || pl->sends[order[k - 1]].to == sd->to);
+    int same_next = k + 1 < n && (one_port || pl->sends[order[k + 1]].to == sd->to);
     sd->prev_same = same_prev ? order[k - 1] : -1;
     sd->next_same = same_next ? order[k + 1] : -1;
   }
@@ -266,21 +270,24 @@ int main(int argc, char **argv) {
   MPI_Comm_size(comm, &size);
   const char *path = NULL;
   double copy_rate = 0, reduce_rate = 0;
+  int one_port = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--copy-rate") == 0 && i + 1 < argc)
       copy_rate = atof(argv[++i]);
     else if (strcmp(argv[i], "--reduce-rate") == 0 && i + 1 < argc)
       reduce_rate = atof(argv[++i]);
+    else if (strcmp(argv[i], "--one-port") == 0)
+      one_port = 1;
     else if (argv[i][0] != '-' && !path)
       path = argv[i];
     else
-      die(rank, "usage: replay PLAN [--copy-rate B/s] [--reduce-rate B/s]", argv[i]);
+      die(rank, "usage: replay PLAN [--copy-rate B/s] [--reduce-rate B/s] [--one-port]", argv[i]);
   }
   if (!path)
-    die(rank, "usage: replay PLAN [--copy-rate B/s] [--reduce-rate B/s]", NULL);
+    die(rank, "usage: replay PLAN [--copy-rate B/s] [--reduce-rate B/s] [--one-port]", NULL);
   struct plan pl = {0};
   read_plan(path, rank, size, &pl);
-  chain_targets(rank, &pl);
+  chain_targets(rank, &pl, one_port);
 
   /* Transfers by the number of complete rounds they wait for. */
   int *bucket_start = alloc(rank, pl.rounds_n + 2, sizeof *bucket_start);
