@@ -164,8 +164,8 @@ enum mode { MODE_OFF, MODE_ON, MODE_AUTO };
 extern HIDDEN enum mode g_mode;
 extern HIDDEN int g_print_stats;
 /* CIRCULANT_MPI_EAGER: how many communicators besides MPI_COMM_WORLD a rank keeps circulant
- * communicators for from their creation (16 by default; beyond, at their first blocking
- * served call). */
+ * communicators for from their creation (0 by default: at their first blocking served call;
+ * mpi/README.md, "Start-up", says why). */
 extern HIDDEN int g_eager_comms;
 #define NEVER UINT64_MAX
 /* Per collective: the byte ranges auto serves, [from, to] each (to NEVER: no end); none: no

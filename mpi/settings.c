@@ -11,7 +11,7 @@
 
 enum mode g_mode = MODE_AUTO;
 int g_print_stats;
-int g_eager_comms = 16;
+int g_eager_comms = 0;
 
 struct sized_ranges g_threshold[FORM_COUNT][OP_COUNT];
 

@@ -394,8 +394,8 @@ const SERVED_NONBLOCKING: [&str; 13] = [
 ];
 
 /// tests/mpi/nonblocking.c at p = 1, 2, 3, 4, 8 with CIRCULANT_MPI=on: every check passes;
-/// every nonblocking collective was served; no
-/// call passed as `not-mirrored` (circulant starts on a communicator when MPI makes it);
+/// every nonblocking collective was served; no call passed as `not-mirrored` (with
+/// CIRCULANT_MPI_EAGER=16 circulant starts on a communicator when MPI makes it);
 /// under MPICH the persistent collectives and the large-count forms were served; ranks that
 /// wait in MPI's blocking point-to-point calls (and in `MPI_Wait` on a receive) for a peer
 /// whose served broadcast needs them keep it going (p ≥ 3). With auto every check passes; with
@@ -405,7 +405,11 @@ fn nonblocking(mpi: Mpi) {
     let exe = program(mpi, "nonblocking.c");
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     for p in [1, 2, 3, 4, 8] {
-        let env = [("CIRCULANT_MPI", "on"), ("CIRCULANT_MPI_STATS", "1")];
+        let env = [
+            ("CIRCULANT_MPI", "on"),
+            ("CIRCULANT_MPI_STATS", "1"),
+            ("CIRCULANT_MPI_EAGER", "16"),
+        ];
         let done = job(mpi, p, Some(&lib), &env, &exe, &["6"], &dir);
         assert_all_passed(&done, p, 170);
         let err = &done.stderr;
@@ -458,17 +462,21 @@ fn nonblocking(mpi: Mpi) {
     }
 }
 
-/// tests/mpi/communicators.c at p = 3 and 4 with CIRCULANT_MPI=on: communicators from every
-/// call that makes one (MPI_Comm_split with MPI_UNDEFINED among them) on which only
-/// nonblocking collectives are called: every byte checked, every call served, none passed as
-/// `not-mirrored`. With CIRCULANT_MPI_EAGER=0 their calls pass as `not-mirrored`, and still
-/// give the right bytes.
+/// tests/mpi/communicators.c at p = 3 and 4 with CIRCULANT_MPI=on and CIRCULANT_MPI_EAGER=16:
+/// communicators from every call that makes one (MPI_Comm_split with MPI_UNDEFINED among them)
+/// on which only nonblocking collectives are called: every byte checked, every call served,
+/// none passed as `not-mirrored`. With CIRCULANT_MPI_EAGER=0 (the default) their calls pass as
+/// `not-mirrored`, and still give the right bytes.
 fn communicators(mpi: Mpi) {
     let Some(lib) = layer(mpi) else { return };
     let exe = program(mpi, "communicators.c");
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     for p in [3, 4] {
-        let env = [("CIRCULANT_MPI", "on"), ("CIRCULANT_MPI_STATS", "1")];
+        let env = [
+            ("CIRCULANT_MPI", "on"),
+            ("CIRCULANT_MPI_STATS", "1"),
+            ("CIRCULANT_MPI_EAGER", "16"),
+        ];
         let done = job(mpi, p, Some(&lib), &env, &exe, &["check", "3"], &dir);
         assert_all_passed(&done, p, 100);
         let err = &done.stderr;

@@ -662,8 +662,8 @@ int main(int argc, char **argv) {
   for (int round = 0; round < rounds; round++)
     round_on(MPI_COMM_WORLD, round, round % 4 == 3 ? 20000 : 300);
 
-  /* A new communicator: its first call is nonblocking, served (with the layer, circulant
-   * starts on it in MPI_Comm_dup). */
+  /* A new communicator: its first call is nonblocking, served (with the layer and
+   * CIRCULANT_MPI_EAGER, circulant starts on it in MPI_Comm_dup). */
   MPI_Comm dup;
   MPI_Comm_dup(MPI_COMM_WORLD, &dup);
   int x = me, y = -1;
