@@ -653,6 +653,7 @@ static double timed_call(const struct options *o, const struct entries *e, struc
 }
 static void compute_only(void *arg) { compute(*(const uint64_t *)arg); }
 
+/* Sorts the n times of `t` and returns their median (their minimum is then t[0]). */
 static double median_of(double *t, int n) {
     qsort(t, (size_t)n, sizeof *t, cmp_double);
     return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
@@ -761,7 +762,7 @@ int main(int argc, char **argv) {
              * busy machine a median mixes the computation's preemptions into the figure. */
             b.compute_ns = 0;
             for (int r = 0; r < o.reps; r++) alone[r] = timed_call(&o, series[0], &b, bytes, &window);
-            median_of(alone, o.reps); /* sorts */
+            median_of(alone, o.reps);
             alone_s = alone[0];
             uint64_t ns = (uint64_t)(alone_s * 1e9);
             for (int r = 0; r < o.reps; r++) computed[r] = common_start_timed(compute_only, &ns, &window);
